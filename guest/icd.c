@@ -1,0 +1,795 @@
+// SPDX-License-Identifier: MIT
+// The ICD's front door: loader entry points, the dispatch table, the
+// platform, its devices (cached info) and contexts.
+#include "config.h"
+#include "icd.h"
+#include "entry.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "log.h"
+
+#define CMX_EXPORT __attribute__((visibility("default")))
+#define PLATFORM_VERSION "OpenCL 3.0 clmux " PACKAGE_VERSION
+#define DEFAULT_SERVER "unix:/run/clmux/clmuxd.sock"
+#define CLIENT_CONF "/etc/clmux/client.conf"
+
+struct cmx_icd cmx_icd = {
+	.next_id = 1,
+	.wait_lock = PTHREAD_MUTEX_INITIALIZER,
+	.wait_cond = PTHREAD_COND_INITIALIZER,
+};
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_err;
+
+cl_int cmx_info_copy(size_t size, void *value, size_t *size_ret, const void *src, size_t n)
+{
+	if (value) {
+		if (size < n)
+			return CL_INVALID_VALUE;
+		if (n)
+			memcpy(value, src, n);
+	}
+	if (size_ret)
+		*size_ret = n;
+	return CL_SUCCESS;
+}
+
+cl_int cmx_info_str(size_t size, void *value, size_t *size_ret, const char *s)
+{
+	return cmx_info_copy(size, value, size_ret, s, strlen(s) + 1);
+}
+
+void *cmx_object_new(size_t size, uint32_t magic)
+{
+	struct _cl_platform_id *o = calloc(1, size);
+
+	if (!o)
+		return NULL;
+	o->dispatch = &cmx_dispatch;
+	o->magic = magic;
+	atomic_init(&o->refs, 1);
+	o->id = cmx_new_id();
+	return o;
+}
+
+cl_int cmx_wait_ids(cl_uint n, const cl_event *list, cl_context ctx, uint64_t *ids)
+{
+	if ((n && !list) || (!n && list))
+		return CL_INVALID_EVENT_WAIT_LIST;
+	for (cl_uint i = 0; i < n; i++) {
+		if (!CMX_IS(list[i], CMX_MAGIC_EVENT))
+			return CL_INVALID_EVENT_WAIT_LIST;
+		if (ctx && list[i]->ctx != ctx)
+			return CL_INVALID_CONTEXT;
+		ids[i] = list[i]->id;
+	}
+	return CL_SUCCESS;
+}
+
+cl_int cmx_waitlist_init(struct cmx_waitlist *w, cl_uint n, const cl_event *list, cl_context ctx)
+{
+	cl_int e;
+
+	w->n = n;
+	w->ids = n <= 32 ? w->small : malloc(n * sizeof(uint64_t));
+	if (!w->ids)
+		return CL_OUT_OF_HOST_MEMORY;
+	e = cmx_wait_ids(n, list, ctx, w->ids);
+	if (e)
+		cmx_waitlist_fini(w);
+	return e;
+}
+
+void cmx_waitlist_fini(struct cmx_waitlist *w)
+{
+	if (w->ids != w->small)
+		free(w->ids);
+	w->ids = w->small;
+	w->n = 0;
+}
+
+/* ---- devices --------------------------------------------------------- */
+
+static int info_cmp(const void *a, const void *b)
+{
+	const struct cmx_devinfo *x = a, *y = b;
+
+	return (x->param > y->param) - (x->param < y->param);
+}
+
+const struct cmx_devinfo *cmx_device_info(cl_device_id d, cl_uint param)
+{
+	struct cmx_devinfo key = { .param = param };
+
+	return bsearch(&key, d->info, d->ninfo, sizeof(key), info_cmp);
+}
+
+/* Replaces (or adds) one answer; `value` must outlive the device. */
+static void info_set(cl_device_id d, cl_uint param, const void *value, size_t size)
+{
+	struct cmx_devinfo *i = (struct cmx_devinfo *)cmx_device_info(d, param);
+
+	if (!i) {
+		struct cmx_devinfo *n = realloc(d->info, (d->ninfo + 1) * sizeof(*n));
+		if (!n)
+			return;
+		d->info = n;
+		i = &n[d->ninfo++];
+		i->param = param;
+	}
+	i->value = value;
+	i->size = (uint32_t)size;
+	qsort(d->info, d->ninfo, sizeof(*d->info), info_cmp);
+}
+
+/* Extensions that need nothing from the host API (kernel language, or
+ * answers already in the device info): these pass; the rest would promise
+ * entry points clmux does not forward. */
+static int extension_forwarded(const char *name, size_t n)
+{
+	static const char *const exact[] = {
+		"cl_khr_fp64", "cl_khr_fp16", "cl_khr_int64_base_atomics",
+		"cl_khr_int64_extended_atomics", "cl_khr_global_int32_base_atomics",
+		"cl_khr_global_int32_extended_atomics", "cl_khr_local_int32_base_atomics",
+		"cl_khr_local_int32_extended_atomics", "cl_khr_byte_addressable_store",
+		"cl_khr_device_uuid", "cl_khr_pci_bus_info", "cl_khr_extended_versioning",
+		"cl_khr_integer_dot_product", "cl_khr_expect_assume", "cl_khr_extended_bit_ops",
+		"cl_khr_spirv_no_integer_wrap_decoration", "cl_khr_spirv_linkonce_odr",
+		"cl_nv_device_attribute_query", "cl_nv_pragma_unroll", "cl_nv_compiler_options",
+		"cl_khr_kernel_clock", "cl_khr_suggested_local_work_size",
+	};
+	static const char *const prefix[] = { "cl_khr_subgroup_", "cl_khr_work_group_" };
+
+	for (size_t i = 0; i < sizeof(exact) / sizeof(*exact); i++)
+		if (strlen(exact[i]) == n && !memcmp(exact[i], name, n))
+			return 1;
+	for (size_t i = 0; i < sizeof(prefix) / sizeof(*prefix); i++)
+		if (n > strlen(prefix[i]) && !memcmp(prefix[i], name, strlen(prefix[i])))
+			return 1;
+	return 0;
+}
+
+/* OpenCL C features that need host support clmux does not give yet. */
+static int feature_forwarded(const char *name)
+{
+	static const char *const dropped[] = {
+		"__opencl_c_images", "__opencl_c_3d_image_writes", "__opencl_c_read_write_images",
+		"__opencl_c_pipes", "__opencl_c_device_enqueue",
+	};
+
+	for (size_t i = 0; i < sizeof(dropped) / sizeof(*dropped); i++)
+		if (!strcmp(name, dropped[i]))
+			return 0;
+	return 1;
+}
+
+static void filter_extensions(cl_device_id d)
+{
+	const struct cmx_devinfo *i = cmx_device_info(d, CL_DEVICE_EXTENSIONS);
+	char *out;
+	size_t n = 0;
+
+	if (i && i->size) {
+		const char *s = i->value, *end = s + strnlen(s, i->size);
+		out = calloc(1, i->size + 1);
+		if (!out)
+			return;
+		while (s < end) {
+			const char *sp = memchr(s, ' ', (size_t)(end - s));
+			size_t len = sp ? (size_t)(sp - s) : (size_t)(end - s);
+			if (len && extension_forwarded(s, len)) {
+				memcpy(out + n, s, len);
+				n += len;
+				out[n++] = ' ';
+			}
+			s += len + 1;
+		}
+		out[n ? n - 1 : 0] = '\0';
+		info_set(d, CL_DEVICE_EXTENSIONS, out, strlen(out) + 1);
+	}
+	i = cmx_device_info(d, CL_DEVICE_EXTENSIONS_WITH_VERSION);
+	if (i) {
+		const cl_name_version *v = i->value;
+		cl_name_version *keep = calloc(1, i->size + 1);
+		size_t k = 0;
+		if (!keep)
+			return;
+		for (size_t j = 0; j < i->size / sizeof(*v); j++)
+			if (extension_forwarded(v[j].name, strnlen(v[j].name, CL_NAME_VERSION_MAX_NAME_SIZE)))
+				keep[k++] = v[j];
+		info_set(d, CL_DEVICE_EXTENSIONS_WITH_VERSION, keep, k * sizeof(*keep));
+	}
+	i = cmx_device_info(d, CL_DEVICE_OPENCL_C_FEATURES);
+	if (i) {
+		const cl_name_version *v = i->value;
+		cl_name_version *keep = calloc(1, i->size + 1);
+		size_t k = 0;
+		if (!keep)
+			return;
+		for (size_t j = 0; j < i->size / sizeof(*v); j++)
+			if (feature_forwarded(v[j].name))
+				keep[k++] = v[j];
+		info_set(d, CL_DEVICE_OPENCL_C_FEATURES, keep, k * sizeof(*keep));
+	}
+}
+
+/* Where clmux's device differs from the physical one: what clmux cannot
+ * honour is reported as absent (docs/compatibility.md). */
+static void device_overrides(cl_device_id d)
+{
+	static const cl_bool no = CL_FALSE;
+	static const cl_uint zero_u = 0;
+	static const size_t zero_sz = 0;
+	static const cl_ulong zero_ul = 0;
+	static const cl_device_partition_property no_partition[1] = { 0 };
+	static const cl_uint refcount = 1;
+	static const cl_platform_id platform = &cmx_icd.platform;
+	static const cl_device_id none = NULL;
+	static const cl_uint image_uints[] = { CL_DEVICE_MAX_READ_IMAGE_ARGS,
+		CL_DEVICE_MAX_WRITE_IMAGE_ARGS, CL_DEVICE_MAX_READ_WRITE_IMAGE_ARGS,
+		CL_DEVICE_MAX_SAMPLERS, CL_DEVICE_MAX_PIPE_ARGS, CL_DEVICE_PARTITION_MAX_SUB_DEVICES,
+		CL_DEVICE_IMAGE_PITCH_ALIGNMENT, CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT,
+		CL_DEVICE_PIPE_MAX_ACTIVE_RESERVATIONS, CL_DEVICE_PIPE_MAX_PACKET_SIZE,
+		CL_DEVICE_MAX_ON_DEVICE_QUEUES, CL_DEVICE_MAX_ON_DEVICE_EVENTS,
+		CL_DEVICE_QUEUE_ON_DEVICE_PREFERRED_SIZE, CL_DEVICE_QUEUE_ON_DEVICE_MAX_SIZE };
+	static const cl_uint image_sizes[] = { CL_DEVICE_IMAGE2D_MAX_WIDTH,
+		CL_DEVICE_IMAGE2D_MAX_HEIGHT, CL_DEVICE_IMAGE3D_MAX_WIDTH, CL_DEVICE_IMAGE3D_MAX_HEIGHT,
+		CL_DEVICE_IMAGE3D_MAX_DEPTH, CL_DEVICE_IMAGE_MAX_BUFFER_SIZE,
+		CL_DEVICE_IMAGE_MAX_ARRAY_SIZE };
+	const struct cmx_devinfo *i;
+
+	info_set(d, CL_DEVICE_PLATFORM, &platform, sizeof(platform));
+	info_set(d, CL_DEVICE_PARENT_DEVICE, &none, sizeof(none));
+	info_set(d, CL_DEVICE_REFERENCE_COUNT, &refcount, sizeof(refcount));
+	info_set(d, CL_DEVICE_PARTITION_PROPERTIES, no_partition, sizeof(no_partition));
+	info_set(d, CL_DEVICE_PARTITION_TYPE, no_partition, 0);
+	info_set(d, CL_DEVICE_PARTITION_AFFINITY_DOMAIN, &zero_ul, sizeof(zero_ul));
+	info_set(d, CL_DEVICE_IMAGE_SUPPORT, &no, sizeof(no));
+	for (size_t k = 0; k < sizeof(image_uints) / sizeof(*image_uints); k++)
+		if (cmx_device_info(d, image_uints[k]))
+			info_set(d, image_uints[k], &zero_u, sizeof(zero_u));
+	for (size_t k = 0; k < sizeof(image_sizes) / sizeof(*image_sizes); k++)
+		if (cmx_device_info(d, image_sizes[k]))
+			info_set(d, image_sizes[k], &zero_sz, sizeof(zero_sz));
+	info_set(d, CL_DEVICE_HOST_UNIFIED_MEMORY, &no, sizeof(no));
+	if (cmx_device_info(d, CL_DEVICE_SVM_CAPABILITIES))
+		info_set(d, CL_DEVICE_SVM_CAPABILITIES, &zero_ul, sizeof(zero_ul));
+	if (cmx_device_info(d, CL_DEVICE_PIPE_SUPPORT))
+		info_set(d, CL_DEVICE_PIPE_SUPPORT, &no, sizeof(no));
+	if (cmx_device_info(d, CL_DEVICE_QUEUE_ON_DEVICE_PROPERTIES))
+		info_set(d, CL_DEVICE_QUEUE_ON_DEVICE_PROPERTIES, &zero_ul, sizeof(zero_ul));
+	if (cmx_device_info(d, CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES))
+		info_set(d, CL_DEVICE_DEVICE_ENQUEUE_CAPABILITIES, &zero_ul, sizeof(zero_ul));
+	if (cmx_device_info(d, CL_DEVICE_BUILT_IN_KERNELS))
+		info_set(d, CL_DEVICE_BUILT_IN_KERNELS, "", 1);
+	if (cmx_device_info(d, CL_DEVICE_BUILT_IN_KERNELS_WITH_VERSION))
+		info_set(d, CL_DEVICE_BUILT_IN_KERNELS_WITH_VERSION, "", 0);
+	i = cmx_device_info(d, CL_DEVICE_EXECUTION_CAPABILITIES);
+	if (i && i->size == sizeof(cl_device_exec_capabilities)) {
+		static cl_device_exec_capabilities caps;
+		memcpy(&caps, i->value, sizeof(caps));
+		caps &= ~(cl_device_exec_capabilities)CL_EXEC_NATIVE_KERNEL;
+		info_set(d, CL_DEVICE_EXECUTION_CAPABILITIES, &caps, sizeof(caps));
+	}
+	filter_extensions(d);
+}
+
+static void info_scalar(cl_device_id d, cl_uint param, void *out, size_t size)
+{
+	const struct cmx_devinfo *i = cmx_device_info(d, param);
+
+	if (i && i->size == size)
+		memcpy(out, i->value, size);
+}
+
+static int device_load(cl_device_id d, uint64_t id)
+{
+	struct cmx_GetDeviceInfoAll_in in = { .device = { .id = id } };
+	struct cmx_GetDeviceInfoAll_out out;
+	struct cmx_reply r;
+	struct cmx_reader rd;
+	size_t cap = 0;
+	int e = cmx_rpc_GetDeviceInfoAll(cmx_icd.s, &in, &out, &r);
+
+	if (e || r.status) {
+		cmx_reply_fini(&r);
+		return e ? e : -EIO;
+	}
+	d->dispatch = &cmx_dispatch;
+	d->magic = CMX_MAGIC_DEVICE;
+	d->id = id;
+	atomic_init(&d->refs, 1);
+	/* The reply's buffer becomes the device's cache. */
+	d->info_blob = r.buf;
+	cmx_reader_init(&rd, out.info.ptr, out.info.len);
+	while (rd.left && !rd.bad) {
+		uint64_t param = cmx_reader_u64(&rd), len;
+		const void *v = cmx_reader_bytes(&rd, 65536, &len);
+		if (rd.bad)
+			break;
+		if (d->ninfo == cap) {
+			struct cmx_devinfo *n = realloc(d->info, (cap = cap ? cap * 2 : 128) * sizeof(*n));
+			if (!n)
+				return -ENOMEM;
+			d->info = n;
+		}
+		d->info[d->ninfo++] = (struct cmx_devinfo){ (uint32_t)param, (uint32_t)len, v };
+	}
+	if (rd.bad)
+		return -EBADMSG;
+	qsort(d->info, d->ninfo, sizeof(*d->info), info_cmp);
+	device_overrides(d);
+	info_scalar(d, CL_DEVICE_TYPE, &d->type, sizeof(d->type));
+	info_scalar(d, CL_DEVICE_MAX_WORK_ITEM_DIMENSIONS, &d->max_dims, sizeof(d->max_dims));
+	info_scalar(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, &d->max_wg_size, sizeof(d->max_wg_size));
+	info_scalar(d, CL_DEVICE_MAX_WORK_ITEM_SIZES, d->max_wi_sizes, sizeof(d->max_wi_sizes));
+	info_scalar(d, CL_DEVICE_MEM_BASE_ADDR_ALIGN, &d->mem_base_addr_align,
+		    sizeof(d->mem_base_addr_align));
+	info_scalar(d, CL_DEVICE_MAX_MEM_ALLOC_SIZE, &d->max_alloc, sizeof(d->max_alloc));
+	return 0;
+}
+
+static const char *server_spec(char *buf, size_t len)
+{
+	const char *env = getenv("CLMUX_SERVER");
+	FILE *f;
+
+	if (env && *env)
+		return env;
+	f = fopen(CLIENT_CONF, "re");
+	if (f) {
+		char line[512];
+		while (fgets(line, sizeof(line), f)) {
+			char *v = line;
+			while (*v == ' ' || *v == '\t')
+				v++;
+			if (strncmp(v, "server", 6))
+				continue;
+			v += 6;
+			v += strspn(v, " \t=");
+			v[strcspn(v, " \t\r\n#")] = '\0';
+			if (*v) {
+				snprintf(buf, len, "%s", v);
+				fclose(f);
+				return buf;
+			}
+		}
+		fclose(f);
+	}
+	return DEFAULT_SERVER;
+}
+
+static void icd_init(void)
+{
+	struct cmx_GetDeviceIDs_out out;
+	struct cmx_GetDeviceIDs_in in = { 0 };
+	struct cmx_reply r;
+	char buf[512];
+	const char *spec;
+	int e;
+
+	cmx_log_init("clmux", CMX_LOG_WARN);
+	cmx_icd.platform.dispatch = &cmx_dispatch;
+	cmx_icd.platform.magic = CMX_MAGIC_PLATFORM;
+	if (getenv("CLMUX_DISABLE")) {
+		init_err = -ENODEV;
+		return;
+	}
+	spec = server_spec(buf, sizeof(buf));
+	e = cmx_session_open(spec, &cmx_notify_ops, NULL, &cmx_icd.s);
+	if (e) {
+		/* One clear line, and no platform: never a hang or a crash. */
+		cmx_err("cannot reach clmuxd at %s: %s; the clmux platform is unavailable", spec,
+			strerror(-e));
+		init_err = e;
+		return;
+	}
+	e = cmx_rpc_GetDeviceIDs(cmx_icd.s, &in, &out, &r);
+	if (!e && !r.status && out.devices.n && out.devices.n <= 64) {
+		cmx_icd.devices = calloc(out.devices.n, sizeof(*cmx_icd.devices));
+		if (!cmx_icd.devices)
+			e = -ENOMEM;
+		for (uint64_t i = 0; !e && i < out.devices.n; i++)
+			e = device_load(&cmx_icd.devices[i], out.devices.v[i]);
+		if (!e)
+			cmx_icd.ndevices = (cl_uint)out.devices.n;
+	} else if (!e) {
+		e = -ENODEV;
+	}
+	cmx_reply_fini(&r);
+	if (e) {
+		cmx_err("clmuxd at %s offers no usable device: %s", spec, strerror(-e));
+		init_err = e;
+	}
+}
+
+int cmx_icd_init(void)
+{
+	pthread_once(&init_once, icd_init);
+	return init_err;
+}
+
+/* ---- platform -------------------------------------------------------- */
+
+CMX_EXPORT cl_int clIcdGetPlatformIDsKHR(cl_uint n, cl_platform_id *platforms, cl_uint *num)
+{
+	if ((!n && platforms) || (!platforms && !num))
+		return CL_INVALID_VALUE;
+	if (cmx_icd_init()) {
+		if (num)
+			*num = 0;
+		return CL_PLATFORM_NOT_FOUND_KHR;
+	}
+	if (platforms)
+		platforms[0] = &cmx_icd.platform;
+	if (num)
+		*num = 1;
+	return CL_SUCCESS;
+}
+
+cl_int cmx_clGetPlatformIDs(cl_uint n, cl_platform_id *platforms, cl_uint *num)
+{
+	return clIcdGetPlatformIDsKHR(n, platforms, num);
+}
+
+cl_int cmx_clGetPlatformInfo(cl_platform_id p, cl_platform_info param, size_t size,
+				    void *value, size_t *size_ret)
+{
+	static const cl_name_version ext[] = { { CL_MAKE_VERSION(1, 0, 0), "cl_khr_icd" } };
+	cl_version numeric = CL_MAKE_VERSION(3, 0, 0);
+	cl_ulong timer = 0;
+
+	if (p && p != &cmx_icd.platform)
+		return CL_INVALID_PLATFORM;
+	switch (param) {
+	case CL_PLATFORM_PROFILE:
+		return cmx_info_str(size, value, size_ret, "FULL_PROFILE");
+	case CL_PLATFORM_VERSION:
+		return cmx_info_str(size, value, size_ret, PLATFORM_VERSION);
+	case CL_PLATFORM_NUMERIC_VERSION:
+		return cmx_info_copy(size, value, size_ret, &numeric, sizeof(numeric));
+	case CL_PLATFORM_NAME:
+		return cmx_info_str(size, value, size_ret, "clmux");
+	case CL_PLATFORM_VENDOR:
+		return cmx_info_str(size, value, size_ret, "clmux project");
+	case CL_PLATFORM_EXTENSIONS:
+		return cmx_info_str(size, value, size_ret, "cl_khr_icd");
+	case CL_PLATFORM_EXTENSIONS_WITH_VERSION:
+		return cmx_info_copy(size, value, size_ret, ext, sizeof(ext));
+	case CL_PLATFORM_ICD_SUFFIX_KHR:
+		return cmx_info_str(size, value, size_ret, "CLMUX");
+	case CL_PLATFORM_HOST_TIMER_RESOLUTION:
+		return cmx_info_copy(size, value, size_ret, &timer, sizeof(timer));
+	}
+	return CL_INVALID_VALUE;
+}
+
+cl_int cmx_clGetDeviceIDs(cl_platform_id p, cl_device_type type, cl_uint n,
+				 cl_device_id *devices, cl_uint *num)
+{
+	cl_uint found = 0;
+
+	if (p && p != &cmx_icd.platform)
+		return CL_INVALID_PLATFORM;
+	if ((!n && devices) || (!devices && !num))
+		return CL_INVALID_VALUE;
+	if (cmx_icd_init())
+		return CL_INVALID_PLATFORM;
+	for (cl_uint i = 0; i < cmx_icd.ndevices; i++) {
+		cl_device_id d = &cmx_icd.devices[i];
+		if (type == CL_DEVICE_TYPE_ALL || (d->type & type) ||
+		    (type == CL_DEVICE_TYPE_DEFAULT && found == 0)) {
+			if (devices && found < n)
+				devices[found] = d;
+			found++;
+		}
+	}
+	if (num)
+		*num = found;
+	return found ? CL_SUCCESS : CL_DEVICE_NOT_FOUND;
+}
+
+static int device_valid(cl_device_id d)
+{
+	return CMX_IS(d, CMX_MAGIC_DEVICE);
+}
+
+cl_int cmx_clGetDeviceInfo(cl_device_id d, cl_device_info param, size_t size, void *value,
+				  size_t *size_ret)
+{
+	const struct cmx_devinfo *i;
+
+	if (!device_valid(d))
+		return CL_INVALID_DEVICE;
+	i = cmx_device_info(d, param);
+	if (!i)
+		return CL_INVALID_VALUE;
+	return cmx_info_copy(size, value, size_ret, i->value, i->size);
+}
+
+cl_int cmx_clCreateSubDevices(cl_device_id d, const cl_device_partition_property *props,
+				     cl_uint n, cl_device_id *out, cl_uint *num)
+{
+	if (!device_valid(d))
+		return CL_INVALID_DEVICE;
+	/* CL_DEVICE_PARTITION_PROPERTIES reports no partition type. */
+	return CL_INVALID_VALUE;
+}
+
+cl_int cmx_clRetainDevice(cl_device_id d)
+{
+	return device_valid(d) ? CL_SUCCESS : CL_INVALID_DEVICE;
+}
+
+cl_int cmx_clReleaseDevice(cl_device_id d)
+{
+	return device_valid(d) ? CL_SUCCESS : CL_INVALID_DEVICE;
+}
+
+cl_int cmx_clGetDeviceAndHostTimer(cl_device_id d, cl_ulong *dev, cl_ulong *host)
+{
+	return device_valid(d) ? CL_INVALID_OPERATION : CL_INVALID_DEVICE;
+}
+
+cl_int cmx_clGetHostTimer(cl_device_id d, cl_ulong *host)
+{
+	return device_valid(d) ? CL_INVALID_OPERATION : CL_INVALID_DEVICE;
+}
+
+/* ---- contexts -------------------------------------------------------- */
+
+cl_int cmx_clRetainContext(cl_context c)
+{
+	if (!CMX_IS(c, CMX_MAGIC_CONTEXT))
+		return CL_INVALID_CONTEXT;
+	atomic_fetch_add(&c->refs, 1);
+	return CL_SUCCESS;
+}
+
+cl_int cmx_clReleaseContext(cl_context c)
+{
+	struct cmx_ReleaseContext_in in;
+
+	if (!CMX_IS(c, CMX_MAGIC_CONTEXT))
+		return CL_INVALID_CONTEXT;
+	if (atomic_fetch_sub(&c->refs, 1) != 1)
+		return CL_SUCCESS;
+	in.context.id = c->id;
+	CMX_SEND(ReleaseContext, &in);
+	/* Destructor callbacks run last-registered first (spec 5.2). */
+	for (struct cmx_destructor *d = c->destructors, *next; d; d = next) {
+		next = d->next;
+		d->fn(c, d->user_data);
+		free(d);
+	}
+	c->magic = 0;
+	pthread_mutex_destroy(&c->lock);
+	free(c->devices);
+	free(c->props);
+	free(c);
+	return CL_SUCCESS;
+}
+
+static cl_context context_create(const cl_context_properties *props, cl_uint ndev,
+				 const cl_device_id *devs,
+				 void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *),
+				 void *user_data, cl_int *errcode)
+{
+	uint64_t pl[64], dev_ids[64];
+	struct cmx_CreateContext_in in = { 0 };
+	size_t np = 0, nprops = 0;
+	cl_context c;
+	cl_int e = CL_SUCCESS;
+
+	if (cmx_icd_init()) {
+		e = CL_INVALID_PLATFORM;
+		goto fail;
+	}
+	if (!ndev || !devs || ndev > 64 || (!notify && user_data)) {
+		e = CL_INVALID_VALUE;
+		goto fail;
+	}
+	for (cl_uint i = 0; i < ndev; i++) {
+		if (!device_valid(devs[i])) {
+			e = CL_INVALID_DEVICE;
+			goto fail;
+		}
+		dev_ids[i] = devs[i]->id;
+	}
+	for (; props && props[nprops]; nprops += 2) {
+		if (nprops >= 60) {
+			e = CL_INVALID_PROPERTY;
+			goto fail;
+		}
+		switch (props[nprops]) {
+		case CL_CONTEXT_PLATFORM:
+			if ((cl_platform_id)props[nprops + 1] != &cmx_icd.platform) {
+				e = CL_INVALID_PLATFORM;
+				goto fail;
+			}
+			break;
+		case CL_CONTEXT_INTEROP_USER_SYNC:
+			pl[np++] = (uint64_t)props[nprops];
+			pl[np++] = (uint64_t)props[nprops + 1];
+			break;
+		default:
+			e = CL_INVALID_PROPERTY;
+			goto fail;
+		}
+		for (size_t k = 0; k < nprops; k += 2)
+			if (props[k] == props[nprops]) {
+				e = CL_INVALID_PROPERTY;
+				goto fail;
+			}
+	}
+	c = cmx_object_new(sizeof(*c), CMX_MAGIC_CONTEXT);
+	if (!c || !(c->devices = malloc(ndev * sizeof(*devs))) ||
+	    !(c->props = malloc((nprops + 1) * sizeof(*props)))) {
+		if (c) {
+			free(c->devices);
+			free(c);
+		}
+		e = CL_OUT_OF_HOST_MEMORY;
+		goto fail;
+	}
+	memcpy(c->devices, devs, ndev * sizeof(*devs));
+	c->ndevices = ndev;
+	if (props)
+		memcpy(c->props, props, (nprops + 1) * sizeof(*props));
+	c->nprops = props ? nprops + 1 : 0;
+	c->notify = notify;
+	c->notify_data = user_data;
+	pthread_mutex_init(&c->lock, NULL);
+	in.context.id = c->id;
+	in.props.v = pl;
+	in.props.n = np;
+	in.devices.v = dev_ids;
+	in.devices.n = ndev;
+	in.notify = notify ? (uint64_t)(uintptr_t)c : 0;
+	e = CMX_SEND(CreateContext, &in);
+	if (e) {
+		free(c->props);
+		free(c->devices);
+		free(c);
+		goto fail;
+	}
+	if (errcode)
+		*errcode = CL_SUCCESS;
+	return c;
+fail:
+	if (errcode)
+		*errcode = e;
+	return NULL;
+}
+
+cl_context cmx_clCreateContext(const cl_context_properties *props, cl_uint ndev,
+				      const cl_device_id *devs,
+				      void(CL_CALLBACK *notify)(const char *, const void *, size_t,
+								void *),
+				      void *user_data, cl_int *errcode)
+{
+	return context_create(props, ndev, devs, notify, user_data, errcode);
+}
+
+cl_context cmx_clCreateContextFromType(const cl_context_properties *props,
+					      cl_device_type type,
+					      void(CL_CALLBACK *notify)(const char *, const void *,
+									size_t, void *),
+					      void *user_data, cl_int *errcode)
+{
+	cl_device_id devs[64];
+	cl_uint n = 0;
+	cl_int e;
+
+	if (cmx_icd_init()) {
+		if (errcode)
+			*errcode = CL_INVALID_PLATFORM;
+		return NULL;
+	}
+	e = cmx_clGetDeviceIDs(NULL, type, 64, devs, &n);
+	if (e) {
+		if (errcode)
+			*errcode = e == CL_INVALID_VALUE ? CL_INVALID_DEVICE_TYPE : e;
+		return NULL;
+	}
+	return context_create(props, n < 64 ? n : 64, devs, notify, user_data, errcode);
+}
+
+cl_int cmx_clGetContextInfo(cl_context c, cl_context_info param, size_t size, void *value,
+				   size_t *size_ret)
+{
+	cl_uint refs;
+
+	if (!CMX_IS(c, CMX_MAGIC_CONTEXT))
+		return CL_INVALID_CONTEXT;
+	switch (param) {
+	case CL_CONTEXT_REFERENCE_COUNT:
+		refs = atomic_load(&c->refs);
+		return cmx_info_copy(size, value, size_ret, &refs, sizeof(refs));
+	case CL_CONTEXT_NUM_DEVICES:
+		return cmx_info_copy(size, value, size_ret, &c->ndevices, sizeof(c->ndevices));
+	case CL_CONTEXT_DEVICES:
+		return cmx_info_copy(size, value, size_ret, c->devices,
+				     c->ndevices * sizeof(*c->devices));
+	case CL_CONTEXT_PROPERTIES:
+		return cmx_info_copy(size, value, size_ret, c->props, c->nprops * sizeof(*c->props));
+	}
+	return CL_INVALID_VALUE;
+}
+
+cl_int cmx_clSetContextDestructorCallback(cl_context c,
+						 void(CL_CALLBACK *fn)(cl_context, void *),
+						 void *user_data)
+{
+	struct cmx_destructor *d;
+
+	if (!CMX_IS(c, CMX_MAGIC_CONTEXT))
+		return CL_INVALID_CONTEXT;
+	if (!fn)
+		return CL_INVALID_VALUE;
+	d = malloc(sizeof(*d));
+	if (!d)
+		return CL_OUT_OF_HOST_MEMORY;
+	d->fn = (void(CL_CALLBACK *)(void *, void *))fn;
+	d->user_data = user_data;
+	pthread_mutex_lock(&c->lock);
+	d->next = c->destructors;
+	c->destructors = d;
+	pthread_mutex_unlock(&c->lock);
+	return CL_SUCCESS;
+}
+
+/* ---- extensions ------------------------------------------------------ */
+
+/* clmux's own extension: the session's transport counters, for tools and
+ * tests that prove calls are batched (docs/protocol.md). */
+struct cmx_stats_clmux {
+	cl_ulong messages, round_trips, writes, bytes, notifications;
+};
+
+static cl_int CL_API_CALL clGetSessionStatsCLMUX(cl_platform_id p, struct cmx_stats_clmux *out)
+{
+	struct cmx_session_stats st;
+
+	if (p != &cmx_icd.platform || !out)
+		return CL_INVALID_VALUE;
+	if (cmx_icd_init())
+		return CL_INVALID_PLATFORM;
+	cmx_session_get_stats(cmx_icd.s, &st);
+	out->messages = st.messages;
+	out->round_trips = st.round_trips;
+	out->writes = st.writes;
+	out->bytes = st.bytes;
+	out->notifications = st.notifications;
+	return CL_SUCCESS;
+}
+
+CMX_EXPORT void *clGetExtensionFunctionAddress(const char *name)
+{
+	if (!name)
+		return NULL;
+	if (!strcmp(name, "clIcdGetPlatformIDsKHR"))
+		return (void *)clIcdGetPlatformIDsKHR;
+	if (!strcmp(name, "clGetSessionStatsCLMUX"))
+		return (void *)clGetSessionStatsCLMUX;
+	return NULL;
+}
+
+void *cmx_clGetExtensionFunctionAddressForPlatform(cl_platform_id p, const char *name)
+{
+	return p == &cmx_icd.platform ? clGetExtensionFunctionAddress(name) : NULL;
+}
+
+/* ---- the dispatch table ---------------------------------------------- */
+
+#define CMX_SLOT(name) .name = cmx_##name,
+const struct _cl_icd_dispatch cmx_dispatch = {
+	CMX_ENTRIES(CMX_SLOT)
+	.clGetExtensionFunctionAddress = clGetExtensionFunctionAddress,
+};

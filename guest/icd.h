@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: MIT
+// The clmux ICD's objects and the helpers every entry point shares.
+#ifndef CMX_GUEST_ICD_H
+#define CMX_GUEST_ICD_H
+
+#include <CL/cl.h>
+#include <errno.h>
+#include <CL/cl_icd.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "session.h"
+#include "stubs.gen.h"
+
+/*
+ * Every object starts with the loader's dispatch pointer (cl_khr_icd), then
+ * a magic that tells its kind, its guest-chosen id (the name the daemon
+ * knows it by) and the application's reference count. The count lives only
+ * here: the daemon hears of an object again only when the count reaches
+ * zero (Release*).
+ */
+#define CMX_OBJECT_HEAD                  \
+	const struct _cl_icd_dispatch *dispatch; \
+	uint32_t magic;                  \
+	atomic_uint refs;                \
+	uint64_t id
+
+enum {
+	CMX_MAGIC_PLATFORM = 0x636d7850,
+	CMX_MAGIC_DEVICE = 0x636d7844,
+	CMX_MAGIC_CONTEXT = 0x636d7843,
+	CMX_MAGIC_QUEUE = 0x636d7851,
+	CMX_MAGIC_MEM = 0x636d784d,
+	CMX_MAGIC_PROGRAM = 0x636d7872,
+	CMX_MAGIC_KERNEL = 0x636d784b,
+	CMX_MAGIC_EVENT = 0x636d7845,
+	CMX_MAGIC_SAMPLER = 0x636d7853,
+};
+
+/* One immutable device query answer, from GetDeviceInfoAll. */
+struct cmx_devinfo {
+	uint32_t param;
+	uint32_t size;
+	const void *value;
+};
+
+struct _cl_platform_id {
+	CMX_OBJECT_HEAD;
+};
+
+struct _cl_device_id {
+	CMX_OBJECT_HEAD;
+	cl_device_type type;
+	struct cmx_devinfo *info; /* sorted by param */
+	size_t ninfo;
+	void *info_blob;
+	/* Often-checked limits, taken from info. */
+	cl_uint max_dims;
+	size_t max_wg_size, max_wi_sizes[3];
+	cl_uint mem_base_addr_align; /* bits */
+	cl_ulong max_alloc;
+};
+
+struct _cl_context {
+	CMX_OBJECT_HEAD;
+	cl_uint ndevices;
+	cl_device_id *devices;
+	cl_context_properties *props; /* as the application gave them */
+	size_t nprops;		      /* entries, the terminating 0 included */
+	void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *);
+	void *notify_data;
+	struct cmx_destructor *destructors; /* clSetContextDestructorCallback */
+	pthread_mutex_t lock;
+};
+
+struct _cl_command_queue {
+	CMX_OBJECT_HEAD;
+	cl_context ctx;
+	cl_device_id device;
+	cl_command_queue_properties props;
+	cl_queue_properties *prop_list; /* clCreateCommandQueueWithProperties */
+	size_t nprop_list;
+	/* Non-blocking reads whose data has not landed yet (clFinish waits). */
+	atomic_uint pending;
+};
+
+struct cmx_mapping; /* guest/mem.c */
+
+struct _cl_mem {
+	CMX_OBJECT_HEAD;
+	cl_context ctx;
+	cl_mem_object_type type;
+	cl_mem_flags flags;
+	size_t size;
+	void *host_ptr;	  /* CL_MEM_USE_HOST_PTR */
+	cl_mem parent;	  /* sub-buffers */
+	size_t origin;
+	atomic_uint map_count;
+	struct cmx_mapping *maps;
+	struct cmx_destructor *destructors;
+	cl_mem_properties *props;
+	size_t nprops;
+	pthread_mutex_t lock;
+};
+
+/* What BuildProgram's reply says of one kernel. */
+struct cmx_arginfo {
+	cl_kernel_arg_address_qualifier address;
+	cl_kernel_arg_access_qualifier access;
+	cl_kernel_arg_type_qualifier type_qual;
+	const char *type_name;
+	const char *name;
+	size_t value_size; /* 0: unknown (a struct): not checked */
+};
+
+struct cmx_kinfo {
+	const char *name;
+	const char *attributes;
+	cl_uint nargs;
+	struct cmx_arginfo *args;
+};
+
+struct _cl_program {
+	CMX_OBJECT_HEAD;
+	cl_context ctx;
+	char *source; /* NUL-terminated, NULL for binaries */
+	size_t source_len;
+	void *il;
+	size_t il_len;
+	cl_uint ndevices;
+	cl_device_id *devices;
+	/* Set by a successful build or link, under lock. */
+	pthread_mutex_t lock;
+	cl_uint nkernels;
+	struct cmx_kinfo *kernels;
+	void *kernels_blob;
+	atomic_uint kernels_alive; /* clBuildProgram fails while kernels exist */
+	int built;
+	cl_program_binary_type binary_type;
+	char *options;
+};
+
+struct _cl_kernel {
+	CMX_OBJECT_HEAD;
+	cl_program program;
+	const struct cmx_kinfo *info;
+	uint64_t *arg_set; /* bitmap of arguments given */
+	pthread_mutex_t lock;
+};
+
+struct cmx_event_cb; /* guest/event.c */
+
+struct _cl_event {
+	CMX_OBJECT_HEAD;
+	cl_context ctx;
+	cl_command_queue queue; /* NULL for user events */
+	cl_command_type type;
+	/* Data of a non-blocking read or map still on its way: the event is
+	 * not complete for the application until it has landed. */
+	atomic_int data_pending;
+	int32_t data_status;
+	struct cmx_event_cb *after_data; /* callbacks held back until then */
+	pthread_mutex_t lock;
+};
+
+struct cmx_destructor {
+	void(CL_CALLBACK *fn)(void *obj, void *user_data);
+	void *user_data;
+	struct cmx_destructor *next;
+};
+
+/* The one clmux platform and its session. */
+struct cmx_icd {
+	struct _cl_platform_id platform;
+	struct cmx_session *s;
+	cl_uint ndevices;
+	struct _cl_device_id *devices;
+	atomic_uint_fast64_t next_id;
+	/* Notification thread <-> waiting threads (data landing). */
+	pthread_mutex_t wait_lock;
+	pthread_cond_t wait_cond;
+};
+
+extern struct cmx_icd cmx_icd;
+extern const struct _cl_icd_dispatch cmx_dispatch;
+
+/* 0 when the platform is up (connecting on first use), else -errno. */
+int cmx_icd_init(void);
+
+static inline uint64_t cmx_new_id(void)
+{
+	return atomic_fetch_add(&cmx_icd.next_id, 1);
+}
+
+/* A transport failure (-errno) as the cl_int the spec allows everywhere. */
+static inline cl_int cmx_transport_err(int e)
+{
+	return e == -ENOMEM ? CL_OUT_OF_HOST_MEMORY : CL_OUT_OF_RESOURCES;
+}
+
+/* Sends an async call; returns CL_SUCCESS or the transport's error. */
+#define CMX_SEND(name, in, ...) \
+	(cmx_send_##name(cmx_icd.s, (in), ##__VA_ARGS__) ? CL_OUT_OF_RESOURCES : CL_SUCCESS)
+
+/* The standard param_value_size / param_value / param_value_size_ret dance. */
+cl_int cmx_info_copy(size_t size, void *value, size_t *size_ret, const void *src, size_t n);
+cl_int cmx_info_str(size_t size, void *value, size_t *size_ret, const char *s);
+
+/* Fresh object of a kind, dispatch and magic set, refs 1, a new id. */
+void *cmx_object_new(size_t size, uint32_t magic);
+
+/* Object checks: true when o is a live object of that kind. */
+#define CMX_IS(o, MAGIC) ((o) && (o)->magic == (MAGIC))
+
+/* Wait lists: checks them (CL_INVALID_EVENT_WAIT_LIST, CL_INVALID_CONTEXT
+ * when ctx is given and differs) and fills ids (at most n, caller's). */
+cl_int cmx_wait_ids(cl_uint n, const cl_event *list, cl_context ctx, uint64_t *ids);
+/* A wait list's ids, on the stack up to 32 entries. */
+struct cmx_waitlist {
+	uint64_t small[32];
+	uint64_t *ids;
+	cl_uint n;
+};
+cl_int cmx_waitlist_init(struct cmx_waitlist *w, cl_uint n, const cl_event *list, cl_context ctx);
+void cmx_waitlist_fini(struct cmx_waitlist *w);
+
+/* The event a command returns to the application (NULL when it asked for
+ * none): a new guest event bound to q. Sets *id to its id or 0. */
+cl_event cmx_event_for(cl_event *want, cl_command_queue q, cl_command_type type, uint64_t *id);
+/* Drops an event made by cmx_event_for() when the command was refused. */
+void cmx_event_discard(cl_event e);
+/* Blocks until every listed event's data has landed (guest/event.c). */
+void cmx_events_wait_data(cl_uint n, const cl_event *list);
+/* Blocks until q's non-blocking reads have landed. */
+void cmx_queue_wait_data(cl_command_queue q);
+/* The notification thread's entry (guest/notify.c). */
+extern const struct cmx_notify_ops cmx_notify_ops;
+
+/* A pending non-blocking read: its tag on the wire is this struct's address. */
+struct cmx_pending_read {
+	void *dst;	       /* where the bytes land */
+	uint64_t len;
+	cl_event event;	       /* retained; may be NULL */
+	cl_command_queue queue; /* its pending count is decremented */
+	/* Rect reads land packed in `dst` and are spread into `out`. */
+	void *out;
+	size_t region[3], row_pitch, slice_pitch;
+	void (*finish)(struct cmx_pending_read *r, int status); /* optional */
+	void *arg;
+};
+/* Called by the notification thread when a read's data has landed. */
+void cmx_read_landed(struct cmx_pending_read *r, int status);
+void cmx_event_data_done(cl_event e, int status);
+
+/* Reference counting helpers (each kind's release lives with the kind). */
+cl_int cmx_clRetainEvent(cl_event e);
+cl_int cmx_clReleaseEvent(cl_event e);
+
+/* Device info lookup in the cache: NULL when the device has no such query. */
+const struct cmx_devinfo *cmx_device_info(cl_device_id d, cl_uint param);
+
+#endif

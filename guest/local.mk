@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: MIT
+# libclmux: the vendor ICD the loader opens (clmux.icd names it).
+lib_LTLIBRARIES += guest/libclmux.la
+guest_libclmux_la_SOURCES = guest/icd.h guest/icd.c guest/entry.h guest/session.h \
+	guest/session.c guest/queue.c guest/event.c guest/notify.c guest/mem.c \
+	guest/program.c guest/kernel.c
+nodist_guest_libclmux_la_SOURCES = guest/stubs.gen.h
+guest_libclmux_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/guest -I$(top_builddir)/guest
+guest_libclmux_la_LIBADD = transport/libcmxtransport.la -lpthread
+guest_libclmux_la_LDFLAGS = -avoid-version -module -no-undefined \
+	-Wl,--version-script=$(top_srcdir)/guest/libclmux.map
+EXTRA_DIST += guest/libclmux.map
+
+# Installed: the library, and the vendor file that names it to the loader.
+vendorsdir = $(sysconfdir)/OpenCL/vendors
+vendors_DATA = guest/clmux.icd
+guest/clmux.icd: Makefile
+	$(AM_V_GEN)mkdir -p guest && echo "$(libdir)/libclmux.so" >$@
+CLEANFILES += guest/clmux.icd
+
+# The build tree's own vendors directory for tests: clmux, plus the
+# system's ICDs (the native side of every comparison).
+icd/clmux.icd: guest/libclmux.la
+	$(AM_V_GEN)mkdir -p icd && rm -f icd/*.icd && \
+	for f in /etc/OpenCL/vendors/*.icd; do [ -e "$$f" ] && cp "$$f" icd/; done; \
+	echo "$(abs_top_builddir)/guest/.libs/libclmux.so" >$@
+check_DATA = icd/clmux.icd
+clean-local: clean-icd
+clean-icd:
+	rm -rf icd
+.PHONY: clean-icd
+
+if HAVE_CHECK
+E2E_TESTS = guest/tests/e2e_compute guest/tests/e2e_memory guest/tests/e2e_events \
+	guest/tests/e2e_program guest/tests/e2e_multi
+check_PROGRAMS += $(E2E_TESTS)
+TESTS += $(E2E_TESTS)
+check_LTLIBRARIES = guest/tests/libe2e.la
+guest_tests_libe2e_la_SOURCES = guest/tests/e2e.h guest/tests/e2e.c
+guest_tests_libe2e_la_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+E2E_LDADD = guest/tests/libe2e.la $(CHECK_LIBS) $(OPENCL_LIBS) -lpthread
+E2E_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+guest_tests_e2e_compute_CFLAGS = $(E2E_CFLAGS)
+guest_tests_e2e_compute_LDADD = $(E2E_LDADD)
+guest_tests_e2e_memory_CFLAGS = $(E2E_CFLAGS)
+guest_tests_e2e_memory_LDADD = $(E2E_LDADD)
+guest_tests_e2e_events_CFLAGS = $(E2E_CFLAGS)
+guest_tests_e2e_events_LDADD = $(E2E_LDADD)
+guest_tests_e2e_program_CFLAGS = $(E2E_CFLAGS)
+guest_tests_e2e_program_LDADD = $(E2E_LDADD)
+guest_tests_e2e_multi_CFLAGS = $(E2E_CFLAGS)
+guest_tests_e2e_multi_LDADD = $(E2E_LDADD)
+endif

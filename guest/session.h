@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+// A guest session: the call channel with its batch, and the notification channel.
+#ifndef CMX_GUEST_SESSION_H
+#define CMX_GUEST_SESSION_H
+
+#include <stdint.h>
+
+#include "codec.h"
+#include "wire.h"
+
+struct cmx_session;
+
+/* A sync call's reply: status, and the buffer the decoded outputs point into. */
+struct cmx_reply {
+	int32_t status;
+	void *buf;
+};
+
+/* Notifications run on the session's own thread. `bulk_dst` says where a
+ * notification's payload goes (NULL: drop it); `done` then handles it. */
+struct cmx_notify_ops {
+	void *(*bulk_dst)(void *ctx, unsigned op, const void *args, uint64_t len);
+	void (*done)(void *ctx, unsigned op, const void *args);
+};
+
+struct cmx_session_stats {
+	uint64_t messages;    /* calls sent, async and sync */
+	uint64_t round_trips; /* sync calls: each waits for one reply */
+	uint64_t writes;      /* sendmsg() calls on the call channel */
+	uint64_t bytes;	      /* bytes written, payload included */
+	uint64_t notifications;
+};
+
+/* Connects both channels and says hello. 0 or -errno. */
+int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *ctx,
+		     struct cmx_session **out);
+void cmx_session_close(struct cmx_session *s);
+
+/* Queues an async call (and its payload) in the batch. 0 or -errno. */
+int cmx_session_send(struct cmx_session *s, const struct cmx_msgdesc *d, const void *in,
+		     const void *bulk, uint64_t bulk_len);
+/* Sends the batch now. */
+int cmx_session_flush(struct cmx_session *s);
+/* Sends a sync call after the batch and waits for its reply; a reply payload
+ * lands in dst (at most dst_len bytes). 0 with r->status set, or -errno when
+ * the session is broken. Free r with cmx_reply_fini(). */
+int cmx_session_call(struct cmx_session *s, const struct cmx_msgdesc *din, const void *in,
+		     const void *bulk, uint64_t bulk_len, const struct cmx_msgdesc *dout, void *out,
+		     struct cmx_reply *r, void *dst, uint64_t dst_len);
+void cmx_reply_fini(struct cmx_reply *r);
+
+void cmx_session_get_stats(struct cmx_session *s, struct cmx_session_stats *st);
+/* True once either channel has failed; every later call fails at once. */
+int cmx_session_broken(struct cmx_session *s);
+
+#endif

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: MIT
+// e2e_multi.c - several client processes share the virtual platform at once.
+#include "e2e.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/*
+ * The test cases here have no fixture: each test's process forks its
+ * clients before it makes any OpenCL call itself, so every client starts
+ * with a clean runtime and its own connection to the daemon.  Clients
+ * report through their exit status, not through Check.
+ */
+
+#define NUM_CLIENTS 4
+#define CLIENT_ITERS 300
+#define MULTI_TIMEOUT_S 120
+
+static const char multi_src[] =
+	"__kernel void axpb(__global const uint *x, __global uint *y, uint a,\n"
+	"                   uint b)\n"
+	"{\n"
+	"	size_t i = get_global_id(0);\n"
+	"	y[i] = x[i] * a + b;\n"
+	"}\n";
+
+#define CLIENT_CL(call)                                                        \
+	do {                                                                   \
+		cl_int client_err_ = (call);                                   \
+		if (client_err_ != CL_SUCCESS) {                               \
+			fprintf(stderr, "client %d: %s: %s (%d)\n", id, #call, \
+				e2e_cl_strerror(client_err_), client_err_);   \
+			goto out;                                              \
+		}                                                              \
+	} while (0)
+
+/* What a client does besides write, launch and read in each iteration. */
+enum client_kind {
+	CLIENT_PLAIN, /* write x, axpb, read y */
+	CLIENT_MIXED, /* plus a copy, a map of the copy, object churn */
+	CLIENT_FOREVER, /* plain, never stops; signals once it is busy */
+};
+
+struct client {
+	int id;
+	enum client_kind kind;
+	int iters;
+	int busy_fd; /* CLIENT_FOREVER writes a byte here once busy */
+};
+
+struct client_objs {
+	cl_program prog;
+	cl_kernel k;
+	cl_mem x, y, z;
+};
+
+static void client_objs_release(struct client_objs *o)
+{
+	if (o->z)
+		clReleaseMemObject(o->z);
+	if (o->y)
+		clReleaseMemObject(o->y);
+	if (o->x)
+		clReleaseMemObject(o->x);
+	if (o->k)
+		clReleaseKernel(o->k);
+	if (o->prog)
+		clReleaseProgram(o->prog);
+	memset(o, 0, sizeof(*o));
+}
+
+static int client_objs_create(struct e2e_plat *p, int id, size_t bytes,
+			      struct client_objs *o)
+{
+	const char *src = multi_src;
+	cl_int err = CL_SUCCESS;
+
+	memset(o, 0, sizeof(*o));
+	o->prog = clCreateProgramWithSource(p->context, 1, &src, NULL, &err);
+	if (!o->prog)
+		goto fail;
+	err = clBuildProgram(o->prog, 1, &p->device, NULL, NULL, NULL);
+	if (err != CL_SUCCESS) {
+		char *log = e2e_build_log(o->prog, p->device);
+
+		fprintf(stderr, "client %d: build log:\n%s\n", id,
+			log ? log : "(none)");
+		free(log);
+		goto fail;
+	}
+	o->k = clCreateKernel(o->prog, "axpb", &err);
+	if (!o->k)
+		goto fail;
+	o->x = clCreateBuffer(p->context, CL_MEM_READ_ONLY, bytes, NULL, &err);
+	if (!o->x)
+		goto fail;
+	o->y = clCreateBuffer(p->context, CL_MEM_READ_WRITE, bytes, NULL, &err);
+	if (!o->y)
+		goto fail;
+	o->z = clCreateBuffer(p->context, CL_MEM_READ_WRITE, 2 * bytes, NULL,
+			      &err);
+	if (!o->z)
+		goto fail;
+	if ((err = clSetKernelArg(o->k, 0, sizeof(o->x), &o->x)) != CL_SUCCESS ||
+	    (err = clSetKernelArg(o->k, 1, sizeof(o->y), &o->y)) != CL_SUCCESS)
+		goto fail;
+	return 0;
+fail:
+	fprintf(stderr, "client %d: setup: %s (%d)\n", id, e2e_cl_strerror(err),
+		err);
+	client_objs_release(o);
+	return -EIO;
+}
+
+/* Returns the exit status for the client process: 0 when every result
+ * was right. */
+static int client_main(const struct client *c)
+{
+	struct e2e_plat plat;
+	struct e2e_plat *p = &plat;
+	struct client_objs o = {0};
+	int id = c->id, rc = 1;
+	/* Each client its own size and data. */
+	size_t n = 1024u * (size_t)(id % 4 + 1), bytes = n * sizeof(cl_uint);
+	cl_uint *x = malloc(bytes), *y = malloc(bytes);
+
+	if (!x || !y || e2e_plat_init(p, "virtual", e2e_virtual_match()) < 0) {
+		free(y);
+		free(x);
+		return 2;
+	}
+	if (client_objs_create(p, id, bytes, &o) < 0)
+		goto out;
+
+	for (int it = 0; c->kind == CLIENT_FOREVER || it < c->iters; it++) {
+		cl_uint a = (cl_uint)(id * 1000 + it) | 1u, b = (cl_uint)id;
+		size_t off = (size_t)(it % 7) * sizeof(cl_uint);
+		cl_uint *map = NULL;
+		cl_int err;
+
+		/* Object churn: new program, kernel and buffers now and then. */
+		if (c->kind == CLIENT_MIXED && it > 0 && it % 50 == 0) {
+			client_objs_release(&o);
+			if (client_objs_create(p, id, bytes, &o) < 0)
+				goto out;
+		}
+		e2e_rand_u32(x, n, ((uint64_t)id << 32) | (uint64_t)it, 0);
+		CLIENT_CL(clEnqueueWriteBuffer(p->queue, o.x, CL_FALSE, 0, bytes,
+					       x, 0, NULL, NULL));
+		CLIENT_CL(clSetKernelArg(o.k, 2, sizeof(a), &a));
+		CLIENT_CL(clSetKernelArg(o.k, 3, sizeof(b), &b));
+		CLIENT_CL(clEnqueueNDRangeKernel(p->queue, o.k, 1, NULL, &n, NULL,
+						 0, NULL, NULL));
+		if (c->kind == CLIENT_MIXED) {
+			CLIENT_CL(clEnqueueCopyBuffer(p->queue, o.y, o.z, 0, off,
+						      bytes, 0, NULL, NULL));
+			map = clEnqueueMapBuffer(p->queue, o.z, CL_TRUE,
+						 CL_MAP_READ, off, bytes, 0, NULL,
+						 NULL, &err);
+			if (!map) {
+				fprintf(stderr, "client %d: map: %s\n", id,
+					e2e_cl_strerror(err));
+				goto out;
+			}
+			memcpy(y, map, bytes);
+			CLIENT_CL(clEnqueueUnmapMemObject(p->queue, o.z, map, 0,
+							  NULL, NULL));
+		} else {
+			memset(y, 0xff, bytes);
+			CLIENT_CL(clEnqueueReadBuffer(p->queue, o.y, CL_TRUE, 0,
+						      bytes, y, 0, NULL, NULL));
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (y[i] != x[i] * a + b) {
+				fprintf(stderr,
+					"client %d: iteration %d: y[%zu] = %u, "
+					"want %u\n",
+					id, it, i, y[i], x[i] * a + b);
+				goto out;
+			}
+		}
+		if (c->kind == CLIENT_FOREVER && it == 20) {
+			char one = 1;
+
+			if (write(c->busy_fd, &one, 1) != 1)
+				goto out;
+		}
+	}
+	CLIENT_CL(clFinish(p->queue));
+	rc = 0;
+out:
+	client_objs_release(&o);
+	e2e_plat_fini(p);
+	free(y);
+	free(x);
+	return rc;
+}
+
+static pid_t client_spawn(const struct client *c)
+{
+	pid_t pid;
+
+	fflush(NULL);
+	pid = fork();
+	ck_assert_msg(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		/* Do not outlive a test process that times out. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		_exit(client_main(c));
+	}
+	return pid;
+}
+
+static int client_reap(pid_t pid)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0)
+		ck_assert_msg(errno == EINTR, "waitpid: %s", strerror(errno));
+	return status;
+}
+
+static void assert_exit_ok(int id, int status)
+{
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "client %d: %s %d", id,
+		      WIFEXITED(status) ? "exit status" : "killed by signal",
+		      WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+}
+
+/*
+ * One client on its own first, which builds the program.  PoCL's on-disk
+ * kernel cache can fail a build that several processes start at once on a
+ * cold cache (pocl/pocl#1480); the clients are here to race on the daemon,
+ * not on the compiler's cache.
+ */
+static void client_warm_up(void)
+{
+	struct client c = {.id = 99, .kind = CLIENT_PLAIN, .iters = 1};
+
+	assert_exit_ok(c.id, client_reap(client_spawn(&c)));
+}
+
+static void run_clients(enum client_kind kind)
+{
+	pid_t pids[NUM_CLIENTS];
+	int status[NUM_CLIENTS];
+
+	client_warm_up();
+	/* Start all before waiting for any, so that they overlap. */
+	for (int i = 0; i < NUM_CLIENTS; i++) {
+		struct client c = {.id = i, .kind = kind, .iters = CLIENT_ITERS};
+
+		pids[i] = client_spawn(&c);
+	}
+	for (int i = 0; i < NUM_CLIENTS; i++)
+		status[i] = client_reap(pids[i]);
+	for (int i = 0; i < NUM_CLIENTS; i++)
+		assert_exit_ok(i, status[i]);
+}
+
+START_TEST(test_four_clients)
+{
+	run_clients(CLIENT_PLAIN);
+}
+END_TEST
+
+START_TEST(test_four_clients_mixed)
+{
+	run_clients(CLIENT_MIXED);
+}
+END_TEST
+
+/*
+ * One client is killed mid-stream, holding objects and in-flight commands;
+ * the other three finish, and a client started afterwards still works.
+ */
+START_TEST(test_client_killed)
+{
+	struct client victim = {.id = NUM_CLIENTS - 1, .kind = CLIENT_FOREVER};
+	struct client after = {.id = NUM_CLIENTS, .kind = CLIENT_MIXED,
+			       .iters = 60};
+	pid_t pids[NUM_CLIENTS];
+	int fds[2], status;
+	char byte;
+	ssize_t r;
+
+	client_warm_up();
+	for (int i = 0; i < NUM_CLIENTS - 1; i++) {
+		struct client c = {.id = i, .kind = CLIENT_PLAIN,
+				   .iters = CLIENT_ITERS};
+
+		pids[i] = client_spawn(&c);
+	}
+	/* After the others: only the victim holds the write end, so a victim
+	 * that dies early shows as EOF. */
+	ck_assert_int_eq(pipe(fds), 0);
+	victim.busy_fd = fds[1];
+	pids[NUM_CLIENTS - 1] = client_spawn(&victim);
+	close(fds[1]);
+	do
+		r = read(fds[0], &byte, 1);
+	while (r < 0 && errno == EINTR);
+	close(fds[0]);
+	kill(pids[NUM_CLIENTS - 1], SIGKILL);
+	status = client_reap(pids[NUM_CLIENTS - 1]);
+	/* r != 1: the victim died before it was busy; its status says why. */
+	ck_assert_msg(r == 1 && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+		      "victim client was not busy when killed (status 0x%x)",
+		      status);
+	for (int i = 0; i < NUM_CLIENTS - 1; i++)
+		assert_exit_ok(i, client_reap(pids[i]));
+
+	/* This process has made no OpenCL call yet: it can be a client. */
+	ck_assert_msg(client_main(&after) == 0,
+		      "a client after the kill failed; see stderr");
+}
+END_TEST
+
+static Suite *multi_suite(void)
+{
+	Suite *s = suite_create("e2e_multi");
+	TCase *tc = tcase_create("clients");
+
+	/* No fixture: see the comment at the top. */
+	tcase_set_timeout(tc, MULTI_TIMEOUT_S);
+	tcase_add_test(tc, test_four_clients);
+	tcase_add_test(tc, test_four_clients_mixed);
+	tcase_add_test(tc, test_client_killed);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return e2e_main(multi_suite());
+}

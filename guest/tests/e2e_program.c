@@ -1,0 +1,692 @@
+// SPDX-License-Identifier: MIT
+// e2e_program.c - builds, kernel arguments, program and kernel queries match native.
+#include "e2e.h"
+
+#include <stdalign.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char prog_src[] =
+	"__kernel void add_scalar(__global const float *restrict in,\n"
+	"                         __global float *out, int n, float s)\n"
+	"{\n"
+	"	size_t i = get_global_id(0);\n"
+	"	if (i < (size_t)n)\n"
+	"		out[i] = in[i] + s;\n"
+	"}\n"
+	"__kernel void use_local(__global int *out, __local int *tmp)\n"
+	"{\n"
+	"	size_t l = get_local_id(0);\n"
+	"	tmp[l] = (int)l;\n"
+	"	barrier(CLK_LOCAL_MEM_FENCE);\n"
+	"	out[get_global_id(0)] = tmp[get_local_size(0) - 1 - l];\n"
+	"}\n"
+	"__kernel __attribute__((reqd_work_group_size(8, 1, 1)))\n"
+	"void attr8(__global uint *x, __constant uint *c)\n"
+	"{\n"
+	"	x[get_global_id(0)] = c[0] * E2E_SCALE;\n"
+	"}\n";
+
+static const char prog_opts[] = "-cl-kernel-arg-info -DE2E_SCALE=3";
+
+static const char bad_src[] =
+	"__kernel void bad(__global int *x)\n"
+	"{\n"
+	"	x[0] = e2e_undeclared_identifier;\n"
+	"}\n";
+
+static cl_program prog_build(struct e2e_plat *p)
+{
+	return e2e_program_build(p, prog_src, prog_opts);
+}
+
+/* ---- build failure ---- */
+
+/*
+ * The first line of log that mentions "error", from its ":LINE:COL:" on:
+ * the compiler's message without the temporary file name in front of it,
+ * which differs from one build to the next.  Empty when there is none.
+ */
+static void error_line(const char *log, char *out, size_t outsz)
+{
+	const char *line = log, *end = log, *hit;
+
+	out[0] = '\0';
+	for (; *line; line = *end ? end + 1 : end) {
+		end = strchr(line, '\n');
+		if (!end)
+			end = line + strlen(line);
+		hit = strstr(line, "error");
+		if (hit && hit < end)
+			break;
+	}
+	if (!*line)
+		return;
+	/* Skip to the first ":<digits>:<digits>:", when there is one. */
+	for (const char *c = line; c < end; c++) {
+		const char *d = c + 1;
+
+		if (*c != ':' || d >= end || *d < '0' || *d > '9')
+			continue;
+		while (d < end && *d >= '0' && *d <= '9')
+			d++;
+		if (d >= end || *d != ':' || d + 1 >= end || d[1] < '0' ||
+		    d[1] > '9')
+			continue;
+		line = c;
+		break;
+	}
+	snprintf(out, outsz, "%.*s", (int)(end - line), line);
+}
+
+struct build_fail {
+	cl_int err;
+	cl_build_status status;
+	cl_int kernel_err;
+	char *log;
+};
+
+static void build_fail_run(struct e2e_plat *p, struct build_fail *r)
+{
+	const char *src = bad_src;
+	cl_program prog;
+	cl_kernel k;
+	cl_int err;
+
+	prog = clCreateProgramWithSource(p->context, 1, &src, NULL, &err);
+	ck_assert_msg(prog && err == CL_SUCCESS, "%s: create: %s", p->role,
+		      e2e_cl_strerror(err));
+	r->err = clBuildProgram(prog, 1, &p->device, "", NULL, NULL);
+	E2E_OK(p, clGetProgramBuildInfo(prog, p->device, CL_PROGRAM_BUILD_STATUS,
+					sizeof(r->status), &r->status, NULL));
+	r->log = e2e_build_log(prog, p->device);
+	ck_assert_msg(r->log != NULL, "%s: no build log", p->role);
+	k = clCreateKernel(prog, "bad", &r->kernel_err);
+	ck_assert_ptr_null(k);
+	clReleaseProgram(prog);
+}
+
+START_TEST(test_build_failure)
+{
+	struct build_fail nat, virt;
+	char line[512];
+
+	build_fail_run(&e2e_native, &nat);
+	build_fail_run(&e2e_virtual, &virt);
+	e2e_check_err("clBuildProgram of bad source", virt.err, nat.err,
+		      CL_BUILD_PROGRAM_FAILURE);
+	ck_assert_int_eq(virt.status, CL_BUILD_ERROR);
+	ck_assert_int_eq(nat.status, CL_BUILD_ERROR);
+	e2e_check_err("clCreateKernel of a failed program", virt.kernel_err,
+		      nat.kernel_err, CL_INVALID_PROGRAM_EXECUTABLE);
+	ck_assert_msg(strstr(nat.log, "e2e_undeclared_identifier"),
+		      "native log does not name the identifier:\n%s", nat.log);
+	ck_assert_msg(strstr(virt.log, "e2e_undeclared_identifier"),
+		      "virtual log does not name the identifier:\n%s", virt.log);
+	error_line(nat.log, line, sizeof(line));
+	ck_assert_msg(line[0], "native log has no error line:\n%s", nat.log);
+	ck_assert_msg(strstr(virt.log, line),
+		      "virtual log lacks native's error line \"%s\":\n%s", line,
+		      virt.log);
+	free(virt.log);
+	free(nat.log);
+}
+END_TEST
+
+/* ---- clSetKernelArg errors ---- */
+
+/* Not a memory object: zeroed memory where a handle would point. */
+static alignas(64) unsigned char fake_object[4096];
+
+static cl_int set_arg(struct e2e_plat *p, const char *kernel, cl_uint index,
+		      size_t size, const void *value)
+{
+	cl_program prog = prog_build(p);
+	cl_kernel k = e2e_kernel_create(p, prog, kernel);
+	cl_int err = clSetKernelArg(k, index, size, value);
+
+	clReleaseKernel(k);
+	clReleaseProgram(prog);
+	return err;
+}
+
+START_TEST(test_arg_index)
+{
+	float f = 1.0f;
+
+	e2e_check_err("clSetKernelArg(index 4 of 4)",
+		      set_arg(&e2e_virtual, "add_scalar", 4, sizeof(f), &f),
+		      set_arg(&e2e_native, "add_scalar", 4, sizeof(f), &f),
+		      CL_INVALID_ARG_INDEX);
+	e2e_check_err("clSetKernelArg(index 1000)",
+		      set_arg(&e2e_virtual, "add_scalar", 1000, sizeof(f), &f),
+		      set_arg(&e2e_native, "add_scalar", 1000, sizeof(f), &f),
+		      CL_INVALID_ARG_INDEX);
+}
+END_TEST
+
+START_TEST(test_arg_size)
+{
+	cl_long big = 5;
+	cl_mem none = NULL;
+
+	e2e_check_err("1-byte value for an int",
+		      set_arg(&e2e_virtual, "add_scalar", 2, 1, &big),
+		      set_arg(&e2e_native, "add_scalar", 2, 1, &big),
+		      CL_INVALID_ARG_SIZE);
+	e2e_check_err("8-byte value for an int",
+		      set_arg(&e2e_virtual, "add_scalar", 2, sizeof(big), &big),
+		      set_arg(&e2e_native, "add_scalar", 2, sizeof(big), &big),
+		      CL_INVALID_ARG_SIZE);
+	e2e_check_err("4-byte value for a buffer",
+		      set_arg(&e2e_virtual, "add_scalar", 1, 4, &none),
+		      set_arg(&e2e_native, "add_scalar", 1, 4, &none),
+		      CL_INVALID_ARG_SIZE);
+	e2e_check_err("size 0 for a local argument",
+		      set_arg(&e2e_virtual, "use_local", 1, 0, NULL),
+		      set_arg(&e2e_native, "use_local", 1, 0, NULL),
+		      CL_INVALID_ARG_SIZE);
+}
+END_TEST
+
+START_TEST(test_arg_mem_object)
+{
+	cl_mem fake = (cl_mem)fake_object;
+
+	e2e_check_err("a non-memory-object for a __global pointer",
+		      set_arg(&e2e_virtual, "add_scalar", 1, sizeof(fake), &fake),
+		      set_arg(&e2e_native, "add_scalar", 1, sizeof(fake), &fake),
+		      CL_INVALID_MEM_OBJECT);
+}
+END_TEST
+
+START_TEST(test_arg_value)
+{
+	int v[64] = {0};
+
+	e2e_check_err("a value for a __local argument",
+		      set_arg(&e2e_virtual, "use_local", 1, sizeof(v), v),
+		      set_arg(&e2e_native, "use_local", 1, sizeof(v), v),
+		      CL_INVALID_ARG_VALUE);
+	e2e_check_err("NULL for an int argument",
+		      set_arg(&e2e_virtual, "add_scalar", 2, sizeof(int), NULL),
+		      set_arg(&e2e_native, "add_scalar", 2, sizeof(int), NULL),
+		      CL_INVALID_ARG_VALUE);
+}
+END_TEST
+
+/* ---- enqueue with an unset argument ---- */
+
+#define AS_N 1000
+
+/* Sets all but n, tries to launch, sets n, launches and reads out. */
+static cl_int unset_arg_run(struct e2e_plat *p, float *out)
+{
+	cl_program prog = prog_build(p);
+	cl_kernel k = e2e_kernel_create(p, prog, "add_scalar");
+	float in[AS_N], s = 0.5f;
+	size_t gws = AS_N;
+	cl_mem mi, mo;
+	cl_int err;
+	int n = AS_N;
+
+	for (int i = 0; i < AS_N; i++)
+		in[i] = (float)i;
+	mi = e2e_buffer_create(p, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+			       sizeof(in), in);
+	mo = e2e_buffer_create(p, CL_MEM_WRITE_ONLY, sizeof(in), NULL);
+	E2E_OK(p, clSetKernelArg(k, 0, sizeof(mi), &mi));
+	E2E_OK(p, clSetKernelArg(k, 1, sizeof(mo), &mo));
+	E2E_OK(p, clSetKernelArg(k, 3, sizeof(s), &s));
+	err = clEnqueueNDRangeKernel(p->queue, k, 1, NULL, &gws, NULL, 0, NULL,
+				     NULL);
+	E2E_OK(p, clSetKernelArg(k, 2, sizeof(n), &n));
+	E2E_OK(p, clEnqueueNDRangeKernel(p->queue, k, 1, NULL, &gws, NULL, 0,
+					 NULL, NULL));
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, mo, CL_TRUE, 0, sizeof(in), out,
+				      0, NULL, NULL));
+	clReleaseMemObject(mo);
+	clReleaseMemObject(mi);
+	clReleaseKernel(k);
+	clReleaseProgram(prog);
+	return err;
+}
+
+START_TEST(test_unset_arg)
+{
+	float nat[AS_N], virt[AS_N];
+	cl_int en, ev;
+
+	memset(nat, 0xff, sizeof(nat));
+	memset(virt, 0xff, sizeof(virt));
+	en = unset_arg_run(&e2e_native, nat);
+	ev = unset_arg_run(&e2e_virtual, virt);
+	e2e_check_err("enqueue with an unset argument", ev, en,
+		      CL_INVALID_KERNEL_ARGS);
+	for (int i = 0; i < AS_N; i++)
+		ck_assert_msg(virt[i] == (float)i + 0.5f && nat[i] == virt[i],
+			      "out[%d]: virtual %.9g native %.9g", i, (double)virt[i],
+			      (double)nat[i]);
+}
+END_TEST
+
+/* ---- clCreateKernel errors ---- */
+
+static void unknown_kernel_run(struct e2e_plat *p, cl_int errs[2])
+{
+	cl_program prog = prog_build(p);
+
+	errs[0] = CL_SUCCESS;
+	ck_assert_ptr_null(clCreateKernel(prog, "no_such_kernel", &errs[0]));
+	errs[1] = CL_SUCCESS;
+	ck_assert_ptr_null(clCreateKernel(prog, NULL, &errs[1]));
+	clReleaseProgram(prog);
+}
+
+START_TEST(test_unknown_kernel)
+{
+	cl_int nat[2], virt[2];
+
+	unknown_kernel_run(&e2e_native, nat);
+	unknown_kernel_run(&e2e_virtual, virt);
+	e2e_check_err("clCreateKernel(\"no_such_kernel\")", virt[0], nat[0],
+		      CL_INVALID_KERNEL_NAME);
+	e2e_check_err("clCreateKernel(NULL)", virt[1], nat[1], CL_INVALID_VALUE);
+}
+END_TEST
+
+/* ---- clGetProgramInfo ---- */
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorts the ';'-separated names in place, so both platforms compare. */
+static void names_sort(char *names)
+{
+	char *parts[16], *save = NULL, *tok, buf[256];
+	size_t n = 0;
+
+	snprintf(buf, sizeof(buf), "%s", names);
+	for (tok = strtok_r(buf, ";", &save); tok && n < 16;
+	     tok = strtok_r(NULL, ";", &save))
+		parts[n++] = tok;
+	qsort(parts, n, sizeof(parts[0]), str_cmp);
+	names[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		strcat(names, parts[i]);
+		if (i + 1 < n)
+			strcat(names, ";");
+	}
+}
+
+struct prog_info {
+	size_t num_kernels;
+	char names[256];
+	char options[256];
+	cl_build_status status;
+	cl_program_binary_type bin_type;
+	cl_int unbuilt_err; /* CL_PROGRAM_NUM_KERNELS before a build */
+};
+
+static void program_info_run(struct e2e_plat *p, struct prog_info *r)
+{
+	cl_program prog = prog_build(p), raw;
+	const char *src = prog_src;
+	cl_device_id dev = NULL;
+	cl_context ctx = NULL;
+	size_t size = 0, n;
+	cl_uint ndev = 0;
+	cl_int err;
+	char *text;
+
+	memset(r, 0, sizeof(*r));
+	E2E_OK(p, clGetProgramInfo(prog, CL_PROGRAM_NUM_KERNELS,
+				   sizeof(r->num_kernels), &r->num_kernels,
+				   NULL));
+	E2E_OK(p, clGetProgramInfo(prog, CL_PROGRAM_KERNEL_NAMES,
+				   sizeof(r->names) - 1, r->names, NULL));
+	names_sort(r->names);
+	E2E_OK(p, clGetProgramInfo(prog, CL_PROGRAM_NUM_DEVICES, sizeof(ndev),
+				   &ndev, NULL));
+	ck_assert_uint_eq(ndev, 1);
+	E2E_OK(p, clGetProgramInfo(prog, CL_PROGRAM_DEVICES, sizeof(dev), &dev,
+				   NULL));
+	ck_assert_ptr_eq(dev, p->device);
+	E2E_OK(p, clGetProgramInfo(prog, CL_PROGRAM_CONTEXT, sizeof(ctx), &ctx,
+				   NULL));
+	ck_assert_ptr_eq(ctx, p->context);
+
+	E2E_OK(p, clGetProgramInfo(prog, CL_PROGRAM_SOURCE, 0, NULL, &size));
+	ck_assert_uint_eq(size, sizeof(prog_src));
+	text = e2e_xmalloc(size);
+	E2E_OK(p, clGetProgramInfo(prog, CL_PROGRAM_SOURCE, size, text, &n));
+	ck_assert_uint_eq(n, size);
+	ck_assert_msg(strcmp(text, prog_src) == 0, "%s: CL_PROGRAM_SOURCE differs",
+		      p->role);
+	free(text);
+
+	E2E_OK(p, clGetProgramBuildInfo(prog, p->device, CL_PROGRAM_BUILD_OPTIONS,
+					sizeof(r->options) - 1, r->options, NULL));
+	E2E_OK(p, clGetProgramBuildInfo(prog, p->device, CL_PROGRAM_BUILD_STATUS,
+					sizeof(r->status), &r->status, NULL));
+	E2E_OK(p, clGetProgramBuildInfo(prog, p->device,
+					CL_PROGRAM_BINARY_TYPE,
+					sizeof(r->bin_type), &r->bin_type,
+					NULL));
+
+	raw = clCreateProgramWithSource(p->context, 1, &src, NULL, &err);
+	ck_assert_ptr_nonnull(raw);
+	r->unbuilt_err = clGetProgramInfo(raw, CL_PROGRAM_NUM_KERNELS, sizeof(n),
+					  &n, NULL);
+	clReleaseProgram(raw);
+	clReleaseProgram(prog);
+}
+
+START_TEST(test_program_info)
+{
+	struct prog_info nat, virt;
+
+	program_info_run(&e2e_native, &nat);
+	program_info_run(&e2e_virtual, &virt);
+	ck_assert_uint_eq(virt.num_kernels, 3);
+	ck_assert_uint_eq(nat.num_kernels, 3);
+	ck_assert_str_eq(virt.names, "add_scalar;attr8;use_local");
+	ck_assert_str_eq(nat.names, virt.names);
+	ck_assert_str_eq(virt.options, prog_opts);
+	ck_assert_str_eq(nat.options, prog_opts);
+	ck_assert_int_eq(virt.status, CL_BUILD_SUCCESS);
+	ck_assert_uint_eq(virt.bin_type, CL_PROGRAM_BINARY_TYPE_EXECUTABLE);
+	ck_assert_uint_eq(nat.bin_type, virt.bin_type);
+	e2e_check_err("CL_PROGRAM_NUM_KERNELS before a build", virt.unbuilt_err,
+		      nat.unbuilt_err, CL_INVALID_PROGRAM_EXECUTABLE);
+}
+END_TEST
+
+/* ---- clGetKernelInfo ---- */
+
+static const struct {
+	const char *name;
+	cl_uint num_args;
+} prog_kernels[] = {{"add_scalar", 4}, {"use_local", 2}, {"attr8", 2}};
+#define PK_NUM (sizeof(prog_kernels) / sizeof(prog_kernels[0]))
+
+struct kern_info {
+	char name[64];
+	cl_uint num_args;
+	char attrs[256];
+};
+
+static void kernel_info_run(struct e2e_plat *p, struct kern_info *r)
+{
+	cl_program prog = prog_build(p);
+
+	for (size_t i = 0; i < PK_NUM; i++) {
+		cl_kernel k = e2e_kernel_create(p, prog, prog_kernels[i].name);
+		cl_program kp = NULL;
+		cl_context kc = NULL;
+		size_t n = 0;
+
+		memset(&r[i], 0, sizeof(r[i]));
+		E2E_OK(p, clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME,
+					  sizeof(r[i].name), r[i].name, &n));
+		ck_assert_uint_eq(n, strlen(prog_kernels[i].name) + 1);
+		E2E_OK(p, clGetKernelInfo(k, CL_KERNEL_NUM_ARGS,
+					  sizeof(r[i].num_args), &r[i].num_args,
+					  NULL));
+		E2E_OK(p, clGetKernelInfo(k, CL_KERNEL_ATTRIBUTES,
+					  sizeof(r[i].attrs) - 1, r[i].attrs,
+					  NULL));
+		E2E_OK(p, clGetKernelInfo(k, CL_KERNEL_PROGRAM, sizeof(kp), &kp,
+					  NULL));
+		E2E_OK(p, clGetKernelInfo(k, CL_KERNEL_CONTEXT, sizeof(kc), &kc,
+					  NULL));
+		ck_assert_ptr_eq(kp, prog);
+		ck_assert_ptr_eq(kc, p->context);
+		clReleaseKernel(k);
+	}
+	clReleaseProgram(prog);
+}
+
+START_TEST(test_kernel_info)
+{
+	struct kern_info nat[PK_NUM], virt[PK_NUM];
+
+	kernel_info_run(&e2e_native, nat);
+	kernel_info_run(&e2e_virtual, virt);
+	for (size_t i = 0; i < PK_NUM; i++) {
+		ck_assert_str_eq(virt[i].name, prog_kernels[i].name);
+		ck_assert_str_eq(nat[i].name, prog_kernels[i].name);
+		ck_assert_uint_eq(virt[i].num_args, prog_kernels[i].num_args);
+		ck_assert_uint_eq(nat[i].num_args, prog_kernels[i].num_args);
+		ck_assert_str_eq(virt[i].attrs, nat[i].attrs);
+	}
+	ck_assert_msg(strstr(virt[2].attrs, "reqd_work_group_size"),
+		      "attr8 attributes: \"%s\"", virt[2].attrs);
+}
+END_TEST
+
+/* ---- clGetKernelArgInfo ---- */
+
+static const struct {
+	size_t kernel;
+	cl_uint index;
+	cl_kernel_arg_address_qualifier address;
+	cl_kernel_arg_type_qualifier type_qual;
+	const char *type_name;
+	const char *name;
+} arg_infos[] = {
+	{0, 0, CL_KERNEL_ARG_ADDRESS_GLOBAL,
+	 CL_KERNEL_ARG_TYPE_CONST | CL_KERNEL_ARG_TYPE_RESTRICT, "float*", "in"},
+	{0, 1, CL_KERNEL_ARG_ADDRESS_GLOBAL, CL_KERNEL_ARG_TYPE_NONE, "float*",
+	 "out"},
+	{0, 2, CL_KERNEL_ARG_ADDRESS_PRIVATE, CL_KERNEL_ARG_TYPE_NONE, "int", "n"},
+	{0, 3, CL_KERNEL_ARG_ADDRESS_PRIVATE, CL_KERNEL_ARG_TYPE_NONE, "float",
+	 "s"},
+	{1, 0, CL_KERNEL_ARG_ADDRESS_GLOBAL, CL_KERNEL_ARG_TYPE_NONE, "int*",
+	 "out"},
+	{1, 1, CL_KERNEL_ARG_ADDRESS_LOCAL, CL_KERNEL_ARG_TYPE_NONE, "int*", "tmp"},
+	{2, 0, CL_KERNEL_ARG_ADDRESS_GLOBAL, CL_KERNEL_ARG_TYPE_NONE, "uint*", "x"},
+	{2, 1, CL_KERNEL_ARG_ADDRESS_CONSTANT, CL_KERNEL_ARG_TYPE_CONST, "uint*",
+	 "c"},
+};
+#define AI_NUM (sizeof(arg_infos) / sizeof(arg_infos[0]))
+
+struct arg_info {
+	cl_kernel_arg_address_qualifier address;
+	cl_kernel_arg_access_qualifier access;
+	cl_kernel_arg_type_qualifier type_qual;
+	char type_name[64];
+	char name[64];
+};
+
+static void arg_info_run(struct e2e_plat *p, struct arg_info *r,
+			 cl_int *range_err)
+{
+	cl_program prog = prog_build(p);
+	cl_kernel ks[PK_NUM];
+	char buf[64];
+
+	for (size_t i = 0; i < PK_NUM; i++)
+		ks[i] = e2e_kernel_create(p, prog, prog_kernels[i].name);
+	for (size_t i = 0; i < AI_NUM; i++) {
+		cl_kernel k = ks[arg_infos[i].kernel];
+		cl_uint a = arg_infos[i].index;
+
+		memset(&r[i], 0, sizeof(r[i]));
+		E2E_OK(p, clGetKernelArgInfo(k, a, CL_KERNEL_ARG_ADDRESS_QUALIFIER,
+					     sizeof(r[i].address), &r[i].address,
+					     NULL));
+		E2E_OK(p, clGetKernelArgInfo(k, a, CL_KERNEL_ARG_ACCESS_QUALIFIER,
+					     sizeof(r[i].access), &r[i].access,
+					     NULL));
+		E2E_OK(p, clGetKernelArgInfo(k, a, CL_KERNEL_ARG_TYPE_QUALIFIER,
+					     sizeof(r[i].type_qual),
+					     &r[i].type_qual, NULL));
+		E2E_OK(p, clGetKernelArgInfo(k, a, CL_KERNEL_ARG_TYPE_NAME,
+					     sizeof(r[i].type_name) - 1,
+					     r[i].type_name, NULL));
+		E2E_OK(p, clGetKernelArgInfo(k, a, CL_KERNEL_ARG_NAME,
+					     sizeof(r[i].name) - 1, r[i].name,
+					     NULL));
+	}
+	*range_err = clGetKernelArgInfo(ks[0], 4, CL_KERNEL_ARG_NAME, sizeof(buf),
+					buf, NULL);
+	for (size_t i = 0; i < PK_NUM; i++)
+		clReleaseKernel(ks[i]);
+	clReleaseProgram(prog);
+}
+
+START_TEST(test_kernel_arg_info)
+{
+	struct arg_info nat[AI_NUM], virt[AI_NUM];
+	cl_int range_n, range_v;
+
+	arg_info_run(&e2e_native, nat, &range_n);
+	arg_info_run(&e2e_virtual, virt, &range_v);
+	for (size_t i = 0; i < AI_NUM; i++) {
+		const char *kn = prog_kernels[arg_infos[i].kernel].name;
+		cl_uint a = arg_infos[i].index;
+
+		ck_assert_msg(virt[i].address == arg_infos[i].address &&
+				      nat[i].address == virt[i].address,
+			      "%s arg %u: address qualifier virtual 0x%x native "
+			      "0x%x, want 0x%x",
+			      kn, a, virt[i].address, nat[i].address,
+			      arg_infos[i].address);
+		ck_assert_msg(virt[i].access == CL_KERNEL_ARG_ACCESS_NONE &&
+				      nat[i].access == virt[i].access,
+			      "%s arg %u: access qualifier virtual 0x%x native "
+			      "0x%x",
+			      kn, a, virt[i].access, nat[i].access);
+		ck_assert_msg(virt[i].type_qual == arg_infos[i].type_qual &&
+				      nat[i].type_qual == virt[i].type_qual,
+			      "%s arg %u: type qualifier virtual 0x%llx native "
+			      "0x%llx, want 0x%llx",
+			      kn, a, (unsigned long long)virt[i].type_qual,
+			      (unsigned long long)nat[i].type_qual,
+			      (unsigned long long)arg_infos[i].type_qual);
+		ck_assert_str_eq(virt[i].type_name, arg_infos[i].type_name);
+		ck_assert_str_eq(nat[i].type_name, virt[i].type_name);
+		ck_assert_str_eq(virt[i].name, arg_infos[i].name);
+		ck_assert_str_eq(nat[i].name, virt[i].name);
+	}
+	e2e_check_err("clGetKernelArgInfo(index 4 of 4)", range_v, range_n,
+		      CL_INVALID_ARG_INDEX);
+}
+END_TEST
+
+/* ---- binaries ---- */
+
+#define BIN_N 64
+
+/* Source -> binary -> program -> build -> attr8 with c[0] = 7 -> out. */
+static void binary_run(struct e2e_plat *p, cl_uint *out, cl_int *junk_err)
+{
+	static const unsigned char junk[256] = {0x7f, 'j', 'u', 'n', 'k'};
+	const unsigned char *bin, *jp = junk;
+	cl_program src_prog = prog_build(p), bin_prog;
+	size_t size = 0, jsize = sizeof(junk), gws = BIN_N, lws = 8;
+	cl_int err, status = 1;
+	cl_uint c = 7, num = 0;
+	unsigned char *buf;
+	cl_mem mx, mc;
+	cl_kernel k;
+
+	E2E_OK(p, clGetProgramInfo(src_prog, CL_PROGRAM_BINARY_SIZES,
+				   sizeof(size), &size, NULL));
+	ck_assert_msg(size > 0, "%s: binary size 0", p->role);
+	buf = e2e_xmalloc(size);
+	E2E_OK(p, clGetProgramInfo(src_prog, CL_PROGRAM_BINARIES, sizeof(buf),
+				   &buf, NULL));
+	clReleaseProgram(src_prog);
+
+	bin = buf;
+	bin_prog = clCreateProgramWithBinary(p->context, 1, &p->device, &size,
+					     &bin, &status, &err);
+	ck_assert_msg(bin_prog && err == CL_SUCCESS && status == CL_SUCCESS,
+		      "%s: clCreateProgramWithBinary: %s, status %s", p->role,
+		      e2e_cl_strerror(err), e2e_cl_strerror(status));
+	E2E_OK(p, clBuildProgram(bin_prog, 1, &p->device, NULL, NULL, NULL));
+	E2E_OK(p, clGetProgramInfo(bin_prog, CL_PROGRAM_NUM_KERNELS, sizeof(size),
+				   &size, NULL));
+	ck_assert_uint_eq(size, 3);
+	k = e2e_kernel_create(p, bin_prog, "attr8");
+	E2E_OK(p, clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof(num), &num, NULL));
+	ck_assert_uint_eq(num, 2);
+	mx = e2e_buffer_create(p, CL_MEM_WRITE_ONLY, BIN_N * sizeof(cl_uint), NULL);
+	mc = e2e_buffer_create(p, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+			       sizeof(c), &c);
+	E2E_OK(p, clSetKernelArg(k, 0, sizeof(mx), &mx));
+	E2E_OK(p, clSetKernelArg(k, 1, sizeof(mc), &mc));
+	E2E_OK(p, clEnqueueNDRangeKernel(p->queue, k, 1, NULL, &gws, &lws, 0, NULL,
+					 NULL));
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, mx, CL_TRUE, 0,
+				      BIN_N * sizeof(cl_uint), out, 0, NULL,
+				      NULL));
+
+	/* A binary that is not one. */
+	*junk_err = CL_SUCCESS;
+	bin_prog = clCreateProgramWithBinary(p->context, 1, &p->device, &jsize,
+					     &jp, &status, junk_err);
+	if (bin_prog)
+		clReleaseProgram(bin_prog);
+
+	clReleaseMemObject(mc);
+	clReleaseMemObject(mx);
+	clReleaseKernel(k);
+	free(buf);
+}
+
+START_TEST(test_binaries)
+{
+	cl_uint nat[BIN_N], virt[BIN_N];
+	cl_int junk_n, junk_v;
+
+	memset(nat, 0, sizeof(nat));
+	memset(virt, 0, sizeof(virt));
+	binary_run(&e2e_native, nat, &junk_n);
+	binary_run(&e2e_virtual, virt, &junk_v);
+	/* The -DE2E_SCALE=3 of the source build lives on in the binary. */
+	for (int i = 0; i < BIN_N; i++)
+		ck_assert_msg(virt[i] == 21 && nat[i] == 21,
+			      "x[%d]: virtual %u native %u, want 21", i, virt[i],
+			      nat[i]);
+	e2e_check_err("clCreateProgramWithBinary of junk", junk_v, junk_n,
+		      CL_INVALID_BINARY);
+}
+END_TEST
+
+static Suite *program_suite(void)
+{
+	Suite *s = suite_create("e2e_program");
+	TCase *tc;
+
+	tc = e2e_tcase("build");
+	tcase_add_test(tc, test_build_failure);
+	tcase_add_test(tc, test_unknown_kernel);
+	tcase_add_test(tc, test_binaries);
+	suite_add_tcase(s, tc);
+
+	tc = e2e_tcase("kernel_args");
+	tcase_add_test(tc, test_arg_index);
+	tcase_add_test(tc, test_arg_size);
+	tcase_add_test(tc, test_arg_mem_object);
+	tcase_add_test(tc, test_arg_value);
+	tcase_add_test(tc, test_unset_arg);
+	suite_add_tcase(s, tc);
+
+	tc = e2e_tcase("info");
+	tcase_add_test(tc, test_program_info);
+	tcase_add_test(tc, test_kernel_info);
+	tcase_add_test(tc, test_kernel_arg_info);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return e2e_main(program_suite());
+}

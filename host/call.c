@@ -1,0 +1,264 @@
+// SPDX-License-Identifier: MIT
+// The generic path of every call: decode, check ids against the session's
+// table, run the handler, reply or record the failure.
+#include "call.h"
+
+#include <CL/cl.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "log.h"
+#include "proto.gen.h"
+#include "server.h"
+#include "session.h"
+
+#define CMX_POISONED 2 /* internal: the id names a poisoned object */
+
+static const int32_t kind_error[CMX_K_COUNT] = {
+	[CMX_K_PLATFORM] = CL_INVALID_PLATFORM, [CMX_K_DEVICE] = CL_INVALID_DEVICE,
+	[CMX_K_CONTEXT] = CL_INVALID_CONTEXT,	[CMX_K_QUEUE] = CL_INVALID_COMMAND_QUEUE,
+	[CMX_K_MEM] = CL_INVALID_MEM_OBJECT,	[CMX_K_PROGRAM] = CL_INVALID_PROGRAM,
+	[CMX_K_KERNEL] = CL_INVALID_KERNEL,	[CMX_K_EVENT] = CL_INVALID_EVENT,
+	[CMX_K_SAMPLER] = CL_INVALID_SAMPLER,
+};
+
+static void reply(struct cmx_session *s, uint32_t seq, int32_t status,
+		  const struct cmx_msgdesc *d, const void *out, void *bulk, uint64_t bulk_len,
+		  void (*free_fn)(void *))
+{
+	size_t size = 8 + (d && out ? cmx_codec_size(d, out) : 0);
+	uint8_t stack[512], *args = size <= sizeof(stack) ? stack : malloc(size);
+	int64_t st = status;
+	struct cmx_hdr h = { .size = (uint32_t)size, .op = CMX_OP_REPLY, .seq = seq,
+			     .bulk = bulk_len };
+
+	if (!args || !s->conn) {
+		if (free_fn)
+			free_fn(bulk);
+		if (args != stack)
+			free(args);
+		return;
+	}
+	memcpy(args, &st, 8);
+	if (d && out)
+		cmx_codec_encode(d, out, args + 8);
+	cmx_conn_send(s->conn, &h, args, bulk, free_fn);
+	if (args != stack)
+		free(args);
+}
+
+int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args)
+{
+	struct cmx_Hello_in in;
+	struct cmx_Hello_out out = { .version = CMX_PROTO_VERSION };
+	struct cmx_session *s;
+
+	if (cmx_codec_decode(&cmx_desc_Hello_in, args, h->size, &in))
+		return -EBADMSG;
+	if (in.magic != CMX_PROTO_MAGIC || in.version != CMX_PROTO_VERSION)
+		return -EPROTONOSUPPORT;
+	if (in.role == 0) {
+		if (c->srv->draining)
+			return -ESHUTDOWN;
+		s = cmx_session_create(c->srv, c);
+		if (!s)
+			return -ENOMEM;
+		c->role = CMX_ROLE_CALL;
+		c->sess = s;
+		out.session = s->id;
+		out.token = s->token;
+		reply(s, h->seq, CL_SUCCESS, &cmx_desc_Hello_out, &out, NULL, 0, NULL);
+		cmx_info("session %llu: connected", (unsigned long long)s->id);
+		return 0;
+	}
+	s = in.role == 1 ? cmx_session_find(c->srv, in.session, in.token) : NULL;
+	if (!s || s->nconn)
+		return -EPERM;
+	c->role = CMX_ROLE_NOTIFY;
+	c->sess = s;
+	s->nconn = c;
+	cmx_session_ref(s);
+	out.session = s->id;
+	/* The reply goes out on this channel, not the call channel. */
+	{
+		uint8_t buf[8 + 32];
+		int64_t st = 0;
+		struct cmx_hdr rh = { .size = sizeof(buf), .op = CMX_OP_REPLY, .seq = h->seq };
+		memcpy(buf, &st, 8);
+		cmx_codec_encode(&cmx_desc_Hello_out, &out, buf + 8);
+		cmx_conn_send(c, &rh, buf, NULL, NULL);
+	}
+	return 0;
+}
+
+/* Checks one id against the table; returns 0 or the cl error. */
+static int32_t resolve(struct cmx_session *s, const struct cmx_field *f, uint64_t id, void **h,
+		       int in_wait_list)
+{
+	struct cmx_obj *o;
+
+	if (!id && (f->flags & CMX_F_NULLOK)) {
+		*h = NULL;
+		return 0;
+	}
+	o = cmx_objtab_get(&s->objs, id);
+	if (!o || o->kind != f->kind)
+		return f->err ? f->err : kind_error[f->kind];
+	*h = o->h;
+	if (o->err)
+		return in_wait_list ? CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST : CMX_POISONED;
+	return 0;
+}
+
+/* Calls that take a poisoned id (h == NULL) as it is: releasing it, and
+ * asking an event for the status it failed with. */
+static int takes_poisoned(unsigned op)
+{
+	switch (op) {
+	case CMX_OP_ReleaseContext:
+	case CMX_OP_ReleaseQueue:
+	case CMX_OP_ReleaseMem:
+	case CMX_OP_ReleaseProgram:
+	case CMX_OP_ReleaseKernel:
+	case CMX_OP_ReleaseEvent:
+	case CMX_OP_GetEventInfo:
+	case CMX_OP_SetEventCallback:
+	case CMX_OP_WaitForEvents:
+		return 1;
+	}
+	return 0;
+}
+
+static int32_t resolve_all(struct cmx_call *c)
+{
+	const struct cmx_msgdesc *d = c->oi->in;
+	size_t nh = 0;
+
+	for (unsigned i = 0; i < d->nfields; i++)
+		if (d->fields[i].type == CMX_T_IDS)
+			nh += ((struct cmx_refs *)((char *)c->in + d->fields[i].offset))->n;
+	if (nh && !(c->handles = malloc(nh * sizeof(void *))))
+		return CL_OUT_OF_HOST_MEMORY;
+	nh = 0;
+	for (unsigned i = 0; i < d->nfields; i++) {
+		const struct cmx_field *f = &d->fields[i];
+		void *p = (char *)c->in + f->offset;
+		int32_t err = 0;
+
+		switch (f->type) {
+		case CMX_T_ID:
+			err = resolve(c->s, f, ((struct cmx_ref *)p)->id, &((struct cmx_ref *)p)->h, 0);
+			if (err == CMX_POISONED)
+				err = takes_poisoned(c->op) ? 0 : kind_error[f->kind];
+			break;
+		case CMX_T_NEWID: {
+			uint64_t id = ((struct cmx_ref *)p)->id;
+			if ((!id && !(f->flags & CMX_F_NULLOK)) ||
+			    (id && cmx_objtab_get(&c->s->objs, id)))
+				err = CL_INVALID_VALUE;
+			break;
+		}
+		case CMX_T_IDS: {
+			struct cmx_refs *r = p;
+			r->h = c->handles + nh;
+			nh += r->n;
+			for (uint64_t k = 0; k < r->n && !err; k++)
+				err = resolve(c->s, f, r->v[k], &r->h[k], f->kind == CMX_K_EVENT);
+			if (err == CMX_POISONED)
+				err = kind_error[f->kind];
+			break;
+		}
+		}
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+/* An async call failed where the guest could not see it: the objects it was
+ * to create exist as poisoned ids, so their later use reports the failure
+ * (an event's as its error status). */
+static void poison_new_ids(struct cmx_call *c, int status)
+{
+	const struct cmx_msgdesc *d = c->oi->in;
+
+	for (unsigned i = 0; i < d->nfields; i++) {
+		const struct cmx_field *f = &d->fields[i];
+		uint64_t id = ((struct cmx_ref *)((char *)c->in + f->offset))->id;
+		if (f->type == CMX_T_NEWID && id && !cmx_objtab_get(&c->s->objs, id))
+			cmx_session_add(c->s, id, f->kind, NULL, NULL, status, NULL);
+	}
+}
+
+void cmx_call_done(struct cmx_call *c, int status)
+{
+	struct cmx_session *s = c->s;
+
+	if (c->oi->flags & CMX_OPF_SYNC) {
+		if (!s->closed)
+			reply(s, c->seq, status, c->oi->out, c->out, c->rbulk,
+			      status == CL_SUCCESS ? c->rbulk_len : 0, c->rbulk_free);
+		else if (c->rbulk_free)
+			c->rbulk_free(c->rbulk);
+	} else if (status != CL_SUCCESS) {
+		s->async_errors++;
+		cmx_dbg("session %llu: async %s failed: %d", (unsigned long long)s->id,
+			c->oi->in->name, status);
+		if (!s->closed)
+			poison_new_ids(c, status);
+		if (c->rbulk_free)
+			c->rbulk_free(c->rbulk);
+	}
+	free(c->bulk);
+	free(c->handles);
+	free(c->scratch);
+	free(c);
+	cmx_session_unref(s);
+}
+
+int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint8_t *args,
+		      uint8_t *bulk)
+{
+	const struct cmx_opinfo *oi = cmx_op_info(h->op);
+	size_t insz = oi->in->size, outsz = oi->out ? oi->out->size : 0;
+	size_t off_in = (sizeof(struct cmx_call) + 7) & ~(size_t)7;
+	size_t off_out = off_in + ((insz + 7) & ~(size_t)7);
+	size_t off_args = off_out + ((outsz + 7) & ~(size_t)7);
+	struct cmx_call *c;
+	int status;
+
+	/* One allocation: the call, its decoded structs and a copy of the
+	 * encoded arguments, so a deferred handler's pointers stay valid. */
+	c = malloc(off_args + h->size);
+	if (!c) {
+		free(bulk);
+		return -ENOMEM;
+	}
+	memset(c, 0, off_args);
+	c->in = (char *)c + off_in;
+	c->out = outsz ? (char *)c + off_out : NULL;
+	c->args = (uint8_t *)c + off_args;
+	memcpy(c->args, args, h->size);
+	if (cmx_codec_decode(oi->in, c->args, h->size, c->in)) {
+		free(c);
+		free(bulk);
+		return -EBADMSG;
+	}
+	c->s = s;
+	c->oi = oi;
+	c->op = h->op;
+	c->seq = h->seq;
+	c->bulk = bulk;
+	c->bulk_len = h->bulk;
+	if (oi->flags & CMX_OPF_SYNC)
+		s->sync_calls++;
+	cmx_session_ref(s);
+	status = resolve_all(c);
+	if (status == CL_SUCCESS)
+		status = cmx_handlers[h->op](c, c->in, c->out);
+	if (status != CMX_DEFER)
+		cmx_call_done(c, status);
+	return 0;
+}

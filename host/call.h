@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+// One decoded call on its way through a handler, and its reply.
+#ifndef CMX_HOST_CALL_H
+#define CMX_HOST_CALL_H
+
+#include <stdint.h>
+
+#include "handlers.gen.h"
+#include "wire.h"
+
+struct cmx_conn;
+struct cmx_session;
+
+/* Returned by a handler that finishes its call later (cmx_call_done()). */
+#define CMX_DEFER 1
+
+struct cmx_call {
+	struct cmx_session *s;
+	const struct cmx_opinfo *oi;
+	uint16_t op;
+	uint32_t seq;
+	/* The request's payload; a handler that keeps it sets bulk to NULL and
+	 * frees it itself. */
+	uint8_t *bulk;
+	uint64_t bulk_len;
+	/* The reply's payload, freed with rbulk_free(rbulk) once sent. */
+	void *rbulk;
+	uint64_t rbulk_len;
+	void (*rbulk_free)(void *);
+	void **handles; /* resolved id[] arrays */
+	void *scratch;	/* freed with the call: outputs that point into it */
+	/* Deferred completion (host/exec.h). */
+	int (*work)(struct cmx_call *c);
+	void (*fin)(struct cmx_call *c, int status);
+	int status;
+	void *result; /* a work function's product for its fin */
+	void *in, *out;
+	uint8_t *args; /* the encoded arguments the decoded pointers refer to */
+};
+
+int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args);
+/* Decodes, checks ids, runs the handler. Takes ownership of bulk. 0, or
+ * -errno for a malformed message (the connection ends). */
+int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint8_t *args,
+		      uint8_t *bulk);
+/* Finishes a call: replies (sync calls) or records the failure of an async
+ * one, then frees it. Runs on the loop. */
+void cmx_call_done(struct cmx_call *c, int status);
+
+#endif

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+// Shared handler plumbing: binding events, deferring calls to event
+// completion or to the executor.
+#include "exec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "executor.h"
+#include "log.h"
+
+void cmx_event_bind(struct cmx_call *c, const struct cmx_ref *ev, cl_event e, void *ctx)
+{
+	if (!e)
+		return;
+	if (!ev->id || c->s->closed ||
+	    cmx_session_add(c->s, ev->id, CMX_K_EVENT, e, ctx, 0, NULL))
+		clReleaseEvent(e);
+}
+
+void *cmx_queue_context(struct cmx_session *s, uint64_t queue_id)
+{
+	struct cmx_obj *o = cmx_session_obj(s, queue_id, CMX_K_QUEUE);
+
+	return o ? o->ctx : NULL;
+}
+
+static void post_fin(void *arg)
+{
+	struct cmx_call *c = arg;
+
+	if (c->fin)
+		c->fin(c, c->status);
+	else
+		cmx_call_done(c, c->status);
+}
+
+static void CL_CALLBACK event_cb(cl_event e, cl_int status, void *arg)
+{
+	struct cmx_call *c = arg;
+
+	c->status = status;
+	/* Runs on a driver thread: hand the rest to the loop. */
+	cmx_loop_post(cmx_srv->loop, post_fin, c);
+}
+
+int cmx_defer_event(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status))
+{
+	cl_int err;
+
+	c->fin = fin;
+	err = clSetEventCallback(e, CL_COMPLETE, event_cb, c);
+	return err ? err : CMX_DEFER;
+}
+
+static void run_work(void *arg)
+{
+	struct cmx_call *c = arg;
+
+	c->status = c->work(c);
+}
+
+int cmx_defer_work(struct cmx_call *c, int (*work)(struct cmx_call *c),
+		   void (*fin)(struct cmx_call *c, int status))
+{
+	c->work = work;
+	c->fin = fin;
+	cmx_executor_run(cmx_srv->exec, run_work, post_fin, c);
+	return CMX_DEFER;
+}
+
+int cmx_info_reply(struct cmx_call *c, struct cmx_blob *value, cl_int err, void *buf, size_t size)
+{
+	if (err)
+		return err;
+	value->ptr = buf;
+	value->len = size;
+	return CL_SUCCESS;
+}

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+// What the handlers (host/exec_*.c) share: events, deferral, the executor.
+#ifndef CMX_HOST_EXEC_H
+#define CMX_HOST_EXEC_H
+
+#include <CL/cl.h>
+
+#include "call.h"
+#include "object.h"
+#include "proto.gen.h"
+#include "server.h"
+#include "session.h"
+
+/* Wait lists as native arrays. */
+#define WAIT(r) (cl_uint)(r).n, (r).n ? (const cl_event *)(r).h : NULL
+
+/* Where a command's native event goes: the guest asked for one (id != 0),
+ * or the handler needs one itself (want). */
+static inline cl_event *cmx_evp(const struct cmx_ref *ev, int want, cl_event *slot)
+{
+	*slot = NULL;
+	return ev->id || want ? slot : NULL;
+}
+
+/* Gives the guest's event id its native event (the table keeps the
+ * reference), or releases the event when the guest asked for none. */
+void cmx_event_bind(struct cmx_call *c, const struct cmx_ref *ev, cl_event e, void *ctx);
+
+/* Finishes c on the loop with fin(c, status) once e completes (status is
+ * the event's: CL_COMPLETE or its error). Returns CMX_DEFER, or the error. */
+int cmx_defer_event(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status));
+
+/* Runs work(c) on an executor thread, then fin(c, status) (or, with fin
+ * NULL, cmx_call_done) on the loop. Returns CMX_DEFER. */
+int cmx_defer_work(struct cmx_call *c, int (*work)(struct cmx_call *c),
+		   void (*fin)(struct cmx_call *c, int status));
+
+/* Copies a native get-info answer into out->value (c->scratch holds it). */
+int cmx_info_reply(struct cmx_call *c, struct cmx_blob *value, cl_int err, void *buf, size_t size);
+
+/* The context of a native queue (for events created on its behalf). */
+void *cmx_queue_context(struct cmx_session *s, uint64_t queue_id);
+
+#endif

@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: MIT
+// Handlers: devices and contexts.
+#include "exec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "log.h"
+
+int cmx_h_GetDeviceIDs(struct cmx_call *c, struct cmx_GetDeviceIDs_in *in,
+		       struct cmx_GetDeviceIDs_out *out)
+{
+	uint64_t *ids = malloc(CMX_MAX_DEVICES * sizeof(*ids));
+
+	if (!ids)
+		return CL_OUT_OF_HOST_MEMORY;
+	for (unsigned i = 0; i < c->s->srv->ndevices; i++)
+		ids[i] = i + 1;
+	c->scratch = ids;
+	out->devices.v = ids;
+	out->devices.n = c->s->srv->ndevices;
+	return CL_SUCCESS;
+}
+
+/* Every device query the driver answers, in the core and the extension
+ * ranges; the guest keeps what it mirrors. */
+static const struct { unsigned first, last; } info_ranges[] = {
+	{ 0x1000, 0x10ff },
+	{ 0x4000, 0x42ff },
+};
+
+int cmx_h_GetDeviceInfoAll(struct cmx_call *c, struct cmx_GetDeviceInfoAll_in *in,
+			   struct cmx_GetDeviceInfoAll_out *out)
+{
+	cl_device_id dev = in->device.h;
+	struct cmx_buf b;
+
+	cmx_buf_init(&b);
+	for (size_t r = 0; r < sizeof(info_ranges) / sizeof(info_ranges[0]); r++) {
+		for (unsigned p = info_ranges[r].first; p <= info_ranges[r].last; p++) {
+			size_t size = 0;
+			void *v;
+			if (clGetDeviceInfo(dev, p, 0, NULL, &size) != CL_SUCCESS || size > 65536)
+				continue;
+			v = malloc(size ? size : 1);
+			if (v && clGetDeviceInfo(dev, p, size, v, NULL) == CL_SUCCESS) {
+				cmx_buf_put_u64(&b, p);
+				cmx_buf_put_bytes(&b, v, size);
+			}
+			free(v);
+		}
+	}
+	if (b.oom) {
+		cmx_buf_fini(&b);
+		return CL_OUT_OF_HOST_MEMORY;
+	}
+	c->scratch = b.data;
+	out->info.ptr = b.data;
+	out->info.len = b.len;
+	return CL_SUCCESS;
+}
+
+int cmx_h_GetDeviceInfo(struct cmx_call *c, struct cmx_GetDeviceInfo_in *in,
+			struct cmx_GetDeviceInfo_out *out)
+{
+	size_t size = 0;
+	cl_int e = clGetDeviceInfo(in->device.h, (cl_uint)in->param, 0, NULL, &size);
+
+	if (e)
+		return e;
+	c->scratch = malloc(size ? size : 1);
+	if (!c->scratch)
+		return CL_OUT_OF_HOST_MEMORY;
+	e = clGetDeviceInfo(in->device.h, (cl_uint)in->param, size, c->scratch, NULL);
+	return cmx_info_reply(c, &out->value, e, c->scratch, size);
+}
+
+struct ctx_note {
+	uint64_t session, context;
+	char *errinfo;
+	void *info;
+	size_t cb;
+};
+
+static void ctx_note_post(void *arg)
+{
+	struct ctx_note *n = arg;
+	struct cmx_session *s;
+
+	for (s = cmx_srv->sessions; s && s->id != n->session; s = s->next)
+		;
+	if (s && !s->closed) {
+		struct cmx_ContextError_in in = {
+			.tag = n->context,
+			.errinfo = { n->errinfo, strlen(n->errinfo) + 1 },
+			.info = { n->info, n->cb },
+		};
+		cmx_session_notify(s, &cmx_desc_ContextError_in, &in, NULL, 0, NULL);
+	}
+	free(n->errinfo);
+	free(n->info);
+	free(n);
+}
+
+/* The context's error callback: copied and handed to the loop. */
+static void CL_CALLBACK ctx_notify(const char *errinfo, const void *info, size_t cb, void *arg)
+{
+	struct ctx_note *n = calloc(1, sizeof(*n)), *tmpl = arg;
+
+	if (!n)
+		return;
+	*n = *tmpl;
+	if (cb > 65536)
+		cb = 65536;
+	n->errinfo = strdup(errinfo ? errinfo : "");
+	n->info = malloc(cb ? cb : 1);
+	if (!n->errinfo || !n->info) {
+		free(n->errinfo);
+		free(n->info);
+		free(n);
+		return;
+	}
+	memcpy(n->info, info, cb);
+	n->cb = cb;
+	cmx_loop_post(cmx_srv->loop, ctx_note_post, n);
+}
+
+int cmx_h_CreateContext(struct cmx_call *c, struct cmx_CreateContext_in *in)
+{
+	cl_context_properties props[70];
+	struct ctx_note *tmpl = NULL;
+	size_t n = 0;
+	cl_context ctx;
+	cl_int e;
+
+	if (!in->devices.n)
+		return CL_INVALID_VALUE;
+	props[n++] = CL_CONTEXT_PLATFORM;
+	props[n++] = (cl_context_properties)c->s->srv->platform;
+	for (uint64_t i = 0; i + 1 < in->props.n && in->props.v[i]; i += 2) {
+		if (in->props.v[i] == CL_CONTEXT_PLATFORM)
+			continue;
+		props[n++] = (cl_context_properties)in->props.v[i];
+		props[n++] = (cl_context_properties)in->props.v[i + 1];
+	}
+	props[n] = 0;
+	if (in->notify) {
+		/* Lives as long as the daemon: a context may outlive its session
+		 * only inside the driver, and the note finds no session then. */
+		tmpl = calloc(1, sizeof(*tmpl));
+		if (!tmpl)
+			return CL_OUT_OF_HOST_MEMORY;
+		tmpl->session = c->s->id;
+		tmpl->context = in->notify;
+	}
+	ctx = clCreateContext(props, (cl_uint)in->devices.n, (const cl_device_id *)in->devices.h,
+			      tmpl ? ctx_notify : NULL, tmpl, &e);
+	if (e) {
+		free(tmpl);
+		return e;
+	}
+	if (cmx_session_add(c->s, in->context.id, CMX_K_CONTEXT, ctx, ctx, 0, NULL)) {
+		clReleaseContext(ctx);
+		return CL_OUT_OF_HOST_MEMORY;
+	}
+	return CL_SUCCESS;
+}
+
+int cmx_h_ReleaseContext(struct cmx_call *c, struct cmx_ReleaseContext_in *in)
+{
+	cmx_session_release(c->s, in->context.id, CMX_K_CONTEXT);
+	return CL_SUCCESS;
+}
+
+int cmx_h_GetContextInfo(struct cmx_call *c, struct cmx_GetContextInfo_in *in,
+			 struct cmx_GetContextInfo_out *out)
+{
+	size_t size = 0;
+	cl_int e = clGetContextInfo(in->context.h, (cl_uint)in->param, 0, NULL, &size);
+
+	if (e)
+		return e;
+	c->scratch = malloc(size ? size : 1);
+	if (!c->scratch)
+		return CL_OUT_OF_HOST_MEMORY;
+	e = clGetContextInfo(in->context.h, (cl_uint)in->param, size, c->scratch, NULL);
+	return cmx_info_reply(c, &out->value, e, c->scratch, size);
+}

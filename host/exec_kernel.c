@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+// Handlers: kernels, their arguments and launches.
+#include "exec.h"
+
+#include <stdlib.h>
+
+int cmx_h_CreateKernel(struct cmx_call *c, struct cmx_CreateKernel_in *in)
+{
+	cl_int e;
+	cl_kernel k = clCreateKernel(in->program.h, in->name.ptr, &e);
+
+	if (e)
+		return e;
+	if (cmx_session_add(c->s, in->kernel.id, CMX_K_KERNEL, k, NULL, 0, NULL)) {
+		clReleaseKernel(k);
+		return CL_OUT_OF_HOST_MEMORY;
+	}
+	return CL_SUCCESS;
+}
+
+int cmx_h_CloneKernel(struct cmx_call *c, struct cmx_CloneKernel_in *in)
+{
+	cl_int e;
+	cl_kernel k;
+
+	if (cmx_srv->platform_version < 210)
+		return CL_INVALID_OPERATION;
+	k = clCloneKernel(in->source.h, &e);
+	if (e)
+		return e;
+	if (cmx_session_add(c->s, in->kernel.id, CMX_K_KERNEL, k, NULL, 0, NULL)) {
+		clReleaseKernel(k);
+		return CL_OUT_OF_HOST_MEMORY;
+	}
+	return CL_SUCCESS;
+}
+
+int cmx_h_ReleaseKernel(struct cmx_call *c, struct cmx_ReleaseKernel_in *in)
+{
+	cmx_session_release(c->s, in->kernel.id, CMX_K_KERNEL);
+	return CL_SUCCESS;
+}
+
+int cmx_h_SetKernelArg(struct cmx_call *c, struct cmx_SetKernelArg_in *in)
+{
+	cl_uint idx = (cl_uint)in->index;
+	cl_mem m = in->mem.h;
+	cl_sampler smp = in->sampler.h;
+
+	switch (in->kind) {
+	case 0:
+		if (in->value.len != in->size)
+			return CL_INVALID_ARG_SIZE;
+		return clSetKernelArg(in->kernel.h, idx, in->size, in->value.ptr);
+	case 1:
+		return clSetKernelArg(in->kernel.h, idx, sizeof(m), &m);
+	case 2:
+		return clSetKernelArg(in->kernel.h, idx, in->size, NULL);
+	case 3:
+		return clSetKernelArg(in->kernel.h, idx, sizeof(smp), &smp);
+	}
+	return CL_INVALID_VALUE;
+}
+
+int cmx_h_GetKernelWorkGroupInfo(struct cmx_call *c, struct cmx_GetKernelWorkGroupInfo_in *in,
+				 struct cmx_GetKernelWorkGroupInfo_out *out)
+{
+	size_t size = 0;
+	cl_int e = clGetKernelWorkGroupInfo(in->kernel.h, in->device.h, (cl_uint)in->param, 0, NULL,
+					    &size);
+
+	if (e)
+		return e;
+	c->scratch = malloc(size ? size : 1);
+	if (!c->scratch)
+		return CL_OUT_OF_HOST_MEMORY;
+	e = clGetKernelWorkGroupInfo(in->kernel.h, in->device.h, (cl_uint)in->param, size,
+				     c->scratch, NULL);
+	return cmx_info_reply(c, &out->value, e, c->scratch, size);
+}
+
+int cmx_h_GetKernelSubGroupInfo(struct cmx_call *c, struct cmx_GetKernelSubGroupInfo_in *in,
+				struct cmx_GetKernelSubGroupInfo_out *out)
+{
+	size_t size = 0;
+	cl_int e;
+
+	if (cmx_srv->platform_version < 210)
+		return CL_INVALID_OPERATION;
+	e = clGetKernelSubGroupInfo(in->kernel.h, in->device.h, (cl_uint)in->param, in->input.len,
+				    in->input.ptr, 0, NULL, &size);
+	if (e)
+		return e;
+	c->scratch = malloc(size ? size : 1);
+	if (!c->scratch)
+		return CL_OUT_OF_HOST_MEMORY;
+	e = clGetKernelSubGroupInfo(in->kernel.h, in->device.h, (cl_uint)in->param, in->input.len,
+				    in->input.ptr, size, c->scratch, NULL);
+	return cmx_info_reply(c, &out->value, e, c->scratch, size);
+}
+
+int cmx_h_EnqueueKernel(struct cmx_call *c, struct cmx_EnqueueKernel_in *in)
+{
+	size_t off[3], gl[3], lo[3];
+	cl_uint dim = (cl_uint)in->global.n;
+	cl_event ev;
+	cl_int e;
+
+	if (dim < 1 || dim > 3 || (in->offset.n && in->offset.n != dim) ||
+	    (in->local.n && in->local.n != dim))
+		return CL_INVALID_WORK_DIMENSION;
+	for (cl_uint i = 0; i < dim; i++) {
+		gl[i] = in->global.v[i];
+		off[i] = in->offset.n ? in->offset.v[i] : 0;
+		lo[i] = in->local.n ? in->local.v[i] : 0;
+	}
+	e = clEnqueueNDRangeKernel(in->queue.h, in->kernel.h, dim, in->offset.n ? off : NULL, gl,
+				   in->local.n ? lo : NULL, WAIT(in->wait), cmx_evp(&in->event, 0, &ev));
+	if (!e)
+		cmx_event_bind(c, &in->event, ev, cmx_queue_context(c->s, in->queue.id));
+	return e;
+}

@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: MIT
+// Handlers: buffers and transfers. Payloads arrive staged (c->bulk) and
+// leave from staging; staging is freed when the native command completes.
+#include "exec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Host-access flags only bind the guest (which enforces them); the daemon
+ * itself must be able to read and write every buffer. */
+#define HOST_ACCESS (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
+
+int cmx_h_CreateBuffer(struct cmx_call *c, struct cmx_CreateBuffer_in *in)
+{
+	cl_mem_flags flags = in->flags & ~(cl_mem_flags)(HOST_ACCESS | CL_MEM_USE_HOST_PTR);
+	cl_mem_properties props[16];
+	struct cmx_obj *o;
+	cl_mem m;
+	cl_int e;
+
+	if (c->bulk_len && c->bulk_len != in->size)
+		return CL_INVALID_VALUE;
+	/* USE_HOST_PTR lives in the guest; here the contents are copied in. */
+	flags = c->bulk_len ? flags | CL_MEM_COPY_HOST_PTR : flags & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
+	if (in->props.n && cmx_srv->platform_version >= 300) {
+		size_t n = 0;
+		for (uint64_t i = 0; i < in->props.n && n < 15; i++)
+			props[n++] = in->props.v[i];
+		props[n] = 0;
+		m = clCreateBufferWithProperties(in->context.h, props, flags, in->size, c->bulk, &e);
+	} else {
+		m = clCreateBuffer(in->context.h, flags, in->size, c->bulk, &e);
+	}
+	if (e)
+		return e;
+	if (cmx_session_add(c->s, in->mem.id, CMX_K_MEM, m, in->context.h, 0, &o)) {
+		clReleaseMemObject(m);
+		return CL_OUT_OF_HOST_MEMORY;
+	}
+	o->size = in->size;
+	o->bytes = in->size;
+	c->s->bytes += o->bytes;
+	c->s->srv->bytes += o->bytes;
+	return CL_SUCCESS;
+}
+
+int cmx_h_CreateSubBuffer(struct cmx_call *c, struct cmx_CreateSubBuffer_in *in)
+{
+	cl_buffer_region r = { in->origin, in->size };
+	struct cmx_obj *parent = cmx_session_obj(c->s, in->parent.id, CMX_K_MEM), *o;
+	cl_mem m = clCreateSubBuffer(in->parent.h, in->flags & ~(cl_mem_flags)HOST_ACCESS,
+				     CL_BUFFER_CREATE_TYPE_REGION, &r, NULL);
+	cl_int e = CL_SUCCESS;
+
+	if (!m) {
+		m = clCreateSubBuffer(in->parent.h, in->flags & ~(cl_mem_flags)HOST_ACCESS,
+				      CL_BUFFER_CREATE_TYPE_REGION, &r, &e);
+		return e ? e : CL_INVALID_VALUE;
+	}
+	if (cmx_session_add(c->s, in->mem.id, CMX_K_MEM, m, parent ? parent->ctx : NULL, 0, &o)) {
+		clReleaseMemObject(m);
+		return CL_OUT_OF_HOST_MEMORY;
+	}
+	o->size = in->size;
+	return CL_SUCCESS;
+}
+
+int cmx_h_ReleaseMem(struct cmx_call *c, struct cmx_ReleaseMem_in *in)
+{
+	cmx_session_release(c->s, in->mem.id, CMX_K_MEM);
+	return CL_SUCCESS;
+}
+
+struct destructor_note {
+	uint64_t session, tag;
+};
+
+static void destructor_post(void *arg)
+{
+	struct destructor_note *n = arg;
+	struct cmx_session *s;
+
+	for (s = cmx_srv->sessions; s && s->id != n->session; s = s->next)
+		;
+	if (s && !s->closed) {
+		struct cmx_MemDestroyed_in in = { .tag = n->tag };
+		cmx_session_notify(s, &cmx_desc_MemDestroyed_in, &in, NULL, 0, NULL);
+	}
+	free(n);
+}
+
+static void CL_CALLBACK destructor_cb(cl_mem m, void *arg)
+{
+	cmx_loop_post(cmx_srv->loop, destructor_post, arg);
+}
+
+int cmx_h_SetMemDestructor(struct cmx_call *c, struct cmx_SetMemDestructor_in *in)
+{
+	struct destructor_note *n = malloc(sizeof(*n));
+	cl_int e;
+
+	if (!n)
+		return CL_OUT_OF_HOST_MEMORY;
+	n->session = c->s->id;
+	n->tag = in->tag;
+	e = clSetMemObjectDestructorCallback(in->mem.h, destructor_cb, n);
+	if (e)
+		free(n);
+	return e;
+}
+
+int cmx_h_GetMemInfo(struct cmx_call *c, struct cmx_GetMemInfo_in *in, struct cmx_GetMemInfo_out *out)
+{
+	size_t size = 0;
+	cl_int e = clGetMemObjectInfo(in->mem.h, (cl_uint)in->param, 0, NULL, &size);
+
+	if (e)
+		return e;
+	c->scratch = malloc(size ? size : 1);
+	if (!c->scratch)
+		return CL_OUT_OF_HOST_MEMORY;
+	e = clGetMemObjectInfo(in->mem.h, (cl_uint)in->param, size, c->scratch, NULL);
+	return cmx_info_reply(c, &out->value, e, c->scratch, size);
+}
+
+static void CL_CALLBACK free_staging(cl_event e, cl_int status, void *arg)
+{
+	free(arg);
+}
+
+/* Enqueues the native write of a staged payload; the staging is freed when
+ * the write completes. With `sync`, the call replies then. */
+static int write_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct cmx_ref *guest_ev,
+			int sync)
+{
+	void *ctx = cmx_queue_context(c->s, ((struct cmx_ref *)c->in)->id);
+
+	if (e)
+		return e;
+	if (sync) {
+		/* The callback below finishes the call; the staging goes with it. */
+		cmx_event_bind(c, guest_ev, ev ? (clRetainEvent(ev), ev) : NULL, ctx);
+		e = cmx_defer_event(c, ev, NULL);
+		clReleaseEvent(ev);
+		return e;
+	}
+	e = clSetEventCallback(ev, CL_COMPLETE, free_staging, c->bulk);
+	if (e == CL_SUCCESS)
+		c->bulk = NULL;
+	else
+		clWaitForEvents(1, &ev); /* cannot free early: keep it correct */
+	cmx_event_bind(c, guest_ev, ev, ctx);
+	return CL_SUCCESS;
+}
+
+static int write_buffer(struct cmx_call *c, struct cmx_WriteBuffer_in *in, int sync)
+{
+	cl_event ev;
+	cl_int e;
+
+	if (c->bulk_len != in->size)
+		return CL_INVALID_VALUE;
+	e = clEnqueueWriteBuffer(in->queue.h, in->mem.h, CL_FALSE, in->offset, in->size, c->bulk,
+				 WAIT(in->wait), cmx_evp(&in->event, 1, &ev));
+	return write_staged(c, e, ev, &in->event, sync);
+}
+
+int cmx_h_WriteBuffer(struct cmx_call *c, struct cmx_WriteBuffer_in *in)
+{
+	return write_buffer(c, in, 0);
+}
+
+int cmx_h_WriteBufferSync(struct cmx_call *c, struct cmx_WriteBufferSync_in *in,
+			  struct cmx_WriteBufferSync_out *out)
+{
+	_Static_assert(sizeof(struct cmx_WriteBufferSync_in) == sizeof(struct cmx_WriteBuffer_in),
+		       "the two writes share one layout");
+	return write_buffer(c, (struct cmx_WriteBuffer_in *)in, 1);
+}
+
+static int rect_args(const struct cmx_u64s *origin, const struct cmx_u64s *region, size_t o[3],
+		     size_t r[3])
+{
+	if (origin->n != 3 || region->n != 3)
+		return CL_INVALID_VALUE;
+	for (int i = 0; i < 3; i++) {
+		o[i] = origin->v[i];
+		r[i] = region->v[i];
+	}
+	if (!r[0] || !r[1] || !r[2] || r[0] > SIZE_MAX / r[1] || r[0] * r[1] > SIZE_MAX / r[2])
+		return CL_INVALID_VALUE;
+	return CL_SUCCESS;
+}
+
+static int write_rect(struct cmx_call *c, struct cmx_WriteBufferRect_in *in, int sync)
+{
+	size_t o[3], r[3], zero[3] = { 0, 0, 0 };
+	cl_event ev;
+	cl_int e = rect_args(&in->origin, &in->region, o, r);
+
+	if (e)
+		return e;
+	if (c->bulk_len != r[0] * r[1] * r[2])
+		return CL_INVALID_VALUE;
+	e = clEnqueueWriteBufferRect(in->queue.h, in->mem.h, CL_FALSE, o, zero, r, in->row_pitch,
+				     in->slice_pitch, r[0], r[0] * r[1], c->bulk, WAIT(in->wait),
+				     cmx_evp(&in->event, 1, &ev));
+	return write_staged(c, e, ev, &in->event, sync);
+}
+
+int cmx_h_WriteBufferRect(struct cmx_call *c, struct cmx_WriteBufferRect_in *in)
+{
+	return write_rect(c, in, 0);
+}
+
+int cmx_h_WriteBufferRectSync(struct cmx_call *c, struct cmx_WriteBufferRectSync_in *in,
+			      struct cmx_WriteBufferRectSync_out *out)
+{
+	_Static_assert(sizeof(struct cmx_WriteBufferRectSync_in) == sizeof(struct cmx_WriteBufferRect_in),
+		       "the two rect writes share one layout");
+	return write_rect(c, (struct cmx_WriteBufferRect_in *)in, 1);
+}
+
+/* Reads land in staging; a sync call replies with it, an async one sends it
+ * as ReadDone(tag) on the notification channel. */
+static void read_done_sync(struct cmx_call *c, int status)
+{
+	if (status != CL_SUCCESS) {
+		free(c->rbulk);
+		c->rbulk = NULL;
+		c->rbulk_free = NULL;
+	}
+	cmx_call_done(c, status < 0 ? status : CL_SUCCESS);
+}
+
+static void read_done_async(struct cmx_call *c, int status)
+{
+	/* Both async reads begin queue, mem, ... and end with event, tag. */
+	uint64_t tag = c->op == CMX_OP_ReadBuffer ? ((struct cmx_ReadBuffer_in *)c->in)->tag
+						  : ((struct cmx_ReadBufferRect_in *)c->in)->tag;
+	struct cmx_ReadDone_in n = { .tag = tag, .status = status < 0 ? status : 0 };
+
+	cmx_session_notify(c->s, &cmx_desc_ReadDone_in, &n, c->rbulk, status < 0 ? 0 : c->rbulk_len,
+			   free);
+	c->rbulk = NULL;
+	c->rbulk_free = NULL;
+	cmx_call_done(c, CL_SUCCESS);
+}
+
+static int read_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct cmx_ref *guest_ev,
+		       int sync)
+{
+	void *ctx = cmx_queue_context(c->s, ((struct cmx_ref *)c->in)->id);
+
+	if (e) {
+		free(c->rbulk);
+		c->rbulk = NULL;
+		return e;
+	}
+	c->rbulk_free = free;
+	cmx_event_bind(c, guest_ev, (clRetainEvent(ev), ev), ctx);
+	e = cmx_defer_event(c, ev, sync ? read_done_sync : read_done_async);
+	clReleaseEvent(ev);
+	return e;
+}
+
+static void *staging(struct cmx_call *c, uint64_t size)
+{
+	c->rbulk_len = size;
+	c->rbulk = malloc(size ? size : 1);
+	return c->rbulk;
+}
+
+static int read_buffer(struct cmx_call *c, struct cmx_ReadBufferSync_in *in, int sync)
+{
+	cl_event ev;
+	void *dst = staging(c, in->size);
+	cl_int e;
+
+	if (!dst)
+		return CL_OUT_OF_HOST_MEMORY;
+	e = clEnqueueReadBuffer(in->queue.h, in->mem.h, CL_FALSE, in->offset, in->size, dst,
+				WAIT(in->wait), cmx_evp(&in->event, 1, &ev));
+	return read_staged(c, e, ev, &in->event, sync);
+}
+
+int cmx_h_ReadBufferSync(struct cmx_call *c, struct cmx_ReadBufferSync_in *in,
+			 struct cmx_ReadBufferSync_out *out)
+{
+	return read_buffer(c, in, 1);
+}
+
+int cmx_h_ReadBuffer(struct cmx_call *c, struct cmx_ReadBuffer_in *in)
+{
+	/* The same fields as the sync read, then the tag. */
+	return read_buffer(c, (struct cmx_ReadBufferSync_in *)in, 0);
+}
+
+static int read_rect(struct cmx_call *c, struct cmx_ReadBufferRectSync_in *in, int sync)
+{
+	size_t o[3], r[3], zero[3] = { 0, 0, 0 };
+	cl_event ev;
+	cl_int e = rect_args(&in->origin, &in->region, o, r);
+	void *dst;
+
+	if (e)
+		return e;
+	dst = staging(c, r[0] * r[1] * r[2]);
+	if (!dst)
+		return CL_OUT_OF_HOST_MEMORY;
+	e = clEnqueueReadBufferRect(in->queue.h, in->mem.h, CL_FALSE, o, zero, r, in->row_pitch,
+				    in->slice_pitch, r[0], r[0] * r[1], dst, WAIT(in->wait),
+				    cmx_evp(&in->event, 1, &ev));
+	return read_staged(c, e, ev, &in->event, sync);
+}
+
+int cmx_h_ReadBufferRectSync(struct cmx_call *c, struct cmx_ReadBufferRectSync_in *in,
+			     struct cmx_ReadBufferRectSync_out *out)
+{
+	return read_rect(c, in, 1);
+}
+
+int cmx_h_ReadBufferRect(struct cmx_call *c, struct cmx_ReadBufferRect_in *in)
+{
+	return read_rect(c, (struct cmx_ReadBufferRectSync_in *)in, 0);
+}
+
+int cmx_h_CopyBuffer(struct cmx_call *c, struct cmx_CopyBuffer_in *in)
+{
+	cl_event ev;
+	cl_int e = clEnqueueCopyBuffer(in->queue.h, in->src.h, in->dst.h, in->src_offset,
+				       in->dst_offset, in->size, WAIT(in->wait),
+				       cmx_evp(&in->event, 0, &ev));
+
+	if (!e)
+		cmx_event_bind(c, &in->event, ev, cmx_queue_context(c->s, in->queue.id));
+	return e;
+}
+
+int cmx_h_CopyBufferRect(struct cmx_call *c, struct cmx_CopyBufferRect_in *in)
+{
+	size_t so[3], dO[3], r[3];
+	cl_event ev;
+	cl_int e = rect_args(&in->src_origin, &in->region, so, r);
+
+	if (e || (e = rect_args(&in->dst_origin, &in->region, dO, r)))
+		return e;
+	e = clEnqueueCopyBufferRect(in->queue.h, in->src.h, in->dst.h, so, dO, r, in->src_row_pitch,
+				    in->src_slice_pitch, in->dst_row_pitch, in->dst_slice_pitch,
+				    WAIT(in->wait), cmx_evp(&in->event, 0, &ev));
+	if (!e)
+		cmx_event_bind(c, &in->event, ev, cmx_queue_context(c->s, in->queue.id));
+	return e;
+}
+
+int cmx_h_FillBuffer(struct cmx_call *c, struct cmx_FillBuffer_in *in)
+{
+	cl_event ev;
+	cl_int e = clEnqueueFillBuffer(in->queue.h, in->mem.h, in->pattern.ptr, in->pattern.len,
+				       in->offset, in->size, WAIT(in->wait),
+				       cmx_evp(&in->event, 0, &ev));
+
+	if (!e)
+		cmx_event_bind(c, &in->event, ev, cmx_queue_context(c->s, in->queue.id));
+	return e;
+}
+
+int cmx_h_MigrateMem(struct cmx_call *c, struct cmx_MigrateMem_in *in)
+{
+	cl_event ev;
+	cl_int e = clEnqueueMigrateMemObjects(in->queue.h, (cl_uint)in->mems.n,
+					      (const cl_mem *)in->mems.h, in->flags, WAIT(in->wait),
+					      cmx_evp(&in->event, 0, &ev));
+
+	if (!e)
+		cmx_event_bind(c, &in->event, ev, cmx_queue_context(c->s, in->queue.id));
+	return e;
+}

@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: MIT
+// Handlers: programs and kernels. Builds run on the executor; their reply
+// describes every kernel so the guest creates kernels and checks arguments
+// without a round trip.
+#include "exec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+
+int cmx_h_CreateProgramWithSource(struct cmx_call *c, struct cmx_CreateProgramWithSource_in *in)
+{
+	const char *src = in->source.ptr ? in->source.ptr : "";
+	size_t len = in->source.len;
+	cl_int e;
+	cl_program p = clCreateProgramWithSource(in->context.h, 1, &src, &len, &e);
+
+	if (e)
+		return e;
+	if (cmx_session_add(c->s, in->program.id, CMX_K_PROGRAM, p, in->context.h, 0, NULL)) {
+		clReleaseProgram(p);
+		return CL_OUT_OF_HOST_MEMORY;
+	}
+	return CL_SUCCESS;
+}
+
+int cmx_h_CreateProgramWithBinary(struct cmx_call *c, struct cmx_CreateProgramWithBinary_in *in,
+				  struct cmx_CreateProgramWithBinary_out *out)
+{
+	size_t n = in->devices.n, total = 0;
+	const unsigned char **bins;
+	size_t *lens;
+	cl_int *st, e;
+	uint64_t *status;
+	cl_program p;
+
+	if (!n || in->lengths.n != n)
+		return CL_INVALID_VALUE;
+	bins = calloc(n, sizeof(*bins));
+	lens = calloc(n, sizeof(*lens));
+	st = calloc(n, sizeof(*st));
+	status = calloc(n, sizeof(*status));
+	if (!bins || !lens || !st || !status) {
+		e = CL_OUT_OF_HOST_MEMORY;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (in->lengths.v[i] > in->binaries.len - total) {
+			e = CL_INVALID_VALUE;
+			goto out;
+		}
+		bins[i] = (const unsigned char *)in->binaries.ptr + total;
+		lens[i] = in->lengths.v[i];
+		total += lens[i];
+	}
+	p = clCreateProgramWithBinary(in->context.h, (cl_uint)n, (const cl_device_id *)in->devices.h,
+				      lens, bins, st, &e);
+	for (size_t i = 0; i < n; i++)
+		status[i] = (uint64_t)(int64_t)st[i];
+	out->status.v = status;
+	out->status.n = n;
+	c->scratch = status;
+	status = NULL;
+	if (!e && cmx_session_add(c->s, in->program.id, CMX_K_PROGRAM, p, in->context.h, 0, NULL)) {
+		clReleaseProgram(p);
+		e = CL_OUT_OF_HOST_MEMORY;
+	}
+out:
+	free(bins);
+	free(lens);
+	free(st);
+	free(status);
+	return e;
+}
+
+int cmx_h_CreateProgramWithIL(struct cmx_call *c, struct cmx_CreateProgramWithIL_in *in)
+{
+	cl_int e;
+	cl_program p;
+
+	if (cmx_srv->platform_version < 210)
+		return CL_INVALID_OPERATION;
+	p = clCreateProgramWithIL(in->context.h, in->il.ptr, in->il.len, &e);
+	if (e)
+		return e;
+	if (cmx_session_add(c->s, in->program.id, CMX_K_PROGRAM, p, in->context.h, 0, NULL)) {
+		clReleaseProgram(p);
+		return CL_OUT_OF_HOST_MEMORY;
+	}
+	return CL_SUCCESS;
+}
+
+int cmx_h_ReleaseProgram(struct cmx_call *c, struct cmx_ReleaseProgram_in *in)
+{
+	cmx_session_release(c->s, in->program.id, CMX_K_PROGRAM);
+	return CL_SUCCESS;
+}
+
+static void put_info_str(struct cmx_buf *b, cl_int e, const char *s)
+{
+	cmx_buf_put_bytes(b, e == CL_SUCCESS ? s : "", e == CL_SUCCESS ? strlen(s) + 1 : 1);
+}
+
+/*
+ * Kernel info (docs/protocol.md): u64 count, then per kernel: bytes name,
+ * bytes attributes, u64 nargs, then per argument: u64 address qualifier,
+ * u64 access qualifier, u64 type qualifier, bytes type name, bytes name
+ * (0 qualifiers and empty names where the driver has no argument info).
+ */
+static void describe_kernels(cl_program p, struct cmx_buf *b)
+{
+	cl_uint n = 0;
+	cl_kernel *ks;
+
+	if (clCreateKernelsInProgram(p, 0, NULL, &n) != CL_SUCCESS || !n ||
+	    !(ks = calloc(n, sizeof(*ks))) || clCreateKernelsInProgram(p, n, ks, &n) != CL_SUCCESS) {
+		cmx_buf_put_u64(b, 0);
+		return;
+	}
+	cmx_buf_put_u64(b, n);
+	for (cl_uint k = 0; k < n; k++) {
+		char name[256], attrs[1024], tname[256], aname[256];
+		cl_uint nargs = 0;
+		cl_int e;
+
+		e = clGetKernelInfo(ks[k], CL_KERNEL_FUNCTION_NAME, sizeof(name), name, NULL);
+		put_info_str(b, e, name);
+		e = clGetKernelInfo(ks[k], CL_KERNEL_ATTRIBUTES, sizeof(attrs), attrs, NULL);
+		put_info_str(b, e, attrs);
+		clGetKernelInfo(ks[k], CL_KERNEL_NUM_ARGS, sizeof(nargs), &nargs, NULL);
+		cmx_buf_put_u64(b, nargs);
+		for (cl_uint a = 0; a < nargs; a++) {
+			cl_kernel_arg_address_qualifier aq = 0;
+			cl_kernel_arg_access_qualifier acc = 0;
+			cl_kernel_arg_type_qualifier tq = 0;
+			clGetKernelArgInfo(ks[k], a, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof(aq), &aq, NULL);
+			clGetKernelArgInfo(ks[k], a, CL_KERNEL_ARG_ACCESS_QUALIFIER, sizeof(acc), &acc, NULL);
+			clGetKernelArgInfo(ks[k], a, CL_KERNEL_ARG_TYPE_QUALIFIER, sizeof(tq), &tq, NULL);
+			cmx_buf_put_u64(b, aq);
+			cmx_buf_put_u64(b, acc);
+			cmx_buf_put_u64(b, tq);
+			e = clGetKernelArgInfo(ks[k], a, CL_KERNEL_ARG_TYPE_NAME, sizeof(tname), tname, NULL);
+			put_info_str(b, e, tname);
+			e = clGetKernelArgInfo(ks[k], a, CL_KERNEL_ARG_NAME, sizeof(aname), aname, NULL);
+			put_info_str(b, e, aname);
+		}
+		clReleaseKernel(ks[k]);
+	}
+	free(ks);
+}
+
+/* Argument info is what the guest checks clSetKernelArg against; some
+ * drivers keep it only when asked. */
+static char *with_arg_info(const char *options)
+{
+	static const char opt[] = " -cl-kernel-arg-info";
+	size_t n = options ? strlen(options) : 0;
+	char *s;
+
+	if (options && strstr(options, "-cl-kernel-arg-info"))
+		return strdup(options);
+	s = malloc(n + sizeof(opt));
+	if (s) {
+		memcpy(s, options ? options : "", n);
+		memcpy(s + n, opt, sizeof(opt));
+	}
+	return s;
+}
+
+static int build_work(struct cmx_call *c)
+{
+	struct cmx_BuildProgram_in *in = c->in;
+	struct cmx_BuildProgram_out *out = c->out;
+	char *opts = with_arg_info(in->options.len ? in->options.ptr : NULL);
+	struct cmx_buf b;
+	cl_int e;
+
+	if (!opts)
+		return CL_OUT_OF_HOST_MEMORY;
+	e = clBuildProgram(in->program.h, (cl_uint)in->devices.n,
+			   in->devices.n ? (const cl_device_id *)in->devices.h : NULL, opts, NULL, NULL);
+	free(opts);
+	clReleaseProgram(in->program.h);
+	if (e)
+		return e;
+	cmx_buf_init(&b);
+	describe_kernels(in->program.h, &b);
+	if (b.oom) {
+		cmx_buf_fini(&b);
+		return CL_OUT_OF_HOST_MEMORY;
+	}
+	c->scratch = b.data;
+	out->kernels.ptr = b.data;
+	out->kernels.len = b.len;
+	return CL_SUCCESS;
+}
+
+int cmx_h_BuildProgram(struct cmx_call *c, struct cmx_BuildProgram_in *in,
+		       struct cmx_BuildProgram_out *out)
+{
+	/* Held by the build until it ends, whatever the guest releases. */
+	clRetainProgram(in->program.h);
+	return cmx_defer_work(c, build_work, NULL);
+}
+
+static int compile_work(struct cmx_call *c)
+{
+	struct cmx_CompileProgram_in *in = c->in;
+	size_t nh = in->headers.n;
+	const char **names = nh ? calloc(nh, sizeof(*names)) : NULL;
+	const char *p = in->header_names.ptr, *end = p + in->header_names.len;
+	cl_int e = CL_SUCCESS;
+
+	if (nh && !names)
+		e = CL_OUT_OF_HOST_MEMORY;
+	for (size_t i = 0; i < nh && !e; i++) {
+		const char *nul = p < end ? memchr(p, '\0', (size_t)(end - p)) : NULL;
+		if (!nul)
+			e = CL_INVALID_VALUE;
+		names[i] = p;
+		p = nul ? nul + 1 : end;
+	}
+	if (!e)
+		e = clCompileProgram(in->program.h, (cl_uint)in->devices.n,
+				     in->devices.n ? (const cl_device_id *)in->devices.h : NULL,
+				     in->options.len ? in->options.ptr : NULL, (cl_uint)nh,
+				     nh ? (const cl_program *)in->headers.h : NULL, names, NULL, NULL);
+	free(names);
+	clReleaseProgram(in->program.h);
+	return e;
+}
+
+int cmx_h_CompileProgram(struct cmx_call *c, struct cmx_CompileProgram_in *in,
+			 struct cmx_CompileProgram_out *out)
+{
+	clRetainProgram(in->program.h);
+	return cmx_defer_work(c, compile_work, NULL);
+}
+
+static int link_work(struct cmx_call *c)
+{
+	struct cmx_LinkProgram_in *in = c->in;
+	struct cmx_LinkProgram_out *out = c->out;
+	char *opts = with_arg_info(in->options.len ? in->options.ptr : NULL);
+	struct cmx_buf b;
+	cl_program p;
+	cl_int e;
+
+	if (!opts)
+		return CL_OUT_OF_HOST_MEMORY;
+	p = clLinkProgram(in->context.h, (cl_uint)in->devices.n,
+			  in->devices.n ? (const cl_device_id *)in->devices.h : NULL, opts,
+			  (cl_uint)in->inputs.n, (const cl_program *)in->inputs.h, NULL, NULL, &e);
+	free(opts);
+	c->result = p;
+	if (e)
+		return e;
+	cmx_buf_init(&b);
+	describe_kernels(p, &b);
+	c->scratch = b.data;
+	out->kernels.ptr = b.data;
+	out->kernels.len = b.len;
+	return b.oom ? CL_OUT_OF_HOST_MEMORY : CL_SUCCESS;
+}
+
+static void link_done(struct cmx_call *c, int status)
+{
+	struct cmx_LinkProgram_in *in = c->in;
+	cl_program p = c->result;
+
+	if (p && (c->s->closed ||
+		  cmx_session_add(c->s, in->program.id, CMX_K_PROGRAM, p, in->context.h, 0, NULL)))
+		clReleaseProgram(p);
+	cmx_call_done(c, status);
+}
+
+int cmx_h_LinkProgram(struct cmx_call *c, struct cmx_LinkProgram_in *in,
+		      struct cmx_LinkProgram_out *out)
+{
+	return cmx_defer_work(c, link_work, link_done);
+}
+
+int cmx_h_GetProgramInfo(struct cmx_call *c, struct cmx_GetProgramInfo_in *in,
+			 struct cmx_GetProgramInfo_out *out)
+{
+	size_t size = 0;
+	cl_int e;
+
+	if (in->param == CL_PROGRAM_BINARIES) {
+		/* Pointers cannot travel: the binaries come back concatenated. */
+		size_t sizes[CMX_MAX_DEVICES], total = 0, n = 0;
+		unsigned char *ptrs[CMX_MAX_DEVICES];
+		e = clGetProgramInfo(in->program.h, CL_PROGRAM_BINARY_SIZES, sizeof(sizes), sizes, &n);
+		if (e)
+			return e;
+		n /= sizeof(size_t);
+		for (size_t i = 0; i < n; i++)
+			total += sizes[i];
+		c->scratch = malloc(total ? total : 1);
+		if (!c->scratch)
+			return CL_OUT_OF_HOST_MEMORY;
+		for (size_t i = 0, off = 0; i < n; off += sizes[i++])
+			ptrs[i] = (unsigned char *)c->scratch + off;
+		e = clGetProgramInfo(in->program.h, CL_PROGRAM_BINARIES, n * sizeof(*ptrs), ptrs, NULL);
+		return cmx_info_reply(c, &out->value, e, c->scratch, total);
+	}
+	e = clGetProgramInfo(in->program.h, (cl_uint)in->param, 0, NULL, &size);
+	if (e)
+		return e;
+	c->scratch = malloc(size ? size : 1);
+	if (!c->scratch)
+		return CL_OUT_OF_HOST_MEMORY;
+	e = clGetProgramInfo(in->program.h, (cl_uint)in->param, size, c->scratch, NULL);
+	return cmx_info_reply(c, &out->value, e, c->scratch, size);
+}
+
+int cmx_h_GetProgramBuildInfo(struct cmx_call *c, struct cmx_GetProgramBuildInfo_in *in,
+			      struct cmx_GetProgramBuildInfo_out *out)
+{
+	size_t size = 0;
+	cl_int e = clGetProgramBuildInfo(in->program.h, in->device.h, (cl_uint)in->param, 0, NULL, &size);
+
+	if (e)
+		return e;
+	c->scratch = malloc(size ? size : 1);
+	if (!c->scratch)
+		return CL_OUT_OF_HOST_MEMORY;
+	e = clGetProgramBuildInfo(in->program.h, in->device.h, (cl_uint)in->param, size, c->scratch,
+				  NULL);
+	return cmx_info_reply(c, &out->value, e, c->scratch, size);
+}

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+// Handlers: command queues.
+#include "exec.h"
+
+#include <stdlib.h>
+
+int cmx_h_CreateQueue(struct cmx_call *c, struct cmx_CreateQueue_in *in)
+{
+	cl_command_queue_properties flags = 0;
+	cl_queue_properties props[16];
+	cl_command_queue q;
+	size_t n = 0;
+	cl_int e;
+
+	for (uint64_t i = 0; i + 1 < in->props.n && in->props.v[i] && n + 3 < 16; i += 2) {
+		props[n++] = in->props.v[i];
+		props[n++] = in->props.v[i + 1];
+		if (in->props.v[i] == CL_QUEUE_PROPERTIES)
+			flags = in->props.v[i + 1];
+	}
+	props[n] = 0;
+	if (cmx_srv->platform_version >= 200)
+		q = clCreateCommandQueueWithProperties(in->context.h, in->device.h, props, &e);
+	else
+		q = clCreateCommandQueue(in->context.h, in->device.h, flags, &e);
+	if (e)
+		return e;
+	if (cmx_session_add(c->s, in->queue.id, CMX_K_QUEUE, q, in->context.h, 0, NULL)) {
+		clReleaseCommandQueue(q);
+		return CL_OUT_OF_HOST_MEMORY;
+	}
+	return CL_SUCCESS;
+}
+
+int cmx_h_ReleaseQueue(struct cmx_call *c, struct cmx_ReleaseQueue_in *in)
+{
+	cmx_session_release(c->s, in->queue.id, CMX_K_QUEUE);
+	return CL_SUCCESS;
+}
+
+int cmx_h_Flush(struct cmx_call *c, struct cmx_Flush_in *in)
+{
+	return clFlush(in->queue.h);
+}
+
+static int finish_work(struct cmx_call *c)
+{
+	struct cmx_Finish_in *in = c->in;
+	cl_int e = clFinish(in->queue.h);
+
+	clReleaseCommandQueue(in->queue.h);
+	return e;
+}
+
+int cmx_h_Finish(struct cmx_call *c, struct cmx_Finish_in *in, struct cmx_Finish_out *out)
+{
+	/* clFinish blocks: off the loop, holding the queue meanwhile. */
+	clRetainCommandQueue(in->queue.h);
+	clFlush(in->queue.h);
+	return cmx_defer_work(c, finish_work, NULL);
+}
+
+int cmx_h_GetQueueInfo(struct cmx_call *c, struct cmx_GetQueueInfo_in *in,
+		       struct cmx_GetQueueInfo_out *out)
+{
+	size_t size = 0;
+	cl_int e = clGetCommandQueueInfo(in->queue.h, (cl_uint)in->param, 0, NULL, &size);
+
+	if (e)
+		return e;
+	c->scratch = malloc(size ? size : 1);
+	if (!c->scratch)
+		return CL_OUT_OF_HOST_MEMORY;
+	e = clGetCommandQueueInfo(in->queue.h, (cl_uint)in->param, size, c->scratch, NULL);
+	return cmx_info_reply(c, &out->value, e, c->scratch, size);
+}

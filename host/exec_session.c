@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: MIT
+// Handlers: session housekeeping (Ping, GetStats).
+#include "exec.h"
+
+#include <stdlib.h>
+
+int cmx_h_Hello(struct cmx_call *c, struct cmx_Hello_in *in, struct cmx_Hello_out *out)
+{
+	/* Hello is answered by cmx_call_hello() before a session exists; a
+	 * second one on an open session is an error. */
+	return CL_INVALID_OPERATION;
+}
+
+int cmx_h_Ping(struct cmx_call *c, struct cmx_Ping_in *in, struct cmx_Ping_out *out)
+{
+	return CL_SUCCESS;
+}
+
+/* Counter order is part of the protocol (docs/protocol.md). */
+int cmx_h_GetStats(struct cmx_call *c, struct cmx_GetStats_in *in, struct cmx_GetStats_out *out)
+{
+	struct cmx_session *s = c->s;
+	uint64_t *v = malloc(8 * sizeof(*v));
+
+	if (!v)
+		return CL_OUT_OF_HOST_MEMORY;
+	v[0] = s->messages;
+	v[1] = s->sync_calls;
+	v[2] = s->recvs;
+	v[3] = s->objs.count;
+	v[4] = s->bytes;
+	v[5] = s->async_errors;
+	v[6] = s->srv->objects;
+	v[7] = s->srv->bytes;
+	c->scratch = v;
+	out->counters.v = v;
+	out->counters.n = 8;
+	return CL_SUCCESS;
+}

@@ -1,0 +1,38 @@
+# SPDX-License-Identifier: MIT
+sbin_PROGRAMS += host/clmuxd
+host_clmuxd_SOURCES = host/main.c host/loop.h host/loop.c host/conn.h host/conn.c \
+	host/call.h host/call.c host/session.h host/session.c host/object.h host/objtab.h \
+	host/objtab.c host/executor.h host/executor.c host/server.h host/device.c \
+	host/exec.h host/exec.c host/exec_session.c host/exec_context.c host/exec_queue.c \
+	host/exec_mem.c host/exec_program.c host/exec_kernel.c host/exec_event.c
+nodist_host_clmuxd_SOURCES = host/handlers.gen.h host/handlers.gen.c
+host_clmuxd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host -I$(top_builddir)/host $(URING_CFLAGS)
+host_clmuxd_LDADD = transport/libcmxtransport.la $(URING_LIBS) $(OPENCL_LIBS) -lpthread
+
+if HAVE_CHECK
+check_PROGRAMS += host/tests/test_objtab
+TESTS += host/tests/test_objtab
+host_tests_test_objtab_SOURCES = host/tests/test_objtab.c host/objtab.c
+host_tests_test_objtab_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host
+host_tests_test_objtab_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_objtab_LDADD = $(CHECK_LIBS)
+endif
+
+# The decoder fuzzer (clang's libFuzzer): tools/check runs it for a while.
+EXTRA_DIST += host/tests/fuzz_decoder.c host/tests/corpus
+if ENABLE_FUZZER
+noinst_PROGRAMS += host/tests/fuzz_decoder
+host_tests_fuzz_decoder_SOURCES = host/tests/fuzz_decoder.c
+host_tests_fuzz_decoder_CFLAGS = $(AM_CFLAGS) -fsanitize=fuzzer
+host_tests_fuzz_decoder_LDFLAGS = -fsanitize=fuzzer
+host_tests_fuzz_decoder_LDADD = transport/libcmxtransport.la
+endif
+
+if HAVE_CHECK
+check_PROGRAMS += host/tests/test_badinput
+TESTS += host/tests/test_badinput
+host_tests_test_badinput_SOURCES = host/tests/test_badinput.c
+host_tests_test_badinput_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_badinput_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la $(CHECK_LIBS) \
+	$(OPENCL_LIBS) -lpthread
+endif

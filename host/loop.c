@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: MIT
+// io_uring event loop: one submit per turn, cross-thread posts via eventfd.
+#include "loop.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "log.h"
+
+#define RING_ENTRIES 1024
+
+struct post {
+	void (*fn)(void *arg);
+	void *arg;
+	struct post *next;
+};
+
+struct cmx_loop {
+	struct io_uring ring;
+	int running;
+
+	/* Posts from other threads: a mutex-protected list and an eventfd that
+	 * the loop keeps a read armed on. `armed` says a wake-up is already
+	 * pending, so a burst of posts costs one eventfd write. */
+	pthread_mutex_t post_lock;
+	struct post *posts, **posts_tail;
+	atomic_int wake_pending;
+	int efd;
+	uint64_t efd_val;
+	struct cmx_io efd_io;
+};
+
+struct io_uring_sqe *cmx_loop_sqe(struct cmx_loop *l, struct cmx_io *io)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&l->ring);
+
+	if (!sqe) {
+		/* Full: hand the queued entries to the kernel and retry. */
+		io_uring_submit(&l->ring);
+		sqe = io_uring_get_sqe(&l->ring);
+	}
+	if (sqe)
+		io_uring_sqe_set_data(sqe, io);
+	return sqe;
+}
+
+static void arm_eventfd(struct cmx_loop *l)
+{
+	struct io_uring_sqe *sqe = cmx_loop_sqe(l, &l->efd_io);
+
+	io_uring_prep_read(sqe, l->efd, &l->efd_val, sizeof(l->efd_val), 0);
+}
+
+static void run_posts(struct cmx_loop *l)
+{
+	struct post *p;
+
+	pthread_mutex_lock(&l->post_lock);
+	p = l->posts;
+	l->posts = NULL;
+	l->posts_tail = &l->posts;
+	/* Pairs with the exchange in cmx_loop_post(): a post queued after this
+	 * point writes the eventfd again. */
+	atomic_store(&l->wake_pending, 0);
+	pthread_mutex_unlock(&l->post_lock);
+	while (p) {
+		struct post *next = p->next;
+		p->fn(p->arg);
+		free(p);
+		p = next;
+	}
+}
+
+static void efd_done(struct cmx_io *io, int res, unsigned flags)
+{
+	struct cmx_loop *l = (struct cmx_loop *)((char *)io - offsetof(struct cmx_loop, efd_io));
+
+	run_posts(l);
+	arm_eventfd(l);
+}
+
+void cmx_loop_post(struct cmx_loop *l, void (*fn)(void *arg), void *arg)
+{
+	struct post *p = malloc(sizeof(*p));
+	uint64_t one = 1;
+
+	if (!p) {
+		cmx_err("out of memory posting to the loop");
+		abort();
+	}
+	p->fn = fn;
+	p->arg = arg;
+	p->next = NULL;
+	pthread_mutex_lock(&l->post_lock);
+	*l->posts_tail = p;
+	l->posts_tail = &p->next;
+	pthread_mutex_unlock(&l->post_lock);
+	if (!atomic_exchange(&l->wake_pending, 1) && write(l->efd, &one, sizeof(one)) < 0)
+		cmx_err("eventfd write: %m");
+}
+
+int cmx_loop_create(struct cmx_loop **out)
+{
+	struct cmx_loop *l = calloc(1, sizeof(*l));
+	int e;
+
+	if (!l)
+		return -ENOMEM;
+	e = io_uring_queue_init(RING_ENTRIES, &l->ring, 0);
+	if (e) {
+		free(l);
+		return e;
+	}
+	l->efd = eventfd(0, EFD_CLOEXEC);
+	if (l->efd < 0) {
+		e = -errno;
+		io_uring_queue_exit(&l->ring);
+		free(l);
+		return e;
+	}
+	pthread_mutex_init(&l->post_lock, NULL);
+	l->posts_tail = &l->posts;
+	l->efd_io.cb = efd_done;
+	arm_eventfd(l);
+	*out = l;
+	return 0;
+}
+
+void cmx_loop_destroy(struct cmx_loop *l)
+{
+	run_posts(l);
+	io_uring_queue_exit(&l->ring);
+	close(l->efd);
+	free(l);
+}
+
+void cmx_loop_stop(struct cmx_loop *l)
+{
+	l->running = 0;
+}
+
+int cmx_loop_run(struct cmx_loop *l)
+{
+	l->running = 1;
+	while (l->running) {
+		struct io_uring_cqe *cqe;
+		unsigned head, n = 0;
+		int e = io_uring_submit_and_wait(&l->ring, 1);
+
+		if (e < 0 && e != -EINTR && e != -EAGAIN && e != -EBUSY)
+			return e;
+		io_uring_for_each_cqe(&l->ring, head, cqe) {
+			struct cmx_io *io = io_uring_cqe_get_data(cqe);
+			n++;
+			if (io)
+				io->cb(io, cqe->res, cqe->flags);
+		}
+		io_uring_cq_advance(&l->ring, n);
+	}
+	return 0;
+}

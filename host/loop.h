@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: MIT
+// The daemon's one io_uring loop, and the way other threads post work to it.
+#ifndef CMX_HOST_LOOP_H
+#define CMX_HOST_LOOP_H
+
+#include <liburing.h>
+#include <stdint.h>
+
+struct cmx_loop;
+
+/* Every submission carries a cmx_io; its callback runs on the loop with the
+ * completion's result and flags. */
+struct cmx_io {
+	void (*cb)(struct cmx_io *io, int res, unsigned flags);
+};
+
+int cmx_loop_create(struct cmx_loop **out);
+void cmx_loop_destroy(struct cmx_loop *l);
+
+/* A free submission slot bound to io (submitted at the next turn). */
+struct io_uring_sqe *cmx_loop_sqe(struct cmx_loop *l, struct cmx_io *io);
+
+/* Runs until cmx_loop_stop(); 0 or -errno. */
+int cmx_loop_run(struct cmx_loop *l);
+void cmx_loop_stop(struct cmx_loop *l);
+
+/* Thread-safe: runs fn(arg) on the loop thread soon. Used by executor
+ * threads and native OpenCL callbacks. */
+void cmx_loop_post(struct cmx_loop *l, void (*fn)(void *arg), void *arg);
+
+#endif

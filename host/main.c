@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: MIT
+// clmuxd: serves one physical OpenCL device to guest sessions.
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "conn.h"
+#include "executor.h"
+#include "log.h"
+#include "server.h"
+#include "session.h"
+
+#define MAX_LISTEN 16
+
+struct cmx_server *cmx_srv;
+
+struct listener {
+	struct cmx_io io;
+	int fd;
+	struct cmx_addr addr;
+};
+
+static struct listener listeners[MAX_LISTEN];
+static unsigned nlisteners;
+static struct cmx_io sig_io, tick_io;
+static struct signalfd_siginfo sig_info;
+static int sig_fd = -1;
+static struct __kernel_timespec tick = { .tv_nsec = 20 * 1000 * 1000 };
+
+static void accept_arm(struct listener *l)
+{
+	struct io_uring_sqe *sqe = cmx_loop_sqe(cmx_srv->loop, &l->io);
+
+	io_uring_prep_multishot_accept(sqe, l->fd, NULL, NULL, SOCK_CLOEXEC);
+}
+
+static void accept_done(struct cmx_io *io, int res, unsigned flags)
+{
+	struct listener *l = (struct listener *)io;
+
+	if (res >= 0) {
+		if (cmx_srv->draining)
+			close(res);
+		else if (cmx_conn_create(cmx_srv, res))
+			cmx_err("out of memory accepting a connection");
+	} else if (res != -ECANCELED && !cmx_srv->draining) {
+		cmx_warn("accept on %s: %s", l->addr.path, strerror(-res));
+	}
+	if (!(flags & IORING_CQE_F_MORE) && !cmx_srv->draining && l->fd >= 0)
+		accept_arm(l);
+}
+
+/* While draining: exit once no session and no job is left. */
+static void tick_done(struct cmx_io *io, int res, unsigned flags)
+{
+	if (!cmx_srv->nsessions && !cmx_executor_busy(cmx_srv->exec)) {
+		cmx_loop_stop(cmx_srv->loop);
+		return;
+	}
+	io_uring_prep_timeout(cmx_loop_sqe(cmx_srv->loop, &tick_io), &tick, 0, 0);
+}
+
+static void drain(void)
+{
+	cmx_srv->draining = 1;
+	for (unsigned i = 0; i < nlisteners; i++) {
+		io_uring_prep_cancel_fd(cmx_loop_sqe(cmx_srv->loop, NULL), listeners[i].fd, 0);
+		close(listeners[i].fd);
+		if (listeners[i].addr.type == CMX_ADDR_UNIX)
+			unlink(listeners[i].addr.path);
+		listeners[i].fd = -1;
+	}
+	/* Ending each call channel releases its session's objects. */
+	while (cmx_srv->sessions) {
+		struct cmx_session *s = cmx_srv->sessions;
+		for (; s && s->closed; s = s->next)
+			;
+		if (!s)
+			break;
+		if (s->conn)
+			cmx_conn_kill(s->conn, "daemon stopping");
+		else
+			cmx_session_close(s);
+	}
+	tick_done(&tick_io, 0, 0);
+}
+
+static void sig_done(struct cmx_io *io, int res, unsigned flags)
+{
+	if (res == sizeof(sig_info)) {
+		cmx_info("signal %u: draining and exiting", sig_info.ssi_signo);
+		drain();
+		return;
+	}
+	io_uring_prep_read(cmx_loop_sqe(cmx_srv->loop, &sig_io), sig_fd, &sig_info, sizeof(sig_info), 0);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: clmuxd --listen unix:PATH [--listen ...] [--device SPEC] [--threads N]\n"
+		   "  --listen ADDR   where guests connect (unix:/run/clmux/clmuxd.sock)\n"
+		   "  --device SPEC   gpu | cpu | N | PLATFORM[:N]  (default: first GPU, else first device)\n"
+		   "  --threads N     most threads for blocking calls (default 64)\n"
+		   "  CLMUX_LOG=debug|info|warn|err sets the log level (default info)\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "listen", required_argument, NULL, 'l' }, { "device", required_argument, NULL, 'd' },
+		{ "threads", required_argument, NULL, 't' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *device = NULL;
+	unsigned threads = 64;
+	struct cmx_server srv = { 0 };
+	sigset_t mask;
+	int opt, e;
+
+	cmx_log_init("clmuxd", CMX_LOG_INFO);
+	/* The clmux ICD, if installed here, must not connect back to us. */
+	setenv("CLMUX_DISABLE", "1", 1);
+	cmx_srv = &srv;
+	while ((opt = getopt_long(argc, argv, "l:d:t:h", opts, NULL)) != -1) {
+		char why[160];
+		switch (opt) {
+		case 'l':
+			if (nlisteners == MAX_LISTEN ||
+			    cmx_addr_parse(optarg, &listeners[nlisteners].addr, why, sizeof(why))) {
+				fprintf(stderr, "clmuxd: --listen %s: %s\n", optarg,
+					nlisteners == MAX_LISTEN ? "too many" : why);
+				return 2;
+			}
+			nlisteners++;
+			break;
+		case 'd':
+			device = optarg;
+			break;
+		case 't':
+			threads = (unsigned)strtoul(optarg, NULL, 10);
+			if (!threads)
+				threads = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!nlisteners || optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	/* Blocked before any thread starts, so only the signalfd sees them. */
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	if (cmx_device_open(&srv, device))
+		return 1;
+	e = cmx_loop_create(&srv.loop);
+	if (e || cmx_executor_create(srv.loop, threads, &srv.exec)) {
+		cmx_err("cannot start the io_uring loop: %s", strerror(-e));
+		return 1;
+	}
+	for (unsigned i = 0; i < nlisteners; i++) {
+		struct listener *l = &listeners[i];
+		l->fd = cmx_addr_listen(&l->addr);
+		if (l->fd < 0) {
+			cmx_err("cannot listen on %s: %s", l->addr.path, strerror(-l->fd));
+			return 1;
+		}
+		l->io.cb = accept_done;
+		accept_arm(l);
+		cmx_info("listening on unix:%s", l->addr.path);
+	}
+	sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
+	sig_io.cb = sig_done;
+	tick_io.cb = tick_done;
+	sig_done(&sig_io, 0, 0);
+	e = cmx_loop_run(srv.loop);
+	if (e)
+		cmx_err("loop: %s", strerror(-e));
+	cmx_executor_destroy(srv.exec);
+	cmx_loop_destroy(srv.loop);
+	cmx_info("stopped");
+	return e ? 1 : 0;
+}

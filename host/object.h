@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: MIT
+// A guest-visible object as the daemon holds it: kind, native handle, charges.
+#ifndef CMX_HOST_OBJECT_H
+#define CMX_HOST_OBJECT_H
+
+#include <stdint.h>
+
+struct cmx_obj {
+	uint64_t id;	/* the guest's id, unique in its session */
+	uint8_t kind;	/* enum cmx_kind */
+	int32_t err;	/* != 0: creation failed with this cl_int ("poisoned") */
+	void *h;	/* the native cl_* handle; NULL when poisoned */
+	void *ctx;	/* native context of queues, buffers, programs, events */
+	uint64_t bytes; /* device memory charged to the session */
+	uint64_t size;	/* buffers: size in bytes */
+};
+
+#endif

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+// The daemon's shared state: loop, device, executor, sessions.
+#ifndef CMX_HOST_SERVER_H
+#define CMX_HOST_SERVER_H
+
+#include <CL/cl.h>
+#include <stdint.h>
+
+#include "loop.h"
+
+struct cmx_session;
+struct cmx_executor;
+
+#define CMX_MAX_DEVICES 16
+
+struct cmx_server {
+	struct cmx_loop *loop;
+	struct cmx_executor *exec;
+	cl_platform_id platform;
+	cl_device_id devices[CMX_MAX_DEVICES];
+	unsigned ndevices;
+	cl_uint platform_version; /* major * 100 + minor */
+
+	struct cmx_session *sessions;
+	uint64_t next_session;
+	uint64_t nsessions;
+	int draining;
+
+	/* Daemon-wide counters (clmuxctl stats, tests). */
+	uint64_t objects, bytes;
+};
+
+extern struct cmx_server *cmx_srv;
+
+/* Device selection (host/device.c): 0 or -errno, with a line logged. */
+int cmx_device_open(struct cmx_server *srv, const char *spec);
+
+#endif

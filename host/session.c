@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: MIT
+// Sessions: object ownership, release on disconnect, notifications.
+#include "session.h"
+
+#include <CL/cl.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "codec.h"
+#include "conn.h"
+#include "log.h"
+#include "server.h"
+
+struct cmx_session *cmx_session_create(struct cmx_server *srv, struct cmx_conn *conn)
+{
+	struct cmx_session *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->srv = srv;
+	s->conn = conn;
+	s->refs = 1;
+	s->id = ++srv->next_session;
+	/* The notification channel proves it belongs to this session with it. */
+	if (getrandom(&s->token, sizeof(s->token), 0) != sizeof(s->token))
+		s->token = (uint64_t)(uintptr_t)s ^ s->id * 0x9e3779b97f4a7c15ull;
+	cmx_objtab_init(&s->objs);
+	/* Devices exist before the guest asks: ids 1..n in every session. */
+	for (unsigned i = 0; i < srv->ndevices; i++)
+		cmx_session_add(s, i + 1, CMX_K_DEVICE, srv->devices[i], NULL, 0, NULL);
+	s->next = srv->sessions;
+	if (s->next)
+		s->next->pprev = &s->next;
+	s->pprev = &srv->sessions;
+	srv->sessions = s;
+	srv->nsessions++;
+	return s;
+}
+
+struct cmx_session *cmx_session_find(struct cmx_server *srv, uint64_t id, uint64_t token)
+{
+	for (struct cmx_session *s = srv->sessions; s; s = s->next)
+		if (s->id == id && s->token == token && !s->closed)
+			return s;
+	return NULL;
+}
+
+struct cmx_obj *cmx_session_obj(struct cmx_session *s, uint64_t id, unsigned kind)
+{
+	struct cmx_obj *o = cmx_objtab_get(&s->objs, id);
+
+	return o && o->kind == kind ? o : NULL;
+}
+
+int cmx_session_add(struct cmx_session *s, uint64_t id, unsigned kind, void *h, void *ctx,
+		    int32_t err, struct cmx_obj **out)
+{
+	struct cmx_obj *o = calloc(1, sizeof(*o));
+	int e;
+
+	if (!o)
+		return -ENOMEM;
+	o->id = id;
+	o->kind = (uint8_t)kind;
+	o->h = h;
+	o->ctx = ctx;
+	o->err = err;
+	e = cmx_objtab_add(&s->objs, o);
+	if (e) {
+		free(o);
+		return e;
+	}
+	s->srv->objects++;
+	if (out)
+		*out = o;
+	return 0;
+}
+
+static void release_native(struct cmx_obj *o)
+{
+	if (!o->h)
+		return;
+	switch (o->kind) {
+	case CMX_K_CONTEXT:
+		clReleaseContext(o->h);
+		break;
+	case CMX_K_QUEUE:
+		clReleaseCommandQueue(o->h);
+		break;
+	case CMX_K_MEM:
+		clReleaseMemObject(o->h);
+		break;
+	case CMX_K_PROGRAM:
+		clReleaseProgram(o->h);
+		break;
+	case CMX_K_KERNEL:
+		clReleaseKernel(o->h);
+		break;
+	case CMX_K_EVENT:
+		clReleaseEvent(o->h);
+		break;
+	case CMX_K_SAMPLER:
+		clReleaseSampler(o->h);
+		break;
+	}
+}
+
+static void free_obj(struct cmx_session *s, struct cmx_obj *o)
+{
+	release_native(o);
+	s->bytes -= o->bytes;
+	s->srv->bytes -= o->bytes;
+	s->srv->objects--;
+	free(o);
+}
+
+void cmx_session_release(struct cmx_session *s, uint64_t id, unsigned kind)
+{
+	struct cmx_obj *o = cmx_session_obj(s, id, kind);
+
+	if (o && cmx_objtab_del(&s->objs, id))
+		free_obj(s, o);
+}
+
+static void collect(struct cmx_obj *o, void *arg)
+{
+	struct cmx_obj ***cursor = arg;
+
+	*(*cursor)++ = o;
+}
+
+void cmx_session_close(struct cmx_session *s)
+{
+	struct cmx_obj **all, **cursor;
+	size_t n = s->objs.count;
+
+	if (s->closed)
+		return;
+	s->closed = 1;
+	s->conn = NULL;
+	if (s->nconn) {
+		struct cmx_conn *nc = s->nconn;
+		s->nconn = NULL;
+		cmx_conn_kill(nc, NULL);
+	}
+	/* Release in kind order, dependents first: events, kernels, programs,
+	 * buffers, queues, contexts; native reference counts keep anything a
+	 * command still uses alive until it completes. */
+	all = malloc((n ? n : 1) * sizeof(*all));
+	if (all) {
+		cursor = all;
+		cmx_objtab_each(&s->objs, collect, &cursor);
+		for (int kind = CMX_K_COUNT - 1; kind > CMX_K_DEVICE; kind--)
+			for (size_t i = 0; i < n; i++)
+				if (all[i] && all[i]->kind == kind) {
+					free_obj(s, all[i]);
+					all[i] = NULL;
+				}
+		for (size_t i = 0; i < n; i++)
+			if (all[i])
+				free_obj(s, all[i]);
+		free(all);
+	}
+	cmx_objtab_fini(&s->objs);
+	cmx_info("session %llu: closed, everything it held released", (unsigned long long)s->id);
+	cmx_session_unref(s);
+}
+
+void cmx_session_ref(struct cmx_session *s)
+{
+	s->refs++;
+}
+
+void cmx_session_unref(struct cmx_session *s)
+{
+	if (--s->refs)
+		return;
+	*s->pprev = s->next;
+	if (s->next)
+		s->next->pprev = s->pprev;
+	s->srv->nsessions--;
+	free(s);
+}
+
+void cmx_session_notify(struct cmx_session *s, const void *desc, const void *args, void *bulk,
+			uint64_t bulk_len, void (*free_fn)(void *))
+{
+	const struct cmx_msgdesc *d = desc;
+	size_t size = cmx_codec_size(d, args);
+	uint8_t stack[512], *buf = size <= sizeof(stack) ? stack : malloc(size);
+	struct cmx_hdr h = { .size = (uint32_t)size, .op = d->op, .bulk = bulk_len };
+
+	if (!buf || !s->nconn || s->closed) {
+		if (free_fn)
+			free_fn(bulk);
+		if (buf != stack)
+			free(buf);
+		return;
+	}
+	cmx_codec_encode(d, args, buf);
+	cmx_conn_send(s->nconn, &h, buf, bulk, free_fn);
+	if (buf != stack)
+		free(buf);
+}

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+// A guest session: its channels, its objects and what they are charged.
+#ifndef CMX_HOST_SESSION_H
+#define CMX_HOST_SESSION_H
+
+#include <stdint.h>
+
+#include "object.h"
+#include "objtab.h"
+
+struct cmx_conn;
+struct cmx_server;
+
+struct cmx_session {
+	uint64_t id, token;
+	int refs; /* the call connection, calls in flight, callbacks pending */
+	int closed;
+	struct cmx_server *srv;
+	struct cmx_conn *conn;	/* calls and replies */
+	struct cmx_conn *nconn; /* notifications */
+	struct cmx_objtab objs;
+	uint64_t bytes; /* device memory charged */
+	struct cmx_session *next, **pprev;
+
+	/* Counters (GetStats, docs/protocol.md). */
+	uint64_t messages, sync_calls, recvs, async_errors;
+};
+
+struct cmx_session *cmx_session_create(struct cmx_server *srv, struct cmx_conn *conn);
+void cmx_session_ref(struct cmx_session *s);
+void cmx_session_unref(struct cmx_session *s);
+/* The call connection went away: release every object, drop the session. */
+void cmx_session_close(struct cmx_session *s);
+struct cmx_session *cmx_session_find(struct cmx_server *srv, uint64_t id, uint64_t token);
+
+/* The object `id` of `kind`, or NULL (absent, another kind). */
+struct cmx_obj *cmx_session_obj(struct cmx_session *s, uint64_t id, unsigned kind);
+/* Registers a new object (h NULL and err set: a poisoned one). 0 or -errno. */
+int cmx_session_add(struct cmx_session *s, uint64_t id, unsigned kind, void *h, void *ctx,
+		    int32_t err, struct cmx_obj **out);
+/* Forgets id and releases its native object. */
+void cmx_session_release(struct cmx_session *s, uint64_t id, unsigned kind);
+
+/* Sends a notification on the session's notification channel (dropped when
+ * it has none). The payload is referenced until sent, then freed with
+ * free_fn(bulk). */
+void cmx_session_notify(struct cmx_session *s, const void *desc, const void *args,
+			void *bulk, uint64_t bulk_len, void (*free_fn)(void *));
+
+#endif

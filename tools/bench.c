@@ -1,0 +1,676 @@
+// SPDX-License-Identifier: MIT
+// bench: the same OpenCL microbenchmarks on a native and the clmux platform, side by side.
+#define _GNU_SOURCE
+#define CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 300
+#endif
+#include <CL/cl.h>
+#include <CL/cl_ext.h> /* CL_PLATFORM_NOT_FOUND_KHR */
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MIB (1024u * 1024u)
+#define BW_BYTES (64u * MIB)
+#define VEC_N (16u * MIB) /* 16M floats, 64 MiB per array */
+#define RATE_BATCH 20000
+#define ROUNDS 4 /* turns each platform takes per benchmark */
+
+/* LOWER: times, reported as the median sample; HIGHER: rates, reported as the best one. */
+enum better { LOWER, HIGHER };
+
+/* One platform under test: everything created once and shared by every benchmark. */
+struct plat {
+	const char *role; /* "native" or "virtual" */
+	cl_platform_id id;
+	cl_device_id dev;
+	cl_context ctx;
+	cl_command_queue q;
+	cl_program prog;
+	cl_kernel empty, vadd;
+	char name[256], devname[256];
+};
+
+struct opts {
+	const char *native, *virt, *only;
+	int reps; /* 0: each benchmark's own default */
+	int json, quick;
+};
+
+struct bench {
+	const char *name, *unit;
+	enum better better;
+	int reps, quick_reps; /* timed samples per platform */
+	void (*run)(struct plat *p, int n, double *out); /* fills out[0..n-1] */
+	int selected;
+	double val[2]; /* [0] native, [1] virtual */
+};
+
+/* For error messages: which benchmark on which platform is running now. */
+static const char *cur_bench = "setup";
+static const char *cur_role = "-";
+
+static const char kernels_src[] =
+	"__kernel void empty(void) {}\n"
+	"__kernel void vadd(__global const float *a, __global const float *b,\n"
+	"                   __global float *c, uint n)\n"
+	"{\n"
+	"	size_t i = get_global_id(0);\n"
+	"	if (i < n)\n"
+	"		c[i] = a[i] + b[i];\n"
+	"}\n";
+
+/* Compiled by `build`: a few kernels with loops, local memory, barriers and atomics. */
+static const char build_src[] =
+	"__kernel void saxpy(float a, __global const float *x, __global float *y)\n"
+	"{ size_t i = get_global_id(0); y[i] = fma(a, x[i], y[i]); }\n"
+	"__kernel void reduce(__global const float *in, __global float *out,\n"
+	"                     __local float *tmp, uint n)\n"
+	"{\n"
+	"	size_t g = get_global_id(0), l = get_local_id(0);\n"
+	"	tmp[l] = g < n ? in[g] : 0.0f;\n"
+	"	barrier(CLK_LOCAL_MEM_FENCE);\n"
+	"	for (size_t s = get_local_size(0) / 2; s > 0; s >>= 1) {\n"
+	"		if (l < s)\n"
+	"			tmp[l] += tmp[l + s];\n"
+	"		barrier(CLK_LOCAL_MEM_FENCE);\n"
+	"	}\n"
+	"	if (l == 0)\n"
+	"		out[get_group_id(0)] = tmp[0];\n"
+	"}\n"
+	"__kernel void histogram(__global const uchar *data, uint n,\n"
+	"                        __global uint *bins, __local uint *lbins)\n"
+	"{\n"
+	"	for (size_t i = get_local_id(0); i < 256; i += get_local_size(0))\n"
+	"		lbins[i] = 0;\n"
+	"	barrier(CLK_LOCAL_MEM_FENCE);\n"
+	"	for (size_t i = get_global_id(0); i < n; i += get_global_size(0))\n"
+	"		atomic_inc(&lbins[data[i]]);\n"
+	"	barrier(CLK_LOCAL_MEM_FENCE);\n"
+	"	for (size_t i = get_local_id(0); i < 256; i += get_local_size(0))\n"
+	"		atomic_add(&bins[i], lbins[i]);\n"
+	"}\n";
+
+static const char *cl_err_name(cl_int err)
+{
+	switch (err) {
+#define E(x) case x: return #x
+		E(CL_DEVICE_NOT_FOUND);
+		E(CL_DEVICE_NOT_AVAILABLE);
+		E(CL_COMPILER_NOT_AVAILABLE);
+		E(CL_MEM_OBJECT_ALLOCATION_FAILURE);
+		E(CL_OUT_OF_RESOURCES);
+		E(CL_OUT_OF_HOST_MEMORY);
+		E(CL_BUILD_PROGRAM_FAILURE);
+		E(CL_INVALID_VALUE);
+		E(CL_INVALID_PLATFORM);
+		E(CL_INVALID_DEVICE);
+		E(CL_INVALID_CONTEXT);
+		E(CL_INVALID_COMMAND_QUEUE);
+		E(CL_INVALID_MEM_OBJECT);
+		E(CL_INVALID_BINARY);
+		E(CL_INVALID_BUILD_OPTIONS);
+		E(CL_INVALID_PROGRAM);
+		E(CL_INVALID_PROGRAM_EXECUTABLE);
+		E(CL_INVALID_KERNEL_NAME);
+		E(CL_INVALID_KERNEL);
+		E(CL_INVALID_ARG_INDEX);
+		E(CL_INVALID_ARG_VALUE);
+		E(CL_INVALID_ARG_SIZE);
+		E(CL_INVALID_KERNEL_ARGS);
+		E(CL_INVALID_WORK_DIMENSION);
+		E(CL_INVALID_WORK_GROUP_SIZE);
+		E(CL_INVALID_GLOBAL_WORK_SIZE);
+		E(CL_INVALID_EVENT_WAIT_LIST);
+		E(CL_INVALID_OPERATION);
+		E(CL_INVALID_BUFFER_SIZE);
+		E(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+#undef E
+	default:
+		return "unknown error";
+	}
+}
+
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "bench: %s on %s: ", cur_bench, cur_role);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+/* A benchmark has no way to recover from a failed call, so every check ends the run. */
+static void check(cl_int err, const char *call)
+{
+	if (err != CL_SUCCESS) /* name the function, not the whole expression */
+		fail("%.*s failed: %d (%s)", (int)strcspn(call, "("), call, err, cl_err_name(err));
+}
+
+#define CHECK(call) check((call), #call)
+
+static void *xmalloc(size_t n)
+{
+	void *p = malloc(n);
+
+	if (!p)
+		fail("out of host memory (%zu bytes)", n);
+	/* Touch every page now so that first-touch faults never land in a timed region. */
+	memset(p, 0, n);
+	return p;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double best_max(const double *v, int n)
+{
+	double m = v[0];
+
+	for (int i = 1; i < n; i++)
+		m = v[i] > m ? v[i] : m;
+	return m;
+}
+
+static cl_mem make_buffer(struct plat *p, size_t size)
+{
+	cl_int err;
+	cl_mem m = clCreateBuffer(p->ctx, CL_MEM_READ_WRITE, size, NULL, &err);
+
+	check(err, "clCreateBuffer");
+	return m;
+}
+
+static cl_kernel make_kernel(struct plat *p, const char *name)
+{
+	cl_int err;
+	cl_kernel k = clCreateKernel(p->prog, name, &err);
+
+	check(err, "clCreateKernel");
+	return k;
+}
+
+static void launch_empty(struct plat *p)
+{
+	size_t global = 1;
+
+	CHECK(clEnqueueNDRangeKernel(p->q, p->empty, 1, NULL, &global, NULL, 0, NULL, NULL));
+}
+
+/* write64: blocking 64-byte write; latency in microseconds. */
+static void bench_write64(struct plat *p, int n, double *out)
+{
+	char src[64] = { 1 };
+	cl_mem m = make_buffer(p, sizeof(src));
+
+	for (int i = -n / 10 - 10; i < n; i++) { /* negative i: warm-up */
+		double t0 = now_s();
+
+		CHECK(clEnqueueWriteBuffer(p->q, m, CL_TRUE, 0, sizeof(src), src, 0, NULL, NULL));
+		if (i >= 0)
+			out[i] = (now_s() - t0) * 1e6;
+	}
+	CHECK(clReleaseMemObject(m));
+}
+
+/* launch_finish: one empty work-item, then clFinish; microseconds. */
+static void bench_launch_finish(struct plat *p, int n, double *out)
+{
+	for (int i = -n / 10 - 10; i < n; i++) {
+		double t0 = now_s();
+
+		launch_empty(p);
+		CHECK(clFinish(p->q));
+		if (i >= 0)
+			out[i] = (now_s() - t0) * 1e6;
+	}
+}
+
+/* enqueue_rate: a batch of non-blocking empty kernels and one clFinish; kernels/s. */
+static void bench_enqueue_rate(struct plat *p, int n, double *out)
+{
+	for (int i = 0; i < 1000; i++)
+		launch_empty(p);
+	CHECK(clFinish(p->q));
+	for (int rep = 0; rep < n; rep++) {
+		double t0 = now_s();
+
+		for (int i = 0; i < RATE_BATCH; i++)
+			launch_empty(p);
+		CHECK(clFinish(p->q));
+		out[rep] = RATE_BATCH / (now_s() - t0);
+	}
+}
+
+/* write_bw / read_bw: blocking 64 MiB transfer from or to touched host memory; GB/s. */
+static void transfer_bw(struct plat *p, int n, double *out, int write)
+{
+	char *host = xmalloc(BW_BYTES);
+	cl_mem m = make_buffer(p, BW_BYTES);
+
+	for (int rep = -1; rep < n; rep++) { /* rep -1 lets the device back the buffer */
+		double t0 = now_s();
+
+		if (write)
+			CHECK(clEnqueueWriteBuffer(p->q, m, CL_TRUE, 0, BW_BYTES, host, 0, NULL, NULL));
+		else
+			CHECK(clEnqueueReadBuffer(p->q, m, CL_TRUE, 0, BW_BYTES, host, 0, NULL, NULL));
+		if (rep >= 0)
+			out[rep] = BW_BYTES / (now_s() - t0) * 1e-9;
+	}
+	CHECK(clReleaseMemObject(m));
+	free(host);
+}
+
+static void bench_write_bw(struct plat *p, int n, double *out)
+{
+	transfer_bw(p, n, out, 1);
+}
+
+static void bench_read_bw(struct plat *p, int n, double *out)
+{
+	transfer_bw(p, n, out, 0);
+}
+
+/* vecadd: write a, write b, kernel, read c, from host arrays to a verified host result; ms. */
+static void bench_vecadd(struct plat *p, int n, double *out)
+{
+	const size_t bytes = (size_t)VEC_N * sizeof(float);
+	float *a = xmalloc(bytes), *b = xmalloc(bytes), *c = xmalloc(bytes);
+	cl_mem ma = make_buffer(p, bytes), mb = make_buffer(p, bytes), mc = make_buffer(p, bytes);
+	size_t global = VEC_N;
+	cl_uint len = VEC_N;
+
+	for (size_t i = 0; i < VEC_N; i++) {
+		a[i] = (float)(i % 65536) * 0.5f;
+		b[i] = (float)(i / 65536) - 100.0f;
+	}
+	CHECK(clSetKernelArg(p->vadd, 0, sizeof(ma), &ma));
+	CHECK(clSetKernelArg(p->vadd, 1, sizeof(mb), &mb));
+	CHECK(clSetKernelArg(p->vadd, 2, sizeof(mc), &mc));
+	CHECK(clSetKernelArg(p->vadd, 3, sizeof(len), &len));
+	for (int rep = -1; rep < n; rep++) { /* rep -1 warms the kernel and the buffers */
+		double t0;
+
+		memset(c, 0xff, bytes); /* NaN everywhere: a skipped read cannot pass */
+		t0 = now_s();
+		CHECK(clEnqueueWriteBuffer(p->q, ma, CL_FALSE, 0, bytes, a, 0, NULL, NULL));
+		CHECK(clEnqueueWriteBuffer(p->q, mb, CL_FALSE, 0, bytes, b, 0, NULL, NULL));
+		CHECK(clEnqueueNDRangeKernel(p->q, p->vadd, 1, NULL, &global, NULL, 0, NULL, NULL));
+		CHECK(clEnqueueReadBuffer(p->q, mc, CL_TRUE, 0, bytes, c, 0, NULL, NULL));
+		if (rep >= 0)
+			out[rep] = (now_s() - t0) * 1e3;
+		/* a and b are exact in float and so is their sum: compare bit for bit. */
+		for (size_t i = 0; i < VEC_N; i++)
+			if (c[i] != a[i] + b[i])
+				fail("WRONG RESULT: c[%zu] = %g, expected %g", i, c[i], a[i] + b[i]);
+	}
+	CHECK(clReleaseMemObject(mc));
+	CHECK(clReleaseMemObject(mb));
+	CHECK(clReleaseMemObject(ma));
+	free(c);
+	free(b);
+	free(a);
+}
+
+static void print_build_log(struct plat *p, cl_program prog)
+{
+	char log[8192] = "";
+
+	clGetProgramBuildInfo(prog, p->dev, CL_PROGRAM_BUILD_LOG, sizeof(log) - 1, log, NULL);
+	fprintf(stderr, "build log:\n%s\n", log);
+}
+
+static void build_program(struct plat *p, cl_program prog)
+{
+	cl_int err = clBuildProgram(prog, 1, &p->dev, NULL, NULL, NULL);
+
+	if (err == CL_BUILD_PROGRAM_FAILURE)
+		print_build_log(p, prog);
+	check(err, "clBuildProgram");
+}
+
+/*
+ * build: clBuildProgram of build_src, a fresh program each rep; ms.
+ * A unique first line per rep keeps compilers' binary caches (PoCL keeps one
+ * on disk) from turning later reps into cache look-ups: this times a compile.
+ */
+static void bench_build(struct plat *p, int n, double *out)
+{
+	static unsigned salt;
+
+	for (int rep = -1; rep < n; rep++) { /* the first build ever costs 5x: warm up */
+		char line[64];
+		const char *src[2] = { line, build_src };
+		cl_program prog;
+		cl_int err;
+		double t0;
+
+		snprintf(line, sizeof(line), "#define BENCH_SALT %ld_%u\n", (long)getpid(), salt++);
+		prog = clCreateProgramWithSource(p->ctx, 2, src, NULL, &err);
+		check(err, "clCreateProgramWithSource");
+		t0 = now_s();
+		build_program(p, prog);
+		if (rep >= 0)
+			out[rep] = (now_s() - t0) * 1e3;
+		CHECK(clReleaseProgram(prog));
+	}
+}
+
+static struct bench benches[] = {
+	{ "write64", "us", LOWER, 2000, 200, bench_write64, 0, { 0, 0 } },
+	{ "launch_finish", "us", LOWER, 2000, 200, bench_launch_finish, 0, { 0, 0 } },
+	{ "enqueue_rate", "kernels/s", HIGHER, 6, 2, bench_enqueue_rate, 0, { 0, 0 } },
+	{ "write_bw", "GB/s", HIGHER, 10, 3, bench_write_bw, 0, { 0, 0 } },
+	{ "read_bw", "GB/s", HIGHER, 10, 3, bench_read_bw, 0, { 0, 0 } },
+	{ "vecadd", "ms", LOWER, 6, 2, bench_vecadd, 0, { 0, 0 } },
+	{ "build", "ms", LOWER, 6, 2, bench_build, 0, { 0, 0 } },
+};
+
+#define NBENCH (sizeof(benches) / sizeof(benches[0]))
+
+/* First platform whose name contains want (case-insensitive), or, with want NULL, lacks avoid. */
+static int find_platform(struct plat *p, const char *want, const char *avoid)
+{
+	cl_platform_id ids[32];
+	cl_uint n = 0;
+	cl_int err = clGetPlatformIDs(32, ids, &n);
+
+	if (err == CL_PLATFORM_NOT_FOUND_KHR)
+		n = 0;
+	else
+		check(err, "clGetPlatformIDs");
+	for (cl_uint i = 0; i < n && i < 32; i++) {
+		CHECK(clGetPlatformInfo(ids[i], CL_PLATFORM_NAME, sizeof(p->name), p->name, NULL));
+		if (want ? strcasestr(p->name, want) != NULL : strcasestr(p->name, avoid) == NULL) {
+			p->id = ids[i];
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static void plat_setup(struct plat *p)
+{
+	const char *src = kernels_src;
+	cl_int err;
+
+	cur_role = p->role;
+	CHECK(clGetDeviceIDs(p->id, CL_DEVICE_TYPE_ALL, 1, &p->dev, NULL));
+	CHECK(clGetDeviceInfo(p->dev, CL_DEVICE_NAME, sizeof(p->devname), p->devname, NULL));
+	p->ctx = clCreateContext(NULL, 1, &p->dev, NULL, NULL, &err);
+	check(err, "clCreateContext");
+	p->q = clCreateCommandQueue(p->ctx, p->dev, 0, &err);
+	check(err, "clCreateCommandQueue");
+	p->prog = clCreateProgramWithSource(p->ctx, 1, &src, NULL, &err);
+	check(err, "clCreateProgramWithSource");
+	build_program(p, p->prog);
+	p->empty = make_kernel(p, "empty");
+	p->vadd = make_kernel(p, "vadd");
+}
+
+static void plat_teardown(struct plat *p)
+{
+	cur_role = p->role;
+	CHECK(clReleaseKernel(p->vadd));
+	CHECK(clReleaseKernel(p->empty));
+	CHECK(clReleaseProgram(p->prog));
+	CHECK(clReleaseCommandQueue(p->q));
+	CHECK(clReleaseContext(p->ctx));
+}
+
+/*
+ * The platforms take turns, ROUNDS times each, with the first turn alternating:
+ * measured back to back, PoCL against itself showed a steady 20-30% bias by
+ * order (drift, and work the other context left behind), which this spreads.
+ */
+static void run_bench(struct bench *b, struct plat *pl, int reps)
+{
+	double *s[2] = { xmalloc((size_t)reps * sizeof(double)),
+			 xmalloc((size_t)reps * sizeof(double)) };
+	int chunk = (reps + ROUNDS - 1) / ROUNDS;
+
+	cur_bench = b->name;
+	for (int done = 0, round = 0; done < reps; done += chunk, round++) {
+		int n = reps - done < chunk ? reps - done : chunk;
+
+		for (int j = 0; j < 2; j++) {
+			struct plat *p = &pl[(round + j) % 2];
+
+			cur_role = p->role;
+			b->run(p, n, s[p == &pl[1]] + done);
+		}
+	}
+	for (int k = 0; k < 2; k++) {
+		b->val[k] = b->better == HIGHER ? best_max(s[k], reps) : median(s[k], reps);
+		free(s[k]);
+	}
+}
+
+/* ratio > 1 always means the virtual platform did better. */
+static double bench_ratio(const struct bench *b)
+{
+	return b->better == HIGHER ? b->val[1] / b->val[0] : b->val[0] / b->val[1];
+}
+
+static void print_num(double v)
+{
+	printf(v >= 1000 ? " %12.0f" : v >= 10 ? " %12.1f" : " %12.2f", v);
+}
+
+static void print_table(const struct plat *pl)
+{
+	printf("native:  %s / %s\nvirtual: %s / %s\n", pl[0].name, pl[0].devname, pl[1].name,
+	       pl[1].devname);
+	printf("ratio > 1: virtual better; delta: virtual - native, in the row's unit\n\n");
+	printf("%-14s %-10s %12s %12s %8s %12s\n", "benchmark", "unit", "native", "virtual", "ratio",
+	       "delta");
+	for (size_t i = 0; i < NBENCH; i++) {
+		const struct bench *b = &benches[i];
+
+		if (!b->selected)
+			continue;
+		printf("%-14s %-10s", b->name, b->unit);
+		print_num(b->val[0]);
+		print_num(b->val[1]);
+		printf(" %7.2fx", bench_ratio(b));
+		if (b->better == LOWER)
+			printf(" %+12.2f\n", b->val[1] - b->val[0]);
+		else
+			printf(" %12s\n", "-");
+	}
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			printf("\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			printf("\\u%04x", (unsigned char)*s);
+		else
+			putchar(*s);
+	}
+	putchar('"');
+}
+
+static void print_json(const struct plat *pl)
+{
+	printf("{");
+	for (int i = 0; i < 2; i++) {
+		printf("\"%s\":{\"platform\":", pl[i].role);
+		json_str(pl[i].name);
+		printf(",\"device\":");
+		json_str(pl[i].devname);
+		printf("},");
+	}
+	printf("\"results\":{");
+	for (size_t i = 0, first = 1; i < NBENCH; i++) {
+		const struct bench *b = &benches[i];
+
+		if (!b->selected)
+			continue;
+		printf("%s\"%s\":{\"unit\":\"%s\",\"better\":\"%s\",\"native\":%.6g,\"virtual\":%.6g",
+		       first ? "" : ",", b->name, b->unit, b->better == LOWER ? "lower" : "higher",
+		       b->val[0], b->val[1]);
+		if (isfinite(bench_ratio(b)))
+			printf(",\"ratio\":%.4g", bench_ratio(b));
+		else
+			printf(",\"ratio\":null");
+		if (b->better == LOWER)
+			printf(",\"delta\":%.6g}", b->val[1] - b->val[0]);
+		else
+			printf(",\"delta\":null}");
+		first = 0;
+	}
+	printf("}}\n");
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: bench [--native NAME] [--virtual NAME] [--reps N] [--only LIST] [--json] [--quick]\n"
+		"  --native NAME   platform name substring (default: first not containing \"clmux\")\n"
+		"  --virtual NAME  platform name substring (default: \"clmux\")\n"
+		"  --reps N        timed repetitions for every selected benchmark\n"
+		"  --only LIST     comma-separated subset of:");
+	for (size_t i = 0; i < NBENCH; i++)
+		fprintf(f, " %s", benches[i].name);
+	fprintf(f, "\n  --json          one JSON object instead of the table\n"
+		   "  --quick         fewer repetitions, for CI smoke runs\n");
+}
+
+static int select_benches(const char *only)
+{
+	char *list, *save = NULL;
+
+	for (size_t i = 0; i < NBENCH; i++)
+		benches[i].selected = only == NULL;
+	if (!only)
+		return 0;
+	list = strdup(only);
+	if (!list)
+		return -ENOMEM;
+	for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t i = 0;
+
+		while (i < NBENCH && strcmp(benches[i].name, tok) != 0)
+			i++;
+		if (i == NBENCH) {
+			fprintf(stderr, "bench: unknown benchmark \"%s\"\n", tok);
+			free(list);
+			return -EINVAL;
+		}
+		benches[i].selected = 1;
+	}
+	free(list);
+	return 0;
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	static const struct option longopts[] = {
+		{ "native", required_argument, NULL, 'n' }, { "virtual", required_argument, NULL, 'v' },
+		{ "reps", required_argument, NULL, 'r' },   { "only", required_argument, NULL, 'o' },
+		{ "json", no_argument, NULL, 'j' },         { "quick", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
+	};
+	char *end;
+	long n;
+	int c;
+
+	*o = (struct opts){ .virt = "clmux" };
+	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n': o->native = optarg; break;
+		case 'v': o->virt = optarg; break;
+		case 'o': o->only = optarg; break;
+		case 'j': o->json = 1; break;
+		case 'q': o->quick = 1; break;
+		case 'r':
+			n = strtol(optarg, &end, 10);
+			if (*end || end == optarg || n < 1 || n > 1000000) {
+				fprintf(stderr, "bench: --reps wants a number from 1 to 1000000\n");
+				return -EINVAL;
+			}
+			o->reps = (int)n;
+			break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		usage(stderr);
+		return -EINVAL;
+	}
+	return select_benches(o->only);
+}
+
+int main(int argc, char **argv)
+{
+	struct plat pl[2] = { { .role = "native" }, { .role = "virtual" } };
+	struct opts o;
+
+	if (parse_opts(argc, argv, &o) < 0)
+		return 2;
+	if (find_platform(&pl[0], o.native, "clmux") < 0) {
+		fprintf(stderr, "bench: no native OpenCL platform %s%s%s found\n",
+			o.native ? "matching \"" : "(one not named clmux)", o.native ? o.native : "",
+			o.native ? "\"" : "");
+		return 2;
+	}
+	if (find_platform(&pl[1], o.virt, NULL) < 0) {
+		fprintf(stderr,
+			"bench: no virtual OpenCL platform matching \"%s\" found "
+			"(is the clmux ICD registered and clmuxd running? --virtual NAME picks another)\n",
+			o.virt);
+		return 2;
+	}
+	for (int i = 0; i < 2; i++)
+		plat_setup(&pl[i]);
+	for (size_t i = 0; i < NBENCH; i++) {
+		int reps = o.reps ? o.reps : o.quick ? benches[i].quick_reps : benches[i].reps;
+
+		if (benches[i].selected)
+			run_bench(&benches[i], pl, reps);
+	}
+	cur_bench = "teardown";
+	for (int i = 0; i < 2; i++)
+		plat_teardown(&pl[i]);
+	if (o.json)
+		print_json(pl);
+	else
+		print_table(pl);
+	return 0;
+}

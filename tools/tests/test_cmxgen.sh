@@ -1,0 +1,55 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The generator: golden outputs, schema errors refused, and the ABI lock
+# failing when a locked opcode or layout changes.
+set -u
+srcdir=${srcdir:-.}
+gen="${PYTHON:-python3} $srcdir/tools/cmxgen.py"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail=0
+ok() { echo "ok - $1"; }
+bad() { echo "not ok - $1"; fail=1; }
+
+$gen --schema "$srcdir/tools/tests/golden.schema" --out-proto-h "$tmp/proto.gen.h" \
+	--out-proto-c "$tmp/proto.gen.c" --out-guest-h "$tmp/stubs.gen.h" \
+	--out-host-h "$tmp/handlers.gen.h" --out-host-c "$tmp/handlers.gen.c" || bad "generator ran"
+for f in proto.gen.h proto.gen.c stubs.gen.h handlers.gen.h handlers.gen.c; do
+	if cmp -s "$tmp/$f" "$srcdir/tools/tests/golden/$f.expected"; then ok "golden $f"
+	else diff -u "$srcdir/tools/tests/golden/$f.expected" "$tmp/$f" | head -40; bad "golden $f"; fi
+done
+
+# Malformed schemas are refused with a message naming the line.
+printf 'call 0x0030 A async\n  in x u65\n' >"$tmp/bad1.schema"
+printf 'call 0x0030 A async\ncall 0x0030 B async\n' >"$tmp/bad2.schema"
+printf 'call 0x0030 A async\n  out x u64\n' >"$tmp/bad3.schema"
+printf 'call 0x0030 A sync\n  in x id:gizmo\n' >"$tmp/bad4.schema"
+for i in 1 2 3 4; do
+	if $gen --schema "$tmp/bad$i.schema" 2>"$tmp/err" ; then bad "bad schema $i refused"
+	elif grep -q "bad$i.schema:" "$tmp/err"; then ok "bad schema $i refused"
+	else bad "bad schema $i names its line"; fi
+done
+
+# The real schema matches its lock.
+if $gen --schema "$srcdir"/schema/*.schema --lock "$srcdir/schema/abi.lock"; then ok "abi.lock matches"
+else bad "abi.lock matches"; fi
+# A changed layout, a renumbered opcode and a removed call all fail it.
+for edit in 's/^  in  offset    u64$/  in  offset    i64/' 's/^call 0x0318 CopyBuffer/call 0x0398 CopyBuffer/' \
+	'/^call 0x031a FillBuffer/,/^$/d'; do
+	mkdir -p "$tmp/s"; rm -f "$tmp"/s/*
+	cp "$srcdir"/schema/*.schema "$tmp/s/"
+	sed -i "$edit" "$tmp/s/mem.schema"
+	cp "$srcdir/schema/abi.lock" "$tmp/lock"
+	if $gen --schema "$tmp"/s/*.schema --lock "$tmp/lock" 2>/dev/null; then bad "lock catches: $edit"
+	else ok "lock catches: $edit"; fi
+done
+# An appended call is refused until the lock is updated, then accepted.
+cp "$srcdir"/schema/*.schema "$tmp/s/"
+printf 'call 0x7f00 Appended async\n  in x u64\n' >>"$tmp/s/session.schema"
+cp "$srcdir/schema/abi.lock" "$tmp/lock"
+if $gen --schema "$tmp"/s/*.schema --lock "$tmp/lock" 2>/dev/null; then bad "new call needs --update-lock"
+else ok "new call needs --update-lock"; fi
+if $gen --schema "$tmp"/s/*.schema --lock "$tmp/lock" --update-lock &&
+   $gen --schema "$tmp"/s/*.schema --lock "$tmp/lock"; then ok "appended call locked"
+else bad "appended call locked"; fi
+exit $fail

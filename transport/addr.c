@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+// Transport addresses: "unix:/path[,opt=value...]".
+#include "addr.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+int cmx_addr_parse(const char *spec, struct cmx_addr *a, char *err, size_t errlen)
+{
+	const char *rest, *comma;
+	size_t n;
+
+	memset(a, 0, sizeof(*a));
+	if (!strncmp(spec, "unix:", 5)) {
+		a->type = CMX_ADDR_UNIX;
+		rest = spec + 5;
+	} else {
+		snprintf(err, errlen, "unknown transport in '%s' (expected unix:PATH)", spec);
+		return -EINVAL;
+	}
+	comma = strchr(rest, ',');
+	n = comma ? (size_t)(comma - rest) : strlen(rest);
+	if (!n || n >= sizeof(a->path)) {
+		snprintf(err, errlen, "bad socket path in '%s'", spec);
+		return -EINVAL;
+	}
+	memcpy(a->path, rest, n);
+	if (comma) {
+		if (strlen(comma) >= sizeof(a->opts)) {
+			snprintf(err, errlen, "options too long in '%s'", spec);
+			return -EINVAL;
+		}
+		strcpy(a->opts, comma);
+	}
+	return 0;
+}
+
+int cmx_addr_opt(const struct cmx_addr *a, const char *key, char *val, size_t len)
+{
+	size_t klen = strlen(key);
+
+	for (const char *p = a->opts; (p = strchr(p, ',')); ) {
+		p++;
+		if (!strncmp(p, key, klen) && p[klen] == '=') {
+			const char *v = p + klen + 1, *end = strchr(v, ',');
+			size_t n = end ? (size_t)(end - v) : strlen(v);
+			if (n >= len)
+				return -ENAMETOOLONG;
+			memcpy(val, v, n);
+			val[n] = '\0';
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+static socklen_t unix_sockaddr(const struct cmx_addr *a, struct sockaddr_un *sun)
+{
+	memset(sun, 0, sizeof(*sun));
+	sun->sun_family = AF_UNIX;
+	memcpy(sun->sun_path, a->path, strlen(a->path));
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(a->path) + 1);
+}
+
+int cmx_addr_connect(const struct cmx_addr *a)
+{
+	struct sockaddr_un sun;
+	socklen_t len = unix_sockaddr(a, &sun);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sun, len) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+int cmx_addr_listen(const struct cmx_addr *a)
+{
+	struct sockaddr_un sun;
+	socklen_t len = unix_sockaddr(a, &sun);
+	struct stat st;
+	int fd;
+
+	/* Replace a socket file left by a daemon that died; never another file. */
+	if (!lstat(a->path, &st) && S_ISSOCK(st.st_mode))
+		unlink(a->path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sun, len) < 0 || listen(fd, 128) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
+}

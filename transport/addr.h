@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+// Transport addresses ("unix:/path", ...): parsing, connecting, listening.
+#ifndef CMX_ADDR_H
+#define CMX_ADDR_H
+
+#include <stddef.h>
+
+enum cmx_addr_type { CMX_ADDR_UNIX };
+
+struct cmx_addr {
+	enum cmx_addr_type type;
+	char path[108]; /* sun_path */
+	char opts[128]; /* ",key=value" options after the address, verbatim */
+};
+
+/* 0, or -EINVAL with a reason in err (errlen bytes). */
+int cmx_addr_parse(const char *spec, struct cmx_addr *a, char *err, size_t errlen);
+/* A connected, blocking, close-on-exec stream socket, or -errno. */
+int cmx_addr_connect(const struct cmx_addr *a);
+/* A listening, non-blocking, close-on-exec socket, or -errno. A stale unix
+ * socket file is replaced. */
+int cmx_addr_listen(const struct cmx_addr *a);
+/* The value of option `key` in a->opts into val, or -ENOENT. */
+int cmx_addr_opt(const struct cmx_addr *a, const char *key, char *val, size_t len);
+
+#endif

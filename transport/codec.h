@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+// Table-driven argument codec: the generator emits descriptors, this encodes.
+#ifndef CMX_CODEC_H
+#define CMX_CODEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Wire encoding of one message's arguments, field by field in schema order:
+ *   u64, i64, id        8 bytes
+ *   bytes, str          u64 length, then the bytes, zero-padded to 8
+ *                       (a str's length counts its terminating NUL)
+ *   u64[], id[]         u64 count, then count * 8 bytes
+ * Everything stays 8-byte aligned, so decoded arrays point into the receive
+ * buffer without copies.
+ */
+enum cmx_ftype {
+	CMX_T_U64,
+	CMX_T_I64,
+	CMX_T_ID,     /* an existing object; 0 only with CMX_F_NULLOK */
+	CMX_T_NEWID,  /* a guest-chosen id for an object this call creates */
+	CMX_T_BYTES,
+	CMX_T_STR,
+	CMX_T_U64S,
+	CMX_T_IDS,
+};
+
+#define CMX_F_NULLOK 0x1u /* id 0 (or an empty str) means "none" */
+
+struct cmx_field {
+	const char *name;
+	uint8_t type;	/* enum cmx_ftype */
+	uint8_t kind;	/* enum cmx_kind for ids */
+	uint16_t flags; /* CMX_F_* */
+	uint32_t offset; /* of the value in the C struct */
+	uint32_t max;	 /* bytes or elements; 0 = the global limit */
+	int32_t err;	 /* OpenCL error for a bad id here; 0 = the kind's */
+};
+
+struct cmx_msgdesc {
+	const char *name;
+	uint16_t op;
+	uint16_t nfields;
+	uint32_t size; /* sizeof the C struct */
+	const struct cmx_field *fields;
+};
+
+/* In C structs: bytes and str fields. */
+struct cmx_blob {
+	const void *ptr;
+	uint64_t len;
+};
+
+/* In C structs: u64[] fields. */
+struct cmx_u64s {
+	const uint64_t *v;
+	uint64_t n;
+};
+
+/* In C structs: id fields, and id[] fields; `h` is the receiver's resolved
+ * handle(s), filled by the host, ignored on the wire. */
+struct cmx_ref {
+	uint64_t id;
+	void *h;
+};
+
+struct cmx_refs {
+	const uint64_t *v;
+	uint64_t n;
+	void **h;
+};
+
+size_t cmx_codec_size(const struct cmx_msgdesc *d, const void *args);
+/* Writes exactly cmx_codec_size() bytes to out. */
+void cmx_codec_encode(const struct cmx_msgdesc *d, const void *args, uint8_t *out);
+/* 0, or -EBADMSG when the bytes are not a well-formed message for d. Pointers
+ * in args refer into in[]; in must be 8-byte aligned. */
+int cmx_codec_decode(const struct cmx_msgdesc *d, const uint8_t *in, size_t len, void *args);
+
+#endif

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: MIT
+// Header validation shared by the daemon and the decoder fuzzer.
+#include "frame.h"
+
+#include <errno.h>
+
+#include "proto.gen.h"
+
+int cmx_frame_check_call(const struct cmx_hdr *h)
+{
+	const struct cmx_opinfo *oi = cmx_op_info(h->op);
+
+	if (!oi || (oi->flags & CMX_OPF_NOTIFY))
+		return -EOPNOTSUPP;
+	if (h->size > CMX_MAX_ARGS || (h->size & 7))
+		return -EMSGSIZE;
+	if (h->bulk && !(oi->flags & CMX_OPF_BULK_IN))
+		return -EBADMSG;
+	if (h->bulk > CMX_MAX_BULK)
+		return -EMSGSIZE;
+	if (!!(h->flags & CMX_HDR_SYNC) != !!(oi->flags & CMX_OPF_SYNC) || (h->flags & ~CMX_HDR_SYNC))
+		return -EBADMSG;
+	return 0;
+}

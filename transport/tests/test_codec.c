@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+// Unit tests of the codec: round trips, and every malformed shape refused.
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "proto.gen.h"
+
+static uint8_t *encode(const struct cmx_msgdesc *d, const void *in, size_t *len)
+{
+	uint8_t *buf;
+
+	*len = cmx_codec_size(d, in);
+	buf = aligned_alloc(8, *len ? (*len + 7) & ~(size_t)7 : 8);
+	cmx_codec_encode(d, in, buf);
+	return buf;
+}
+
+START_TEST(roundtrip_enqueue)
+{
+	uint64_t g[2] = { 1024, 16 }, l[2] = { 64, 4 }, w[3] = { 7, 8, 9 };
+	struct cmx_EnqueueKernel_in in = {
+		.queue = { 11 }, .kernel = { 12 }, .global = { g, 2 }, .local = { l, 2 },
+		.wait = { w, 3 }, .event = { 99 },
+	}, out;
+	size_t len;
+	uint8_t *buf = encode(&cmx_desc_EnqueueKernel_in, &in, &len);
+
+	ck_assert_uint_eq(len % 8, 0);
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_EnqueueKernel_in, buf, len, &out), 0);
+	ck_assert_uint_eq(out.queue.id, 11);
+	ck_assert_uint_eq(out.kernel.id, 12);
+	ck_assert_uint_eq(out.offset.n, 0);
+	ck_assert_uint_eq(out.global.n, 2);
+	ck_assert_uint_eq(out.global.v[1], 16);
+	ck_assert_uint_eq(out.local.v[0], 64);
+	ck_assert_uint_eq(out.wait.n, 3);
+	ck_assert_uint_eq(out.wait.v[2], 9);
+	ck_assert_uint_eq(out.event.id, 99);
+	free(buf);
+}
+END_TEST
+
+START_TEST(roundtrip_strings)
+{
+	static const char name[] = "vector_add";
+	uint8_t v[5] = { 1, 2, 3, 4, 5 };
+	struct cmx_CreateKernel_in k = { .kernel = { 3 }, .program = { 4 }, .name = { name, sizeof(name) } }, ko;
+	struct cmx_SetKernelArg_in a = { .kernel = { 3 }, .index = 2, .size = 5, .value = { v, 5 } }, ao;
+	size_t len;
+	uint8_t *buf = encode(&cmx_desc_CreateKernel_in, &k, &len);
+
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_CreateKernel_in, buf, len, &ko), 0);
+	ck_assert_str_eq(ko.name.ptr, "vector_add");
+	free(buf);
+	buf = encode(&cmx_desc_SetKernelArg_in, &a, &len);
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_SetKernelArg_in, buf, len, &ao), 0);
+	ck_assert_uint_eq(ao.value.len, 5);
+	ck_assert_mem_eq(ao.value.ptr, v, 5);
+	free(buf);
+}
+END_TEST
+
+/* Every prefix of a valid message is refused, and so is a longer one. */
+START_TEST(truncated_and_trailing)
+{
+	uint64_t g[1] = { 1 };
+	struct cmx_EnqueueKernel_in in = { .queue = { 1 }, .kernel = { 2 }, .global = { g, 1 } }, out;
+	size_t len;
+	uint8_t *buf = encode(&cmx_desc_EnqueueKernel_in, &in, &len), *big;
+
+	for (size_t n = 0; n < len; n += 8)
+		ck_assert_int_eq(cmx_codec_decode(&cmx_desc_EnqueueKernel_in, buf, n, &out), -EBADMSG);
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_EnqueueKernel_in, buf, len - 1, &out), -EBADMSG);
+	big = aligned_alloc(8, len + 8);
+	memcpy(big, buf, len);
+	memset(big + len, 0, 8);
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_EnqueueKernel_in, big, len + 8, &out), -EBADMSG);
+	free(big);
+	free(buf);
+}
+END_TEST
+
+/* Counts beyond the field's limit, or beyond the bytes present, are refused
+ * before anything is multiplied or read. */
+START_TEST(absurd_counts)
+{
+	uint64_t msg[16] = { 0 };
+	struct cmx_EnqueueKernel_in out;
+	struct cmx_CreateKernel_in ko;
+
+	msg[0] = 1;
+	msg[1] = 2;
+	msg[2] = 0;		    /* offset: empty */
+	msg[3] = 4;		    /* global: 4 > max 3 */
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_EnqueueKernel_in, (uint8_t *)msg, sizeof(msg), &out),
+			 -EBADMSG);
+	msg[3] = UINT64_MAX / 8 + 2; /* would wrap when multiplied */
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_EnqueueKernel_in, (uint8_t *)msg, sizeof(msg), &out),
+			 -EBADMSG);
+	/* A string longer than the message. */
+	memset(msg, 0, sizeof(msg));
+	msg[2] = 1000;
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_CreateKernel_in, (uint8_t *)msg, 4 * 8, &ko), -EBADMSG);
+}
+END_TEST
+
+START_TEST(strings_must_be_terminated)
+{
+	uint64_t msg[4] = { 3, 4, 8, 0 };
+	struct cmx_CreateKernel_in ko;
+
+	memcpy(&msg[3], "abcdefgh", 8); /* no NUL inside its length */
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_CreateKernel_in, (uint8_t *)msg, sizeof(msg), &ko),
+			 -EBADMSG);
+	memcpy(&msg[3], "ab\0defg\0", 8); /* a NUL before the end */
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_CreateKernel_in, (uint8_t *)msg, sizeof(msg), &ko),
+			 -EBADMSG);
+	memcpy(&msg[3], "abcdefg\0", 8);
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_CreateKernel_in, (uint8_t *)msg, sizeof(msg), &ko), 0);
+	/* A required name may not be empty. */
+	msg[2] = 0;
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_CreateKernel_in, (uint8_t *)msg, 3 * 8, &ko), -EBADMSG);
+}
+END_TEST
+
+START_TEST(reader_bounds)
+{
+	struct cmx_buf b;
+	struct cmx_reader r;
+	uint64_t len;
+
+	cmx_buf_init(&b);
+	cmx_buf_put_u64(&b, 42);
+	cmx_buf_put_bytes(&b, "hello", 6);
+	cmx_reader_init(&r, b.data, b.len);
+	ck_assert_uint_eq(cmx_reader_u64(&r), 42);
+	ck_assert_str_eq(cmx_reader_bytes(&r, 64, &len), "hello");
+	ck_assert_uint_eq(len, 6);
+	ck_assert_int_eq(r.bad, 0);
+	cmx_reader_u64(&r);
+	ck_assert_int_eq(r.bad, 1);
+	/* A length beyond the limit, and one beyond the data. */
+	cmx_reader_init(&r, b.data + 8, b.len - 8);
+	ck_assert_ptr_null(cmx_reader_bytes(&r, 3, &len));
+	ck_assert_int_eq(r.bad, 1);
+	cmx_reader_init(&r, b.data + 8, 12);
+	ck_assert_ptr_null(cmx_reader_bytes(&r, 64, &len));
+	cmx_buf_fini(&b);
+}
+END_TEST
+
+/* The op table agrees with the schema's rules. */
+START_TEST(op_table)
+{
+	unsigned n = 0;
+
+	for (unsigned op = 0; op < CMX_OP_LIMIT; op++) {
+		const struct cmx_opinfo *oi = cmx_op_info(op);
+		if (!oi)
+			continue;
+		n++;
+		ck_assert_uint_eq(oi->in->op, op);
+		ck_assert(!(oi->flags & CMX_OPF_SYNC) == !oi->out);
+	}
+	ck_assert_uint_gt(n, 60);
+	ck_assert_ptr_null(cmx_op_info(0));
+	ck_assert_ptr_null(cmx_op_info(CMX_OP_LIMIT));
+	ck_assert_ptr_null(cmx_op_info(0xffff));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("codec");
+	TCase *tc = tcase_create("codec");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, roundtrip_enqueue);
+	tcase_add_test(tc, roundtrip_strings);
+	tcase_add_test(tc, truncated_and_trailing);
+	tcase_add_test(tc, absurd_counts);
+	tcase_add_test(tc, strings_must_be_terminated);
+	tcase_add_test(tc, reader_bounds);
+	tcase_add_test(tc, op_table);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
