@@ -19,7 +19,7 @@
 #define CLIENT_CONF "/etc/clmux/client.conf"
 
 struct cmx_icd cmx_icd = {
-	.next_id = 1,
+	.next_id = CMX_FIRST_GUEST_ID,
 	.wait_lock = PTHREAD_MUTEX_INITIALIZER,
 	.wait_cond = PTHREAD_COND_INITIALIZER,
 };
@@ -468,6 +468,14 @@ cl_int cmx_clGetPlatformInfo(cl_platform_id p, cl_platform_info param, size_t si
 		return cmx_info_copy(size, value, size_ret, &timer, sizeof(timer));
 	}
 	return CL_INVALID_VALUE;
+}
+
+/* The loader looks this one up by name too (cl_khr_icd: clIcdGetPlatformIDsKHR,
+ * clGetPlatformInfo and clGetExtensionFunctionAddress). */
+CMX_EXPORT cl_int clGetPlatformInfo(cl_platform_id p, cl_platform_info param, size_t size,
+				    void *value, size_t *size_ret)
+{
+	return cmx_clGetPlatformInfo(p, param, size, value, size_ret);
 }
 
 cl_int cmx_clGetDeviceIDs(cl_platform_id p, cl_device_type type, cl_uint n,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Programs: creation, builds, and the kernel info every build brings back.
 #include "icd.h"
+#include "entry.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -8,10 +9,6 @@
 
 #include "buf.h"
 #include "log.h"
-
-/* guest/icd.c */
-cl_int CL_API_CALL cmx_clRetainContext(cl_context context);
-cl_int CL_API_CALL cmx_clReleaseContext(cl_context context);
 
 /* Devices one call may name (the schema's max for id[]:device). */
 #define PROGRAM_MAX_DEVICES 64

@@ -156,7 +156,7 @@ static int32_t resolve_all(struct cmx_call *c)
 		case CMX_T_NEWID: {
 			uint64_t id = ((struct cmx_ref *)p)->id;
 			if ((!id && !(f->flags & CMX_F_NULLOK)) ||
-			    (id && cmx_objtab_get(&c->s->objs, id)))
+			    (id && (id < CMX_FIRST_GUEST_ID || cmx_objtab_get(&c->s->objs, id))))
 				err = CL_INVALID_VALUE;
 			break;
 		}
@@ -192,6 +192,26 @@ static void poison_new_ids(struct cmx_call *c, int status)
 	}
 }
 
+/* An async call that promised the guest a notification (its `tag`) keeps
+ * the promise when it fails: a read's waiter and a callback's registrant
+ * learn the error instead of waiting forever. */
+static void notify_failure(struct cmx_call *c, int status)
+{
+	const struct cmx_msgdesc *d = c->oi->in;
+	uint64_t tag = 0;
+
+	for (unsigned i = 0; i < d->nfields; i++)
+		if (!strcmp(d->fields[i].name, "tag"))
+			memcpy(&tag, (char *)c->in + d->fields[i].offset, 8);
+	if (c->op == CMX_OP_ReadBuffer || c->op == CMX_OP_ReadBufferRect) {
+		struct cmx_ReadDone_in n = { .tag = tag, .status = status };
+		cmx_session_notify(c->s, &cmx_desc_ReadDone_in, &n, NULL, 0, NULL);
+	} else if (c->op == CMX_OP_SetEventCallback) {
+		struct cmx_EventDone_in n = { .tag = tag, .status = status };
+		cmx_session_notify(c->s, &cmx_desc_EventDone_in, &n, NULL, 0, NULL);
+	}
+}
+
 void cmx_call_done(struct cmx_call *c, int status)
 {
 	struct cmx_session *s = c->s;
@@ -206,8 +226,10 @@ void cmx_call_done(struct cmx_call *c, int status)
 		s->async_errors++;
 		cmx_dbg("session %llu: async %s failed: %d", (unsigned long long)s->id,
 			c->oi->in->name, status);
-		if (!s->closed)
+		if (!s->closed) {
 			poison_new_ids(c, status);
+			notify_failure(c, status);
+		}
 		if (c->rbulk_free)
 			c->rbulk_free(c->rbulk);
 	}

@@ -58,7 +58,7 @@ int cmx_device_open(struct cmx_server *srv, const char *spec)
 {
 	struct candidate all[64];
 	int n = list_devices(all, 64), pick = -1;
-	char ver[64] = "";
+	char ver[512] = "";
 	int major = 1, minor = 0;
 
 	if (!n) {

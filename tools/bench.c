@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // bench: the same OpenCL microbenchmarks on a native and the clmux platform, side by side.
 #define _GNU_SOURCE
+#ifndef CL_USE_DEPRECATED_OPENCL_1_2_APIS
 #define CL_USE_DEPRECATED_OPENCL_1_2_APIS
+#endif
 #ifndef CL_TARGET_OPENCL_VERSION
 #define CL_TARGET_OPENCL_VERSION 300
 #endif

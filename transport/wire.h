@@ -32,6 +32,10 @@ _Static_assert(sizeof(struct cmx_hdr) == CMX_HDR_SIZE, "header layout");
 #define CMX_MAX_BULK (16ull << 30)     /* payload of one message */
 #define CMX_MAX_ARRAY (1u << 20)       /* elements of one array argument */
 
+/* Ids below this are the host's (devices: 1..n, given at Hello); the guest
+ * numbers the objects it creates from here up. */
+#define CMX_FIRST_GUEST_ID 0x10000u
+
 /* Handle kinds named by `id` arguments; the host checks type and owner. */
 enum cmx_kind {
 	CMX_K_NONE = 0,

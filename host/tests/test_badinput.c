@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../guest/tests/e2e.h"
@@ -234,10 +235,10 @@ START_TEST(forged_ids)
 {
 	struct client a, b;
 	uint64_t devs[1] = { 1 };
-	struct cmx_CreateContext_in ctx = { .context = { 100 }, .devices = { devs, 1 } };
-	struct cmx_GetContextInfo_in q = { .context = { 100 }, .param = CL_CONTEXT_NUM_DEVICES };
+	struct cmx_CreateContext_in ctx = { .context = { 0x10100 }, .devices = { devs, 1 } };
+	struct cmx_GetContextInfo_in q = { .context = { 0x10100 }, .param = CL_CONTEXT_NUM_DEVICES };
 	struct cmx_GetContextInfo_out out;
-	struct cmx_GetDeviceInfo_in dq = { .device = { 100 }, .param = CL_DEVICE_NAME };
+	struct cmx_GetDeviceInfo_in dq = { .device = { 0x10100 }, .param = CL_DEVICE_NAME };
 	struct cmx_GetDeviceInfo_out dout;
 	struct cmx_GetMemInfo_in mq = { .mem = { 0xdeadbeef }, .param = CL_MEM_SIZE };
 	struct cmx_GetMemInfo_out mout;
@@ -282,11 +283,11 @@ START_TEST(killed_mid_transfer)
 	if (pid == 0) {
 		struct client c;
 		uint64_t devs[1] = { 1 }, qprops[1] = { 0 };
-		struct cmx_CreateContext_in ctx = { .context = { 10 }, .devices = { devs, 1 } };
-		struct cmx_CreateQueue_in qu = { .queue = { 11 }, .context = { 10 }, .device = { 1 },
+		struct cmx_CreateContext_in ctx = { .context = { 0x10010 }, .devices = { devs, 1 } };
+		struct cmx_CreateQueue_in qu = { .queue = { 0x10011 }, .context = { 0x10010 }, .device = { 1 },
 						 .props = { qprops, 1 } };
-		struct cmx_CreateBuffer_in buf = { .mem = { 12 }, .context = { 10 }, .size = 16 << 20 };
-		struct cmx_WriteBuffer_in wr = { .queue = { 11 }, .mem = { 12 }, .size = 16 << 20 };
+		struct cmx_CreateBuffer_in buf = { .mem = { 0x10012 }, .context = { 0x10010 }, .size = 16 << 20 };
+		struct cmx_WriteBuffer_in wr = { .queue = { 0x10011 }, .mem = { 0x10012 }, .size = 16 << 20 };
 		struct cmx_Ping_in pin = { 0 };
 		struct cmx_Ping_out pout;
 		static uint8_t half[8 << 20];

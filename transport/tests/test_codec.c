@@ -165,7 +165,7 @@ START_TEST(op_table)
 		ck_assert_uint_eq(oi->in->op, op);
 		ck_assert(!(oi->flags & CMX_OPF_SYNC) == !oi->out);
 	}
-	ck_assert_uint_gt(n, 60);
+	ck_assert_uint_ge(n, 60); /* every call of the schema */
 	ck_assert_ptr_null(cmx_op_info(0));
 	ck_assert_ptr_null(cmx_op_info(CMX_OP_LIMIT));
 	ck_assert_ptr_null(cmx_op_info(0xffff));

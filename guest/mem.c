@@ -1,0 +1,1468 @@
+// SPDX-License-Identifier: MIT
+// Buffers, sub-buffers, transfers and maps; the image, sampler, pipe and SVM
+// entry points answer as a device without those capabilities.
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "entry.h"
+#include "icd.h"
+
+/*
+ * Everything the spec requires to fail synchronously is decided here, from
+ * the sizes and flags the guest keeps: the daemon hears only of commands
+ * that pass, and non-blocking ones travel without a round trip.
+ */
+
+#define ACCESS_FLAGS	  (CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY)
+#define HOST_ACCESS_FLAGS (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
+#define HOST_PTR_FLAGS	  (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR)
+#define MAP_WRITES	  (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION)
+
+void cmx_mem_destructor_fired(uint64_t tag);
+
+/* One clEnqueueMapBuffer not yet unmapped, on its buffer's `maps` list. */
+struct cmx_mapping {
+	void *ptr;
+	size_t offset, size;
+	cl_map_flags flags;
+	int owned;   /* ptr is ours, not the application's host_ptr */
+	int landing; /* a non-blocking map's read is on its way (map_lock) */
+	int dropped; /* unmapped or released before it landed (map_lock) */
+	struct cmx_mapping *next;
+};
+
+/* A destructor as the daemon knows it: the tag is this struct's address,
+ * which is also that of the cmx_destructor (first member). */
+struct mem_destructor {
+	struct cmx_destructor d;
+	cl_mem mem;
+};
+
+/* Mappings whose read is still landing: the notification thread and the
+ * threads that unmap meet here. */
+static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t map_cond = PTHREAD_COND_INITIALIZER;
+
+static void *fail(cl_int *errcode_ret, cl_int e)
+{
+	if (errcode_ret)
+		*errcode_ret = e;
+	return NULL;
+}
+
+static void *succeed(cl_int *errcode_ret, void *p)
+{
+	if (errcode_ret)
+		*errcode_ret = CL_SUCCESS;
+	return p;
+}
+
+static size_t align_bytes(cl_device_id d)
+{
+	return d->mem_base_addr_align >= 8 ? d->mem_base_addr_align / 8 : 1;
+}
+
+/* [off, off + len) inside size bytes, len not 0; written not to wrap. */
+static int in_range(size_t off, size_t len, size_t size)
+{
+	return len && off <= size && len <= size - off;
+}
+
+static int at_most_one(cl_mem_flags f)
+{
+	return !(f & (f - 1));
+}
+
+/* ---- flags and checks shared by the entry points ---- */
+
+static cl_int flags_check(cl_mem_flags f)
+{
+	if (f & ~(cl_mem_flags)(ACCESS_FLAGS | HOST_ACCESS_FLAGS | HOST_PTR_FLAGS))
+		return CL_INVALID_VALUE;
+	if (!at_most_one(f & ACCESS_FLAGS) || !at_most_one(f & HOST_ACCESS_FLAGS))
+		return CL_INVALID_VALUE;
+	if ((f & CL_MEM_USE_HOST_PTR) && (f & (CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR)))
+		return CL_INVALID_VALUE;
+	return CL_SUCCESS;
+}
+
+/* A sub-buffer's flags may narrow its parent's, never widen them; what they
+ * leave out (and the host pointer flags) it inherits. */
+static cl_int sub_flags(cl_mem_flags pf, cl_mem_flags f, cl_mem_flags *out)
+{
+	if (flags_check(f) || (f & HOST_PTR_FLAGS))
+		return CL_INVALID_VALUE;
+	if (((pf & CL_MEM_WRITE_ONLY) && (f & (CL_MEM_READ_WRITE | CL_MEM_READ_ONLY))) ||
+	    ((pf & CL_MEM_READ_ONLY) && (f & (CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY))) ||
+	    ((pf & CL_MEM_HOST_WRITE_ONLY) && (f & CL_MEM_HOST_READ_ONLY)) ||
+	    ((pf & CL_MEM_HOST_READ_ONLY) && (f & CL_MEM_HOST_WRITE_ONLY)) ||
+	    ((pf & CL_MEM_HOST_NO_ACCESS) &&
+	     (f & (CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_WRITE_ONLY))))
+		return CL_INVALID_VALUE;
+	if (!(f & ACCESS_FLAGS))
+		f |= pf & ACCESS_FLAGS;
+	if (!(f & HOST_ACCESS_FLAGS))
+		f |= pf & HOST_ACCESS_FLAGS;
+	*out = f | (pf & HOST_PTR_FLAGS);
+	return CL_SUCCESS;
+}
+
+/* The checks every buffer command starts with. */
+static cl_int check_qmem(cl_command_queue q, cl_mem m)
+{
+	if (!CMX_IS(q, CMX_MAGIC_QUEUE))
+		return CL_INVALID_COMMAND_QUEUE;
+	if (!CMX_IS(m, CMX_MAGIC_MEM) || m->type != CL_MEM_OBJECT_BUFFER)
+		return CL_INVALID_MEM_OBJECT;
+	if (m->ctx != q->ctx)
+		return CL_INVALID_CONTEXT;
+	if (m->parent && m->origin % align_bytes(q->device))
+		return CL_MISALIGNED_SUB_BUFFER_OFFSET;
+	return CL_SUCCESS;
+}
+
+/* CL_MEM_HOST_*: what the application promised not to do from the host. */
+static cl_int host_access(cl_mem m, int reads, int writes)
+{
+	if (reads && (m->flags & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS)))
+		return CL_INVALID_OPERATION;
+	if (writes && (m->flags & (CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)))
+		return CL_INVALID_OPERATION;
+	return CL_SUCCESS;
+}
+
+/* ---- commands: wait list, event, and what follows a blocking one ---- */
+
+struct cmd {
+	struct cmx_waitlist w;
+	cl_event ev;	/* the application's event, or NULL */
+	uint64_t ev_id; /* its id on the wire, 0 for none */
+	cl_event *want;
+};
+
+#define CMD_WAIT(c) ((struct cmx_refs){.v = (c)->w.ids, .n = (c)->w.n})
+
+/* The last check (the wait list), then the command's event: a command that
+ * fails a check never creates one. */
+static cl_int cmd_begin(struct cmd *c, cl_command_queue q, cl_uint n, const cl_event *list,
+			cl_event *want, cl_command_type type)
+{
+	cl_int e = cmx_waitlist_init(&c->w, n, list, q->ctx);
+
+	if (e)
+		return e;
+	c->want = want;
+	c->ev = cmx_event_for(want, q, type, &c->ev_id);
+	if (want && !c->ev) {
+		cmx_waitlist_fini(&c->w);
+		return CL_OUT_OF_HOST_MEMORY;
+	}
+	return CL_SUCCESS;
+}
+
+/* Hands the event to the application, or drops it when the daemon never
+ * got the command (it has not heard of the event either). */
+static cl_int cmd_end(struct cmd *c, cl_int e)
+{
+	if (e && c->ev) {
+		cmx_event_discard(c->ev);
+		*c->want = NULL;
+	}
+	cmx_waitlist_fini(&c->w);
+	return e;
+}
+
+/*
+ * A blocking command's reply comes on the call channel, but the data of
+ * non-blocking reads it was ordered after comes on the notification channel
+ * and may trail it. In order, everything enqueued earlier is complete once
+ * this command is, so its data must be there too; out of order, only the
+ * wait list is.
+ */
+static void blocking_done(cl_command_queue q, cl_uint n, const cl_event *list)
+{
+	if (!(q->props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))
+		cmx_queue_wait_data(q);
+	else if (n && list)
+		cmx_events_wait_data(n, list);
+}
+
+static cl_int reply_status(int e, struct cmx_reply *r)
+{
+	cl_int status;
+
+	if (e)
+		return cmx_transport_err(e);
+	status = r->status;
+	cmx_reply_fini(r);
+	return status;
+}
+
+static cl_int send_marker(cl_command_queue q, struct cmd *c)
+{
+	struct cmx_EnqueueMarker_in in = {
+	    .queue = {q->id}, .wait = CMD_WAIT(c), .event = {c->ev_id}};
+
+	return CMX_SEND(EnqueueMarker, &in);
+}
+
+/*
+ * A read whose data lands later: the notification thread calls
+ * cmx_read_landed() with it, which decrements q->pending, completes the
+ * event's data and frees it (and `dst` when `out` is set: a packed rect).
+ */
+static struct cmx_pending_read *pending_new(cl_command_queue q, cl_event ev, void *dst,
+					    uint64_t len)
+{
+	struct cmx_pending_read *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->dst = dst;
+	p->len = len;
+	p->queue = q;
+	p->event = ev;
+	/* Counted before the read is sent; pairs with the decrement (under
+	 * wait_lock) in cmx_read_landed(). */
+	atomic_fetch_add(&q->pending, 1);
+	if (ev) {
+		cmx_clRetainEvent(ev);
+		atomic_store(&ev->data_pending, 1);
+	}
+	return p;
+}
+
+/* Undoes pending_new() for a read that was never sent: the same path as a
+ * read that failed, so the counts and waiters are settled in one place. */
+static void pending_cancel(struct cmx_pending_read *p)
+{
+	cmx_read_landed(p, CL_OUT_OF_RESOURCES);
+}
+
+/* Reads [off, off + size) of m into dst for a command that passed its
+ * checks: blocking, the data is in dst on return; otherwise it lands later
+ * and `finish` runs then. */
+static cl_int read_region(cl_command_queue q, cl_mem m, cl_bool blocking, size_t off, size_t size,
+			  void *dst, struct cmd *c, void (*finish)(struct cmx_pending_read *, int),
+			  void *arg)
+{
+	struct cmx_ReadBuffer_in in = {.queue = {q->id},
+				       .mem = {m->id},
+				       .offset = off,
+				       .size = size,
+				       .wait = CMD_WAIT(c),
+				       .event = {c->ev_id}};
+	struct cmx_pending_read *p;
+	cl_int e;
+
+	_Static_assert(offsetof(struct cmx_ReadBuffer_in, tag) ==
+			   sizeof(struct cmx_ReadBufferSync_in),
+		       "the async read is the sync one plus a tag");
+	if (blocking) {
+		struct cmx_ReadBufferSync_out out;
+		struct cmx_reply r;
+
+		return reply_status(cmx_rpc_ReadBufferSync(cmx_icd.s,
+							   (struct cmx_ReadBufferSync_in *)&in,
+							   &out, &r, dst, size),
+				    &r);
+	}
+	p = pending_new(q, c->ev, dst, size);
+	if (!p)
+		return CL_OUT_OF_HOST_MEMORY;
+	p->finish = finish;
+	p->arg = arg;
+	in.tag = (uintptr_t)p;
+	e = CMX_SEND(ReadBuffer, &in);
+	if (e)
+		pending_cancel(p);
+	return e;
+}
+
+/* ---- creation and lifetime ---- */
+
+static cl_mem mem_new(cl_context ctx, cl_mem_flags flags, size_t size)
+{
+	cl_mem m = cmx_object_new(sizeof(*m), CMX_MAGIC_MEM);
+
+	if (!m)
+		return NULL;
+	m->ctx = ctx;
+	m->type = CL_MEM_OBJECT_BUFFER;
+	m->flags = flags;
+	m->size = size;
+	atomic_init(&m->map_count, 0);
+	pthread_mutex_init(&m->lock, NULL);
+	return m;
+}
+
+static void mapping_drop(struct cmx_mapping *mp);
+
+/* The last of the struct: no reference and no destructor left to run. */
+static void mem_free(cl_mem m)
+{
+	while (m->maps) {
+		struct cmx_mapping *mp = m->maps;
+
+		m->maps = mp->next;
+		mapping_drop(mp);
+	}
+	pthread_mutex_destroy(&m->lock);
+	free(m->props);
+	free(m);
+}
+
+static cl_mem buffer_create(cl_context ctx, const cl_mem_properties *props, cl_mem_flags flags,
+			    size_t size, void *host_ptr, cl_int *errcode_ret)
+{
+	int has_host = (flags & (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR)) != 0;
+	struct cmx_CreateBuffer_in in;
+	cl_ulong max_alloc = 0;
+	cl_mem m;
+	cl_int e;
+
+	if (!CMX_IS(ctx, CMX_MAGIC_CONTEXT))
+		return fail(errcode_ret, CL_INVALID_CONTEXT);
+	/* No buffer property is supported: only an empty list passes. */
+	if (props && props[0])
+		return fail(errcode_ret, CL_INVALID_PROPERTY);
+	if (flags_check(flags))
+		return fail(errcode_ret, CL_INVALID_VALUE);
+	for (cl_uint i = 0; i < ctx->ndevices; i++)
+		if (ctx->devices[i]->max_alloc > max_alloc)
+			max_alloc = ctx->devices[i]->max_alloc;
+	if (!size || (max_alloc && size > max_alloc))
+		return fail(errcode_ret, CL_INVALID_BUFFER_SIZE);
+	if (has_host != (host_ptr != NULL))
+		return fail(errcode_ret, CL_INVALID_HOST_PTR);
+
+	m = mem_new(ctx, flags, size);
+	if (!m)
+		return fail(errcode_ret, CL_OUT_OF_HOST_MEMORY);
+	if (props) {
+		m->props = calloc(1, sizeof(*m->props));
+		m->nprops = 1;
+		if (!m->props) {
+			mem_free(m);
+			return fail(errcode_ret, CL_OUT_OF_HOST_MEMORY);
+		}
+	}
+	if (flags & CL_MEM_USE_HOST_PTR)
+		m->host_ptr = host_ptr;
+
+	/* The contents travel with the creation; for USE_HOST_PTR the daemon
+	 * keeps a copy and the guest syncs host_ptr at map/unmap. */
+	in = (struct cmx_CreateBuffer_in){
+	    .mem = {m->id}, .context = {ctx->id}, .flags = flags, .size = size};
+	e = CMX_SEND(CreateBuffer, &in, has_host ? host_ptr : NULL, has_host ? size : 0);
+	if (e) {
+		mem_free(m);
+		return fail(errcode_ret, e);
+	}
+	cmx_clRetainContext(ctx);
+	return succeed(errcode_ret, m);
+}
+
+cl_mem cmx_clCreateBuffer(cl_context ctx, cl_mem_flags flags, size_t size, void *host_ptr,
+			  cl_int *errcode_ret)
+{
+	return buffer_create(ctx, NULL, flags, size, host_ptr, errcode_ret);
+}
+
+cl_mem cmx_clCreateBufferWithProperties(cl_context ctx, const cl_mem_properties *props,
+					cl_mem_flags flags, size_t size, void *host_ptr,
+					cl_int *errcode_ret)
+{
+	return buffer_create(ctx, props, flags, size, host_ptr, errcode_ret);
+}
+
+/* Some device of the context takes a sub-buffer starting there. */
+static int origin_aligned(cl_context ctx, size_t origin)
+{
+	for (cl_uint i = 0; i < ctx->ndevices; i++)
+		if (origin % align_bytes(ctx->devices[i]) == 0)
+			return 1;
+	return 0;
+}
+
+cl_mem cmx_clCreateSubBuffer(cl_mem parent, cl_mem_flags flags, cl_buffer_create_type type,
+			     const void *info, cl_int *errcode_ret)
+{
+	const cl_buffer_region *r = info;
+	struct cmx_CreateSubBuffer_in in;
+	cl_mem_flags all;
+	cl_mem m;
+	cl_int e;
+
+	if (!CMX_IS(parent, CMX_MAGIC_MEM) || parent->type != CL_MEM_OBJECT_BUFFER ||
+	    parent->parent)
+		return fail(errcode_ret, CL_INVALID_MEM_OBJECT);
+	if (sub_flags(parent->flags, flags, &all) || type != CL_BUFFER_CREATE_TYPE_REGION || !r)
+		return fail(errcode_ret, CL_INVALID_VALUE);
+	if (r->origin > parent->size || r->size > parent->size - r->origin)
+		return fail(errcode_ret, CL_INVALID_VALUE);
+	if (!r->size)
+		return fail(errcode_ret, CL_INVALID_BUFFER_SIZE);
+	if (!origin_aligned(parent->ctx, r->origin))
+		return fail(errcode_ret, CL_MISALIGNED_SUB_BUFFER_OFFSET);
+
+	m = mem_new(parent->ctx, all, r->size);
+	if (!m)
+		return fail(errcode_ret, CL_OUT_OF_HOST_MEMORY);
+	m->parent = parent;
+	m->origin = r->origin;
+	if (parent->host_ptr)
+		m->host_ptr = (char *)parent->host_ptr + r->origin;
+	/* The daemon gets the flags as given: the native call inherits too. */
+	in = (struct cmx_CreateSubBuffer_in){.mem = {m->id},
+					     .parent = {parent->id},
+					     .flags = flags,
+					     .origin = r->origin,
+					     .size = r->size};
+	e = CMX_SEND(CreateSubBuffer, &in);
+	if (e) {
+		mem_free(m);
+		return fail(errcode_ret, e);
+	}
+	/* The parent outlives its sub-buffers, here and (by this order of
+	 * releases) in the daemon. */
+	cmx_clRetainMemObject(parent);
+	cmx_clRetainContext(m->ctx);
+	return succeed(errcode_ret, m);
+}
+
+cl_int cmx_clRetainMemObject(cl_mem m)
+{
+	if (!CMX_IS(m, CMX_MAGIC_MEM))
+		return CL_INVALID_MEM_OBJECT;
+	atomic_fetch_add(&m->refs, 1);
+	return CL_SUCCESS;
+}
+
+/*
+ * The last reference: the daemon releases the native object, whose
+ * destruction fires the destructors (MemDestroyed). The struct stays until
+ * the last of them ran, so each gets the cl_mem it was registered on.
+ */
+cl_int cmx_clReleaseMemObject(cl_mem m)
+{
+	struct cmx_ReleaseMem_in in;
+	cl_context ctx;
+	cl_mem parent;
+	int waiting;
+
+	if (!CMX_IS(m, CMX_MAGIC_MEM))
+		return CL_INVALID_MEM_OBJECT;
+	if (atomic_fetch_sub(&m->refs, 1) != 1)
+		return CL_SUCCESS;
+	m->magic = 0; /* a stale handle now fails CMX_IS */
+	ctx = m->ctx;
+	parent = m->parent;
+	in.mem.id = m->id;
+	/* No destructor can be added now (no reference is left) and none can
+	 * fire before ReleaseMem is sent: past the send, m may be freed by
+	 * cmx_mem_destructor_fired() when `waiting`. */
+	pthread_mutex_lock(&m->lock);
+	waiting = m->destructors != NULL;
+	pthread_mutex_unlock(&m->lock);
+	CMX_SEND(ReleaseMem, &in); /* a broken session has dropped it already */
+	if (!waiting)
+		mem_free(m);
+	if (parent)
+		cmx_clReleaseMemObject(parent);
+	cmx_clReleaseContext(ctx);
+	return CL_SUCCESS;
+}
+
+cl_int cmx_clSetMemObjectDestructorCallback(cl_mem m, void(CL_CALLBACK *fn)(cl_mem, void *),
+					    void *user_data)
+{
+	struct cmx_SetMemDestructor_in in;
+	struct mem_destructor *d;
+	struct cmx_destructor **p;
+	cl_int e;
+
+	if (!CMX_IS(m, CMX_MAGIC_MEM))
+		return CL_INVALID_MEM_OBJECT;
+	if (!fn)
+		return CL_INVALID_VALUE;
+	d = malloc(sizeof(*d));
+	if (!d)
+		return CL_OUT_OF_HOST_MEMORY;
+	d->d.fn = (void(CL_CALLBACK *)(void *, void *))fn;
+	d->d.user_data = user_data;
+	d->mem = m;
+	pthread_mutex_lock(&m->lock);
+	d->d.next = m->destructors;
+	m->destructors = &d->d;
+	pthread_mutex_unlock(&m->lock);
+	in.mem.id = m->id;
+	in.tag = (uintptr_t)d;
+	e = CMX_SEND(SetMemDestructor, &in);
+	if (e) {
+		pthread_mutex_lock(&m->lock);
+		for (p = &m->destructors; *p != &d->d; p = &(*p)->next)
+			;
+		*p = d->d.next;
+		pthread_mutex_unlock(&m->lock);
+		free(d);
+	}
+	return e;
+}
+
+/* MemDestroyed(tag), on the notification thread. The daemon registered the
+ * native callbacks in our order, so they arrive in reverse, as the spec
+ * wants. */
+void cmx_mem_destructor_fired(uint64_t tag)
+{
+	struct mem_destructor *d = (struct mem_destructor *)(uintptr_t)tag;
+	struct cmx_destructor **p;
+	cl_mem m = d->mem;
+	int last;
+
+	pthread_mutex_lock(&m->lock);
+	for (p = &m->destructors; *p && *p != &d->d; p = &(*p)->next)
+		;
+	if (*p)
+		*p = d->d.next;
+	last = m->destructors == NULL;
+	pthread_mutex_unlock(&m->lock);
+	d->d.fn(m, d->d.user_data);
+	free(d);
+	/* Destruction follows the last release, so refs is 0 here. */
+	if (last && atomic_load(&m->refs) == 0)
+		mem_free(m);
+}
+
+cl_int cmx_clGetMemObjectInfo(cl_mem m, cl_mem_info param, size_t size, void *value,
+			      size_t *size_ret)
+{
+	union {
+		cl_mem_object_type type;
+		cl_mem_flags flags;
+		size_t size;
+		void *ptr;
+		cl_uint u;
+		cl_context ctx;
+		cl_mem mem;
+		cl_bool b;
+	} v;
+	size_t n;
+
+	if (!CMX_IS(m, CMX_MAGIC_MEM))
+		return CL_INVALID_MEM_OBJECT;
+	switch (param) {
+	case CL_MEM_TYPE:
+		v.type = m->type, n = sizeof(v.type);
+		break;
+	case CL_MEM_FLAGS:
+		v.flags = m->flags, n = sizeof(v.flags);
+		break;
+	case CL_MEM_SIZE:
+		v.size = m->size, n = sizeof(v.size);
+		break;
+	case CL_MEM_HOST_PTR:
+		v.ptr = m->host_ptr, n = sizeof(v.ptr);
+		break;
+	case CL_MEM_MAP_COUNT:
+		v.u = atomic_load(&m->map_count), n = sizeof(v.u);
+		break;
+	case CL_MEM_REFERENCE_COUNT:
+		v.u = atomic_load(&m->refs), n = sizeof(v.u);
+		break;
+	case CL_MEM_CONTEXT:
+		v.ctx = m->ctx, n = sizeof(v.ctx);
+		break;
+	case CL_MEM_ASSOCIATED_MEMOBJECT:
+		v.mem = m->parent, n = sizeof(v.mem);
+		break;
+	case CL_MEM_OFFSET:
+		v.size = m->origin, n = sizeof(v.size);
+		break;
+	case CL_MEM_USES_SVM_POINTER:
+		v.b = CL_FALSE, n = sizeof(v.b);
+		break;
+	case CL_MEM_PROPERTIES:
+		return cmx_info_copy(size, value, size_ret, m->props,
+				     m->nprops * sizeof(*m->props));
+	default:
+		return CL_INVALID_VALUE;
+	}
+	return cmx_info_copy(size, value, size_ret, &v, n);
+}
+
+/* ---- reads and writes ---- */
+
+cl_int cmx_clEnqueueReadBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, size_t off,
+			       size_t size, void *ptr, cl_uint n, const cl_event *list,
+			       cl_event *event)
+{
+	struct cmd c;
+	cl_int e = check_qmem(q, m);
+
+	if (!e && (!ptr || !in_range(off, size, m->size)))
+		e = CL_INVALID_VALUE;
+	if (!e)
+		e = host_access(m, 1, 0);
+	if (e || (e = cmd_begin(&c, q, n, list, event, CL_COMMAND_READ_BUFFER)))
+		return e;
+	e = cmd_end(&c, read_region(q, m, blocking, off, size, ptr, &c, NULL, NULL));
+	if (!e && blocking)
+		blocking_done(q, n, list);
+	return e;
+}
+
+cl_int cmx_clEnqueueWriteBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, size_t off,
+				size_t size, const void *ptr, cl_uint n, const cl_event *list,
+				cl_event *event)
+{
+	struct cmx_WriteBuffer_in in;
+	struct cmd c;
+	cl_int e = check_qmem(q, m);
+
+	if (!e && (!ptr || !in_range(off, size, m->size)))
+		e = CL_INVALID_VALUE;
+	if (!e)
+		e = host_access(m, 0, 1);
+	if (e || (e = cmd_begin(&c, q, n, list, event, CL_COMMAND_WRITE_BUFFER)))
+		return e;
+	in = (struct cmx_WriteBuffer_in){.queue = {q->id},
+					 .mem = {m->id},
+					 .offset = off,
+					 .size = size,
+					 .wait = CMD_WAIT(&c),
+					 .event = {c.ev_id}};
+	/* Either way the data leaves with the command: ptr is free on return. */
+	if (blocking) {
+		struct cmx_WriteBufferSync_out out;
+		struct cmx_reply r;
+
+		_Static_assert(sizeof(struct cmx_WriteBufferSync_in) == sizeof(in), "one layout");
+		e = reply_status(cmx_rpc_WriteBufferSync(cmx_icd.s,
+							 (struct cmx_WriteBufferSync_in *)&in, ptr,
+							 size, &out, &r),
+				 &r);
+	} else {
+		e = CMX_SEND(WriteBuffer, &in, ptr, size);
+	}
+	e = cmd_end(&c, e);
+	if (!e && blocking)
+		blocking_done(q, n, list);
+	return e;
+}
+
+/* ---- rectangles ---- */
+
+/* A rect transfer's checked geometry, default pitches filled in. The wire's
+ * host side is packed: rows of region[0], slices of region[0] * region[1]. */
+struct rect {
+	uint64_t bo[3], r[3]; /* buffer origin and region, for the wire */
+	size_t brow, bslice;  /* buffer pitches */
+	size_t hrow, hslice;  /* host pitches */
+	size_t host_off;      /* of host_origin in the application's memory */
+	size_t packed;	      /* bytes on the wire */
+};
+
+/* The spec's defaults for 0, and its rules for pitches given. */
+static int pitches_bad(const size_t r[3], size_t *row, size_t *slice)
+{
+	size_t min;
+
+	if (!*row)
+		*row = r[0];
+	else if (*row < r[0])
+		return 1;
+	if (__builtin_mul_overflow(r[1], *row, &min))
+		return 1;
+	if (!*slice)
+		*slice = min;
+	else if (*slice < min || *slice % *row)
+		return 1;
+	return 0;
+}
+
+/* One past the last byte a rect touches; nonzero when that overflows. */
+static int rect_end(const size_t o[3], const size_t r[3], size_t row, size_t slice, size_t *end)
+{
+	size_t z, y, a, b;
+
+	return __builtin_add_overflow(o[2], r[2] - 1, &z) || __builtin_mul_overflow(z, slice, &a) ||
+	       __builtin_add_overflow(o[1], r[1] - 1, &y) || __builtin_mul_overflow(y, row, &b) ||
+	       __builtin_add_overflow(a, b, end) || __builtin_add_overflow(*end, o[0], end) ||
+	       __builtin_add_overflow(*end, r[0], end);
+}
+
+static size_t rect_start(const size_t o[3], size_t row, size_t slice)
+{
+	return o[2] * slice + o[1] * row + o[0];
+}
+
+static cl_int rect_check(cl_mem m, const size_t bo[3], const size_t ho[3], const size_t r[3],
+			 size_t brow, size_t bslice, size_t hrow, size_t hslice, const void *ptr,
+			 struct rect *x)
+{
+	size_t end;
+
+	if (!bo || !ho || !r || !ptr || !r[0] || !r[1] || !r[2])
+		return CL_INVALID_VALUE;
+	if (pitches_bad(r, &brow, &bslice) || pitches_bad(r, &hrow, &hslice))
+		return CL_INVALID_VALUE;
+	if (rect_end(bo, r, brow, bslice, &end) || end > m->size)
+		return CL_INVALID_VALUE;
+	if (rect_end(ho, r, hrow, hslice, &end))
+		return CL_INVALID_VALUE;
+	for (int i = 0; i < 3; i++) {
+		x->bo[i] = bo[i];
+		x->r[i] = r[i];
+	}
+	x->brow = brow, x->bslice = bslice;
+	x->hrow = hrow, x->hslice = hslice;
+	x->host_off = rect_start(ho, hrow, hslice);
+	/* No overflow: the buffer side, at least this large, fits in size. */
+	x->packed = r[0] * r[1] * r[2];
+	return CL_SUCCESS;
+}
+
+/* The host region is already packed: it can go or land as it is. */
+static int rect_is_packed(const struct rect *x)
+{
+	return (x->r[1] == 1 || x->hrow == x->r[0]) &&
+	       (x->r[2] == 1 || x->hslice == x->r[0] * x->r[1]);
+}
+
+/* Copies the host region between the application's pitched memory and a
+ * packed buffer, in the direction `pack` says. */
+static void rect_copy(const struct rect *x, char *pitched, char *packed, int pack)
+{
+	size_t w = x->r[0];
+
+	for (size_t z = 0; z < x->r[2]; z++)
+		for (size_t y = 0; y < x->r[1]; y++) {
+			char *h = pitched + z * x->hslice + y * x->hrow;
+			char *p = packed + (z * x->r[1] + y) * w;
+
+			memcpy(pack ? p : h, pack ? h : p, w);
+		}
+}
+
+cl_int cmx_clEnqueueReadBufferRect(cl_command_queue q, cl_mem m, cl_bool blocking, const size_t *bo,
+				   const size_t *ho, const size_t *region, size_t brow,
+				   size_t bslice, size_t hrow, size_t hslice, void *ptr, cl_uint n,
+				   const cl_event *list, cl_event *event)
+{
+	struct cmx_ReadBufferRect_in in;
+	struct cmx_pending_read *p;
+	struct rect x;
+	struct cmd c;
+	char *out;
+	void *tmp;
+	cl_int e = check_qmem(q, m);
+
+	if (!e)
+		e = rect_check(m, bo, ho, region, brow, bslice, hrow, hslice, ptr, &x);
+	if (!e)
+		e = host_access(m, 1, 0);
+	if (e)
+		return e;
+	out = (char *)ptr + x.host_off;
+	tmp = rect_is_packed(&x) ? out : malloc(x.packed);
+	if (!tmp)
+		return CL_OUT_OF_HOST_MEMORY;
+	e = cmd_begin(&c, q, n, list, event, CL_COMMAND_READ_BUFFER_RECT);
+	if (e)
+		goto out_tmp;
+	in = (struct cmx_ReadBufferRect_in){.queue = {q->id},
+					    .mem = {m->id},
+					    .origin = {x.bo, 3},
+					    .region = {x.r, 3},
+					    .row_pitch = x.brow,
+					    .slice_pitch = x.bslice,
+					    .wait = CMD_WAIT(&c),
+					    .event = {c.ev_id}};
+	if (blocking) {
+		struct cmx_ReadBufferRectSync_out o;
+		struct cmx_reply r;
+
+		_Static_assert(offsetof(struct cmx_ReadBufferRect_in, tag) ==
+				   sizeof(struct cmx_ReadBufferRectSync_in),
+			       "the async rect read is the sync one plus a tag");
+		e = reply_status(cmx_rpc_ReadBufferRectSync(cmx_icd.s,
+							    (struct cmx_ReadBufferRectSync_in *)&in,
+							    &o, &r, tmp, x.packed),
+				 &r);
+		if (!e && tmp != out)
+			rect_copy(&x, out, tmp, 0);
+		e = cmd_end(&c, e);
+		if (!e)
+			blocking_done(q, n, list);
+		goto out_tmp;
+	}
+	p = pending_new(q, c.ev, tmp, x.packed);
+	if (!p) {
+		e = cmd_end(&c, CL_OUT_OF_HOST_MEMORY);
+		goto out_tmp;
+	}
+	if (tmp != out) {
+		/* cmx_read_landed() spreads it out (host pitches) and frees tmp. */
+		p->out = out;
+		for (int i = 0; i < 3; i++)
+			p->region[i] = x.r[i];
+		p->row_pitch = x.hrow;
+		p->slice_pitch = x.hslice;
+	}
+	in.tag = (uintptr_t)p;
+	e = CMX_SEND(ReadBufferRect, &in);
+	if (e)
+		pending_cancel(p); /* frees tmp too */
+	return cmd_end(&c, e);
+
+out_tmp:
+	if (tmp != out)
+		free(tmp);
+	return e;
+}
+
+cl_int cmx_clEnqueueWriteBufferRect(cl_command_queue q, cl_mem m, cl_bool blocking,
+				    const size_t *bo, const size_t *ho, const size_t *region,
+				    size_t brow, size_t bslice, size_t hrow, size_t hslice,
+				    const void *ptr, cl_uint n, const cl_event *list,
+				    cl_event *event)
+{
+	struct cmx_WriteBufferRect_in in;
+	struct rect x;
+	struct cmd c;
+	char *src;
+	void *tmp;
+	cl_int e = check_qmem(q, m);
+
+	if (!e)
+		e = rect_check(m, bo, ho, region, brow, bslice, hrow, hslice, ptr, &x);
+	if (!e)
+		e = host_access(m, 0, 1);
+	if (e)
+		return e;
+	src = (char *)ptr + x.host_off;
+	tmp = rect_is_packed(&x) ? src : malloc(x.packed);
+	if (!tmp)
+		return CL_OUT_OF_HOST_MEMORY;
+	if (tmp != src)
+		rect_copy(&x, src, tmp, 1);
+	e = cmd_begin(&c, q, n, list, event, CL_COMMAND_WRITE_BUFFER_RECT);
+	if (e)
+		goto out;
+	in = (struct cmx_WriteBufferRect_in){.queue = {q->id},
+					     .mem = {m->id},
+					     .origin = {x.bo, 3},
+					     .region = {x.r, 3},
+					     .row_pitch = x.brow,
+					     .slice_pitch = x.bslice,
+					     .wait = CMD_WAIT(&c),
+					     .event = {c.ev_id}};
+	if (blocking) {
+		struct cmx_WriteBufferRectSync_out o;
+		struct cmx_reply r;
+
+		_Static_assert(sizeof(struct cmx_WriteBufferRectSync_in) == sizeof(in),
+			       "one layout");
+		e = reply_status(
+		    cmx_rpc_WriteBufferRectSync(cmx_icd.s, (struct cmx_WriteBufferRectSync_in *)&in,
+						tmp, x.packed, &o, &r),
+		    &r);
+	} else {
+		e = CMX_SEND(WriteBufferRect, &in, tmp, x.packed);
+	}
+	e = cmd_end(&c, e);
+	if (!e && blocking)
+		blocking_done(q, n, list);
+out:
+	if (tmp != src)
+		free(tmp);
+	return e;
+}
+
+/* ---- copies and fills ---- */
+
+static cl_mem root_of(cl_mem m)
+{
+	return m->parent ? m->parent : m;
+}
+
+cl_int cmx_clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_t soff, size_t doff,
+			       size_t size, cl_uint n, const cl_event *list, cl_event *event)
+{
+	struct cmx_CopyBuffer_in in;
+	struct cmd c;
+	cl_int e = check_qmem(q, src);
+
+	if (!e)
+		e = check_qmem(q, dst);
+	if (!e && (!in_range(soff, size, src->size) || !in_range(doff, size, dst->size)))
+		e = CL_INVALID_VALUE;
+	/* Overlap counts in the memory they share: the same buffer, or two
+	 * sub-buffers of one parent. */
+	if (!e && root_of(src) == root_of(dst)) {
+		size_t a = src->origin + soff, b = dst->origin + doff;
+
+		if (a < b + size && b < a + size)
+			e = CL_MEM_COPY_OVERLAP;
+	}
+	if (e || (e = cmd_begin(&c, q, n, list, event, CL_COMMAND_COPY_BUFFER)))
+		return e;
+	in = (struct cmx_CopyBuffer_in){.queue = {q->id},
+					.src = {src->id},
+					.dst = {dst->id},
+					.src_offset = soff,
+					.dst_offset = doff,
+					.size = size,
+					.wait = CMD_WAIT(&c),
+					.event = {c.ev_id}};
+	return cmd_end(&c, CMX_SEND(CopyBuffer, &in));
+}
+
+/*
+ * Whether two rects with the same pitches, in one linear memory, share a
+ * byte (the test of the spec's appendix on copy overlap): their extents
+ * meet, and neither fits in the other's gap between rows, nor between
+ * slices. Slice pitches are multiples of row pitches (checked before).
+ */
+static int rects_overlap(size_t so, size_t dof, const size_t r[3], size_t row, size_t slice)
+{
+	size_t plane = (r[1] - 1) * row + r[0];
+	size_t block = (r[2] - 1) * slice + plane;
+	size_t sx = so % row, dx = dof % row, sy = so % slice, dy = dof % slice;
+
+	if (dof + block <= so || so + block <= dof)
+		return 0;
+	if ((dx >= sx + r[0] && dx + r[0] <= sx + row) ||
+	    (sx >= dx + r[0] && sx + r[0] <= dx + row))
+		return 0;
+	if ((dy >= sy + plane && dy + plane <= sy + slice) ||
+	    (sy >= dy + plane && sy + plane <= dy + slice))
+		return 0;
+	return 1;
+}
+
+cl_int cmx_clEnqueueCopyBufferRect(cl_command_queue q, cl_mem src, cl_mem dst, const size_t *so,
+				   const size_t *dor, const size_t *region, size_t srow,
+				   size_t sslice, size_t drow, size_t dslice, cl_uint n,
+				   const cl_event *list, cl_event *event)
+{
+	struct cmx_CopyBufferRect_in in;
+	uint64_t so64[3], do64[3], r64[3];
+	size_t send, dend;
+	struct cmd c;
+	cl_int e = check_qmem(q, src);
+
+	if (!e)
+		e = check_qmem(q, dst);
+	if (e)
+		return e;
+	if (!so || !dor || !region || !region[0] || !region[1] || !region[2] ||
+	    pitches_bad(region, &srow, &sslice) || pitches_bad(region, &drow, &dslice))
+		return CL_INVALID_VALUE;
+	if (src == dst && sslice != dslice && srow != drow)
+		return CL_INVALID_VALUE;
+	if (rect_end(so, region, srow, sslice, &send) || send > src->size ||
+	    rect_end(dor, region, drow, dslice, &dend) || dend > dst->size)
+		return CL_INVALID_VALUE;
+	if (root_of(src) == root_of(dst)) {
+		size_t s0 = src->origin + rect_start(so, srow, sslice);
+		size_t d0 = dst->origin + rect_start(dor, drow, dslice);
+
+		/* Pitches that differ leave no simple pattern: any meeting of
+		 * the extents counts as overlap. */
+		if (srow == drow && sslice == dslice
+			? rects_overlap(s0, d0, region, srow, sslice)
+			: s0 < dst->origin + dend && d0 < src->origin + send)
+			return CL_MEM_COPY_OVERLAP;
+	}
+	if ((e = cmd_begin(&c, q, n, list, event, CL_COMMAND_COPY_BUFFER_RECT)))
+		return e;
+	for (int i = 0; i < 3; i++)
+		so64[i] = so[i], do64[i] = dor[i], r64[i] = region[i];
+	in = (struct cmx_CopyBufferRect_in){.queue = {q->id},
+					    .src = {src->id},
+					    .dst = {dst->id},
+					    .src_origin = {so64, 3},
+					    .dst_origin = {do64, 3},
+					    .region = {r64, 3},
+					    .src_row_pitch = srow,
+					    .src_slice_pitch = sslice,
+					    .dst_row_pitch = drow,
+					    .dst_slice_pitch = dslice,
+					    .wait = CMD_WAIT(&c),
+					    .event = {c.ev_id}};
+	return cmd_end(&c, CMX_SEND(CopyBufferRect, &in));
+}
+
+cl_int cmx_clEnqueueFillBuffer(cl_command_queue q, cl_mem m, const void *pattern, size_t psize,
+			       size_t off, size_t size, cl_uint n, const cl_event *list,
+			       cl_event *event)
+{
+	struct cmx_FillBuffer_in in;
+	struct cmd c;
+	cl_int e = check_qmem(q, m);
+
+	/* Pattern sizes: 1, 2, 4, ..., 128 (the largest type, double16). */
+	if (!e && (!pattern || !psize || psize > 128 || (psize & (psize - 1)) || off % psize ||
+		   size % psize || !in_range(off, size, m->size)))
+		e = CL_INVALID_VALUE;
+	if (e || (e = cmd_begin(&c, q, n, list, event, CL_COMMAND_FILL_BUFFER)))
+		return e;
+	in = (struct cmx_FillBuffer_in){.queue = {q->id},
+					.mem = {m->id},
+					.pattern = {pattern, psize},
+					.offset = off,
+					.size = size,
+					.wait = CMD_WAIT(&c),
+					.event = {c.ev_id}};
+	return cmd_end(&c, CMX_SEND(FillBuffer, &in));
+}
+
+cl_int cmx_clEnqueueMigrateMemObjects(cl_command_queue q, cl_uint nmem, const cl_mem *mems,
+				      cl_mem_migration_flags flags, cl_uint n, const cl_event *list,
+				      cl_event *event)
+{
+	const cl_mem_migration_flags known =
+	    CL_MIGRATE_MEM_OBJECT_HOST | CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED;
+	struct cmx_MigrateMem_in in;
+	uint64_t small[32], *ids;
+	struct cmd c;
+	cl_int e;
+
+	if (!CMX_IS(q, CMX_MAGIC_QUEUE))
+		return CL_INVALID_COMMAND_QUEUE;
+	if (!nmem || !mems || (flags & ~known))
+		return CL_INVALID_VALUE;
+	for (cl_uint i = 0; i < nmem; i++) {
+		if (!CMX_IS(mems[i], CMX_MAGIC_MEM))
+			return CL_INVALID_MEM_OBJECT;
+		if (mems[i]->ctx != q->ctx)
+			return CL_INVALID_CONTEXT;
+	}
+	ids = nmem <= 32 ? small : malloc(nmem * sizeof(*ids));
+	if (!ids)
+		return CL_OUT_OF_HOST_MEMORY;
+	for (cl_uint i = 0; i < nmem; i++)
+		ids[i] = mems[i]->id;
+	e = cmd_begin(&c, q, n, list, event, CL_COMMAND_MIGRATE_MEM_OBJECTS);
+	if (!e) {
+		in = (struct cmx_MigrateMem_in){.queue = {q->id},
+						.mems = {ids, nmem},
+						.flags = flags,
+						.wait = CMD_WAIT(&c),
+						.event = {c.ev_id}};
+		e = cmd_end(&c, CMX_SEND(MigrateMem, &in));
+	}
+	if (ids != small)
+		free(ids);
+	return e;
+}
+
+/* ---- maps: guest memory, filled by a read and written back on unmap ---- */
+
+static void mapping_free(struct cmx_mapping *mp)
+{
+	if (mp->owned)
+		free(mp->ptr);
+	free(mp);
+}
+
+static cl_int mapping_new(cl_mem m, size_t off, size_t size, cl_map_flags flags,
+			  struct cmx_mapping **out)
+{
+	struct cmx_mapping *mp = calloc(1, sizeof(*mp));
+	long page = sysconf(_SC_PAGESIZE);
+
+	if (!mp)
+		return CL_OUT_OF_HOST_MEMORY;
+	mp->offset = off;
+	mp->size = size;
+	mp->flags = flags;
+	/* USE_HOST_PTR: the spec has the map point into host_ptr. */
+	if (m->flags & CL_MEM_USE_HOST_PTR) {
+		mp->ptr = (char *)m->host_ptr + off;
+	} else if (posix_memalign(&mp->ptr, page > 0 ? (size_t)page : 4096, size)) {
+		free(mp);
+		return CL_OUT_OF_HOST_MEMORY;
+	} else {
+		mp->owned = 1;
+	}
+	*out = mp;
+	return CL_SUCCESS;
+}
+
+/* Frees a mapping now, or when its read lands if that is still to come:
+ * the notification thread writes into its memory until then. */
+static void mapping_drop(struct cmx_mapping *mp)
+{
+	int later;
+
+	pthread_mutex_lock(&map_lock);
+	later = mp->landing;
+	mp->dropped = later;
+	pthread_mutex_unlock(&map_lock);
+	if (!later)
+		mapping_free(mp);
+}
+
+/* A non-blocking map's read is done (notification thread). */
+static void map_landed(struct cmx_pending_read *r, int status)
+{
+	struct cmx_mapping *mp = r->arg;
+	int dropped;
+
+	pthread_mutex_lock(&map_lock);
+	mp->landing = 0;
+	dropped = mp->dropped;
+	pthread_cond_broadcast(&map_cond);
+	pthread_mutex_unlock(&map_lock);
+	if (dropped)
+		mapping_free(mp);
+}
+
+static void map_wait_landed(struct cmx_mapping *mp)
+{
+	pthread_mutex_lock(&map_lock);
+	while (mp->landing)
+		pthread_cond_wait(&map_cond, &map_lock);
+	pthread_mutex_unlock(&map_lock);
+}
+
+static void mapping_link(cl_mem m, struct cmx_mapping *mp)
+{
+	pthread_mutex_lock(&m->lock);
+	mp->next = m->maps;
+	m->maps = mp;
+	pthread_mutex_unlock(&m->lock);
+}
+
+static struct cmx_mapping *mapping_unlink(cl_mem m, void *ptr)
+{
+	struct cmx_mapping **p, *mp;
+
+	pthread_mutex_lock(&m->lock);
+	for (p = &m->maps; *p && (*p)->ptr != ptr; p = &(*p)->next)
+		;
+	mp = *p;
+	if (mp)
+		*p = mp->next;
+	pthread_mutex_unlock(&m->lock);
+	return mp;
+}
+
+/* Known bits only; an invalidating map neither reads nor merges writes. */
+static int map_flags_bad(cl_map_flags f)
+{
+	if (f & ~(cl_map_flags)(CL_MAP_READ | MAP_WRITES))
+		return 1;
+	return (f & CL_MAP_WRITE_INVALIDATE_REGION) && (f & (CL_MAP_READ | CL_MAP_WRITE));
+}
+
+void *cmx_clEnqueueMapBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, cl_map_flags flags,
+			     size_t off, size_t size, cl_uint n, const cl_event *list,
+			     cl_event *event, cl_int *errcode_ret)
+{
+	struct cmx_mapping *mp;
+	struct cmd c;
+	cl_int e = check_qmem(q, m);
+
+	if (!e && (map_flags_bad(flags) || !in_range(off, size, m->size)))
+		e = CL_INVALID_VALUE;
+	if (!e)
+		e = host_access(m, (flags & CL_MAP_READ) != 0, (flags & MAP_WRITES) != 0);
+	if (e || (e = mapping_new(m, off, size, flags, &mp)))
+		return fail(errcode_ret, e);
+	e = cmd_begin(&c, q, n, list, event, CL_COMMAND_MAP_BUFFER);
+	if (e) {
+		mapping_free(mp);
+		return fail(errcode_ret, e);
+	}
+	if (flags & CL_MAP_WRITE_INVALIDATE_REGION) {
+		/* Nothing to read: a marker gives the event its place in order. */
+		e = send_marker(q, &c);
+	} else {
+		mp->landing = !blocking; /* not shared yet: no lock needed */
+		e = read_region(q, m, blocking, off, size, mp->ptr, &c, map_landed, mp);
+	}
+	e = cmd_end(&c, e);
+	if (e) {
+		mapping_free(mp);
+		return fail(errcode_ret, e);
+	}
+	mapping_link(m, mp);
+	atomic_fetch_add(&m->map_count, 1);
+	if (blocking)
+		blocking_done(q, n, list);
+	return succeed(errcode_ret, mp->ptr);
+}
+
+cl_int cmx_clEnqueueUnmapMemObject(cl_command_queue q, cl_mem m, void *ptr, cl_uint n,
+				   const cl_event *list, cl_event *event)
+{
+	struct cmx_mapping *mp;
+	struct cmd c;
+	cl_int e = check_qmem(q, m);
+
+	if (e)
+		return e;
+	mp = mapping_unlink(m, ptr);
+	if (!mp)
+		return CL_INVALID_VALUE;
+	e = cmd_begin(&c, q, n, list, event, CL_COMMAND_UNMAP_MEM_OBJECT);
+	if (e)
+		goto relink;
+	if (mp->flags & MAP_WRITES) {
+		struct cmx_WriteBuffer_in in = {.queue = {q->id},
+						.mem = {m->id},
+						.offset = mp->offset,
+						.size = mp->size,
+						.wait = CMD_WAIT(&c),
+						.event = {c.ev_id}};
+
+		/* What goes back must first have arrived (an unmap may follow a
+		 * non-blocking map without waiting for it). */
+		map_wait_landed(mp);
+		e = CMX_SEND(WriteBuffer, &in, mp->ptr, mp->size);
+	} else {
+		e = send_marker(q, &c);
+	}
+	e = cmd_end(&c, e);
+	if (e)
+		goto relink;
+	atomic_fetch_sub(&m->map_count, 1);
+	mapping_drop(mp);
+	return CL_SUCCESS;
+
+relink:
+	mapping_link(m, mp);
+	return e;
+}
+
+/* ---- SVM: the device reports no SVM capabilities ---- */
+
+void *cmx_clSVMAlloc(cl_context ctx, cl_svm_mem_flags flags, size_t size, cl_uint alignment)
+{
+	return NULL;
+}
+
+void cmx_clSVMFree(cl_context ctx, void *ptr)
+{
+}
+
+static cl_int no_svm(cl_command_queue q)
+{
+	return CMX_IS(q, CMX_MAGIC_QUEUE) ? CL_INVALID_OPERATION : CL_INVALID_COMMAND_QUEUE;
+}
+
+cl_int cmx_clEnqueueSVMFree(cl_command_queue q, cl_uint nptr, void *ptrs[],
+			    void(CL_CALLBACK *fn)(cl_command_queue, cl_uint, void *[], void *),
+			    void *user_data, cl_uint n, const cl_event *list, cl_event *event)
+{
+	return no_svm(q);
+}
+
+cl_int cmx_clEnqueueSVMMemcpy(cl_command_queue q, cl_bool blocking, void *dst, const void *src,
+			      size_t size, cl_uint n, const cl_event *list, cl_event *event)
+{
+	return no_svm(q);
+}
+
+cl_int cmx_clEnqueueSVMMemFill(cl_command_queue q, void *ptr, const void *pattern, size_t psize,
+			       size_t size, cl_uint n, const cl_event *list, cl_event *event)
+{
+	return no_svm(q);
+}
+
+cl_int cmx_clEnqueueSVMMap(cl_command_queue q, cl_bool blocking, cl_map_flags flags, void *ptr,
+			   size_t size, cl_uint n, const cl_event *list, cl_event *event)
+{
+	return no_svm(q);
+}
+
+cl_int cmx_clEnqueueSVMUnmap(cl_command_queue q, void *ptr, cl_uint n, const cl_event *list,
+			     cl_event *event)
+{
+	return no_svm(q);
+}
+
+cl_int cmx_clEnqueueSVMMigrateMem(cl_command_queue q, cl_uint nptr, const void **ptrs,
+				  const size_t *sizes, cl_mem_migration_flags flags, cl_uint n,
+				  const cl_event *list, cl_event *event)
+{
+	return no_svm(q);
+}
+
+cl_int cmx_clSetKernelArgSVMPointer(cl_kernel k, cl_uint index, const void *value)
+{
+	return CMX_IS(k, CMX_MAGIC_KERNEL) ? CL_INVALID_OPERATION : CL_INVALID_KERNEL;
+}
+
+/* ---- images, samplers, pipes: CL_DEVICE_IMAGE_SUPPORT and
+ * CL_DEVICE_PIPE_SUPPORT are CL_FALSE, so no such object ever exists ---- */
+
+static void *no_image(cl_context ctx, cl_int *errcode_ret)
+{
+	return fail(errcode_ret,
+		    CMX_IS(ctx, CMX_MAGIC_CONTEXT) ? CL_INVALID_OPERATION : CL_INVALID_CONTEXT);
+}
+
+static cl_int no_image_cmd(cl_command_queue q)
+{
+	return CMX_IS(q, CMX_MAGIC_QUEUE) ? CL_INVALID_OPERATION : CL_INVALID_COMMAND_QUEUE;
+}
+
+cl_mem cmx_clCreateImage(cl_context ctx, cl_mem_flags flags, const cl_image_format *format,
+			 const cl_image_desc *desc, void *host_ptr, cl_int *errcode_ret)
+{
+	return no_image(ctx, errcode_ret);
+}
+
+cl_mem cmx_clCreateImageWithProperties(cl_context ctx, const cl_mem_properties *props,
+				       cl_mem_flags flags, const cl_image_format *format,
+				       const cl_image_desc *desc, void *host_ptr,
+				       cl_int *errcode_ret)
+{
+	return no_image(ctx, errcode_ret);
+}
+
+cl_mem cmx_clCreateImage2D(cl_context ctx, cl_mem_flags flags, const cl_image_format *format,
+			   size_t width, size_t height, size_t row_pitch, void *host_ptr,
+			   cl_int *errcode_ret)
+{
+	return no_image(ctx, errcode_ret);
+}
+
+cl_mem cmx_clCreateImage3D(cl_context ctx, cl_mem_flags flags, const cl_image_format *format,
+			   size_t width, size_t height, size_t depth, size_t row_pitch,
+			   size_t slice_pitch, void *host_ptr, cl_int *errcode_ret)
+{
+	return no_image(ctx, errcode_ret);
+}
+
+/* Not an error: a successful query that lists no format. */
+cl_int cmx_clGetSupportedImageFormats(cl_context ctx, cl_mem_flags flags, cl_mem_object_type type,
+				      cl_uint nentries, cl_image_format *formats, cl_uint *nformats)
+{
+	if (!CMX_IS(ctx, CMX_MAGIC_CONTEXT))
+		return CL_INVALID_CONTEXT;
+	if (flags_check(flags & ~(cl_mem_flags)CL_MEM_KERNEL_READ_AND_WRITE) ||
+	    (!nentries && formats))
+		return CL_INVALID_VALUE;
+	switch (type) {
+	case CL_MEM_OBJECT_IMAGE1D:
+	case CL_MEM_OBJECT_IMAGE1D_ARRAY:
+	case CL_MEM_OBJECT_IMAGE1D_BUFFER:
+	case CL_MEM_OBJECT_IMAGE2D:
+	case CL_MEM_OBJECT_IMAGE2D_ARRAY:
+	case CL_MEM_OBJECT_IMAGE3D:
+		break;
+	default:
+		return CL_INVALID_VALUE;
+	}
+	if (nformats)
+		*nformats = 0;
+	return CL_SUCCESS;
+}
+
+cl_int cmx_clGetImageInfo(cl_mem image, cl_image_info param, size_t size, void *value,
+			  size_t *size_ret)
+{
+	return CL_INVALID_MEM_OBJECT;
+}
+
+cl_int cmx_clEnqueueReadImage(cl_command_queue q, cl_mem image, cl_bool blocking,
+			      const size_t *origin, const size_t *region, size_t row_pitch,
+			      size_t slice_pitch, void *ptr, cl_uint n, const cl_event *list,
+			      cl_event *event)
+{
+	return no_image_cmd(q);
+}
+
+cl_int cmx_clEnqueueWriteImage(cl_command_queue q, cl_mem image, cl_bool blocking,
+			       const size_t *origin, const size_t *region, size_t row_pitch,
+			       size_t slice_pitch, const void *ptr, cl_uint n, const cl_event *list,
+			       cl_event *event)
+{
+	return no_image_cmd(q);
+}
+
+cl_int cmx_clEnqueueCopyImage(cl_command_queue q, cl_mem src, cl_mem dst, const size_t *so,
+			      const size_t *dor, const size_t *region, cl_uint n,
+			      const cl_event *list, cl_event *event)
+{
+	return no_image_cmd(q);
+}
+
+cl_int cmx_clEnqueueFillImage(cl_command_queue q, cl_mem image, const void *color,
+			      const size_t *origin, const size_t *region, cl_uint n,
+			      const cl_event *list, cl_event *event)
+{
+	return no_image_cmd(q);
+}
+
+void *cmx_clEnqueueMapImage(cl_command_queue q, cl_mem image, cl_bool blocking, cl_map_flags flags,
+			    const size_t *origin, const size_t *region, size_t *row_pitch,
+			    size_t *slice_pitch, cl_uint n, const cl_event *list, cl_event *event,
+			    cl_int *errcode_ret)
+{
+	return fail(errcode_ret, no_image_cmd(q));
+}
+
+cl_int cmx_clEnqueueCopyImageToBuffer(cl_command_queue q, cl_mem src, cl_mem dst, const size_t *so,
+				      const size_t *region, size_t doff, cl_uint n,
+				      const cl_event *list, cl_event *event)
+{
+	return no_image_cmd(q);
+}
+
+cl_int cmx_clEnqueueCopyBufferToImage(cl_command_queue q, cl_mem src, cl_mem dst, size_t soff,
+				      const size_t *dor, const size_t *region, cl_uint n,
+				      const cl_event *list, cl_event *event)
+{
+	return no_image_cmd(q);
+}
+
+cl_sampler cmx_clCreateSampler(cl_context ctx, cl_bool normalized, cl_addressing_mode addressing,
+			       cl_filter_mode filter, cl_int *errcode_ret)
+{
+	return no_image(ctx, errcode_ret);
+}
+
+cl_sampler cmx_clCreateSamplerWithProperties(cl_context ctx, const cl_sampler_properties *props,
+					     cl_int *errcode_ret)
+{
+	return no_image(ctx, errcode_ret);
+}
+
+cl_int cmx_clRetainSampler(cl_sampler s)
+{
+	return CL_INVALID_SAMPLER;
+}
+
+cl_int cmx_clReleaseSampler(cl_sampler s)
+{
+	return CL_INVALID_SAMPLER;
+}
+
+cl_int cmx_clGetSamplerInfo(cl_sampler s, cl_sampler_info param, size_t size, void *value,
+			    size_t *size_ret)
+{
+	return CL_INVALID_SAMPLER;
+}
+
+cl_mem cmx_clCreatePipe(cl_context ctx, cl_mem_flags flags, cl_uint packet_size,
+			cl_uint max_packets, const cl_pipe_properties *props, cl_int *errcode_ret)
+{
+	return no_image(ctx, errcode_ret);
+}
+
+/* A buffer is a memory object, but no device of its context has pipes. */
+cl_int cmx_clGetPipeInfo(cl_mem pipe, cl_pipe_info param, size_t size, void *value,
+			 size_t *size_ret)
+{
+	return CMX_IS(pipe, CMX_MAGIC_MEM) ? CL_INVALID_OPERATION : CL_INVALID_MEM_OBJECT;
+}
