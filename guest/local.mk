@@ -32,7 +32,7 @@ clean-icd:
 
 if HAVE_CHECK
 E2E_TESTS = guest/tests/e2e_compute guest/tests/e2e_memory guest/tests/e2e_events \
-	guest/tests/e2e_program guest/tests/e2e_multi
+	guest/tests/e2e_program guest/tests/e2e_multi guest/tests/e2e_async
 check_PROGRAMS += $(E2E_TESTS)
 TESTS += $(E2E_TESTS)
 check_LTLIBRARIES = guest/tests/libe2e.la
@@ -50,4 +50,6 @@ guest_tests_e2e_program_CFLAGS = $(E2E_CFLAGS)
 guest_tests_e2e_program_LDADD = $(E2E_LDADD)
 guest_tests_e2e_multi_CFLAGS = $(E2E_CFLAGS)
 guest_tests_e2e_multi_LDADD = $(E2E_LDADD)
+guest_tests_e2e_async_CFLAGS = $(E2E_CFLAGS)
+guest_tests_e2e_async_LDADD = $(E2E_LDADD)
 endif
