@@ -147,9 +147,9 @@ static void program_unhold(cl_program p)
 static cl_int kernel_send_create(cl_kernel k)
 {
 	struct cmx_CreateKernel_in in = {
-		.kernel.id = k->id,
-		.program.id = k->program->id,
-		.name = {k->info->name, strlen(k->info->name) + 1},
+	    .kernel.id = k->id,
+	    .program.id = k->program->id,
+	    .name = {k->info->name, strlen(k->info->name) + 1},
 	};
 
 	return CMX_SEND(CreateKernel, &in);
@@ -282,13 +282,13 @@ static int device_version_at_least(cl_device_id d, int major, int minor)
 static cl_int arg_send(cl_kernel k, cl_uint index, const struct cmx_argval *v)
 {
 	struct cmx_SetKernelArg_in in = {
-		.kernel.id = k->id,
-		.index = index,
-		.kind = v->kind,
-		.mem.id = v->kind == 1 ? v->id : 0,
-		.sampler.id = v->kind == 3 ? v->id : 0,
-		.size = v->size,
-		.value = {v->kind == 0 ? v->bytes : NULL, v->kind == 0 ? v->size : 0},
+	    .kernel.id = k->id,
+	    .index = index,
+	    .kind = v->kind,
+	    .mem.id = v->kind == 1 ? v->id : 0,
+	    .sampler.id = v->kind == 3 ? v->id : 0,
+	    .size = v->size,
+	    .value = {v->kind == 0 ? v->bytes : NULL, v->kind == 0 ? v->size : 0},
 	};
 
 	return CMX_SEND(SetKernelArg, &in);
@@ -703,9 +703,9 @@ cl_int CL_API_CALL cmx_clGetKernelWorkGroupInfo(cl_kernel kernel, cl_device_id d
 			 param_value_size_ret, &e))
 		return e;
 	in = (struct cmx_GetKernelWorkGroupInfo_in){
-		.kernel.id = kernel->id,
-		.device.id = d->id,
-		.param = param_name,
+	    .kernel.id = kernel->id,
+	    .device.id = d->id,
+	    .param = param_name,
 	};
 	memset(&out, 0, sizeof(out));
 	rc = cmx_rpc_GetKernelWorkGroupInfo(cmx_icd.s, &in, &out, &reply);
@@ -743,11 +743,11 @@ cl_int CL_API_CALL cmx_clGetKernelSubGroupInfo(cl_kernel kernel, cl_device_id de
 	if (input_value_size > 64 || (input_value_size && !input_value))
 		return CL_INVALID_VALUE;
 	in = (struct cmx_GetKernelSubGroupInfo_in){
-		.kernel.id = kernel->id,
-		.device.id = d->id,
-		.param = param_name,
-		.input = {input_value, input_value ? input_value_size : 0},
-		.size = param_value_size,
+	    .kernel.id = kernel->id,
+	    .device.id = d->id,
+	    .param = param_name,
+	    .input = {input_value, input_value ? input_value_size : 0},
+	    .size = param_value_size,
 	};
 	memset(&out, 0, sizeof(out));
 	rc = cmx_rpc_GetKernelSubGroupInfo(cmx_icd.s, &in, &out, &reply);
@@ -850,7 +850,8 @@ static cl_int ndrange_check(cl_command_queue q, cl_kernel k, cl_uint dim, const 
 	if (d->max_wg_size && total > d->max_wg_size)
 		return CL_INVALID_WORK_GROUP_SIZE;
 	/* The kernel's own limit, where a query has already brought it. */
-	if (wg_cache_get(ck, d, CL_KERNEL_WORK_GROUP_SIZE, sizeof(kernel_wg), &kernel_wg, NULL, &e) &&
+	if (wg_cache_get(ck, d, CL_KERNEL_WORK_GROUP_SIZE, sizeof(kernel_wg), &kernel_wg, NULL,
+			 &e) &&
 	    e == CL_SUCCESS && kernel_wg && total > kernel_wg)
 		return CL_INVALID_WORK_GROUP_SIZE;
 	for (cl_uint i = 0; i < dim; i++)
@@ -892,13 +893,13 @@ static cl_int kernel_enqueue(cl_command_queue q, cl_kernel k, cl_uint dim, const
 		return CL_OUT_OF_HOST_MEMORY;
 	}
 	in = (struct cmx_EnqueueKernel_in){
-		.queue.id = q->id,
-		.kernel.id = k->id,
-		.offset = {off, offset ? dim : 0},
-		.global = {gl, dim},
-		.local = {lo, local ? dim : 0},
-		.wait = {.v = w.ids, .n = w.n},
-		.event.id = ev_id,
+	    .queue.id = q->id,
+	    .kernel.id = k->id,
+	    .offset = {off, offset ? dim : 0},
+	    .global = {gl, dim},
+	    .local = {lo, local ? dim : 0},
+	    .wait = {.v = w.ids, .n = w.n},
+	    .event.id = ev_id,
 	};
 	e = CMX_SEND(EnqueueKernel, &in);
 	cmx_waitlist_fini(&w);

@@ -175,6 +175,13 @@ static cl_int cmd_end(struct cmd *c, cl_int e)
 	return e;
 }
 
+/* Before waiting for data: the reads it waits for may still sit in the
+ * batch (after a marker-only command). False when they never will land. */
+static int session_sent(void)
+{
+	return !cmx_session_flush(cmx_icd.s) && !cmx_session_broken(cmx_icd.s);
+}
+
 /*
  * A blocking command's reply comes on the call channel, but the data of
  * non-blocking reads it was ordered after comes on the notification channel
@@ -184,6 +191,8 @@ static cl_int cmd_end(struct cmd *c, cl_int e)
  */
 static void blocking_done(cl_command_queue q, cl_uint n, const cl_event *list)
 {
+	if (!session_sent())
+		return;
 	if (!(q->props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))
 		cmx_queue_wait_data(q);
 	else if (n && list)
@@ -1124,12 +1133,23 @@ static void map_landed(struct cmx_pending_read *r, int status)
 		mapping_free(mp);
 }
 
-static void map_wait_landed(struct cmx_mapping *mp)
+/* CL_SUCCESS once the map's data is in, or an error when it never will be. */
+static cl_int map_wait_landed(struct cmx_mapping *mp)
 {
+	int landing;
+
+	pthread_mutex_lock(&map_lock);
+	landing = mp->landing;
+	pthread_mutex_unlock(&map_lock);
+	if (!landing)
+		return CL_SUCCESS;
+	if (!session_sent())
+		return CL_OUT_OF_RESOURCES;
 	pthread_mutex_lock(&map_lock);
 	while (mp->landing)
 		pthread_cond_wait(&map_cond, &map_lock);
 	pthread_mutex_unlock(&map_lock);
+	return CL_SUCCESS;
 }
 
 static void mapping_link(cl_mem m, struct cmx_mapping *mp)
@@ -1225,8 +1245,9 @@ cl_int cmx_clEnqueueUnmapMemObject(cl_command_queue q, cl_mem m, void *ptr, cl_u
 
 		/* What goes back must first have arrived (an unmap may follow a
 		 * non-blocking map without waiting for it). */
-		map_wait_landed(mp);
-		e = CMX_SEND(WriteBuffer, &in, mp->ptr, mp->size);
+		e = map_wait_landed(mp);
+		if (!e)
+			e = CMX_SEND(WriteBuffer, &in, mp->ptr, mp->size);
 	} else {
 		e = send_marker(q, &c);
 	}

@@ -70,12 +70,10 @@ static size_t scalar_size(const char *t, size_t n, size_t addr_bytes)
 		const char *name;
 		size_t size;
 	} types[] = {
-		{"char", 1},  {"uchar", 1},  {"unsigned char", 1},
-		{"short", 2}, {"ushort", 2}, {"unsigned short", 2},
-		{"int", 4},   {"uint", 4},   {"unsigned int", 4},
-		{"long", 8},  {"ulong", 8},  {"unsigned long", 8},
-		{"float", 4}, {"double", 8}, {"half", 2},
-		{"bool", 1},
+	    {"char", 1},	 {"uchar", 1},		{"unsigned char", 1}, {"short", 2},
+	    {"ushort", 2},	 {"unsigned short", 2}, {"int", 4},	      {"uint", 4},
+	    {"unsigned int", 4}, {"long", 8},		{"ulong", 8},	      {"unsigned long", 8},
+	    {"float", 4},	 {"double", 8},		{"half", 2},	      {"bool", 1},
 	};
 
 	if ((n == 6 && !memcmp(t, "size_t", 6)) || (n == 9 && !memcmp(t, "ptrdiff_t", 9)) ||
@@ -127,7 +125,7 @@ static size_t type_value_size(const char *t, size_t addr_bytes)
 static size_t program_addr_bytes(cl_program p)
 {
 	const struct cmx_devinfo *di =
-		p->ndevices ? cmx_device_info(p->devices[0], CL_DEVICE_ADDRESS_BITS) : NULL;
+	    p->ndevices ? cmx_device_info(p->devices[0], CL_DEVICE_ADDRESS_BITS) : NULL;
 	cl_uint bits = 64;
 
 	if (di && di->size >= sizeof(bits))
@@ -201,8 +199,7 @@ static cl_int kinfo_parse(cl_program p, const void *data, size_t len, struct cmx
 	*blob_out = blob;
 	return CL_SUCCESS;
 bad:
-	cmx_warn("program %llu: malformed kernel info from the daemon",
-		 (unsigned long long)p->id);
+	cmx_warn("program %llu: malformed kernel info from the daemon", (unsigned long long)p->id);
 	kinfo_free(ks, (cl_uint)n);
 	free(blob);
 	return CL_OUT_OF_RESOURCES;
@@ -377,9 +374,9 @@ cl_program CL_API_CALL cmx_clCreateProgramWithSource(cl_context context, cl_uint
 	p->source = src;
 	p->source_len = total;
 	in = (struct cmx_CreateProgramWithSource_in){
-		.program.id = p->id,
-		.context.id = context->id,
-		.source = {src, total},
+	    .program.id = p->id,
+	    .context.id = context->id,
+	    .source = {src, total},
 	};
 	e = CMX_SEND(CreateProgramWithSource, &in);
 	if (e) {
@@ -454,11 +451,11 @@ cl_program CL_API_CALL cmx_clCreateProgramWithBinary(cl_context context, cl_uint
 		return NULL;
 	}
 	in = (struct cmx_CreateProgramWithBinary_in){
-		.program.id = p->id,
-		.context.id = context->id,
-		.devices = {.v = ids, .n = num_devices},
-		.lengths = {.v = lens, .n = num_devices},
-		.binaries = {cat, total},
+	    .program.id = p->id,
+	    .context.id = context->id,
+	    .devices = {.v = ids, .n = num_devices},
+	    .lengths = {.v = lens, .n = num_devices},
+	    .binaries = {cat, total},
 	};
 	memset(&out, 0, sizeof(out));
 	rc = cmx_rpc_CreateProgramWithBinary(cmx_icd.s, &in, &out, &reply);
@@ -490,8 +487,8 @@ static int device_has_il(cl_device_id d)
 	return di && di->size > 0 && ((const char *)di->value)[0] != '\0';
 }
 
-cl_program CL_API_CALL cmx_clCreateProgramWithIL(cl_context context, const void *il,
-						 size_t length, cl_int *errcode_ret)
+cl_program CL_API_CALL cmx_clCreateProgramWithIL(cl_context context, const void *il, size_t length,
+						 cl_int *errcode_ret)
 {
 	struct cmx_CreateProgramWithIL_in in;
 	int any = 0;
@@ -528,9 +525,9 @@ cl_program CL_API_CALL cmx_clCreateProgramWithIL(cl_context context, const void 
 	p->il = copy;
 	p->il_len = length;
 	in = (struct cmx_CreateProgramWithIL_in){
-		.program.id = p->id,
-		.context.id = context->id,
-		.il = {copy, length},
+	    .program.id = p->id,
+	    .context.id = context->id,
+	    .il = {copy, length},
 	};
 	e = CMX_SEND(CreateProgramWithIL, &in);
 	if (e) {
@@ -624,9 +621,9 @@ cl_int CL_API_CALL cmx_clBuildProgram(cl_program program, cl_uint num_devices,
 	}
 
 	in = (struct cmx_BuildProgram_in){
-		.program.id = program->id,
-		.devices = {.v = ids, .n = num_devices},
-		.options = {opts, strlen(opts) + 1},
+	    .program.id = program->id,
+	    .devices = {.v = ids, .n = num_devices},
+	    .options = {opts, strlen(opts) + 1},
 	};
 	memset(&out, 0, sizeof(out));
 	rc = cmx_rpc_BuildProgram(cmx_icd.s, &in, &out, &reply);
@@ -662,8 +659,7 @@ cl_int CL_API_CALL cmx_clBuildProgram(cl_program program, cl_uint num_devices,
 
 cl_int CL_API_CALL cmx_clCompileProgram(cl_program program, cl_uint num_devices,
 					const cl_device_id *device_list, const char *options,
-					cl_uint num_input_headers,
-					const cl_program *input_headers,
+					cl_uint num_input_headers, const cl_program *input_headers,
 					const char **header_include_names,
 					void(CL_CALLBACK *pfn_notify)(cl_program, void *),
 					void *user_data)
@@ -724,11 +720,11 @@ cl_int CL_API_CALL cmx_clCompileProgram(cl_program program, cl_uint num_devices,
 		goto out;
 
 	in = (struct cmx_CompileProgram_in){
-		.program.id = program->id,
-		.devices = {.v = ids, .n = num_devices},
-		.options = {opts, strlen(opts) + 1},
-		.headers = {.v = hids, .n = num_input_headers},
-		.header_names = {names, names_len},
+	    .program.id = program->id,
+	    .devices = {.v = ids, .n = num_devices},
+	    .options = {opts, strlen(opts) + 1},
+	    .headers = {.v = hids, .n = num_input_headers},
+	    .header_names = {names, names_len},
 	};
 	rc = cmx_rpc_CompileProgram(cmx_icd.s, &in, &out, &reply);
 	if (rc) {
@@ -813,11 +809,11 @@ cl_program CL_API_CALL cmx_clLinkProgram(cl_context context, cl_uint num_devices
 	}
 
 	in = (struct cmx_LinkProgram_in){
-		.program.id = p->id,
-		.context.id = context->id,
-		.devices = {.v = ids, .n = num_devices},
-		.options = {opts, strlen(opts) + 1},
-		.inputs = {.v = pids, .n = num_input_programs},
+	    .program.id = p->id,
+	    .context.id = context->id,
+	    .devices = {.v = ids, .n = num_devices},
+	    .options = {opts, strlen(opts) + 1},
+	    .inputs = {.v = pids, .n = num_input_programs},
 	};
 	memset(&out, 0, sizeof(out));
 	rc = cmx_rpc_LinkProgram(cmx_icd.s, &in, &out, &reply);
@@ -1060,9 +1056,9 @@ cl_int CL_API_CALL cmx_clGetProgramBuildInfo(cl_program program, cl_device_id de
 	if (!CMX_IS(device, CMX_MAGIC_DEVICE) || !program_has_device(program, device))
 		return CL_INVALID_DEVICE;
 	in = (struct cmx_GetProgramBuildInfo_in){
-		.program.id = program->id,
-		.device.id = device->id,
-		.param = param_name,
+	    .program.id = program->id,
+	    .device.id = device->id,
+	    .param = param_name,
 	};
 	memset(&out, 0, sizeof(out));
 	rc = cmx_rpc_GetProgramBuildInfo(cmx_icd.s, &in, &out, &reply);
@@ -1076,9 +1072,8 @@ cl_int CL_API_CALL cmx_clGetProgramBuildInfo(cl_program program, cl_device_id de
 	return e;
 }
 
-cl_int CL_API_CALL cmx_clSetProgramReleaseCallback(cl_program program,
-						   void(CL_CALLBACK *pfn_notify)(cl_program, void *),
-						   void *user_data)
+cl_int CL_API_CALL cmx_clSetProgramReleaseCallback(
+    cl_program program, void(CL_CALLBACK *pfn_notify)(cl_program, void *), void *user_data)
 {
 	if (!CMX_IS(program, CMX_MAGIC_PROGRAM))
 		return CL_INVALID_PROGRAM;
@@ -1087,8 +1082,7 @@ cl_int CL_API_CALL cmx_clSetProgramReleaseCallback(cl_program program,
 }
 
 cl_int CL_API_CALL cmx_clSetProgramSpecializationConstant(cl_program program, cl_uint spec_id,
-							  size_t spec_size,
-							  const void *spec_value)
+							  size_t spec_size, const void *spec_value)
 {
 	if (!CMX_IS(program, CMX_MAGIC_PROGRAM))
 		return CL_INVALID_PROGRAM;

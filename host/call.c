@@ -162,7 +162,7 @@ static int32_t resolve_all(struct cmx_call *c)
 		}
 		case CMX_T_IDS: {
 			struct cmx_refs *r = p;
-			r->h = c->handles + nh;
+			r->h = r->n ? c->handles + nh : NULL;
 			nh += r->n;
 			for (uint64_t k = 0; k < r->n && !err; k++)
 				err = resolve(c->s, f, r->v[k], &r->h[k], f->kind == CMX_K_EVENT);
