@@ -13,6 +13,7 @@
 #include "proto.gen.h"
 #include "server.h"
 #include "session.h"
+#include "staging.h"
 
 #define CMX_POISONED 2 /* internal: the id names a poisoned object */
 
@@ -233,7 +234,7 @@ void cmx_call_done(struct cmx_call *c, int status)
 		if (c->rbulk_free)
 			c->rbulk_free(c->rbulk);
 	}
-	free(c->bulk);
+	cmx_staging_put(c->bulk);
 	free(c->handles);
 	free(c->scratch);
 	free(c);
@@ -255,7 +256,7 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 	 * encoded arguments, so a deferred handler's pointers stay valid. */
 	c = malloc(off_args + h->size);
 	if (!c) {
-		free(bulk);
+		cmx_staging_put(bulk);
 		return -ENOMEM;
 	}
 	memset(c, 0, off_args);
@@ -265,7 +266,7 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 	memcpy(c->args, args, h->size);
 	if (cmx_codec_decode(oi->in, c->args, h->size, c->in)) {
 		free(c);
-		free(bulk);
+		cmx_staging_put(bulk);
 		return -EBADMSG;
 	}
 	c->s = s;

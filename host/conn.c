@@ -10,12 +10,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "call.h"
 #include "frame.h"
 #include "log.h"
 #include "proto.gen.h"
 #include "server.h"
 #include "session.h"
+#include "staging.h"
 
 #define RX_INITIAL (256u << 10)
 
@@ -40,7 +42,7 @@ static void conn_put(struct cmx_conn *c)
 			s->free_fn(s->free_arg);
 		free(s);
 	}
-	free(c->bulk_buf);
+	cmx_staging_put(c->bulk_buf);
 	free(c->bulk_args);
 	free(c->rx);
 	close(c->fd);
@@ -150,7 +152,7 @@ static int rx_parse(struct cmx_conn *c)
 		}
 		/* A payload: staged in its own buffer, which the handler keeps. */
 		uint64_t have = c->rx_len - c->rx_pos;
-		uint8_t *buf = malloc(h.bulk);
+		uint8_t *buf = cmx_staging_get(h.bulk);
 		if (!buf)
 			return -ENOMEM;
 		if (have > h.bulk)
@@ -165,7 +167,7 @@ static int rx_parse(struct cmx_conn *c)
 		}
 		c->bulk_args = malloc(h.size ? h.size : 8);
 		if (!c->bulk_args) {
-			free(buf);
+			cmx_staging_put(buf);
 			return -ENOMEM;
 		}
 		memcpy(c->bulk_args, args, h.size);
@@ -331,6 +333,7 @@ int cmx_conn_create(struct cmx_server *srv, int fd)
 		close(fd);
 		return -ENOMEM;
 	}
+	cmx_addr_tune(fd);
 	c->srv = srv;
 	c->fd = fd;
 	c->refs = 1;

@@ -2,6 +2,7 @@
 // Handlers: buffers and transfers. Payloads arrive staged (c->bulk) and
 // leave from staging; staging is freed when the native command completes.
 #include "exec.h"
+#include "staging.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -125,7 +126,7 @@ int cmx_h_GetMemInfo(struct cmx_call *c, struct cmx_GetMemInfo_in *in, struct cm
 
 static void CL_CALLBACK free_staging(cl_event e, cl_int status, void *arg)
 {
-	free(arg);
+	cmx_staging_put(arg);
 }
 
 /* Enqueues the native write of a staged payload; the staging is freed when
@@ -226,7 +227,7 @@ int cmx_h_WriteBufferRectSync(struct cmx_call *c, struct cmx_WriteBufferRectSync
 static void read_done_sync(struct cmx_call *c, int status)
 {
 	if (status != CL_SUCCESS) {
-		free(c->rbulk);
+		cmx_staging_put(c->rbulk);
 		c->rbulk = NULL;
 		c->rbulk_free = NULL;
 	}
@@ -241,7 +242,7 @@ static void read_done_async(struct cmx_call *c, int status)
 	struct cmx_ReadDone_in n = { .tag = tag, .status = status < 0 ? status : 0 };
 
 	cmx_session_notify(c->s, &cmx_desc_ReadDone_in, &n, c->rbulk, status < 0 ? 0 : c->rbulk_len,
-			   free);
+			   cmx_staging_put);
 	c->rbulk = NULL;
 	c->rbulk_free = NULL;
 	cmx_call_done(c, CL_SUCCESS);
@@ -253,11 +254,11 @@ static int read_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct c
 	void *ctx = cmx_queue_context(c->s, ((struct cmx_ref *)c->in)->id);
 
 	if (e) {
-		free(c->rbulk);
+		cmx_staging_put(c->rbulk);
 		c->rbulk = NULL;
 		return e;
 	}
-	c->rbulk_free = free;
+	c->rbulk_free = cmx_staging_put;
 	cmx_event_bind(c, guest_ev, (clRetainEvent(ev), ev), ctx);
 	e = cmx_defer_event(c, ev, sync ? read_done_sync : read_done_async);
 	clReleaseEvent(ev);
@@ -267,7 +268,7 @@ static int read_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct c
 static void *staging(struct cmx_call *c, uint64_t size)
 {
 	c->rbulk_len = size;
-	c->rbulk = malloc(size ? size : 1);
+	c->rbulk = cmx_staging_get(size);
 	return c->rbulk;
 }
 

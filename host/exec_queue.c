@@ -43,21 +43,28 @@ int cmx_h_Flush(struct cmx_call *c, struct cmx_Flush_in *in)
 	return clFlush(in->queue.h);
 }
 
-static int finish_work(struct cmx_call *c)
+/* A failed command fails its own event; clFinish itself still succeeds, as
+ * natively. */
+static void finish_done(struct cmx_call *c, int status)
 {
-	struct cmx_Finish_in *in = c->in;
-	cl_int e = clFinish(in->queue.h);
-
-	clReleaseCommandQueue(in->queue.h);
-	return e;
+	cmx_call_done(c, CL_SUCCESS);
 }
 
 int cmx_h_Finish(struct cmx_call *c, struct cmx_Finish_in *in, struct cmx_Finish_out *out)
 {
-	/* clFinish blocks: off the loop, holding the queue meanwhile. */
-	clRetainCommandQueue(in->queue.h);
+	cl_event ev;
+	cl_int e;
+
+	/* A marker with an empty wait list completes after everything queued
+	 * before it, in-order or not: its completion callback replies, with no
+	 * thread blocked in clFinish meanwhile. */
+	e = clEnqueueMarkerWithWaitList(in->queue.h, 0, NULL, &ev);
+	if (e)
+		return e;
 	clFlush(in->queue.h);
-	return cmx_defer_work(c, finish_work, NULL);
+	e = cmx_defer_event(c, ev, finish_done);
+	clReleaseEvent(ev);
+	return e;
 }
 
 int cmx_h_GetQueueInfo(struct cmx_call *c, struct cmx_GetQueueInfo_in *in,

@@ -68,6 +68,14 @@ static socklen_t unix_sockaddr(const struct cmx_addr *a, struct sockaddr_un *sun
 	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(a->path) + 1);
 }
 
+void cmx_addr_tune(int fd)
+{
+	int size = 4 << 20;
+
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof(size));
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
+}
+
 int cmx_addr_connect(const struct cmx_addr *a)
 {
 	struct sockaddr_un sun;
@@ -76,6 +84,7 @@ int cmx_addr_connect(const struct cmx_addr *a)
 
 	if (fd < 0)
 		return -errno;
+	cmx_addr_tune(fd);
 	if (connect(fd, (struct sockaddr *)&sun, len) < 0) {
 		int e = -errno;
 		close(fd);

@@ -20,6 +20,9 @@ int cmx_addr_connect(const struct cmx_addr *a);
 /* A listening, non-blocking, close-on-exec socket, or -errno. A stale unix
  * socket file is replaced. */
 int cmx_addr_listen(const struct cmx_addr *a);
+/* Larger socket buffers: a bulk transfer moves in fewer, larger steps.
+ * Best effort (the system's maximum applies). */
+void cmx_addr_tune(int fd);
 /* The value of option `key` in a->opts into val, or -ENOENT. */
 int cmx_addr_opt(const struct cmx_addr *a, const char *key, char *val, size_t len);
 
