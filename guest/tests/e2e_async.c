@@ -5,7 +5,11 @@
 // (the clGetSessionStatsCLMUX extension), with the same results as native.
 #include "e2e.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 struct stats_clmux {
 	cl_ulong messages, round_trips, writes, bytes, notifications;
@@ -91,13 +95,69 @@ START_TEST(sync_sees_async)
 }
 END_TEST
 
-int main(void)
+/* Run as a fresh process: with no daemon at CLMUX_SERVER the loader lists
+ * no clmux platform, at once. Exit 0 when that holds. */
+static int probe_no_server(void)
 {
-	Suite *s = suite_create("e2e_async");
-	TCase *tc = e2e_tcase("async");
+	cl_platform_id plats[16];
+	cl_uint n = 0;
+	char name[256];
 
+	alarm(20); /* a hang fails the probe */
+	setenv("CLMUX_SERVER", "unix:/nonexistent/clmuxd.sock", 1);
+	if (clGetPlatformIDs(16, plats, &n) != CL_SUCCESS && n != 0)
+		return 2;
+	for (cl_uint i = 0; i < n && i < 16; i++) {
+		clGetPlatformInfo(plats[i], CL_PLATFORM_NAME, sizeof(name), name, NULL);
+		if (strstr(name, "clmux"))
+			return 3;
+	}
+	return 0;
+}
+
+START_TEST(no_server_no_platform)
+{
+	int err[2], status;
+	char buf[4096] = "";
+	ssize_t got, len = 0;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(err), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(err[1], 2);
+		execl("/proc/self/exe", "e2e_async", "--probe-no-server", (char *)NULL);
+		_exit(127);
+	}
+	close(err[1]);
+	while ((got = read(err[0], buf + len, sizeof(buf) - 1 - (size_t)len)) > 0)
+		len += got;
+	buf[len] = '\0';
+	close(err[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "probe status %d: %s", status, buf);
+	ck_assert_msg(strstr(buf, "cannot reach clmuxd"), "one clear line on stderr, got: %s", buf);
+	ck_assert_msg(!strchr(strchr(buf, '\n') + 1, '\n') || strstr(buf, "e2e"),
+		      "more than one line: %s", buf);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+	Suite *s;
+	TCase *tc, *plain;
+
+	if (argc > 1 && !strcmp(argv[1], "--probe-no-server"))
+		return probe_no_server();
+	s = suite_create("e2e_async");
+	tc = e2e_tcase("async");
 	tcase_add_test(tc, ten_thousand_enqueues);
 	tcase_add_test(tc, sync_sees_async);
 	suite_add_tcase(s, tc);
+	plain = tcase_create("no_server");
+	tcase_add_test(plain, no_server_no_platform);
+	tcase_set_timeout(plain, 60);
+	suite_add_tcase(s, plain);
 	return e2e_main(s);
 }
