@@ -68,12 +68,3 @@ int cmx_defer_work(struct cmx_call *c, int (*work)(struct cmx_call *c),
 	cmx_executor_run(cmx_srv->exec, run_work, post_fin, c);
 	return CMX_DEFER;
 }
-
-int cmx_info_reply(struct cmx_call *c, struct cmx_blob *value, cl_int err, void *buf, size_t size)
-{
-	if (err)
-		return err;
-	value->ptr = buf;
-	value->len = size;
-	return CL_SUCCESS;
-}

@@ -4,6 +4,7 @@
 #define CMX_HOST_EXEC_H
 
 #include <CL/cl.h>
+#include <stdlib.h>
 
 #include "call.h"
 #include "object.h"
@@ -35,8 +36,26 @@ int cmx_defer_event(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call 
 int cmx_defer_work(struct cmx_call *c, int (*work)(struct cmx_call *c),
 		   void (*fin)(struct cmx_call *c, int status));
 
-/* Copies a native get-info answer into out->value (c->scratch holds it). */
-int cmx_info_reply(struct cmx_call *c, struct cmx_blob *value, cl_int err, void *buf, size_t size);
+/*
+ * A native clGet*Info answer as the reply's `value`: the call runs twice,
+ * for the size and then into c->scratch. FN(ARGS..., size, value, size_ret)
+ * is the native query; evaluates to its cl_int.
+ */
+#define CMX_INFO(c, value, FN, ...)                                                                \
+	({                                                                                         \
+		size_t size_ = 0;                                                                  \
+		cl_int e_ = FN(__VA_ARGS__, 0, NULL, &size_);                                      \
+		if (e_ == CL_SUCCESS) {                                                            \
+			(c)->scratch = malloc(size_ ? size_ : 1);                                  \
+			e_ = (c)->scratch ? FN(__VA_ARGS__, size_, (c)->scratch, NULL)             \
+					  : CL_OUT_OF_HOST_MEMORY;                                 \
+		}                                                                                  \
+		if (e_ == CL_SUCCESS) {                                                            \
+			(value)->ptr = (c)->scratch;                                               \
+			(value)->len = size_;                                                      \
+		}                                                                                  \
+		e_;                                                                                \
+	})
 
 /* The context of a native queue (for events created on its behalf). */
 void *cmx_queue_context(struct cmx_session *s, uint64_t queue_id);

@@ -25,9 +25,11 @@ int cmx_h_GetDeviceIDs(struct cmx_call *c, struct cmx_GetDeviceIDs_in *in,
 
 /* Every device query the driver answers, in the core and the extension
  * ranges; the guest keeps what it mirrors. */
-static const struct { unsigned first, last; } info_ranges[] = {
-	{ 0x1000, 0x10ff },
-	{ 0x4000, 0x42ff },
+static const struct {
+	unsigned first, last;
+} info_ranges[] = {
+    {0x1000, 0x10ff},
+    {0x4000, 0x42ff},
 };
 
 int cmx_h_GetDeviceInfoAll(struct cmx_call *c, struct cmx_GetDeviceInfoAll_in *in,
@@ -64,16 +66,7 @@ int cmx_h_GetDeviceInfoAll(struct cmx_call *c, struct cmx_GetDeviceInfoAll_in *i
 int cmx_h_GetDeviceInfo(struct cmx_call *c, struct cmx_GetDeviceInfo_in *in,
 			struct cmx_GetDeviceInfo_out *out)
 {
-	size_t size = 0;
-	cl_int e = clGetDeviceInfo(in->device.h, (cl_uint)in->param, 0, NULL, &size);
-
-	if (e)
-		return e;
-	c->scratch = malloc(size ? size : 1);
-	if (!c->scratch)
-		return CL_OUT_OF_HOST_MEMORY;
-	e = clGetDeviceInfo(in->device.h, (cl_uint)in->param, size, c->scratch, NULL);
-	return cmx_info_reply(c, &out->value, e, c->scratch, size);
+	return CMX_INFO(c, &out->value, clGetDeviceInfo, in->device.h, (cl_uint)in->param);
 }
 
 struct ctx_note {
@@ -92,9 +85,9 @@ static void ctx_note_post(void *arg)
 		;
 	if (s && !s->closed) {
 		struct cmx_ContextError_in in = {
-			.tag = n->context,
-			.errinfo = { n->errinfo, strlen(n->errinfo) + 1 },
-			.info = { n->info, n->cb },
+		    .tag = n->context,
+		    .errinfo = {n->errinfo, strlen(n->errinfo) + 1},
+		    .info = {n->info, n->cb},
 		};
 		cmx_session_notify(s, &cmx_desc_ContextError_in, &in, NULL, 0, NULL);
 	}
@@ -176,14 +169,5 @@ int cmx_h_ReleaseContext(struct cmx_call *c, struct cmx_ReleaseContext_in *in)
 int cmx_h_GetContextInfo(struct cmx_call *c, struct cmx_GetContextInfo_in *in,
 			 struct cmx_GetContextInfo_out *out)
 {
-	size_t size = 0;
-	cl_int e = clGetContextInfo(in->context.h, (cl_uint)in->param, 0, NULL, &size);
-
-	if (e)
-		return e;
-	c->scratch = malloc(size ? size : 1);
-	if (!c->scratch)
-		return CL_OUT_OF_HOST_MEMORY;
-	e = clGetContextInfo(in->context.h, (cl_uint)in->param, size, c->scratch, NULL);
-	return cmx_info_reply(c, &out->value, e, c->scratch, size);
+	return CMX_INFO(c, &out->value, clGetContextInfo, in->context.h, (cl_uint)in->param);
 }

@@ -53,8 +53,6 @@ int cmx_h_GetEventInfo(struct cmx_call *c, struct cmx_GetEventInfo_in *in,
 		       struct cmx_GetEventInfo_out *out)
 {
 	struct cmx_obj *o = cmx_session_obj(c->s, in->event.id, CMX_K_EVENT);
-	size_t size = 0;
-	cl_int e;
 
 	if (!in->event.h) {
 		/* Poisoned: its command failed before reaching the device. */
@@ -64,16 +62,11 @@ int cmx_h_GetEventInfo(struct cmx_call *c, struct cmx_GetEventInfo_in *in,
 		if (!c->scratch)
 			return CL_OUT_OF_HOST_MEMORY;
 		*(cl_int *)c->scratch = o ? o->err : CL_INVALID_EVENT;
-		return cmx_info_reply(c, &out->value, CL_SUCCESS, c->scratch, sizeof(cl_int));
+		out->value.ptr = c->scratch;
+		out->value.len = sizeof(cl_int);
+		return CL_SUCCESS;
 	}
-	e = clGetEventInfo(in->event.h, (cl_uint)in->param, 0, NULL, &size);
-	if (e)
-		return e;
-	c->scratch = malloc(size ? size : 1);
-	if (!c->scratch)
-		return CL_OUT_OF_HOST_MEMORY;
-	e = clGetEventInfo(in->event.h, (cl_uint)in->param, size, c->scratch, NULL);
-	return cmx_info_reply(c, &out->value, e, c->scratch, size);
+	return CMX_INFO(c, &out->value, clGetEventInfo, in->event.h, (cl_uint)in->param);
 }
 
 int cmx_h_GetEventProfilingInfo(struct cmx_call *c, struct cmx_GetEventProfilingInfo_in *in,
@@ -99,7 +92,7 @@ static void callback_post(void *arg)
 	for (s = cmx_srv->sessions; s && s->id != n->session; s = s->next)
 		;
 	if (s && !s->closed) {
-		struct cmx_EventDone_in in = { .tag = n->tag, .status = n->status };
+		struct cmx_EventDone_in in = {.tag = n->tag, .status = n->status};
 		cmx_session_notify(s, &cmx_desc_EventDone_in, &in, NULL, 0, NULL);
 	}
 	free(n);
@@ -138,7 +131,8 @@ int cmx_h_SetEventCallback(struct cmx_call *c, struct cmx_SetEventCallback_in *i
 int cmx_h_EnqueueMarker(struct cmx_call *c, struct cmx_EnqueueMarker_in *in)
 {
 	cl_event ev;
-	cl_int e = clEnqueueMarkerWithWaitList(in->queue.h, WAIT(in->wait), cmx_evp(&in->event, 0, &ev));
+	cl_int e =
+	    clEnqueueMarkerWithWaitList(in->queue.h, WAIT(in->wait), cmx_evp(&in->event, 0, &ev));
 
 	if (!e)
 		cmx_event_bind(c, &in->event, ev, cmx_queue_context(c->s, in->queue.id));
@@ -148,7 +142,8 @@ int cmx_h_EnqueueMarker(struct cmx_call *c, struct cmx_EnqueueMarker_in *in)
 int cmx_h_EnqueueBarrier(struct cmx_call *c, struct cmx_EnqueueBarrier_in *in)
 {
 	cl_event ev;
-	cl_int e = clEnqueueBarrierWithWaitList(in->queue.h, WAIT(in->wait), cmx_evp(&in->event, 0, &ev));
+	cl_int e =
+	    clEnqueueBarrierWithWaitList(in->queue.h, WAIT(in->wait), cmx_evp(&in->event, 0, &ev));
 
 	if (!e)
 		cmx_event_bind(c, &in->event, ev, cmx_queue_context(c->s, in->queue.id));

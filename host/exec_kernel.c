@@ -65,38 +65,17 @@ int cmx_h_SetKernelArg(struct cmx_call *c, struct cmx_SetKernelArg_in *in)
 int cmx_h_GetKernelWorkGroupInfo(struct cmx_call *c, struct cmx_GetKernelWorkGroupInfo_in *in,
 				 struct cmx_GetKernelWorkGroupInfo_out *out)
 {
-	size_t size = 0;
-	cl_int e = clGetKernelWorkGroupInfo(in->kernel.h, in->device.h, (cl_uint)in->param, 0, NULL,
-					    &size);
-
-	if (e)
-		return e;
-	c->scratch = malloc(size ? size : 1);
-	if (!c->scratch)
-		return CL_OUT_OF_HOST_MEMORY;
-	e = clGetKernelWorkGroupInfo(in->kernel.h, in->device.h, (cl_uint)in->param, size,
-				     c->scratch, NULL);
-	return cmx_info_reply(c, &out->value, e, c->scratch, size);
+	return CMX_INFO(c, &out->value, clGetKernelWorkGroupInfo, in->kernel.h, in->device.h,
+			(cl_uint)in->param);
 }
 
 int cmx_h_GetKernelSubGroupInfo(struct cmx_call *c, struct cmx_GetKernelSubGroupInfo_in *in,
 				struct cmx_GetKernelSubGroupInfo_out *out)
 {
-	size_t size = 0;
-	cl_int e;
-
 	if (cmx_srv->platform_version < 210)
 		return CL_INVALID_OPERATION;
-	e = clGetKernelSubGroupInfo(in->kernel.h, in->device.h, (cl_uint)in->param, in->input.len,
-				    in->input.ptr, 0, NULL, &size);
-	if (e)
-		return e;
-	c->scratch = malloc(size ? size : 1);
-	if (!c->scratch)
-		return CL_OUT_OF_HOST_MEMORY;
-	e = clGetKernelSubGroupInfo(in->kernel.h, in->device.h, (cl_uint)in->param, in->input.len,
-				    in->input.ptr, size, c->scratch, NULL);
-	return cmx_info_reply(c, &out->value, e, c->scratch, size);
+	return CMX_INFO(c, &out->value, clGetKernelSubGroupInfo, in->kernel.h, in->device.h,
+			(cl_uint)in->param, in->input.len, in->input.ptr);
 }
 
 int cmx_h_EnqueueKernel(struct cmx_call *c, struct cmx_EnqueueKernel_in *in)
@@ -115,7 +94,8 @@ int cmx_h_EnqueueKernel(struct cmx_call *c, struct cmx_EnqueueKernel_in *in)
 		lo[i] = in->local.n ? in->local.v[i] : 0;
 	}
 	e = clEnqueueNDRangeKernel(in->queue.h, in->kernel.h, dim, in->offset.n ? off : NULL, gl,
-				   in->local.n ? lo : NULL, WAIT(in->wait), cmx_evp(&in->event, 0, &ev));
+				   in->local.n ? lo : NULL, WAIT(in->wait),
+				   cmx_evp(&in->event, 0, &ev));
 	if (!e)
 		cmx_event_bind(c, &in->event, ev, cmx_queue_context(c->s, in->queue.id));
 	return e;

@@ -22,13 +22,15 @@ int cmx_h_CreateBuffer(struct cmx_call *c, struct cmx_CreateBuffer_in *in)
 	if (c->bulk_len && c->bulk_len != in->size)
 		return CL_INVALID_VALUE;
 	/* USE_HOST_PTR lives in the guest; here the contents are copied in. */
-	flags = c->bulk_len ? flags | CL_MEM_COPY_HOST_PTR : flags & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
+	flags = c->bulk_len ? flags | CL_MEM_COPY_HOST_PTR
+			    : flags & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
 	if (in->props.n && cmx_srv->platform_version >= 300) {
 		size_t n = 0;
 		for (uint64_t i = 0; i < in->props.n && n < 15; i++)
 			props[n++] = in->props.v[i];
 		props[n] = 0;
-		m = clCreateBufferWithProperties(in->context.h, props, flags, in->size, c->bulk, &e);
+		m = clCreateBufferWithProperties(in->context.h, props, flags, in->size, c->bulk,
+						 &e);
 	} else {
 		m = clCreateBuffer(in->context.h, flags, in->size, c->bulk, &e);
 	}
@@ -47,7 +49,7 @@ int cmx_h_CreateBuffer(struct cmx_call *c, struct cmx_CreateBuffer_in *in)
 
 int cmx_h_CreateSubBuffer(struct cmx_call *c, struct cmx_CreateSubBuffer_in *in)
 {
-	cl_buffer_region r = { in->origin, in->size };
+	cl_buffer_region r = {in->origin, in->size};
 	struct cmx_obj *parent = cmx_session_obj(c->s, in->parent.id, CMX_K_MEM), *o;
 	cl_mem m = clCreateSubBuffer(in->parent.h, in->flags & ~(cl_mem_flags)HOST_ACCESS,
 				     CL_BUFFER_CREATE_TYPE_REGION, &r, NULL);
@@ -84,7 +86,7 @@ static void destructor_post(void *arg)
 	for (s = cmx_srv->sessions; s && s->id != n->session; s = s->next)
 		;
 	if (s && !s->closed) {
-		struct cmx_MemDestroyed_in in = { .tag = n->tag };
+		struct cmx_MemDestroyed_in in = {.tag = n->tag};
 		cmx_session_notify(s, &cmx_desc_MemDestroyed_in, &in, NULL, 0, NULL);
 	}
 	free(n);
@@ -110,18 +112,10 @@ int cmx_h_SetMemDestructor(struct cmx_call *c, struct cmx_SetMemDestructor_in *i
 	return e;
 }
 
-int cmx_h_GetMemInfo(struct cmx_call *c, struct cmx_GetMemInfo_in *in, struct cmx_GetMemInfo_out *out)
+int cmx_h_GetMemInfo(struct cmx_call *c, struct cmx_GetMemInfo_in *in,
+		     struct cmx_GetMemInfo_out *out)
 {
-	size_t size = 0;
-	cl_int e = clGetMemObjectInfo(in->mem.h, (cl_uint)in->param, 0, NULL, &size);
-
-	if (e)
-		return e;
-	c->scratch = malloc(size ? size : 1);
-	if (!c->scratch)
-		return CL_OUT_OF_HOST_MEMORY;
-	e = clGetMemObjectInfo(in->mem.h, (cl_uint)in->param, size, c->scratch, NULL);
-	return cmx_info_reply(c, &out->value, e, c->scratch, size);
+	return CMX_INFO(c, &out->value, clGetMemObjectInfo, in->mem.h, (cl_uint)in->param);
 }
 
 static void CL_CALLBACK free_staging(cl_event e, cl_int status, void *arg)
@@ -195,7 +189,7 @@ static int rect_args(const struct cmx_u64s *origin, const struct cmx_u64s *regio
 
 static int write_rect(struct cmx_call *c, struct cmx_WriteBufferRect_in *in, int sync)
 {
-	size_t o[3], r[3], zero[3] = { 0, 0, 0 };
+	size_t o[3], r[3], zero[3] = {0, 0, 0};
 	cl_event ev;
 	cl_int e = rect_args(&in->origin, &in->region, o, r);
 
@@ -217,7 +211,8 @@ int cmx_h_WriteBufferRect(struct cmx_call *c, struct cmx_WriteBufferRect_in *in)
 int cmx_h_WriteBufferRectSync(struct cmx_call *c, struct cmx_WriteBufferRectSync_in *in,
 			      struct cmx_WriteBufferRectSync_out *out)
 {
-	_Static_assert(sizeof(struct cmx_WriteBufferRectSync_in) == sizeof(struct cmx_WriteBufferRect_in),
+	_Static_assert(sizeof(struct cmx_WriteBufferRectSync_in) ==
+			   sizeof(struct cmx_WriteBufferRect_in),
 		       "the two rect writes share one layout");
 	return write_rect(c, (struct cmx_WriteBufferRect_in *)in, 1);
 }
@@ -239,7 +234,7 @@ static void read_done_async(struct cmx_call *c, int status)
 	/* Both async reads begin queue, mem, ... and end with event, tag. */
 	uint64_t tag = c->op == CMX_OP_ReadBuffer ? ((struct cmx_ReadBuffer_in *)c->in)->tag
 						  : ((struct cmx_ReadBufferRect_in *)c->in)->tag;
-	struct cmx_ReadDone_in n = { .tag = tag, .status = status < 0 ? status : 0 };
+	struct cmx_ReadDone_in n = {.tag = tag, .status = status < 0 ? status : 0};
 
 	cmx_session_notify(c->s, &cmx_desc_ReadDone_in, &n, c->rbulk, status < 0 ? 0 : c->rbulk_len,
 			   cmx_staging_put);
@@ -299,7 +294,7 @@ int cmx_h_ReadBuffer(struct cmx_call *c, struct cmx_ReadBuffer_in *in)
 
 static int read_rect(struct cmx_call *c, struct cmx_ReadBufferRectSync_in *in, int sync)
 {
-	size_t o[3], r[3], zero[3] = { 0, 0, 0 };
+	size_t o[3], r[3], zero[3] = {0, 0, 0};
 	cl_event ev;
 	cl_int e = rect_args(&in->origin, &in->region, o, r);
 	void *dst;
@@ -329,9 +324,9 @@ int cmx_h_ReadBufferRect(struct cmx_call *c, struct cmx_ReadBufferRect_in *in)
 int cmx_h_CopyBuffer(struct cmx_call *c, struct cmx_CopyBuffer_in *in)
 {
 	cl_event ev;
-	cl_int e = clEnqueueCopyBuffer(in->queue.h, in->src.h, in->dst.h, in->src_offset,
-				       in->dst_offset, in->size, WAIT(in->wait),
-				       cmx_evp(&in->event, 0, &ev));
+	cl_int e =
+	    clEnqueueCopyBuffer(in->queue.h, in->src.h, in->dst.h, in->src_offset, in->dst_offset,
+				in->size, WAIT(in->wait), cmx_evp(&in->event, 0, &ev));
 
 	if (!e)
 		cmx_event_bind(c, &in->event, ev, cmx_queue_context(c->s, in->queue.id));
@@ -357,9 +352,9 @@ int cmx_h_CopyBufferRect(struct cmx_call *c, struct cmx_CopyBufferRect_in *in)
 int cmx_h_FillBuffer(struct cmx_call *c, struct cmx_FillBuffer_in *in)
 {
 	cl_event ev;
-	cl_int e = clEnqueueFillBuffer(in->queue.h, in->mem.h, in->pattern.ptr, in->pattern.len,
-				       in->offset, in->size, WAIT(in->wait),
-				       cmx_evp(&in->event, 0, &ev));
+	cl_int e =
+	    clEnqueueFillBuffer(in->queue.h, in->mem.h, in->pattern.ptr, in->pattern.len,
+				in->offset, in->size, WAIT(in->wait), cmx_evp(&in->event, 0, &ev));
 
 	if (!e)
 		cmx_event_bind(c, &in->event, ev, cmx_queue_context(c->s, in->queue.id));
@@ -369,9 +364,9 @@ int cmx_h_FillBuffer(struct cmx_call *c, struct cmx_FillBuffer_in *in)
 int cmx_h_MigrateMem(struct cmx_call *c, struct cmx_MigrateMem_in *in)
 {
 	cl_event ev;
-	cl_int e = clEnqueueMigrateMemObjects(in->queue.h, (cl_uint)in->mems.n,
-					      (const cl_mem *)in->mems.h, in->flags, WAIT(in->wait),
-					      cmx_evp(&in->event, 0, &ev));
+	cl_int e =
+	    clEnqueueMigrateMemObjects(in->queue.h, (cl_uint)in->mems.n, (const cl_mem *)in->mems.h,
+				       in->flags, WAIT(in->wait), cmx_evp(&in->event, 0, &ev));
 
 	if (!e)
 		cmx_event_bind(c, &in->event, ev, cmx_queue_context(c->s, in->queue.id));

@@ -54,8 +54,8 @@ int cmx_h_CreateProgramWithBinary(struct cmx_call *c, struct cmx_CreateProgramWi
 		lens[i] = in->lengths.v[i];
 		total += lens[i];
 	}
-	p = clCreateProgramWithBinary(in->context.h, (cl_uint)n, (const cl_device_id *)in->devices.h,
-				      lens, bins, st, &e);
+	p = clCreateProgramWithBinary(in->context.h, (cl_uint)n,
+				      (const cl_device_id *)in->devices.h, lens, bins, st, &e);
 	for (size_t i = 0; i < n; i++)
 		status[i] = (uint64_t)(int64_t)st[i];
 	out->status.v = status;
@@ -114,7 +114,8 @@ static void describe_kernels(cl_program p, struct cmx_buf *b)
 	cl_kernel *ks;
 
 	if (clCreateKernelsInProgram(p, 0, NULL, &n) != CL_SUCCESS || !n ||
-	    !(ks = calloc(n, sizeof(*ks))) || clCreateKernelsInProgram(p, n, ks, &n) != CL_SUCCESS) {
+	    !(ks = calloc(n, sizeof(*ks))) ||
+	    clCreateKernelsInProgram(p, n, ks, &n) != CL_SUCCESS) {
 		cmx_buf_put_u64(b, 0);
 		return;
 	}
@@ -134,15 +135,20 @@ static void describe_kernels(cl_program p, struct cmx_buf *b)
 			cl_kernel_arg_address_qualifier aq = 0;
 			cl_kernel_arg_access_qualifier acc = 0;
 			cl_kernel_arg_type_qualifier tq = 0;
-			clGetKernelArgInfo(ks[k], a, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof(aq), &aq, NULL);
-			clGetKernelArgInfo(ks[k], a, CL_KERNEL_ARG_ACCESS_QUALIFIER, sizeof(acc), &acc, NULL);
-			clGetKernelArgInfo(ks[k], a, CL_KERNEL_ARG_TYPE_QUALIFIER, sizeof(tq), &tq, NULL);
+			clGetKernelArgInfo(ks[k], a, CL_KERNEL_ARG_ADDRESS_QUALIFIER, sizeof(aq),
+					   &aq, NULL);
+			clGetKernelArgInfo(ks[k], a, CL_KERNEL_ARG_ACCESS_QUALIFIER, sizeof(acc),
+					   &acc, NULL);
+			clGetKernelArgInfo(ks[k], a, CL_KERNEL_ARG_TYPE_QUALIFIER, sizeof(tq), &tq,
+					   NULL);
 			cmx_buf_put_u64(b, aq);
 			cmx_buf_put_u64(b, acc);
 			cmx_buf_put_u64(b, tq);
-			e = clGetKernelArgInfo(ks[k], a, CL_KERNEL_ARG_TYPE_NAME, sizeof(tname), tname, NULL);
+			e = clGetKernelArgInfo(ks[k], a, CL_KERNEL_ARG_TYPE_NAME, sizeof(tname),
+					       tname, NULL);
 			put_info_str(b, e, tname);
-			e = clGetKernelArgInfo(ks[k], a, CL_KERNEL_ARG_NAME, sizeof(aname), aname, NULL);
+			e = clGetKernelArgInfo(ks[k], a, CL_KERNEL_ARG_NAME, sizeof(aname), aname,
+					       NULL);
 			put_info_str(b, e, aname);
 		}
 		clReleaseKernel(ks[k]);
@@ -179,7 +185,8 @@ static int build_work(struct cmx_call *c)
 	if (!opts)
 		return CL_OUT_OF_HOST_MEMORY;
 	e = clBuildProgram(in->program.h, (cl_uint)in->devices.n,
-			   in->devices.n ? (const cl_device_id *)in->devices.h : NULL, opts, NULL, NULL);
+			   in->devices.n ? (const cl_device_id *)in->devices.h : NULL, opts, NULL,
+			   NULL);
 	free(opts);
 	clReleaseProgram(in->program.h);
 	if (e)
@@ -225,7 +232,8 @@ static int compile_work(struct cmx_call *c)
 		e = clCompileProgram(in->program.h, (cl_uint)in->devices.n,
 				     in->devices.n ? (const cl_device_id *)in->devices.h : NULL,
 				     in->options.len ? in->options.ptr : NULL, (cl_uint)nh,
-				     nh ? (const cl_program *)in->headers.h : NULL, names, NULL, NULL);
+				     nh ? (const cl_program *)in->headers.h : NULL, names, NULL,
+				     NULL);
 	free(names);
 	clReleaseProgram(in->program.h);
 	return e;
@@ -284,14 +292,14 @@ int cmx_h_LinkProgram(struct cmx_call *c, struct cmx_LinkProgram_in *in,
 int cmx_h_GetProgramInfo(struct cmx_call *c, struct cmx_GetProgramInfo_in *in,
 			 struct cmx_GetProgramInfo_out *out)
 {
-	size_t size = 0;
 	cl_int e;
 
 	if (in->param == CL_PROGRAM_BINARIES) {
 		/* Pointers cannot travel: the binaries come back concatenated. */
 		size_t sizes[CMX_MAX_DEVICES], total = 0, n = 0;
 		unsigned char *ptrs[CMX_MAX_DEVICES];
-		e = clGetProgramInfo(in->program.h, CL_PROGRAM_BINARY_SIZES, sizeof(sizes), sizes, &n);
+		e = clGetProgramInfo(in->program.h, CL_PROGRAM_BINARY_SIZES, sizeof(sizes), sizes,
+				     &n);
 		if (e)
 			return e;
 		n /= sizeof(size_t);
@@ -302,31 +310,18 @@ int cmx_h_GetProgramInfo(struct cmx_call *c, struct cmx_GetProgramInfo_in *in,
 			return CL_OUT_OF_HOST_MEMORY;
 		for (size_t i = 0, off = 0; i < n; off += sizes[i++])
 			ptrs[i] = (unsigned char *)c->scratch + off;
-		e = clGetProgramInfo(in->program.h, CL_PROGRAM_BINARIES, n * sizeof(*ptrs), ptrs, NULL);
-		return cmx_info_reply(c, &out->value, e, c->scratch, total);
-	}
-	e = clGetProgramInfo(in->program.h, (cl_uint)in->param, 0, NULL, &size);
-	if (e)
+		e = clGetProgramInfo(in->program.h, CL_PROGRAM_BINARIES, n * sizeof(*ptrs), ptrs,
+				     NULL);
+		out->value.ptr = c->scratch;
+		out->value.len = total;
 		return e;
-	c->scratch = malloc(size ? size : 1);
-	if (!c->scratch)
-		return CL_OUT_OF_HOST_MEMORY;
-	e = clGetProgramInfo(in->program.h, (cl_uint)in->param, size, c->scratch, NULL);
-	return cmx_info_reply(c, &out->value, e, c->scratch, size);
+	}
+	return CMX_INFO(c, &out->value, clGetProgramInfo, in->program.h, (cl_uint)in->param);
 }
 
 int cmx_h_GetProgramBuildInfo(struct cmx_call *c, struct cmx_GetProgramBuildInfo_in *in,
 			      struct cmx_GetProgramBuildInfo_out *out)
 {
-	size_t size = 0;
-	cl_int e = clGetProgramBuildInfo(in->program.h, in->device.h, (cl_uint)in->param, 0, NULL, &size);
-
-	if (e)
-		return e;
-	c->scratch = malloc(size ? size : 1);
-	if (!c->scratch)
-		return CL_OUT_OF_HOST_MEMORY;
-	e = clGetProgramBuildInfo(in->program.h, in->device.h, (cl_uint)in->param, size, c->scratch,
-				  NULL);
-	return cmx_info_reply(c, &out->value, e, c->scratch, size);
+	return CMX_INFO(c, &out->value, clGetProgramBuildInfo, in->program.h, in->device.h,
+			(cl_uint)in->param);
 }

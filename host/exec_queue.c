@@ -70,14 +70,5 @@ int cmx_h_Finish(struct cmx_call *c, struct cmx_Finish_in *in, struct cmx_Finish
 int cmx_h_GetQueueInfo(struct cmx_call *c, struct cmx_GetQueueInfo_in *in,
 		       struct cmx_GetQueueInfo_out *out)
 {
-	size_t size = 0;
-	cl_int e = clGetCommandQueueInfo(in->queue.h, (cl_uint)in->param, 0, NULL, &size);
-
-	if (e)
-		return e;
-	c->scratch = malloc(size ? size : 1);
-	if (!c->scratch)
-		return CL_OUT_OF_HOST_MEMORY;
-	e = clGetCommandQueueInfo(in->queue.h, (cl_uint)in->param, size, c->scratch, NULL);
-	return cmx_info_reply(c, &out->value, e, c->scratch, size);
+	return CMX_INFO(c, &out->value, clGetCommandQueueInfo, in->queue.h, (cl_uint)in->param);
 }
