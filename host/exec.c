@@ -9,20 +9,21 @@
 #include "executor.h"
 #include "log.h"
 
-void cmx_event_bind(struct cmx_call *c, const struct cmx_ref *ev, cl_event e, void *ctx)
+void cmx_event_bind(struct cmx_call *c, const struct cmx_ref *ev, cl_event e)
 {
+	struct cmx_obj *q = cmx_session_obj(c->s, ((struct cmx_ref *)c->in)->id, CMX_K_QUEUE);
+
 	if (!e)
 		return;
+	if (q && !(q->flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)) {
+		clRetainEvent(e);
+		if (q->last)
+			clReleaseEvent(q->last);
+		q->last = e;
+	}
 	if (!ev->id || c->s->closed ||
-	    cmx_session_add(c->s, ev->id, CMX_K_EVENT, e, ctx, 0, NULL))
+	    cmx_session_add(c->s, ev->id, CMX_K_EVENT, e, q ? q->ctx : NULL, 0, NULL))
 		clReleaseEvent(e);
-}
-
-void *cmx_queue_context(struct cmx_session *s, uint64_t queue_id)
-{
-	struct cmx_obj *o = cmx_session_obj(s, queue_id, CMX_K_QUEUE);
-
-	return o ? o->ctx : NULL;
 }
 
 static void post_fin(void *arg)

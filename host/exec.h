@@ -15,17 +15,12 @@
 /* Wait lists as native arrays. */
 #define WAIT(r) (cl_uint)(r).n, (r).n ? (const cl_event *)(r).h : NULL
 
-/* Where a command's native event goes: the guest asked for one (id != 0),
- * or the handler needs one itself (want). */
-static inline cl_event *cmx_evp(const struct cmx_ref *ev, int want, cl_event *slot)
-{
-	*slot = NULL;
-	return ev->id || want ? slot : NULL;
-}
-
-/* Gives the guest's event id its native event (the table keeps the
- * reference), or releases the event when the guest asked for none. */
-void cmx_event_bind(struct cmx_call *c, const struct cmx_ref *ev, cl_event e, void *ctx);
+/* Every enqueue asks for its command's native event and hands it here
+ * (the reference with it): the guest's event id gets it when the guest
+ * asked for one (ev->id != 0), and an in-order queue remembers it as its
+ * last command, which clFinish waits for. The call's first argument is the
+ * queue. */
+void cmx_event_bind(struct cmx_call *c, const struct cmx_ref *ev, cl_event e);
 
 /* Finishes c on the loop with fin(c, status) once e completes (status is
  * the event's: CL_COMPLETE or its error). Returns CMX_DEFER, or the error. */
@@ -57,7 +52,5 @@ int cmx_defer_work(struct cmx_call *c, int (*work)(struct cmx_call *c),
 		e_;                                                                                \
 	})
 
-/* The context of a native queue (for events created on its behalf). */
-void *cmx_queue_context(struct cmx_session *s, uint64_t queue_id);
 
 #endif

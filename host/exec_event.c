@@ -132,10 +132,10 @@ int cmx_h_EnqueueMarker(struct cmx_call *c, struct cmx_EnqueueMarker_in *in)
 {
 	cl_event ev;
 	cl_int e =
-	    clEnqueueMarkerWithWaitList(in->queue.h, WAIT(in->wait), cmx_evp(&in->event, 0, &ev));
+	    clEnqueueMarkerWithWaitList(in->queue.h, WAIT(in->wait), &ev);
 
 	if (!e)
-		cmx_event_bind(c, &in->event, ev, cmx_queue_context(c->s, in->queue.id));
+		cmx_event_bind(c, &in->event, ev);
 	return e;
 }
 
@@ -143,9 +143,9 @@ int cmx_h_EnqueueBarrier(struct cmx_call *c, struct cmx_EnqueueBarrier_in *in)
 {
 	cl_event ev;
 	cl_int e =
-	    clEnqueueBarrierWithWaitList(in->queue.h, WAIT(in->wait), cmx_evp(&in->event, 0, &ev));
+	    clEnqueueBarrierWithWaitList(in->queue.h, WAIT(in->wait), &ev);
 
 	if (!e)
-		cmx_event_bind(c, &in->event, ev, cmx_queue_context(c->s, in->queue.id));
+		cmx_event_bind(c, &in->event, ev);
 	return e;
 }

@@ -95,8 +95,8 @@ int cmx_h_EnqueueKernel(struct cmx_call *c, struct cmx_EnqueueKernel_in *in)
 	}
 	e = clEnqueueNDRangeKernel(in->queue.h, in->kernel.h, dim, in->offset.n ? off : NULL, gl,
 				   in->local.n ? lo : NULL, WAIT(in->wait),
-				   cmx_evp(&in->event, 0, &ev));
+				   &ev);
 	if (!e)
-		cmx_event_bind(c, &in->event, ev, cmx_queue_context(c->s, in->queue.id));
+		cmx_event_bind(c, &in->event, ev);
 	return e;
 }

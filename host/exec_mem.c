@@ -128,13 +128,12 @@ static void CL_CALLBACK free_staging(cl_event e, cl_int status, void *arg)
 static int write_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct cmx_ref *guest_ev,
 			int sync)
 {
-	void *ctx = cmx_queue_context(c->s, ((struct cmx_ref *)c->in)->id);
-
 	if (e)
 		return e;
 	if (sync) {
 		/* The callback below finishes the call; the staging goes with it. */
-		cmx_event_bind(c, guest_ev, ev ? (clRetainEvent(ev), ev) : NULL, ctx);
+		clRetainEvent(ev);
+		cmx_event_bind(c, guest_ev, ev);
 		e = cmx_defer_event(c, ev, NULL);
 		clReleaseEvent(ev);
 		return e;
@@ -144,7 +143,7 @@ static int write_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct 
 		c->bulk = NULL;
 	else
 		clWaitForEvents(1, &ev); /* cannot free early: keep it correct */
-	cmx_event_bind(c, guest_ev, ev, ctx);
+	cmx_event_bind(c, guest_ev, ev);
 	return CL_SUCCESS;
 }
 
@@ -156,7 +155,7 @@ static int write_buffer(struct cmx_call *c, struct cmx_WriteBuffer_in *in, int s
 	if (c->bulk_len != in->size)
 		return CL_INVALID_VALUE;
 	e = clEnqueueWriteBuffer(in->queue.h, in->mem.h, CL_FALSE, in->offset, in->size, c->bulk,
-				 WAIT(in->wait), cmx_evp(&in->event, 1, &ev));
+				 WAIT(in->wait), &ev);
 	return write_staged(c, e, ev, &in->event, sync);
 }
 
@@ -199,7 +198,7 @@ static int write_rect(struct cmx_call *c, struct cmx_WriteBufferRect_in *in, int
 		return CL_INVALID_VALUE;
 	e = clEnqueueWriteBufferRect(in->queue.h, in->mem.h, CL_FALSE, o, zero, r, in->row_pitch,
 				     in->slice_pitch, r[0], r[0] * r[1], c->bulk, WAIT(in->wait),
-				     cmx_evp(&in->event, 1, &ev));
+				     &ev);
 	return write_staged(c, e, ev, &in->event, sync);
 }
 
@@ -246,15 +245,14 @@ static void read_done_async(struct cmx_call *c, int status)
 static int read_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct cmx_ref *guest_ev,
 		       int sync)
 {
-	void *ctx = cmx_queue_context(c->s, ((struct cmx_ref *)c->in)->id);
-
 	if (e) {
 		cmx_staging_put(c->rbulk);
 		c->rbulk = NULL;
 		return e;
 	}
 	c->rbulk_free = cmx_staging_put;
-	cmx_event_bind(c, guest_ev, (clRetainEvent(ev), ev), ctx);
+	clRetainEvent(ev);
+	cmx_event_bind(c, guest_ev, ev);
 	e = cmx_defer_event(c, ev, sync ? read_done_sync : read_done_async);
 	clReleaseEvent(ev);
 	return e;
@@ -276,7 +274,7 @@ static int read_buffer(struct cmx_call *c, struct cmx_ReadBufferSync_in *in, int
 	if (!dst)
 		return CL_OUT_OF_HOST_MEMORY;
 	e = clEnqueueReadBuffer(in->queue.h, in->mem.h, CL_FALSE, in->offset, in->size, dst,
-				WAIT(in->wait), cmx_evp(&in->event, 1, &ev));
+				WAIT(in->wait), &ev);
 	return read_staged(c, e, ev, &in->event, sync);
 }
 
@@ -306,7 +304,7 @@ static int read_rect(struct cmx_call *c, struct cmx_ReadBufferRectSync_in *in, i
 		return CL_OUT_OF_HOST_MEMORY;
 	e = clEnqueueReadBufferRect(in->queue.h, in->mem.h, CL_FALSE, o, zero, r, in->row_pitch,
 				    in->slice_pitch, r[0], r[0] * r[1], dst, WAIT(in->wait),
-				    cmx_evp(&in->event, 1, &ev));
+				    &ev);
 	return read_staged(c, e, ev, &in->event, sync);
 }
 
@@ -326,10 +324,10 @@ int cmx_h_CopyBuffer(struct cmx_call *c, struct cmx_CopyBuffer_in *in)
 	cl_event ev;
 	cl_int e =
 	    clEnqueueCopyBuffer(in->queue.h, in->src.h, in->dst.h, in->src_offset, in->dst_offset,
-				in->size, WAIT(in->wait), cmx_evp(&in->event, 0, &ev));
+				in->size, WAIT(in->wait), &ev);
 
 	if (!e)
-		cmx_event_bind(c, &in->event, ev, cmx_queue_context(c->s, in->queue.id));
+		cmx_event_bind(c, &in->event, ev);
 	return e;
 }
 
@@ -343,9 +341,9 @@ int cmx_h_CopyBufferRect(struct cmx_call *c, struct cmx_CopyBufferRect_in *in)
 		return e;
 	e = clEnqueueCopyBufferRect(in->queue.h, in->src.h, in->dst.h, so, dO, r, in->src_row_pitch,
 				    in->src_slice_pitch, in->dst_row_pitch, in->dst_slice_pitch,
-				    WAIT(in->wait), cmx_evp(&in->event, 0, &ev));
+				    WAIT(in->wait), &ev);
 	if (!e)
-		cmx_event_bind(c, &in->event, ev, cmx_queue_context(c->s, in->queue.id));
+		cmx_event_bind(c, &in->event, ev);
 	return e;
 }
 
@@ -354,10 +352,10 @@ int cmx_h_FillBuffer(struct cmx_call *c, struct cmx_FillBuffer_in *in)
 	cl_event ev;
 	cl_int e =
 	    clEnqueueFillBuffer(in->queue.h, in->mem.h, in->pattern.ptr, in->pattern.len,
-				in->offset, in->size, WAIT(in->wait), cmx_evp(&in->event, 0, &ev));
+				in->offset, in->size, WAIT(in->wait), &ev);
 
 	if (!e)
-		cmx_event_bind(c, &in->event, ev, cmx_queue_context(c->s, in->queue.id));
+		cmx_event_bind(c, &in->event, ev);
 	return e;
 }
 
@@ -366,9 +364,9 @@ int cmx_h_MigrateMem(struct cmx_call *c, struct cmx_MigrateMem_in *in)
 	cl_event ev;
 	cl_int e =
 	    clEnqueueMigrateMemObjects(in->queue.h, (cl_uint)in->mems.n, (const cl_mem *)in->mems.h,
-				       in->flags, WAIT(in->wait), cmx_evp(&in->event, 0, &ev));
+				       in->flags, WAIT(in->wait), &ev);
 
 	if (!e)
-		cmx_event_bind(c, &in->event, ev, cmx_queue_context(c->s, in->queue.id));
+		cmx_event_bind(c, &in->event, ev);
 	return e;
 }

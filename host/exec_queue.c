@@ -9,6 +9,7 @@ int cmx_h_CreateQueue(struct cmx_call *c, struct cmx_CreateQueue_in *in)
 	cl_command_queue_properties flags = 0;
 	cl_queue_properties props[16];
 	cl_command_queue q;
+	struct cmx_obj *o;
 	size_t n = 0;
 	cl_int e;
 
@@ -25,10 +26,11 @@ int cmx_h_CreateQueue(struct cmx_call *c, struct cmx_CreateQueue_in *in)
 		q = clCreateCommandQueue(in->context.h, in->device.h, flags, &e);
 	if (e)
 		return e;
-	if (cmx_session_add(c->s, in->queue.id, CMX_K_QUEUE, q, in->context.h, 0, NULL)) {
+	if (cmx_session_add(c->s, in->queue.id, CMX_K_QUEUE, q, in->context.h, 0, &o)) {
 		clReleaseCommandQueue(q);
 		return CL_OUT_OF_HOST_MEMORY;
 	}
+	o->flags = flags;
 	return CL_SUCCESS;
 }
 
@@ -52,12 +54,22 @@ static void finish_done(struct cmx_call *c, int status)
 
 int cmx_h_Finish(struct cmx_call *c, struct cmx_Finish_in *in, struct cmx_Finish_out *out)
 {
+	struct cmx_obj *q = cmx_session_obj(c->s, in->queue.id, CMX_K_QUEUE);
+	cl_int status = CL_QUEUED, e;
 	cl_event ev;
-	cl_int e;
 
-	/* A marker with an empty wait list completes after everything queued
-	 * before it, in-order or not: its completion callback replies, with no
-	 * thread blocked in clFinish meanwhile. */
+	clFlush(in->queue.h);
+	if (q->last) {
+		/* In order: done when the last command is. Often it already is,
+		 * and the reply goes out at once. */
+		e = clGetEventInfo(q->last, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status,
+				   NULL);
+		if (e == CL_SUCCESS && status <= CL_COMPLETE)
+			return CL_SUCCESS;
+		return cmx_defer_event(c, q->last, finish_done);
+	}
+	/* Out of order: a marker with an empty wait list completes after all
+	 * commands before it. Either way no thread blocks in clFinish. */
 	e = clEnqueueMarkerWithWaitList(in->queue.h, 0, NULL, &ev);
 	if (e)
 		return e;

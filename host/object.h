@@ -13,6 +13,8 @@ struct cmx_obj {
 	void *ctx;	/* native context of queues, buffers, programs, events */
 	uint64_t bytes; /* device memory charged to the session */
 	uint64_t size;	/* buffers: size in bytes */
+	uint64_t flags; /* queues: CL_QUEUE_PROPERTIES */
+	void *last;	/* in-order queues: the last command's native event */
 };
 
 #endif

@@ -87,6 +87,8 @@ static void release_native(struct cmx_obj *o)
 		clReleaseContext(o->h);
 		break;
 	case CMX_K_QUEUE:
+		if (o->last)
+			clReleaseEvent(o->last);
 		clReleaseCommandQueue(o->h);
 		break;
 	case CMX_K_MEM:
