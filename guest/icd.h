@@ -207,6 +207,22 @@ static inline cl_int cmx_transport_err(int e)
 /* The standard param_value_size / param_value / param_value_size_ret dance. */
 cl_int cmx_info_copy(size_t size, void *value, size_t *size_ret, const void *src, size_t n);
 cl_int cmx_info_str(size_t size, void *value, size_t *size_ret, const char *s);
+/* The end of a forwarded query: the transport's error (rc), else the
+ * daemon's status, with its value copied out on success; finishes the
+ * reply. */
+static inline cl_int cmx_info_reply(int rc, struct cmx_reply *reply, const struct cmx_blob *v,
+				    size_t size, void *value, size_t *size_ret)
+{
+	cl_int e;
+
+	if (rc)
+		return cmx_transport_err(rc);
+	e = reply->status;
+	if (e == CL_SUCCESS)
+		e = cmx_info_copy(size, value, size_ret, v->ptr, v->len);
+	cmx_reply_fini(reply);
+	return e;
+}
 
 /* Fresh object of a kind, dispatch and magic set, refs 1, a new id. */
 void *cmx_object_new(size_t size, uint32_t magic);
@@ -260,5 +276,8 @@ cl_int cmx_clReleaseEvent(cl_event e);
 
 /* Device info lookup in the cache: NULL when the device has no such query. */
 const struct cmx_devinfo *cmx_device_info(cl_device_id d, cl_uint param);
+
+/* Whether d is one of p's devices (guest/program.c). */
+int cmx_program_has_device(cl_program p, cl_device_id d);
 
 #endif

@@ -60,14 +60,6 @@ static void set_err(cl_int *errcode_ret, cl_int e)
 		*errcode_ret = e;
 }
 
-static int program_has_device(cl_program p, cl_device_id d)
-{
-	for (cl_uint i = 0; i < p->ndevices; i++)
-		if (p->devices[i] == d)
-			return 1;
-	return 0;
-}
-
 /* "__attribute__((reqd_work_group_size(16, 1, 1 )))", as drivers print it. */
 static void parse_reqd(const char *attrs, size_t reqd[3])
 {
@@ -108,6 +100,15 @@ static cl_kernel kernel_alloc(cl_program p, const struct cmx_kinfo *info)
 	return &ck->k;
 }
 
+static void wg_cache_clear(struct cmx_kernel *ck)
+{
+	while (ck->wg) {
+		struct cmx_wginfo *w = ck->wg;
+		ck->wg = w->next;
+		free(w);
+	}
+}
+
 static void kernel_free(cl_kernel k)
 {
 	struct cmx_kernel *ck = kern_of(k);
@@ -115,11 +116,7 @@ static void kernel_free(cl_kernel k)
 
 	for (cl_uint i = 0; i < k->info->nargs; i++)
 		free(ck->vals[i].bytes);
-	while (ck->wg) {
-		struct cmx_wginfo *w = ck->wg;
-		ck->wg = w->next;
-		free(w);
-	}
+	wg_cache_clear(ck);
 	free(ck->vals);
 	free(k->arg_set);
 	pthread_mutex_destroy(&k->lock);
@@ -490,15 +487,6 @@ static cl_int arg_check(const struct cmx_arginfo *ai, size_t size, const void *v
 	return CL_SUCCESS;
 }
 
-static void wg_cache_clear(struct cmx_kernel *ck)
-{
-	while (ck->wg) {
-		struct cmx_wginfo *w = ck->wg;
-		ck->wg = w->next;
-		free(w);
-	}
-}
-
 cl_int CL_API_CALL cmx_clSetKernelArg(cl_kernel kernel, cl_uint arg_index, size_t arg_size,
 				      const void *arg_value)
 {
@@ -628,17 +616,22 @@ cl_int CL_API_CALL cmx_clGetKernelArgInfo(cl_kernel kernel, cl_uint arg_index,
 	return CL_INVALID_VALUE;
 }
 
-/* The device a per-device kernel query is about: the given one, or the
- * program's only one. NULL: CL_INVALID_DEVICE. */
-static cl_device_id query_device(cl_kernel k, cl_device_id d)
+/* Checks a per-device kernel query's kernel, and sets *out to the device
+ * it is about: the given one, or the program's only one. */
+static cl_int query_device(cl_kernel k, cl_device_id d, cl_device_id *out)
 {
-	cl_program p = k->program;
+	cl_program p;
 
+	if (!CMX_IS(k, CMX_MAGIC_KERNEL))
+		return CL_INVALID_KERNEL;
+	p = k->program;
 	if (!d)
-		return p->ndevices == 1 ? p->devices[0] : NULL;
-	if (!CMX_IS(d, CMX_MAGIC_DEVICE) || !program_has_device(p, d))
-		return NULL;
-	return d;
+		*out = p->ndevices == 1 ? p->devices[0] : NULL;
+	else if (CMX_IS(d, CMX_MAGIC_DEVICE) && cmx_program_has_device(p, d))
+		*out = d;
+	else
+		*out = NULL;
+	return *out ? CL_SUCCESS : CL_INVALID_DEVICE;
 }
 
 /* Answers that change with the arguments or the launch are never cached. */
@@ -693,11 +686,9 @@ cl_int CL_API_CALL cmx_clGetKernelWorkGroupInfo(cl_kernel kernel, cl_device_id d
 	cl_int e;
 	int rc;
 
-	if (!CMX_IS(kernel, CMX_MAGIC_KERNEL))
-		return CL_INVALID_KERNEL;
-	d = query_device(kernel, device);
-	if (!d)
-		return CL_INVALID_DEVICE;
+	e = query_device(kernel, device, &d);
+	if (e)
+		return e;
 	if (wg_cacheable(param_name) &&
 	    wg_cache_get(kern_of(kernel), d, param_name, param_value_size, param_value,
 			 param_value_size_ret, &e))
@@ -709,17 +700,10 @@ cl_int CL_API_CALL cmx_clGetKernelWorkGroupInfo(cl_kernel kernel, cl_device_id d
 	};
 	memset(&out, 0, sizeof(out));
 	rc = cmx_rpc_GetKernelWorkGroupInfo(cmx_icd.s, &in, &out, &reply);
-	if (rc)
-		return cmx_transport_err(rc);
-	e = reply.status;
-	if (e == CL_SUCCESS) {
-		if (wg_cacheable(param_name))
-			wg_cache_put(kern_of(kernel), d, param_name, out.value.ptr, out.value.len);
-		e = cmx_info_copy(param_value_size, param_value, param_value_size_ret,
-				  out.value.ptr, out.value.len);
-	}
-	cmx_reply_fini(&reply);
-	return e;
+	if (!rc && reply.status == CL_SUCCESS && wg_cacheable(param_name))
+		wg_cache_put(kern_of(kernel), d, param_name, out.value.ptr, out.value.len);
+	return cmx_info_reply(rc, &reply, &out.value, param_value_size, param_value,
+			      param_value_size_ret);
 }
 
 cl_int CL_API_CALL cmx_clGetKernelSubGroupInfo(cl_kernel kernel, cl_device_id device,
@@ -735,11 +719,9 @@ cl_int CL_API_CALL cmx_clGetKernelSubGroupInfo(cl_kernel kernel, cl_device_id de
 	cl_int e;
 	int rc;
 
-	if (!CMX_IS(kernel, CMX_MAGIC_KERNEL))
-		return CL_INVALID_KERNEL;
-	d = query_device(kernel, device);
-	if (!d)
-		return CL_INVALID_DEVICE;
+	e = query_device(kernel, device, &d);
+	if (e)
+		return e;
 	if (input_value_size > 64 || (input_value_size && !input_value))
 		return CL_INVALID_VALUE;
 	in = (struct cmx_GetKernelSubGroupInfo_in){
@@ -751,14 +733,8 @@ cl_int CL_API_CALL cmx_clGetKernelSubGroupInfo(cl_kernel kernel, cl_device_id de
 	};
 	memset(&out, 0, sizeof(out));
 	rc = cmx_rpc_GetKernelSubGroupInfo(cmx_icd.s, &in, &out, &reply);
-	if (rc)
-		return cmx_transport_err(rc);
-	e = reply.status;
-	if (e == CL_SUCCESS)
-		e = cmx_info_copy(param_value_size, param_value, param_value_size_ret,
-				  out.value.ptr, out.value.len);
-	cmx_reply_fini(&reply);
-	return e;
+	return cmx_info_reply(rc, &reply, &out.value, param_value_size, param_value,
+			      param_value_size_ret);
 }
 
 /* ---- launches ---- */
@@ -815,7 +791,7 @@ static cl_int ndrange_check(cl_command_queue q, cl_kernel k, cl_uint dim, const 
 	int has_reqd = ck->reqd[0] != 0;
 	cl_int e;
 
-	if (!program_has_device(k->program, d))
+	if (!cmx_program_has_device(k->program, d))
 		return CL_INVALID_PROGRAM_EXECUTABLE;
 	if (!args_all_set(k))
 		return CL_INVALID_KERNEL_ARGS;

@@ -605,17 +605,27 @@ cl_int cmx_clGetMemObjectInfo(cl_mem m, cl_mem_info param, size_t size, void *va
 
 /* ---- reads and writes ---- */
 
-cl_int cmx_clEnqueueReadBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, size_t off,
-			       size_t size, void *ptr, cl_uint n, const cl_event *list,
-			       cl_event *event)
+/* The checks a read (host_reads) or a write of [off, off + size) of m
+ * starts with. */
+static cl_int io_check(cl_command_queue q, cl_mem m, size_t off, size_t size, const void *ptr,
+		       int host_reads)
 {
-	struct cmd c;
 	cl_int e = check_qmem(q, m);
 
 	if (!e && (!ptr || !in_range(off, size, m->size)))
 		e = CL_INVALID_VALUE;
 	if (!e)
-		e = host_access(m, 1, 0);
+		e = host_access(m, host_reads, !host_reads);
+	return e;
+}
+
+cl_int cmx_clEnqueueReadBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, size_t off,
+			       size_t size, void *ptr, cl_uint n, const cl_event *list,
+			       cl_event *event)
+{
+	struct cmd c;
+	cl_int e = io_check(q, m, off, size, ptr, 1);
+
 	if (e || (e = cmd_begin(&c, q, n, list, event, CL_COMMAND_READ_BUFFER)))
 		return e;
 	e = cmd_end(&c, read_region(q, m, blocking, off, size, ptr, &c, NULL, NULL));
@@ -630,12 +640,8 @@ cl_int cmx_clEnqueueWriteBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, 
 {
 	struct cmx_WriteBuffer_in in;
 	struct cmd c;
-	cl_int e = check_qmem(q, m);
+	cl_int e = io_check(q, m, off, size, ptr, 0);
 
-	if (!e && (!ptr || !in_range(off, size, m->size)))
-		e = CL_INVALID_VALUE;
-	if (!e)
-		e = host_access(m, 0, 1);
 	if (e || (e = cmd_begin(&c, q, n, list, event, CL_COMMAND_WRITE_BUFFER)))
 		return e;
 	in = (struct cmx_WriteBuffer_in){.queue = {q->id},
@@ -709,12 +715,16 @@ static size_t rect_start(const size_t o[3], size_t row, size_t slice)
 	return o[2] * slice + o[1] * row + o[0];
 }
 
-static cl_int rect_check(cl_mem m, const size_t bo[3], const size_t ho[3], const size_t r[3],
-			 size_t brow, size_t bslice, size_t hrow, size_t hslice, const void *ptr,
-			 struct rect *x)
+/* The checks a rect read (host_reads) or write starts with; fills x. */
+static cl_int rect_check(cl_command_queue q, cl_mem m, const size_t bo[3], const size_t ho[3],
+			 const size_t r[3], size_t brow, size_t bslice, size_t hrow, size_t hslice,
+			 const void *ptr, int host_reads, struct rect *x)
 {
 	size_t end;
+	cl_int e = check_qmem(q, m);
 
+	if (e)
+		return e;
 	if (!bo || !ho || !r || !ptr || !r[0] || !r[1] || !r[2])
 		return CL_INVALID_VALUE;
 	if (pitches_bad(r, &brow, &bslice) || pitches_bad(r, &hrow, &hslice))
@@ -723,6 +733,9 @@ static cl_int rect_check(cl_mem m, const size_t bo[3], const size_t ho[3], const
 		return CL_INVALID_VALUE;
 	if (rect_end(ho, r, hrow, hslice, &end))
 		return CL_INVALID_VALUE;
+	e = host_access(m, host_reads, !host_reads);
+	if (e)
+		return e;
 	for (int i = 0; i < 3; i++) {
 		x->bo[i] = bo[i];
 		x->r[i] = r[i];
@@ -768,12 +781,8 @@ cl_int cmx_clEnqueueReadBufferRect(cl_command_queue q, cl_mem m, cl_bool blockin
 	struct cmd c;
 	char *out;
 	void *tmp;
-	cl_int e = check_qmem(q, m);
+	cl_int e = rect_check(q, m, bo, ho, region, brow, bslice, hrow, hslice, ptr, 1, &x);
 
-	if (!e)
-		e = rect_check(m, bo, ho, region, brow, bslice, hrow, hslice, ptr, &x);
-	if (!e)
-		e = host_access(m, 1, 0);
 	if (e)
 		return e;
 	out = (char *)ptr + x.host_off;
@@ -845,12 +854,8 @@ cl_int cmx_clEnqueueWriteBufferRect(cl_command_queue q, cl_mem m, cl_bool blocki
 	struct cmd c;
 	char *src;
 	void *tmp;
-	cl_int e = check_qmem(q, m);
+	cl_int e = rect_check(q, m, bo, ho, region, brow, bslice, hrow, hslice, ptr, 0, &x);
 
-	if (!e)
-		e = rect_check(m, bo, ho, region, brow, bslice, hrow, hslice, ptr, &x);
-	if (!e)
-		e = host_access(m, 0, 1);
 	if (e)
 		return e;
 	src = (char *)ptr + x.host_off;

@@ -207,7 +207,7 @@ bad:
 
 /* ---- helpers ---- */
 
-static int program_has_device(cl_program p, cl_device_id d)
+int cmx_program_has_device(cl_program p, cl_device_id d)
 {
 	for (cl_uint i = 0; i < p->ndevices; i++)
 		if (p->devices[i] == d)
@@ -242,7 +242,7 @@ static cl_int device_ids(cl_uint n, const cl_device_id *list, int (*have)(void *
 
 static int have_program_device(void *p, cl_device_id d)
 {
-	return program_has_device(p, d);
+	return cmx_program_has_device(p, d);
 }
 
 static int have_context_device(void *c, cl_device_id d)
@@ -318,6 +318,35 @@ static char *dup_options(const char *options)
 	return strdup(options ? options : "");
 }
 
+/* The end of a clCreateProgramWith*: p when the daemon made it (e is
+ * CL_SUCCESS), else NULL, p freed. */
+static cl_program program_created(cl_program p, cl_int e, cl_int *errcode_ret)
+{
+	set_err(errcode_ret, e);
+	if (e) {
+		program_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+/* The checks clBuildProgram and clCompileProgram start with; fills ids. */
+static cl_int build_check(cl_program p, cl_uint n, const cl_device_id *list,
+			  void(CL_CALLBACK *pfn_notify)(cl_program, void *), void *user_data,
+			  uint64_t *ids)
+{
+	cl_int e;
+
+	if (!CMX_IS(p, CMX_MAGIC_PROGRAM))
+		return CL_INVALID_PROGRAM;
+	e = device_ids(n, list, have_program_device, p, ids);
+	if (e)
+		return e;
+	if (!pfn_notify && user_data)
+		return CL_INVALID_VALUE;
+	return CL_SUCCESS;
+}
+
 /* ---- creation ---- */
 
 cl_program CL_API_CALL cmx_clCreateProgramWithSource(cl_context context, cl_uint count,
@@ -327,7 +356,6 @@ cl_program CL_API_CALL cmx_clCreateProgramWithSource(cl_context context, cl_uint
 	struct cmx_CreateProgramWithSource_in in;
 	size_t total = 0, off = 0;
 	cl_program p;
-	cl_int e;
 	char *src;
 
 	if (!CMX_IS(context, CMX_MAGIC_CONTEXT)) {
@@ -378,14 +406,7 @@ cl_program CL_API_CALL cmx_clCreateProgramWithSource(cl_context context, cl_uint
 	    .context.id = context->id,
 	    .source = {src, total},
 	};
-	e = CMX_SEND(CreateProgramWithSource, &in);
-	if (e) {
-		program_free(p);
-		set_err(errcode_ret, e);
-		return NULL;
-	}
-	set_err(errcode_ret, CL_SUCCESS);
-	return p;
+	return program_created(p, CMX_SEND(CreateProgramWithSource, &in), errcode_ret);
 }
 
 cl_program CL_API_CALL cmx_clCreateProgramWithBinary(cl_context context, cl_uint num_devices,
@@ -470,14 +491,8 @@ cl_program CL_API_CALL cmx_clCreateProgramWithBinary(cl_context context, cl_uint
 		for (cl_uint i = 0; i < num_devices; i++)
 			binary_status[i] = (cl_int)(int64_t)out.status.v[i];
 	cmx_reply_fini(&reply);
-	if (e) {
-		/* The daemon made no program: nothing to release there. */
-		program_free(p);
-		set_err(errcode_ret, e);
-		return NULL;
-	}
-	set_err(errcode_ret, CL_SUCCESS);
-	return p;
+	/* On failure the daemon made no program: nothing to release there. */
+	return program_created(p, e, errcode_ret);
 }
 
 static int device_has_il(cl_device_id d)
@@ -493,7 +508,6 @@ cl_program CL_API_CALL cmx_clCreateProgramWithIL(cl_context context, const void 
 	struct cmx_CreateProgramWithIL_in in;
 	int any = 0;
 	cl_program p;
-	cl_int e;
 	void *copy;
 
 	if (!CMX_IS(context, CMX_MAGIC_CONTEXT)) {
@@ -529,14 +543,7 @@ cl_program CL_API_CALL cmx_clCreateProgramWithIL(cl_context context, const void 
 	    .context.id = context->id,
 	    .il = {copy, length},
 	};
-	e = CMX_SEND(CreateProgramWithIL, &in);
-	if (e) {
-		program_free(p);
-		set_err(errcode_ret, e);
-		return NULL;
-	}
-	set_err(errcode_ret, CL_SUCCESS);
-	return p;
+	return program_created(p, CMX_SEND(CreateProgramWithIL, &in), errcode_ret);
 }
 
 cl_program CL_API_CALL cmx_clCreateProgramWithBuiltInKernels(cl_context context,
@@ -604,13 +611,9 @@ cl_int CL_API_CALL cmx_clBuildProgram(cl_program program, cl_uint num_devices,
 	cl_int e;
 	int rc;
 
-	if (!CMX_IS(program, CMX_MAGIC_PROGRAM))
-		return CL_INVALID_PROGRAM;
-	e = device_ids(num_devices, device_list, have_program_device, program, ids);
+	e = build_check(program, num_devices, device_list, pfn_notify, user_data, ids);
 	if (e)
 		return e;
-	if (!pfn_notify && user_data)
-		return CL_INVALID_VALUE;
 	opts = dup_options(options);
 	if (!opts)
 		return CL_OUT_OF_HOST_MEMORY;
@@ -674,13 +677,9 @@ cl_int CL_API_CALL cmx_clCompileProgram(cl_program program, cl_uint num_devices,
 	cl_int e;
 	int rc;
 
-	if (!CMX_IS(program, CMX_MAGIC_PROGRAM))
-		return CL_INVALID_PROGRAM;
-	e = device_ids(num_devices, device_list, have_program_device, program, ids);
+	e = build_check(program, num_devices, device_list, pfn_notify, user_data, ids);
 	if (e)
 		return e;
-	if (!pfn_notify && user_data)
-		return CL_INVALID_VALUE;
 	if ((num_input_headers == 0) != (input_headers == NULL) ||
 	    (num_input_headers == 0) != (header_include_names == NULL))
 		return CL_INVALID_VALUE;
@@ -1048,12 +1047,11 @@ cl_int CL_API_CALL cmx_clGetProgramBuildInfo(cl_program program, cl_device_id de
 	struct cmx_GetProgramBuildInfo_in in;
 	struct cmx_GetProgramBuildInfo_out out;
 	struct cmx_reply reply;
-	cl_int e;
 	int rc;
 
 	if (!CMX_IS(program, CMX_MAGIC_PROGRAM))
 		return CL_INVALID_PROGRAM;
-	if (!CMX_IS(device, CMX_MAGIC_DEVICE) || !program_has_device(program, device))
+	if (!CMX_IS(device, CMX_MAGIC_DEVICE) || !cmx_program_has_device(program, device))
 		return CL_INVALID_DEVICE;
 	in = (struct cmx_GetProgramBuildInfo_in){
 	    .program.id = program->id,
@@ -1062,14 +1060,8 @@ cl_int CL_API_CALL cmx_clGetProgramBuildInfo(cl_program program, cl_device_id de
 	};
 	memset(&out, 0, sizeof(out));
 	rc = cmx_rpc_GetProgramBuildInfo(cmx_icd.s, &in, &out, &reply);
-	if (rc)
-		return cmx_transport_err(rc);
-	e = reply.status;
-	if (e == CL_SUCCESS)
-		e = cmx_info_copy(param_value_size, param_value, param_value_size_ret,
-				  out.value.ptr, out.value.len);
-	cmx_reply_fini(&reply);
-	return e;
+	return cmx_info_reply(rc, &reply, &out.value, param_value_size, param_value,
+			      param_value_size_ret);
 }
 
 cl_int CL_API_CALL cmx_clSetProgramReleaseCallback(
