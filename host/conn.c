@@ -20,6 +20,9 @@
 #include "staging.h"
 
 #define RX_INITIAL (256u << 10)
+/* Output a peer may leave unread before it is taken for dead: a guest that
+ * stops reading must not make the daemon hold its replies without bound. */
+#define TX_LIMIT (4ull << 30)
 
 /* A queued piece of output: owned bytes, or a borrowed payload. */
 struct seg {
@@ -320,6 +323,10 @@ void cmx_conn_send(struct cmx_conn *c, const struct cmx_hdr *h, const void *args
 		c->tx_bytes_queued += b->len;
 	} else if (free_fn) {
 		free_fn(bulk);
+	}
+	if (c->tx_bytes_queued > TX_LIMIT) {
+		cmx_conn_kill(c, "peer stopped reading");
+		return;
 	}
 	tx_kick(c);
 }
