@@ -12,7 +12,7 @@
  */
 struct cmx_hdr {
 	uint32_t size;	/* bytes of encoded arguments after the header */
-	uint16_t op;	/* opcode (schema/), or CMX_OP_REPLY / CMX_OP_NOTIFY */
+	uint16_t op;	/* opcode: a call or notification of schema/, or CMX_OP_REPLY (1) */
 	uint16_t flags; /* CMX_HDR_* */
 	uint32_t seq;	/* caller's sequence number, echoed in the reply */
 	uint32_t reserved;
