@@ -45,6 +45,13 @@ int cmx_h_GetDeviceInfoAll(struct cmx_call *c, struct cmx_GetDeviceInfoAll_in *i
 			void *v;
 			if (clGetDeviceInfo(dev, p, 0, NULL, &size) != CL_SUCCESS || size > 65536)
 				continue;
+			/* An empty answer (NVIDIA's *_WITH_VERSION lists): a second
+			 * query with a 0-byte buffer may fail, so none is made. */
+			if (!size) {
+				cmx_buf_put_u64(&b, p);
+				cmx_buf_put_bytes(&b, "", 0);
+				continue;
+			}
 			v = malloc(size ? size : 1);
 			if (v && clGetDeviceInfo(dev, p, size, v, NULL) == CL_SUCCESS) {
 				cmx_buf_put_u64(&b, p);

@@ -101,7 +101,15 @@ static void callback_post(void *arg)
 static void CL_CALLBACK event_callback(cl_event e, cl_int status, void *arg)
 {
 	struct callback_note *n = arg;
+	cl_int now;
 
+	/* NVIDIA calls a CL_COMPLETE callback with CL_COMPLETE for a command it
+	 * dropped because a dependency failed; the event's status says so. */
+	if (status == CL_COMPLETE &&
+	    clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(now), &now, NULL) ==
+		    CL_SUCCESS &&
+	    now < 0)
+		status = now;
 	n->status = status;
 	cmx_loop_post(cmx_srv->loop, callback_post, n);
 }

@@ -178,15 +178,21 @@ static int build_work(struct cmx_call *c)
 {
 	struct cmx_BuildProgram_in *in = c->in;
 	struct cmx_BuildProgram_out *out = c->out;
-	char *opts = with_arg_info(in->options.len ? in->options.ptr : NULL);
+	const char *given = in->options.len ? in->options.ptr : NULL;
+	const cl_device_id *devs = in->devices.n ? (const cl_device_id *)in->devices.h : NULL;
+	char *opts = with_arg_info(given);
 	struct cmx_buf b;
 	cl_int e;
 
 	if (!opts)
 		return CL_OUT_OF_HOST_MEMORY;
-	e = clBuildProgram(in->program.h, (cl_uint)in->devices.n,
-			   in->devices.n ? (const cl_device_id *)in->devices.h : NULL, opts, NULL,
-			   NULL);
+	e = clBuildProgram(in->program.h, (cl_uint)in->devices.n, devs, opts, NULL, NULL);
+	/* NVIDIA's compiler emits PTX that ptxas rejects for a kernel with no
+	 * parameters once -cl-kernel-arg-info is given: build again as the
+	 * application asked, without argument info (the guest then checks
+	 * arguments from what it is given), and so report that build's log. */
+	if (e == CL_BUILD_PROGRAM_FAILURE && strcmp(opts, given ? given : ""))
+		e = clBuildProgram(in->program.h, (cl_uint)in->devices.n, devs, given, NULL, NULL);
 	free(opts);
 	clReleaseProgram(in->program.h);
 	if (e)
@@ -260,6 +266,16 @@ static int link_work(struct cmx_call *c)
 	p = clLinkProgram(in->context.h, (cl_uint)in->devices.n,
 			  in->devices.n ? (const cl_device_id *)in->devices.h : NULL, opts,
 			  (cl_uint)in->inputs.n, (const cl_program *)in->inputs.h, NULL, NULL, &e);
+	/* As in build_work: once more without the argument info we added. */
+	if ((e == CL_LINK_PROGRAM_FAILURE || e == CL_BUILD_PROGRAM_FAILURE) &&
+	    strcmp(opts, in->options.len ? in->options.ptr : "")) {
+		if (p)
+			clReleaseProgram(p);
+		p = clLinkProgram(in->context.h, (cl_uint)in->devices.n,
+				  in->devices.n ? (const cl_device_id *)in->devices.h : NULL,
+				  in->options.len ? in->options.ptr : NULL, (cl_uint)in->inputs.n,
+				  (const cl_program *)in->inputs.h, NULL, NULL, &e);
+	}
 	free(opts);
 	c->result = p;
 	if (e)

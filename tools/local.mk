@@ -10,7 +10,8 @@ TESTS += tools/tests/test_cmxgen.sh
 EXTRA_DIST += tools/tests/test_cmxgen.sh tools/tests/golden.schema \
 	tools/tests/golden/proto.gen.h.expected tools/tests/golden/proto.gen.c.expected \
 	tools/tests/golden/stubs.gen.h.expected tools/tests/golden/handlers.gen.h.expected \
-	tools/tests/golden/handlers.gen.c.expected tools/demo tools/check tools/setup.sh
+	tools/tests/golden/handlers.gen.c.expected tools/demo tools/check tools/setup.sh \
+	tools/gpu-bundle tools/gpu-check
 
 # What every test sees: the build tree's vendors directory (clmux and the
 # native ICDs), the daemon to start, and failure instead of skip when the
