@@ -272,10 +272,13 @@ static void device_overrides(cl_device_id d)
 		info_set(d, CL_DEVICE_BUILT_IN_KERNELS_WITH_VERSION, "", 0);
 	i = cmx_device_info(d, CL_DEVICE_EXECUTION_CAPABILITIES);
 	if (i && i->size == sizeof(cl_device_exec_capabilities)) {
-		static cl_device_exec_capabilities caps;
-		memcpy(&caps, i->value, sizeof(caps));
-		caps &= ~(cl_device_exec_capabilities)CL_EXEC_NATIVE_KERNEL;
-		info_set(d, CL_DEVICE_EXECUTION_CAPABILITIES, &caps, sizeof(caps));
+		/* Each device's own copy: devices may differ. */
+		cl_device_exec_capabilities *caps = malloc(sizeof(*caps));
+		if (caps) {
+			memcpy(caps, i->value, sizeof(*caps));
+			*caps &= ~(cl_device_exec_capabilities)CL_EXEC_NATIVE_KERNEL;
+			info_set(d, CL_DEVICE_EXECUTION_CAPABILITIES, caps, sizeof(*caps));
+		}
 	}
 	filter_extensions(d);
 }

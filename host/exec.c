@@ -54,6 +54,25 @@ int cmx_defer_event(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call 
 	return err ? err : CMX_DEFER;
 }
 
+static int wait_work(struct cmx_call *c)
+{
+	cl_event e = c->result;
+	cl_int status = CL_COMPLETE;
+
+	clWaitForEvents(1, &e);
+	clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status, NULL);
+	clReleaseEvent(e);
+	c->result = NULL;
+	return status;
+}
+
+int cmx_defer_wait(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status))
+{
+	clRetainEvent(e);
+	c->result = e;
+	return cmx_defer_work(c, wait_work, fin);
+}
+
 static void run_work(void *arg)
 {
 	struct cmx_call *c = arg;

@@ -134,7 +134,7 @@ static int write_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct 
 		/* The callback below finishes the call; the staging goes with it. */
 		clRetainEvent(ev);
 		cmx_event_bind(c, guest_ev, ev);
-		e = cmx_defer_event(c, ev, NULL);
+		e = cmx_defer_wait(c, ev, NULL);
 		clReleaseEvent(ev);
 		return e;
 	}
@@ -253,7 +253,7 @@ static int read_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct c
 	c->rbulk_free = cmx_staging_put;
 	clRetainEvent(ev);
 	cmx_event_bind(c, guest_ev, ev);
-	e = cmx_defer_event(c, ev, sync ? read_done_sync : read_done_async);
+	e = sync ? cmx_defer_wait(c, ev, read_done_sync) : cmx_defer_event(c, ev, read_done_async);
 	clReleaseEvent(ev);
 	return e;
 }
