@@ -5,7 +5,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "executor.h"
 #include "log.h"
@@ -67,39 +66,8 @@ static int wait_work(struct cmx_call *c)
 	return status;
 }
 
-/* How long the loop looks at a blocking call's event before handing the
- * wait to a thread: a small transfer on an idle queue is done by then, and
- * the reply leaves with no thread hand-off at all. */
-#define SPIN_NS 20000
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 int cmx_defer_wait(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status))
 {
-	uint64_t end = now_ns() + SPIN_NS;
-	cl_int status;
-
-	/* Every call deferred this way starts with its queue. */
-	clFlush(((struct cmx_ref *)c->in)->h);
-	do {
-		if (clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status,
-				   NULL) != CL_SUCCESS)
-			break;
-		if (status <= CL_COMPLETE) {
-			c->status = status;
-			if (fin)
-				fin(c, status);
-			else
-				cmx_call_done(c, status);
-			return CMX_DEFER;
-		}
-	} while (now_ns() < end);
 	clRetainEvent(e);
 	c->result = e;
 	return cmx_defer_work(c, wait_work, fin);
