@@ -40,6 +40,19 @@ static cl_int event_status(struct e2e_plat *p, cl_event ev)
 }
 
 /* A command waiting on an incomplete event is queued or submitted. */
+/* The command type of a marker or barrier: clmux answers it from its own
+ * record and is held to the spec; a native driver that reports another
+ * (NVIDIA: 0x4003) gets a note. */
+static void check_command_type(struct e2e_plat *p, cl_command_type type, cl_command_type want)
+{
+	if (type != want && p == &e2e_native) {
+		fprintf(stderr, "e2e: note: native command type 0x%x, the spec says 0x%x\n",
+			(unsigned)type, (unsigned)want);
+		return;
+	}
+	ck_assert_uint_eq(type, want);
+}
+
 static void assert_blocked(struct e2e_plat *p, cl_event ev, const char *what)
 {
 	cl_int st = event_status(p, ev);
@@ -185,7 +198,7 @@ static void marker_run(struct e2e_plat *p)
 	E2E_OK(p, clGetEventInfo(mk, CL_EVENT_COMMAND_TYPE, sizeof(type), &type,
 				 NULL));
 	E2E_OK(p, clGetEventInfo(mk, CL_EVENT_COMMAND_QUEUE, sizeof(q), &q, NULL));
-	ck_assert_uint_eq(type, CL_COMMAND_MARKER);
+	check_command_type(p, type, CL_COMMAND_MARKER);
 	ck_assert_ptr_eq(q, p->queue_prof);
 	assert_filled(p, p->queue_prof, m, n, 0xabcd, "after marker");
 
@@ -248,7 +261,7 @@ static void barrier_run(struct e2e_plat *p)
 	ck_assert_int_eq(event_status(p, bar), CL_COMPLETE);
 	E2E_OK(p, clGetEventInfo(bar, CL_EVENT_COMMAND_TYPE, sizeof(type), &type,
 				 NULL));
-	ck_assert_uint_eq(type, CL_COMMAND_BARRIER);
+	check_command_type(p, type, CL_COMMAND_BARRIER);
 	assert_filled(p, p->queue, m, BAR_N, 0x5eed, "after the barrier");
 
 	clReleaseEvent(evw);

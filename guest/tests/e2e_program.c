@@ -654,8 +654,13 @@ START_TEST(test_binaries)
 		ck_assert_msg(virt[i] == 21 && nat[i] == 21,
 			      "x[%d]: virtual %u native %u, want 21", i, virt[i],
 			      nat[i]);
-	e2e_check_err("clCreateProgramWithBinary of junk", junk_v, junk_n,
-		      CL_INVALID_BINARY);
+	/* Only the driver can judge its own binary format: clmux forwards the
+	 * binary, so it must answer what the native driver answers. */
+	if (junk_n != CL_INVALID_BINARY && junk_v == junk_n)
+		fprintf(stderr, "e2e: note: native accepts a junk binary (%d)\n", junk_n);
+	else
+		e2e_check_err("clCreateProgramWithBinary of junk", junk_v, junk_n,
+			      CL_INVALID_BINARY);
 }
 END_TEST
 
