@@ -13,32 +13,8 @@ py=/usr/bin/python3
 test="$srcdir/tools/tests/compat_pyopencl.py"
 "$py" -c 'import pyopencl, numpy' 2>/dev/null ||
 	{ echo "SKIP: $py cannot import pyopencl and numpy (apt-get install python3-pyopencl)"; exit 77; }
-icd=${OCL_ICD_VENDORS:-icd}
-clmuxd=${CLMUXD:-host/clmuxd}
-[ -f "$icd/clmux.icd" ] || { echo "FAIL: no $icd/clmux.icd"; exit 1; }
-[ -x "$clmuxd" ] || { echo "FAIL: no daemon at $clmuxd"; exit 1; }
-# An ASan build's ICD cannot load into an uninstrumented program (clinfo,
-# /usr/bin/python3): the sanitizer runtime must come first.
-nm -D "$(cat "$icd/clmux.icd")" 2>/dev/null | grep -q __asan_init &&
-	{ echo "SKIP: sanitizer-instrumented libclmux cannot load into an uninstrumented program"; exit 77; }
-native=$(ls "$icd"/*.icd | grep -v '/clmux\.icd$' | head -1)
-[ -n "$native" ] || { echo "SKIP: no native ICD next to clmux.icd"; exit 77; }
-
-tmp=$(mktemp -d)
-pid=""
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-mkdir "$tmp/native" "$tmp/clmux"
-cp "$native" "$tmp/native/"
-cp "$icd/clmux.icd" "$tmp/clmux/"
+. "${srcdir:-$(dirname "$0")/..}/tools/tests/compat-env.sh"
 native_name=$(OCL_ICD_VENDORS="$tmp/native" "$py" -c 'import pyopencl as cl; print(cl.get_platforms()[0].name)')
-
-"$clmuxd" --listen "unix:$tmp/s.sock" 2>"$tmp/clmuxd.log" &
-pid=$!
-i=0
-while [ ! -S "$tmp/s.sock" ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i + 1)); done
-[ -S "$tmp/s.sock" ] || { echo "FAIL: clmuxd did not start"; cat "$tmp/clmuxd.log"; exit 1; }
 
 # PyOpenCL's kernel cache lives under XDG_CACHE_HOME: a fresh one for each
 # side, so both compile (and clmux forwards) every program; the second

@@ -12,6 +12,7 @@ EXTRA_DIST += tools/tests/test_cmxgen.sh tools/tests/golden.schema \
 	tools/tests/golden/stubs.gen.h.expected tools/tests/golden/handlers.gen.h.expected \
 	tools/tests/golden/handlers.gen.c.expected tools/demo tools/check tools/setup.sh \
 	tools/compat-clinfo.sh tools/compat-pyopencl.sh tools/tests/compat_pyopencl.py \
+	tools/tests/compat-env.sh \
 	tools/gpu-bundle tools/gpu-check
 
 # What every test sees: the build tree's vendors directory (clmux and the
