@@ -2,9 +2,8 @@
 // e2e_memory.c - buffers, sub-buffers, maps, rect copies and fills match native.
 #include "e2e.h"
 
-#include <stdio.h>
-
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -257,7 +256,7 @@ static void sub_buffer_invalid_run(struct e2e_plat *p, cl_int *errs, size_t n)
 		{.origin = 1, .size = 64},                       /* misaligned */
 	};
 	cl_buffer_region ok = {.origin = 0, .size = 2 * align};
-	cl_mem parent, sub;
+	cl_mem parent, sub, subsub;
 
 	ck_assert_uint_eq(n, sizeof(bad) / sizeof(bad[0]) + 1);
 	parent = e2e_buffer_create(p, CL_MEM_READ_WRITE, SUB_PARENT, NULL);
@@ -272,22 +271,23 @@ static void sub_buffer_invalid_run(struct e2e_plat *p, cl_int *errs, size_t n)
 		if (sub)
 			clReleaseMemObject(sub);
 	}
-	/* A sub-buffer of a sub-buffer is not allowed either. */
+	/* A sub-buffer of a sub-buffer is not allowed either.  clmux refuses
+	 * it in the guest; NVIDIA's driver (580) makes one.  Like the bad
+	 * regions above, only NULL-iff-error is asserted here, and
+	 * e2e_check_err() holds clmux to the spec and notes native. */
 	sub = clCreateSubBuffer(parent, 0, CL_BUFFER_CREATE_TYPE_REGION, &ok,
 				&errs[n - 1]);
 	ck_assert_msg(sub != NULL, "%s: valid sub-buffer failed: %s", p->role,
 		      e2e_cl_strerror(errs[n - 1]));
-	{
-		cl_mem subsub = clCreateSubBuffer(sub, 0, CL_BUFFER_CREATE_TYPE_REGION, &ok,
-						  &errs[n - 1]);
-		/* clmux refuses it in the guest; some drivers (NVIDIA) accept it. */
-		if (subsub && p == &e2e_native) {
-			fprintf(stderr, "e2e: note: native accepts a sub-buffer of a sub-buffer\n");
-			clReleaseMemObject(subsub);
-		} else {
-			ck_assert_ptr_null(subsub);
-		}
-	}
+	errs[n - 1] = CL_SUCCESS;
+	subsub = clCreateSubBuffer(sub, 0, CL_BUFFER_CREATE_TYPE_REGION, &ok,
+				   &errs[n - 1]);
+	ck_assert_msg((subsub == NULL) == (errs[n - 1] != CL_SUCCESS),
+		      "%s: sub-buffer of a sub-buffer: %s with a %s sub-buffer",
+		      p->role, e2e_cl_strerror(errs[n - 1]),
+		      subsub ? "non-NULL" : "NULL");
+	if (subsub)
+		clReleaseMemObject(subsub);
 	clReleaseMemObject(sub);
 	clReleaseMemObject(parent);
 }
@@ -545,7 +545,15 @@ END_TEST
 static const size_t fill_sizes[] = {1, 2, 4, 8, 16, 32, 64, 128};
 #define FILL_NUM (sizeof(fill_sizes) / sizeof(fill_sizes[0]))
 
-static void fill_run(struct e2e_plat *p, unsigned char *out, cl_int errs[2])
+/*
+ * The fills, then a read into out; then two invalid fills (pattern size 3;
+ * offset not a multiple of the pattern size) and a read into after.  The
+ * first read comes before the invalid fills: NVIDIA's driver (580) accepts
+ * the 3-byte fill at offset 0 and writes it, which once showed up as a bad
+ * byte 0 in the result of the valid fills.
+ */
+static void fill_run(struct e2e_plat *p, unsigned char *out,
+		     unsigned char *after, cl_int errs[2])
 {
 	unsigned char pat[128];
 	cl_mem m;
@@ -562,19 +570,31 @@ static void fill_run(struct e2e_plat *p, unsigned char *out, cl_int errs[2])
 					      NULL, NULL));
 	}
 	read_all(p, m, FILL_SIZE, out);
-	/* Pattern size 3; offset not a multiple of the pattern size. After the
-	 * read: a driver that accepts them (NVIDIA) must not spoil the data. */
 	errs[0] = clEnqueueFillBuffer(p->queue, m, pat, 3, 0, 9, 0, NULL, NULL);
 	errs[1] = clEnqueueFillBuffer(p->queue, m, pat, 4, 2, 8, 0, NULL, NULL);
-	clFinish(p->queue);
+	E2E_OK(p, clFinish(p->queue));
+	read_all(p, m, FILL_SIZE, after);
 	clReleaseMemObject(m);
+}
+
+/* Offset of the first byte where a and b differ; n when they do not. */
+static size_t first_diff(const unsigned char *a, const unsigned char *b,
+			 size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && a[i] == b[i])
+		i++;
+	return i;
 }
 
 START_TEST(test_fill)
 {
 	unsigned char want[FILL_SIZE], nat[FILL_SIZE], virt[FILL_SIZE];
+	unsigned char nat_after[FILL_SIZE], virt_after[FILL_SIZE];
 	unsigned char pat[128];
 	cl_int errs_n[2], errs_v[2];
+	size_t d;
 
 	memset(want, 0xab, FILL_SIZE);
 	for (size_t i = 0; i < FILL_NUM; i++) {
@@ -584,14 +604,42 @@ START_TEST(test_fill)
 		for (size_t j = 0; j < FILL_LEN; j += ps)
 			memcpy(want + off + j, pat, ps);
 	}
-	fill_run(&e2e_native, nat, errs_n);
-	fill_run(&e2e_virtual, virt, errs_v);
-	e2e_assert_bytes_eq(nat, want, FILL_SIZE, "native fill");
-	e2e_assert_bytes_eq(virt, want, FILL_SIZE, "virtual fill");
+	fill_run(&e2e_native, nat, nat_after, errs_n);
+	fill_run(&e2e_virtual, virt, virt_after, errs_v);
+
+	/* The fills run in the driver: clmux must give what native gives,
+	 * and that must be the spec's bytes where native gets them right. */
+	d = first_diff(nat, want, FILL_SIZE);
+	if (d == FILL_SIZE) {
+		e2e_assert_bytes_eq(virt, want, FILL_SIZE, "virtual fill");
+	} else {
+		fprintf(stderr,
+			"e2e: note: native fill: byte %zu of %u is 0x%02x, the "
+			"spec says 0x%02x; virtual is compared to native\n",
+			d, FILL_SIZE, nat[d], want[d]);
+		e2e_assert_bytes_eq(virt, nat, FILL_SIZE,
+				    "virtual fill vs native");
+	}
+
+	/* clmux refuses both invalid fills in the guest. */
 	e2e_check_err("fill with a 3-byte pattern", errs_v[0], errs_n[0],
 		      CL_INVALID_VALUE);
 	e2e_check_err("fill at an unaligned offset", errs_v[1], errs_n[1],
 		      CL_INVALID_VALUE);
+	/* A refused command leaves the buffer alone. */
+	d = first_diff(nat_after, nat, FILL_SIZE);
+	if (d != FILL_SIZE)
+		fprintf(stderr,
+			"e2e: note: native invalid fills (%s, %s) changed byte "
+			"%zu from 0x%02x to 0x%02x\n",
+			e2e_cl_strerror(errs_n[0]), e2e_cl_strerror(errs_n[1]),
+			d, nat[d], nat_after[d]);
+	if (errs_v[0] != CL_SUCCESS && errs_v[1] != CL_SUCCESS)
+		e2e_assert_bytes_eq(virt_after, virt, FILL_SIZE,
+				    "virtual after refused fills");
+	else
+		e2e_assert_bytes_eq(virt_after, nat_after, FILL_SIZE,
+				    "virtual after invalid fills vs native");
 }
 END_TEST
 
@@ -653,14 +701,27 @@ END_TEST
 
 #define OOB_SIZE 4096u
 #define OOB_CASES 9
+#define OOB_NOT_RUN 1 /* not a CL error code: the call was not made */
 
-/* Every out-of-range command fails with CL_INVALID_VALUE and leaves the
- * buffer alone; the queue still works afterwards. */
-static void oob_run(struct e2e_plat *p, cl_int errs[OOB_CASES])
+static const char *const oob_what[OOB_CASES] = {
+	"read past the end",            "write past the end",
+	"write larger than the buffer", "write whose end wraps",
+	"copy from past the end",       "copy to past the end",
+	"fill past the end",            "rect write past the end",
+	"map past the end",
+};
+
+/*
+ * Every out-of-range command fails with CL_INVALID_VALUE and leaves the
+ * buffer alone; the queue still works afterwards.  Without run_invalid the
+ * out-of-range calls are not made (errs all OOB_NOT_RUN); the rest is.
+ */
+static void oob_run(struct e2e_plat *p, cl_int errs[OOB_CASES],
+		    int run_invalid)
 {
 	unsigned char init[OOB_SIZE], junk[2 * OOB_SIZE], back[OOB_SIZE];
 	size_t org[3] = {0, 0, 0}, reg[3] = {64, 100, 1};
-	int pat = 0x5a5a5a5a, n = 0;
+	int pat = 0x5a5a5a5a, n = 0, accepted = 0;
 	cl_mem m, m2;
 	cl_int err;
 	void *map;
@@ -671,6 +732,11 @@ static void oob_run(struct e2e_plat *p, cl_int errs[OOB_CASES])
 			      OOB_SIZE, init);
 	m2 = e2e_buffer_create(p, CL_MEM_READ_WRITE, OOB_SIZE, NULL);
 
+	if (!run_invalid) {
+		for (n = 0; n < OOB_CASES; n++)
+			errs[n] = OOB_NOT_RUN;
+		goto check;
+	}
 	errs[n++] = clEnqueueReadBuffer(p->queue, m, CL_TRUE, 4000, 200, junk, 0,
 					NULL, NULL);
 	errs[n++] = clEnqueueWriteBuffer(p->queue, m, CL_TRUE, 4000, 200, junk, 0,
@@ -686,16 +752,37 @@ static void oob_run(struct e2e_plat *p, cl_int errs[OOB_CASES])
 					NULL);
 	errs[n++] = clEnqueueFillBuffer(p->queue, m, &pat, sizeof(pat), 4092, 8,
 					0, NULL, NULL);
+	/* 100 rows of 64 bytes: 6400 bytes into a 4096-byte buffer. */
 	errs[n++] = clEnqueueWriteBufferRect(p->queue, m, CL_TRUE, org, org, reg,
 					     64, 0, 64, 0, junk, 0, NULL, NULL);
+	err = CL_SUCCESS;
 	map = clEnqueueMapBuffer(p->queue, m, CL_TRUE, CL_MAP_WRITE, 4000, 200, 0,
 				 NULL, NULL, &err);
-	ck_assert_ptr_null(map);
+	/* Judged by e2e_check_err(); here only NULL-iff-error. */
+	ck_assert_msg((map == NULL) == (err != CL_SUCCESS),
+		      "%s: map past the end: %s with a %s pointer", p->role,
+		      e2e_cl_strerror(err), map ? "non-NULL" : "NULL");
+	if (map)
+		E2E_OK(p, clEnqueueUnmapMemObject(p->queue, m, map, 0, NULL,
+						  NULL));
 	errs[n++] = err;
 	ck_assert_int_eq(n, OOB_CASES);
 
+check:
+	E2E_OK(p, clFinish(p->queue));
 	read_all(p, m, OOB_SIZE, back);
-	e2e_assert_bytes_eq(back, init, OOB_SIZE, p->role);
+	for (int i = 0; i < OOB_CASES; i++)
+		accepted |= errs[i] == CL_SUCCESS;
+	/* A native driver that took one of them (a note from
+	 * e2e_check_err() says which) may have written to the buffer. */
+	if (accepted && (p == &e2e_native || e2e_same_platform()) &&
+	    memcmp(back, init, OOB_SIZE) != 0)
+		fprintf(stderr,
+			"e2e: note: %s buffer changed by an accepted "
+			"out-of-range command\n",
+			p->role);
+	else
+		e2e_assert_bytes_eq(back, init, OOB_SIZE, p->role);
 	clReleaseMemObject(m2);
 	clReleaseMemObject(m);
 }
@@ -703,27 +790,40 @@ static void oob_run(struct e2e_plat *p, cl_int errs[OOB_CASES])
 START_TEST(test_out_of_bounds)
 {
 	cl_int nat[OOB_CASES], virt[OOB_CASES];
+	/*
+	 * NVIDIA's driver (580, OpenCL 3.0 CUDA) does not range-check these
+	 * calls and crashed the test process (SIGSEGV) inside the native
+	 * calls.  Which of the nine does it was not isolated, and a crash
+	 * cannot be caught (a child forked after OpenCL is set up cannot use
+	 * it), so on NVIDIA none of them is made natively.  clmux refuses all
+	 * of them in the guest before anything reaches the daemon, so its
+	 * answers do not depend on the driver and are checked alone.
+	 */
+	int native_runs = !strstr(e2e_native.name, "NVIDIA");
+	/* Both roles on one platform: the virtual side is that driver. */
+	int virtual_runs = native_runs || !e2e_same_platform();
 
-	/* NVIDIA's driver crashes the process on one of these; clmux refuses
-	 * them all in the guest, so only its side is run there. */
-	if (strstr(e2e_native.name, "NVIDIA")) {
-		fprintf(stderr, "e2e: note: native out-of-bounds calls skipped on NVIDIA\n");
-		for (int i = 0; i < OOB_CASES; i++)
-			nat[i] = CL_INVALID_VALUE;
-	} else {
-		oob_run(&e2e_native, nat);
+	if (!native_runs)
+		fprintf(stderr,
+			"e2e: note: native \"%s\": out-of-range calls not "
+			"made (the driver crashes on them); virtual checked "
+			"alone\n",
+			e2e_native.name);
+	oob_run(&e2e_native, nat, native_runs);
+	oob_run(&e2e_virtual, virt, virtual_runs);
+	for (int i = 0; i < OOB_CASES; i++) {
+		if (virt[i] == OOB_NOT_RUN)
+			continue;
+		if (nat[i] == OOB_NOT_RUN)
+			ck_assert_msg(virt[i] == CL_INVALID_VALUE,
+				      "%s: virtual %s (%d), want %s",
+				      oob_what[i], e2e_cl_strerror(virt[i]),
+				      virt[i],
+				      e2e_cl_strerror(CL_INVALID_VALUE));
+		else
+			e2e_check_err(oob_what[i], virt[i], nat[i],
+				      CL_INVALID_VALUE);
 	}
-	oob_run(&e2e_virtual, virt);
-	static const char *const what[OOB_CASES] = {
-		"read past the end",     "write past the end",
-		"write larger than the buffer", "write whose end wraps",
-		"copy from past the end", "copy to past the end",
-		"fill past the end",     "rect write past the end",
-		"map past the end",
-	};
-
-	for (int i = 0; i < OOB_CASES; i++)
-		e2e_check_err(what[i], virt[i], nat[i], CL_INVALID_VALUE);
 }
 END_TEST
 
