@@ -143,6 +143,9 @@ static int extension_forwarded(const char *name, size_t n)
 		"cl_khr_spirv_no_integer_wrap_decoration", "cl_khr_spirv_linkonce_odr",
 		"cl_nv_device_attribute_query", "cl_nv_pragma_unroll", "cl_nv_compiler_options",
 		"cl_khr_kernel_clock", "cl_khr_suggested_local_work_size",
+		/* images (guest/image.c) */
+		"cl_khr_3d_image_writes", "cl_khr_image2d_from_buffer", "cl_khr_depth_images",
+		"cl_khr_srgb_image_writes",
 	};
 	static const char *const prefix[] = { "cl_khr_subgroup_", "cl_khr_work_group_" };
 
@@ -159,7 +162,6 @@ static int extension_forwarded(const char *name, size_t n)
 static int feature_forwarded(const char *name)
 {
 	static const char *const dropped[] = {
-		"__opencl_c_images", "__opencl_c_3d_image_writes", "__opencl_c_read_write_images",
 		"__opencl_c_pipes", "__opencl_c_device_enqueue",
 	};
 
@@ -225,23 +227,18 @@ static void device_overrides(cl_device_id d)
 {
 	static const cl_bool no = CL_FALSE;
 	static const cl_uint zero_u = 0;
-	static const size_t zero_sz = 0;
 	static const cl_ulong zero_ul = 0;
 	static const cl_device_partition_property no_partition[1] = { 0 };
 	static const cl_uint refcount = 1;
 	static const cl_platform_id platform = &cmx_icd.platform;
 	static const cl_device_id none = NULL;
-	static const cl_uint image_uints[] = { CL_DEVICE_MAX_READ_IMAGE_ARGS,
-		CL_DEVICE_MAX_WRITE_IMAGE_ARGS, CL_DEVICE_MAX_READ_WRITE_IMAGE_ARGS,
-		CL_DEVICE_MAX_SAMPLERS, CL_DEVICE_MAX_PIPE_ARGS, CL_DEVICE_PARTITION_MAX_SUB_DEVICES,
-		CL_DEVICE_IMAGE_PITCH_ALIGNMENT, CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT,
-		CL_DEVICE_PIPE_MAX_ACTIVE_RESERVATIONS, CL_DEVICE_PIPE_MAX_PACKET_SIZE,
-		CL_DEVICE_MAX_ON_DEVICE_QUEUES, CL_DEVICE_MAX_ON_DEVICE_EVENTS,
-		CL_DEVICE_QUEUE_ON_DEVICE_PREFERRED_SIZE, CL_DEVICE_QUEUE_ON_DEVICE_MAX_SIZE };
-	static const cl_uint image_sizes[] = { CL_DEVICE_IMAGE2D_MAX_WIDTH,
-		CL_DEVICE_IMAGE2D_MAX_HEIGHT, CL_DEVICE_IMAGE3D_MAX_WIDTH, CL_DEVICE_IMAGE3D_MAX_HEIGHT,
-		CL_DEVICE_IMAGE3D_MAX_DEPTH, CL_DEVICE_IMAGE_MAX_BUFFER_SIZE,
-		CL_DEVICE_IMAGE_MAX_ARRAY_SIZE };
+	/* Images and samplers are forwarded: their limits read as the
+	 * device's. Pipes, sub-devices and device-side queues are not. */
+	static const cl_uint zeroed[] = { CL_DEVICE_MAX_PIPE_ARGS,
+		CL_DEVICE_PARTITION_MAX_SUB_DEVICES, CL_DEVICE_PIPE_MAX_ACTIVE_RESERVATIONS,
+		CL_DEVICE_PIPE_MAX_PACKET_SIZE, CL_DEVICE_MAX_ON_DEVICE_QUEUES,
+		CL_DEVICE_MAX_ON_DEVICE_EVENTS, CL_DEVICE_QUEUE_ON_DEVICE_PREFERRED_SIZE,
+		CL_DEVICE_QUEUE_ON_DEVICE_MAX_SIZE };
 	const struct cmx_devinfo *i;
 
 	info_set(d, CL_DEVICE_PLATFORM, &platform, sizeof(platform));
@@ -250,13 +247,9 @@ static void device_overrides(cl_device_id d)
 	info_set(d, CL_DEVICE_PARTITION_PROPERTIES, no_partition, sizeof(no_partition));
 	info_set(d, CL_DEVICE_PARTITION_TYPE, no_partition, 0);
 	info_set(d, CL_DEVICE_PARTITION_AFFINITY_DOMAIN, &zero_ul, sizeof(zero_ul));
-	info_set(d, CL_DEVICE_IMAGE_SUPPORT, &no, sizeof(no));
-	for (size_t k = 0; k < sizeof(image_uints) / sizeof(*image_uints); k++)
-		if (cmx_device_info(d, image_uints[k]))
-			info_set(d, image_uints[k], &zero_u, sizeof(zero_u));
-	for (size_t k = 0; k < sizeof(image_sizes) / sizeof(*image_sizes); k++)
-		if (cmx_device_info(d, image_sizes[k]))
-			info_set(d, image_sizes[k], &zero_sz, sizeof(zero_sz));
+	for (size_t k = 0; k < sizeof(zeroed) / sizeof(*zeroed); k++)
+		if (cmx_device_info(d, zeroed[k]))
+			info_set(d, zeroed[k], &zero_u, sizeof(zero_u));
 	info_set(d, CL_DEVICE_HOST_UNIFIED_MEMORY, &no, sizeof(no));
 	if (cmx_device_info(d, CL_DEVICE_SVM_CAPABILITIES))
 		info_set(d, CL_DEVICE_SVM_CAPABILITIES, &zero_ul, sizeof(zero_ul));
@@ -580,6 +573,7 @@ cl_int cmx_clReleaseContext(cl_context c)
 		free(d);
 	}
 	c->magic = 0;
+	cmx_image_formats_free(c);
 	pthread_mutex_destroy(&c->lock);
 	free(c->devices);
 	free(c->props);

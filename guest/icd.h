@@ -72,6 +72,7 @@ struct _cl_context {
 	void(CL_CALLBACK *notify)(const char *, const void *, size_t, void *);
 	void *notify_data;
 	struct cmx_destructor *destructors; /* clSetContextDestructorCallback */
+	struct cmx_formats *formats;	    /* clGetSupportedImageFormats answers */
 	pthread_mutex_t lock;
 };
 
@@ -102,7 +103,26 @@ struct _cl_mem {
 	struct cmx_destructor *destructors;
 	cl_mem_properties *props;
 	size_t nprops;
+	struct cmx_image *image; /* images only (guest/image.c) */
 	pthread_mutex_t lock;
+};
+
+/* What an image's commands are checked against. A 1D image buffer or 2D
+ * image over a memory object keeps that object as its mem's `parent`. */
+struct cmx_image {
+	cl_image_format format;
+	cl_image_desc desc; /* as given; desc.buffer is the guest's object */
+	size_t elem;	    /* bytes per pixel */
+};
+
+struct _cl_sampler {
+	CMX_OBJECT_HEAD;
+	cl_context ctx;
+	cl_bool normalized;
+	cl_addressing_mode addressing;
+	cl_filter_mode filter;
+	cl_sampler_properties props[7]; /* clCreateSamplerWithProperties' list */
+	size_t nprops;			/* entries, the terminating 0 included */
 };
 
 /* What BuildProgram's reply says of one kernel. */
@@ -276,6 +296,59 @@ cl_int cmx_clReleaseEvent(cl_event e);
 
 /* Device info lookup in the cache: NULL when the device has no such query. */
 const struct cmx_devinfo *cmx_device_info(cl_device_id d, cl_uint param);
+
+/* ---- guest/mem.c, shared with guest/image.c ---- */
+
+/* One command: its wait list and the event it returns. */
+struct cmx_cmd {
+	struct cmx_waitlist w;
+	cl_event ev;	/* the application's event, or NULL */
+	uint64_t ev_id; /* its id on the wire, 0 for none */
+	cl_event *want;
+};
+#define CMD_WAIT(c) ((struct cmx_refs){.v = (c)->w.ids, .n = (c)->w.n})
+
+/* The last check (the wait list), then the command's event. */
+cl_int cmx_cmd_begin(struct cmx_cmd *c, cl_command_queue q, cl_uint n, const cl_event *list,
+		     cl_event *want, cl_command_type type);
+/* Hands the event over, or drops it when the command was not sent. */
+cl_int cmx_cmd_end(struct cmx_cmd *c, cl_int e);
+/* After a blocking command: non-blocking reads it followed have landed. */
+void cmx_blocking_done(cl_command_queue q, cl_uint n, const cl_event *list);
+/* A sync call's status (or the transport's error); finishes the reply. */
+cl_int cmx_reply_status(int e, struct cmx_reply *r);
+/* A non-blocking read about to be sent, and its undoing if it is not. */
+struct cmx_pending_read *cmx_pending_new(cl_command_queue q, cl_event ev, void *dst,
+					 uint64_t len);
+void cmx_pending_cancel(struct cmx_pending_read *p);
+/* CL_MEM_* flags: CL_INVALID_VALUE for unknown bits or conflicts. */
+cl_int cmx_mem_flags_check(cl_mem_flags f);
+/* CL_INVALID_OPERATION where CL_MEM_HOST_* forbids the access. */
+cl_int cmx_mem_host_access(cl_mem m, int reads, int writes);
+cl_mem cmx_mem_new(cl_context ctx, cl_mem_flags flags, size_t size);
+void cmx_mem_free(cl_mem m);
+/* Copies w-byte rows between pitched memory and packed rows (pack: into
+ * packed). */
+void cmx_pitched_copy(char *pitched, char *packed, size_t w, size_t rows, size_t slices,
+		      size_t row_pitch, size_t slice_pitch, int pack);
+
+/* ---- guest/image.c ---- */
+
+/* Bytes per pixel of a format, 0 for a format the spec does not define. */
+size_t cmx_image_elem_size(const cl_image_format *f);
+/* An image command's checks: queue, image, context, device support. */
+cl_int cmx_image_check(cl_command_queue q, cl_mem m);
+/* origin + region inside m (CL_INVALID_VALUE otherwise). */
+cl_int cmx_image_region_check(cl_mem m, const size_t *origin, const size_t *region);
+/* Reads a packed region into dst; non-blocking, finish(arg) runs when it
+ * has landed. Writes packed data (which leaves with the command). */
+cl_int cmx_image_read_packed(cl_command_queue q, cl_mem m, cl_bool blocking, const size_t *origin,
+			     const size_t *region, void *dst, struct cmx_cmd *c,
+			     void (*finish)(struct cmx_pending_read *, int), void *arg);
+cl_int cmx_image_write_packed(cl_command_queue q, cl_mem m, cl_bool blocking, const uint64_t o[3],
+			      const uint64_t r[3], const void *data, size_t len, struct cmx_cmd *c);
+/* A context's cached format lists, freed with it. */
+void cmx_image_formats_free(cl_context ctx);
 
 /* Whether d is one of p's devices (guest/program.c). */
 int cmx_program_has_device(cl_program p, cl_device_id d);

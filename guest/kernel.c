@@ -407,6 +407,37 @@ static uint32_t probe_magic(const void *value)
 	return magic;
 }
 
+/* An image argument: an image of the declared type whose flags allow the
+ * declared access. */
+static cl_int image_arg_check(const struct cmx_arginfo *ai, cl_mem m)
+{
+	static const struct {
+		const char *name;
+		cl_mem_object_type type;
+	} types[] = {
+	    {"image1d_t", CL_MEM_OBJECT_IMAGE1D},
+	    {"image1d_array_t", CL_MEM_OBJECT_IMAGE1D_ARRAY},
+	    {"image1d_buffer_t", CL_MEM_OBJECT_IMAGE1D_BUFFER},
+	    {"image2d_t", CL_MEM_OBJECT_IMAGE2D},
+	    {"image2d_depth_t", CL_MEM_OBJECT_IMAGE2D},
+	    {"image2d_array_t", CL_MEM_OBJECT_IMAGE2D_ARRAY},
+	    {"image2d_array_depth_t", CL_MEM_OBJECT_IMAGE2D_ARRAY},
+	    {"image3d_t", CL_MEM_OBJECT_IMAGE3D},
+	};
+
+	if (!m)
+		return CL_INVALID_ARG_VALUE;
+	if (!m->image)
+		return CL_INVALID_MEM_OBJECT;
+	for (size_t i = 0; i < sizeof(types) / sizeof(*types); i++)
+		if (!strcmp(ai->type_name, types[i].name) && m->type != types[i].type)
+			return CL_INVALID_MEM_OBJECT;
+	if ((ai->access == CL_KERNEL_ARG_ACCESS_READ_ONLY && (m->flags & CL_MEM_WRITE_ONLY)) ||
+	    (ai->access == CL_KERNEL_ARG_ACCESS_WRITE_ONLY && (m->flags & CL_MEM_READ_ONLY)))
+		return CL_INVALID_ARG_VALUE;
+	return CL_SUCCESS;
+}
+
 /* Checks an argument against the kernel info; fills v (bytes not copied). */
 static cl_int arg_check(const struct cmx_arginfo *ai, size_t size, const void *value,
 			struct cmx_argval *v)
@@ -424,8 +455,13 @@ static cl_int arg_check(const struct cmx_arginfo *ai, size_t size, const void *v
 			memcpy(&m, value, sizeof(m));
 		if (m && !CMX_IS(m, CMX_MAGIC_MEM))
 			return CL_INVALID_MEM_OBJECT;
-		if (!m && !strncmp(ai->type_name, "image", 5))
-			return CL_INVALID_ARG_VALUE;
+		if (!strncmp(ai->type_name, "image", 5)) {
+			cl_int e = image_arg_check(ai, m);
+			if (e)
+				return e;
+		} else if (m && m->image) {
+			return CL_INVALID_MEM_OBJECT;
+		}
 		v->kind = 1;
 		v->id = m ? m->id : 0;
 		return CL_SUCCESS;

@@ -2,7 +2,7 @@
 # libclmux: the vendor ICD the loader opens (clmux.icd names it).
 lib_LTLIBRARIES += guest/libclmux.la
 guest_libclmux_la_SOURCES = guest/icd.h guest/icd.c guest/entry.h guest/session.h \
-	guest/session.c guest/queue.c guest/event.c guest/notify.c guest/mem.c \
+	guest/session.c guest/queue.c guest/event.c guest/notify.c guest/mem.c guest/image.c \
 	guest/program.c guest/kernel.c
 nodist_guest_libclmux_la_SOURCES = guest/stubs.gen.h
 guest_libclmux_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/guest -I$(top_builddir)/guest
@@ -32,7 +32,7 @@ clean-icd:
 
 if HAVE_CHECK
 E2E_TESTS = guest/tests/e2e_compute guest/tests/e2e_memory guest/tests/e2e_events \
-	guest/tests/e2e_program guest/tests/e2e_multi guest/tests/e2e_async
+	guest/tests/e2e_program guest/tests/e2e_multi guest/tests/e2e_async guest/tests/e2e_image
 check_PROGRAMS += $(E2E_TESTS)
 TESTS += $(E2E_TESTS)
 check_LTLIBRARIES = guest/tests/libe2e.la
@@ -52,4 +52,6 @@ guest_tests_e2e_multi_CFLAGS = $(E2E_CFLAGS)
 guest_tests_e2e_multi_LDADD = $(E2E_LDADD)
 guest_tests_e2e_async_CFLAGS = $(E2E_CFLAGS)
 guest_tests_e2e_async_LDADD = $(E2E_LDADD)
+guest_tests_e2e_image_CFLAGS = $(E2E_CFLAGS)
+guest_tests_e2e_image_LDADD = $(E2E_LDADD)
 endif

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Buffers, sub-buffers, transfers and maps; the image, sampler, pipe and SVM
+// Buffers, sub-buffers, transfers and maps (of images too); the pipe and SVM
 // entry points answer as a device without those capabilities.
 #include <errno.h>
 #include <stddef.h>
@@ -27,6 +27,7 @@ void cmx_mem_destructor_fired(uint64_t tag);
 struct cmx_mapping {
 	void *ptr;
 	size_t offset, size;
+	uint64_t origin[3], region[3]; /* images: the mapped box, packed at ptr */
 	cl_map_flags flags;
 	int owned;   /* ptr is ours, not the application's host_ptr */
 	int landing; /* a non-blocking map's read is on its way (map_lock) */
@@ -78,7 +79,7 @@ static int at_most_one(cl_mem_flags f)
 
 /* ---- flags and checks shared by the entry points ---- */
 
-static cl_int flags_check(cl_mem_flags f)
+cl_int cmx_mem_flags_check(cl_mem_flags f)
 {
 	if (f & ~(cl_mem_flags)(ACCESS_FLAGS | HOST_ACCESS_FLAGS | HOST_PTR_FLAGS))
 		return CL_INVALID_VALUE;
@@ -93,7 +94,7 @@ static cl_int flags_check(cl_mem_flags f)
  * leave out (and the host pointer flags) it inherits. */
 static cl_int sub_flags(cl_mem_flags pf, cl_mem_flags f, cl_mem_flags *out)
 {
-	if (flags_check(f) || (f & HOST_PTR_FLAGS))
+	if (cmx_mem_flags_check(f) || (f & HOST_PTR_FLAGS))
 		return CL_INVALID_VALUE;
 	if (((pf & CL_MEM_WRITE_ONLY) && (f & (CL_MEM_READ_WRITE | CL_MEM_READ_ONLY))) ||
 	    ((pf & CL_MEM_READ_ONLY) && (f & (CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY))) ||
@@ -125,7 +126,7 @@ static cl_int check_qmem(cl_command_queue q, cl_mem m)
 }
 
 /* CL_MEM_HOST_*: what the application promised not to do from the host. */
-static cl_int host_access(cl_mem m, int reads, int writes)
+cl_int cmx_mem_host_access(cl_mem m, int reads, int writes)
 {
 	if (reads && (m->flags & (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_NO_ACCESS)))
 		return CL_INVALID_OPERATION;
@@ -136,18 +137,10 @@ static cl_int host_access(cl_mem m, int reads, int writes)
 
 /* ---- commands: wait list, event, and what follows a blocking one ---- */
 
-struct cmd {
-	struct cmx_waitlist w;
-	cl_event ev;	/* the application's event, or NULL */
-	uint64_t ev_id; /* its id on the wire, 0 for none */
-	cl_event *want;
-};
-
-#define CMD_WAIT(c) ((struct cmx_refs){.v = (c)->w.ids, .n = (c)->w.n})
 
 /* The last check (the wait list), then the command's event: a command that
  * fails a check never creates one. */
-static cl_int cmd_begin(struct cmd *c, cl_command_queue q, cl_uint n, const cl_event *list,
+cl_int cmx_cmd_begin(struct cmx_cmd *c, cl_command_queue q, cl_uint n, const cl_event *list,
 			cl_event *want, cl_command_type type)
 {
 	cl_int e = cmx_waitlist_init(&c->w, n, list, q->ctx);
@@ -165,7 +158,7 @@ static cl_int cmd_begin(struct cmd *c, cl_command_queue q, cl_uint n, const cl_e
 
 /* Hands the event to the application, or drops it when the daemon never
  * got the command (it has not heard of the event either). */
-static cl_int cmd_end(struct cmd *c, cl_int e)
+cl_int cmx_cmd_end(struct cmx_cmd *c, cl_int e)
 {
 	if (e && c->ev) {
 		cmx_event_discard(c->ev);
@@ -189,7 +182,7 @@ static int session_sent(void)
  * this command is, so its data must be there too; out of order, only the
  * wait list is.
  */
-static void blocking_done(cl_command_queue q, cl_uint n, const cl_event *list)
+void cmx_blocking_done(cl_command_queue q, cl_uint n, const cl_event *list)
 {
 	if (!session_sent())
 		return;
@@ -199,7 +192,7 @@ static void blocking_done(cl_command_queue q, cl_uint n, const cl_event *list)
 		cmx_events_wait_data(n, list);
 }
 
-static cl_int reply_status(int e, struct cmx_reply *r)
+cl_int cmx_reply_status(int e, struct cmx_reply *r)
 {
 	cl_int status;
 
@@ -210,7 +203,7 @@ static cl_int reply_status(int e, struct cmx_reply *r)
 	return status;
 }
 
-static cl_int send_marker(cl_command_queue q, struct cmd *c)
+static cl_int send_marker(cl_command_queue q, struct cmx_cmd *c)
 {
 	struct cmx_EnqueueMarker_in in = {
 	    .queue = {q->id}, .wait = CMD_WAIT(c), .event = {c->ev_id}};
@@ -223,7 +216,7 @@ static cl_int send_marker(cl_command_queue q, struct cmd *c)
  * cmx_read_landed() with it, which decrements q->pending, completes the
  * event's data and frees it (and `dst` when `out` is set: a packed rect).
  */
-static struct cmx_pending_read *pending_new(cl_command_queue q, cl_event ev, void *dst,
+struct cmx_pending_read *cmx_pending_new(cl_command_queue q, cl_event ev, void *dst,
 					    uint64_t len)
 {
 	struct cmx_pending_read *p = calloc(1, sizeof(*p));
@@ -244,9 +237,9 @@ static struct cmx_pending_read *pending_new(cl_command_queue q, cl_event ev, voi
 	return p;
 }
 
-/* Undoes pending_new() for a read that was never sent: the same path as a
+/* Undoes cmx_pending_new() for a read that was never sent: the same path as a
  * read that failed, so the counts and waiters are settled in one place. */
-static void pending_cancel(struct cmx_pending_read *p)
+void cmx_pending_cancel(struct cmx_pending_read *p)
 {
 	cmx_read_landed(p, CL_OUT_OF_RESOURCES);
 }
@@ -255,7 +248,7 @@ static void pending_cancel(struct cmx_pending_read *p)
  * checks: blocking, the data is in dst on return; otherwise it lands later
  * and `finish` runs then. */
 static cl_int read_region(cl_command_queue q, cl_mem m, cl_bool blocking, size_t off, size_t size,
-			  void *dst, struct cmd *c, void (*finish)(struct cmx_pending_read *, int),
+			  void *dst, struct cmx_cmd *c, void (*finish)(struct cmx_pending_read *, int),
 			  void *arg)
 {
 	struct cmx_ReadBuffer_in in = {.queue = {q->id},
@@ -274,12 +267,12 @@ static cl_int read_region(cl_command_queue q, cl_mem m, cl_bool blocking, size_t
 		struct cmx_ReadBufferSync_out out;
 		struct cmx_reply r;
 
-		return reply_status(cmx_rpc_ReadBufferSync(cmx_icd.s,
+		return cmx_reply_status(cmx_rpc_ReadBufferSync(cmx_icd.s,
 							   (struct cmx_ReadBufferSync_in *)&in,
 							   &out, &r, dst, size),
 				    &r);
 	}
-	p = pending_new(q, c->ev, dst, size);
+	p = cmx_pending_new(q, c->ev, dst, size);
 	if (!p)
 		return CL_OUT_OF_HOST_MEMORY;
 	p->finish = finish;
@@ -287,13 +280,13 @@ static cl_int read_region(cl_command_queue q, cl_mem m, cl_bool blocking, size_t
 	in.tag = (uintptr_t)p;
 	e = CMX_SEND(ReadBuffer, &in);
 	if (e)
-		pending_cancel(p);
+		cmx_pending_cancel(p);
 	return e;
 }
 
 /* ---- creation and lifetime ---- */
 
-static cl_mem mem_new(cl_context ctx, cl_mem_flags flags, size_t size)
+cl_mem cmx_mem_new(cl_context ctx, cl_mem_flags flags, size_t size)
 {
 	cl_mem m = cmx_object_new(sizeof(*m), CMX_MAGIC_MEM);
 
@@ -311,7 +304,7 @@ static cl_mem mem_new(cl_context ctx, cl_mem_flags flags, size_t size)
 static void mapping_drop(struct cmx_mapping *mp);
 
 /* The last of the struct: no reference and no destructor left to run. */
-static void mem_free(cl_mem m)
+void cmx_mem_free(cl_mem m)
 {
 	while (m->maps) {
 		struct cmx_mapping *mp = m->maps;
@@ -320,6 +313,7 @@ static void mem_free(cl_mem m)
 		mapping_drop(mp);
 	}
 	pthread_mutex_destroy(&m->lock);
+	free(m->image);
 	free(m->props);
 	free(m);
 }
@@ -338,7 +332,7 @@ static cl_mem buffer_create(cl_context ctx, const cl_mem_properties *props, cl_m
 	/* No buffer property is supported: only an empty list passes. */
 	if (props && props[0])
 		return fail(errcode_ret, CL_INVALID_PROPERTY);
-	if (flags_check(flags))
+	if (cmx_mem_flags_check(flags))
 		return fail(errcode_ret, CL_INVALID_VALUE);
 	for (cl_uint i = 0; i < ctx->ndevices; i++)
 		if (ctx->devices[i]->max_alloc > max_alloc)
@@ -348,14 +342,14 @@ static cl_mem buffer_create(cl_context ctx, const cl_mem_properties *props, cl_m
 	if (has_host != (host_ptr != NULL))
 		return fail(errcode_ret, CL_INVALID_HOST_PTR);
 
-	m = mem_new(ctx, flags, size);
+	m = cmx_mem_new(ctx, flags, size);
 	if (!m)
 		return fail(errcode_ret, CL_OUT_OF_HOST_MEMORY);
 	if (props) {
 		m->props = calloc(1, sizeof(*m->props));
 		m->nprops = 1;
 		if (!m->props) {
-			mem_free(m);
+			cmx_mem_free(m);
 			return fail(errcode_ret, CL_OUT_OF_HOST_MEMORY);
 		}
 	}
@@ -368,7 +362,7 @@ static cl_mem buffer_create(cl_context ctx, const cl_mem_properties *props, cl_m
 	    .mem = {m->id}, .context = {ctx->id}, .flags = flags, .size = size};
 	e = CMX_SEND(CreateBuffer, &in, has_host ? host_ptr : NULL, has_host ? size : 0);
 	if (e) {
-		mem_free(m);
+		cmx_mem_free(m);
 		return fail(errcode_ret, e);
 	}
 	cmx_clRetainContext(ctx);
@@ -418,7 +412,7 @@ cl_mem cmx_clCreateSubBuffer(cl_mem parent, cl_mem_flags flags, cl_buffer_create
 	if (!origin_aligned(parent->ctx, r->origin))
 		return fail(errcode_ret, CL_MISALIGNED_SUB_BUFFER_OFFSET);
 
-	m = mem_new(parent->ctx, all, r->size);
+	m = cmx_mem_new(parent->ctx, all, r->size);
 	if (!m)
 		return fail(errcode_ret, CL_OUT_OF_HOST_MEMORY);
 	m->parent = parent;
@@ -433,7 +427,7 @@ cl_mem cmx_clCreateSubBuffer(cl_mem parent, cl_mem_flags flags, cl_buffer_create
 					     .size = r->size};
 	e = CMX_SEND(CreateSubBuffer, &in);
 	if (e) {
-		mem_free(m);
+		cmx_mem_free(m);
 		return fail(errcode_ret, e);
 	}
 	/* The parent outlives its sub-buffers, here and (by this order of
@@ -479,7 +473,7 @@ cl_int cmx_clReleaseMemObject(cl_mem m)
 	pthread_mutex_unlock(&m->lock);
 	CMX_SEND(ReleaseMem, &in); /* a broken session has dropped it already */
 	if (!waiting)
-		mem_free(m);
+		cmx_mem_free(m);
 	if (parent)
 		cmx_clReleaseMemObject(parent);
 	cmx_clReleaseContext(ctx);
@@ -543,7 +537,7 @@ void cmx_mem_destructor_fired(uint64_t tag)
 	free(d);
 	/* Destruction follows the last release, so refs is 0 here. */
 	if (last && atomic_load(&m->refs) == 0)
-		mem_free(m);
+		cmx_mem_free(m);
 }
 
 cl_int cmx_clGetMemObjectInfo(cl_mem m, cl_mem_info param, size_t size, void *value,
@@ -615,7 +609,7 @@ static cl_int io_check(cl_command_queue q, cl_mem m, size_t off, size_t size, co
 	if (!e && (!ptr || !in_range(off, size, m->size)))
 		e = CL_INVALID_VALUE;
 	if (!e)
-		e = host_access(m, host_reads, !host_reads);
+		e = cmx_mem_host_access(m, host_reads, !host_reads);
 	return e;
 }
 
@@ -623,14 +617,14 @@ cl_int cmx_clEnqueueReadBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, s
 			       size_t size, void *ptr, cl_uint n, const cl_event *list,
 			       cl_event *event)
 {
-	struct cmd c;
+	struct cmx_cmd c;
 	cl_int e = io_check(q, m, off, size, ptr, 1);
 
-	if (e || (e = cmd_begin(&c, q, n, list, event, CL_COMMAND_READ_BUFFER)))
+	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_READ_BUFFER)))
 		return e;
-	e = cmd_end(&c, read_region(q, m, blocking, off, size, ptr, &c, NULL, NULL));
+	e = cmx_cmd_end(&c, read_region(q, m, blocking, off, size, ptr, &c, NULL, NULL));
 	if (!e && blocking)
-		blocking_done(q, n, list);
+		cmx_blocking_done(q, n, list);
 	return e;
 }
 
@@ -639,10 +633,10 @@ cl_int cmx_clEnqueueWriteBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, 
 				cl_event *event)
 {
 	struct cmx_WriteBuffer_in in;
-	struct cmd c;
+	struct cmx_cmd c;
 	cl_int e = io_check(q, m, off, size, ptr, 0);
 
-	if (e || (e = cmd_begin(&c, q, n, list, event, CL_COMMAND_WRITE_BUFFER)))
+	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_WRITE_BUFFER)))
 		return e;
 	in = (struct cmx_WriteBuffer_in){.queue = {q->id},
 					 .mem = {m->id},
@@ -656,16 +650,16 @@ cl_int cmx_clEnqueueWriteBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, 
 		struct cmx_reply r;
 
 		_Static_assert(sizeof(struct cmx_WriteBufferSync_in) == sizeof(in), "one layout");
-		e = reply_status(cmx_rpc_WriteBufferSync(cmx_icd.s,
+		e = cmx_reply_status(cmx_rpc_WriteBufferSync(cmx_icd.s,
 							 (struct cmx_WriteBufferSync_in *)&in, ptr,
 							 size, &out, &r),
 				 &r);
 	} else {
 		e = CMX_SEND(WriteBuffer, &in, ptr, size);
 	}
-	e = cmd_end(&c, e);
+	e = cmx_cmd_end(&c, e);
 	if (!e && blocking)
-		blocking_done(q, n, list);
+		cmx_blocking_done(q, n, list);
 	return e;
 }
 
@@ -733,7 +727,7 @@ static cl_int rect_check(cl_command_queue q, cl_mem m, const size_t bo[3], const
 		return CL_INVALID_VALUE;
 	if (rect_end(ho, r, hrow, hslice, &end))
 		return CL_INVALID_VALUE;
-	e = host_access(m, host_reads, !host_reads);
+	e = cmx_mem_host_access(m, host_reads, !host_reads);
 	if (e)
 		return e;
 	for (int i = 0; i < 3; i++) {
@@ -757,17 +751,21 @@ static int rect_is_packed(const struct rect *x)
 
 /* Copies the host region between the application's pitched memory and a
  * packed buffer, in the direction `pack` says. */
-static void rect_copy(const struct rect *x, char *pitched, char *packed, int pack)
+void cmx_pitched_copy(char *pitched, char *packed, size_t w, size_t rows, size_t slices,
+		      size_t row_pitch, size_t slice_pitch, int pack)
 {
-	size_t w = x->r[0];
-
-	for (size_t z = 0; z < x->r[2]; z++)
-		for (size_t y = 0; y < x->r[1]; y++) {
-			char *h = pitched + z * x->hslice + y * x->hrow;
-			char *p = packed + (z * x->r[1] + y) * w;
+	for (size_t z = 0; z < slices; z++)
+		for (size_t y = 0; y < rows; y++) {
+			char *h = pitched + z * slice_pitch + y * row_pitch;
+			char *p = packed + (z * rows + y) * w;
 
 			memcpy(pack ? p : h, pack ? h : p, w);
 		}
+}
+
+static void rect_copy(const struct rect *x, char *pitched, char *packed, int pack)
+{
+	cmx_pitched_copy(pitched, packed, x->r[0], x->r[1], x->r[2], x->hrow, x->hslice, pack);
 }
 
 cl_int cmx_clEnqueueReadBufferRect(cl_command_queue q, cl_mem m, cl_bool blocking, const size_t *bo,
@@ -778,7 +776,7 @@ cl_int cmx_clEnqueueReadBufferRect(cl_command_queue q, cl_mem m, cl_bool blockin
 	struct cmx_ReadBufferRect_in in;
 	struct cmx_pending_read *p;
 	struct rect x;
-	struct cmd c;
+	struct cmx_cmd c;
 	char *out;
 	void *tmp;
 	cl_int e = rect_check(q, m, bo, ho, region, brow, bslice, hrow, hslice, ptr, 1, &x);
@@ -789,7 +787,7 @@ cl_int cmx_clEnqueueReadBufferRect(cl_command_queue q, cl_mem m, cl_bool blockin
 	tmp = rect_is_packed(&x) ? out : malloc(x.packed);
 	if (!tmp)
 		return CL_OUT_OF_HOST_MEMORY;
-	e = cmd_begin(&c, q, n, list, event, CL_COMMAND_READ_BUFFER_RECT);
+	e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_READ_BUFFER_RECT);
 	if (e)
 		goto out_tmp;
 	in = (struct cmx_ReadBufferRect_in){.queue = {q->id},
@@ -807,20 +805,20 @@ cl_int cmx_clEnqueueReadBufferRect(cl_command_queue q, cl_mem m, cl_bool blockin
 		_Static_assert(offsetof(struct cmx_ReadBufferRect_in, tag) ==
 				   sizeof(struct cmx_ReadBufferRectSync_in),
 			       "the async rect read is the sync one plus a tag");
-		e = reply_status(cmx_rpc_ReadBufferRectSync(cmx_icd.s,
+		e = cmx_reply_status(cmx_rpc_ReadBufferRectSync(cmx_icd.s,
 							    (struct cmx_ReadBufferRectSync_in *)&in,
 							    &o, &r, tmp, x.packed),
 				 &r);
 		if (!e && tmp != out)
 			rect_copy(&x, out, tmp, 0);
-		e = cmd_end(&c, e);
+		e = cmx_cmd_end(&c, e);
 		if (!e)
-			blocking_done(q, n, list);
+			cmx_blocking_done(q, n, list);
 		goto out_tmp;
 	}
-	p = pending_new(q, c.ev, tmp, x.packed);
+	p = cmx_pending_new(q, c.ev, tmp, x.packed);
 	if (!p) {
-		e = cmd_end(&c, CL_OUT_OF_HOST_MEMORY);
+		e = cmx_cmd_end(&c, CL_OUT_OF_HOST_MEMORY);
 		goto out_tmp;
 	}
 	if (tmp != out) {
@@ -834,8 +832,8 @@ cl_int cmx_clEnqueueReadBufferRect(cl_command_queue q, cl_mem m, cl_bool blockin
 	in.tag = (uintptr_t)p;
 	e = CMX_SEND(ReadBufferRect, &in);
 	if (e)
-		pending_cancel(p); /* frees tmp too */
-	return cmd_end(&c, e);
+		cmx_pending_cancel(p); /* frees tmp too */
+	return cmx_cmd_end(&c, e);
 
 out_tmp:
 	if (tmp != out)
@@ -851,7 +849,7 @@ cl_int cmx_clEnqueueWriteBufferRect(cl_command_queue q, cl_mem m, cl_bool blocki
 {
 	struct cmx_WriteBufferRect_in in;
 	struct rect x;
-	struct cmd c;
+	struct cmx_cmd c;
 	char *src;
 	void *tmp;
 	cl_int e = rect_check(q, m, bo, ho, region, brow, bslice, hrow, hslice, ptr, 0, &x);
@@ -864,7 +862,7 @@ cl_int cmx_clEnqueueWriteBufferRect(cl_command_queue q, cl_mem m, cl_bool blocki
 		return CL_OUT_OF_HOST_MEMORY;
 	if (tmp != src)
 		rect_copy(&x, src, tmp, 1);
-	e = cmd_begin(&c, q, n, list, event, CL_COMMAND_WRITE_BUFFER_RECT);
+	e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_WRITE_BUFFER_RECT);
 	if (e)
 		goto out;
 	in = (struct cmx_WriteBufferRect_in){.queue = {q->id},
@@ -881,16 +879,16 @@ cl_int cmx_clEnqueueWriteBufferRect(cl_command_queue q, cl_mem m, cl_bool blocki
 
 		_Static_assert(sizeof(struct cmx_WriteBufferRectSync_in) == sizeof(in),
 			       "one layout");
-		e = reply_status(
+		e = cmx_reply_status(
 		    cmx_rpc_WriteBufferRectSync(cmx_icd.s, (struct cmx_WriteBufferRectSync_in *)&in,
 						tmp, x.packed, &o, &r),
 		    &r);
 	} else {
 		e = CMX_SEND(WriteBufferRect, &in, tmp, x.packed);
 	}
-	e = cmd_end(&c, e);
+	e = cmx_cmd_end(&c, e);
 	if (!e && blocking)
-		blocking_done(q, n, list);
+		cmx_blocking_done(q, n, list);
 out:
 	if (tmp != src)
 		free(tmp);
@@ -908,7 +906,7 @@ cl_int cmx_clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_
 			       size_t size, cl_uint n, const cl_event *list, cl_event *event)
 {
 	struct cmx_CopyBuffer_in in;
-	struct cmd c;
+	struct cmx_cmd c;
 	cl_int e = check_qmem(q, src);
 
 	if (!e)
@@ -923,7 +921,7 @@ cl_int cmx_clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_
 		if (a < b + size && b < a + size)
 			e = CL_MEM_COPY_OVERLAP;
 	}
-	if (e || (e = cmd_begin(&c, q, n, list, event, CL_COMMAND_COPY_BUFFER)))
+	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_COPY_BUFFER)))
 		return e;
 	in = (struct cmx_CopyBuffer_in){.queue = {q->id},
 					.src = {src->id},
@@ -933,7 +931,7 @@ cl_int cmx_clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_
 					.size = size,
 					.wait = CMD_WAIT(&c),
 					.event = {c.ev_id}};
-	return cmd_end(&c, CMX_SEND(CopyBuffer, &in));
+	return cmx_cmd_end(&c, CMX_SEND(CopyBuffer, &in));
 }
 
 /*
@@ -967,7 +965,7 @@ cl_int cmx_clEnqueueCopyBufferRect(cl_command_queue q, cl_mem src, cl_mem dst, c
 	struct cmx_CopyBufferRect_in in;
 	uint64_t so64[3], do64[3], r64[3];
 	size_t send, dend;
-	struct cmd c;
+	struct cmx_cmd c;
 	cl_int e = check_qmem(q, src);
 
 	if (!e)
@@ -993,7 +991,7 @@ cl_int cmx_clEnqueueCopyBufferRect(cl_command_queue q, cl_mem src, cl_mem dst, c
 			: s0 < dst->origin + dend && d0 < src->origin + send)
 			return CL_MEM_COPY_OVERLAP;
 	}
-	if ((e = cmd_begin(&c, q, n, list, event, CL_COMMAND_COPY_BUFFER_RECT)))
+	if ((e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_COPY_BUFFER_RECT)))
 		return e;
 	for (int i = 0; i < 3; i++)
 		so64[i] = so[i], do64[i] = dor[i], r64[i] = region[i];
@@ -1009,7 +1007,7 @@ cl_int cmx_clEnqueueCopyBufferRect(cl_command_queue q, cl_mem src, cl_mem dst, c
 					    .dst_slice_pitch = dslice,
 					    .wait = CMD_WAIT(&c),
 					    .event = {c.ev_id}};
-	return cmd_end(&c, CMX_SEND(CopyBufferRect, &in));
+	return cmx_cmd_end(&c, CMX_SEND(CopyBufferRect, &in));
 }
 
 cl_int cmx_clEnqueueFillBuffer(cl_command_queue q, cl_mem m, const void *pattern, size_t psize,
@@ -1017,14 +1015,14 @@ cl_int cmx_clEnqueueFillBuffer(cl_command_queue q, cl_mem m, const void *pattern
 			       cl_event *event)
 {
 	struct cmx_FillBuffer_in in;
-	struct cmd c;
+	struct cmx_cmd c;
 	cl_int e = check_qmem(q, m);
 
 	/* Pattern sizes: 1, 2, 4, ..., 128 (the largest type, double16). */
 	if (!e && (!pattern || !psize || psize > 128 || (psize & (psize - 1)) || off % psize ||
 		   size % psize || !in_range(off, size, m->size)))
 		e = CL_INVALID_VALUE;
-	if (e || (e = cmd_begin(&c, q, n, list, event, CL_COMMAND_FILL_BUFFER)))
+	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_FILL_BUFFER)))
 		return e;
 	in = (struct cmx_FillBuffer_in){.queue = {q->id},
 					.mem = {m->id},
@@ -1033,7 +1031,7 @@ cl_int cmx_clEnqueueFillBuffer(cl_command_queue q, cl_mem m, const void *pattern
 					.size = size,
 					.wait = CMD_WAIT(&c),
 					.event = {c.ev_id}};
-	return cmd_end(&c, CMX_SEND(FillBuffer, &in));
+	return cmx_cmd_end(&c, CMX_SEND(FillBuffer, &in));
 }
 
 cl_int cmx_clEnqueueMigrateMemObjects(cl_command_queue q, cl_uint nmem, const cl_mem *mems,
@@ -1044,7 +1042,7 @@ cl_int cmx_clEnqueueMigrateMemObjects(cl_command_queue q, cl_uint nmem, const cl
 	    CL_MIGRATE_MEM_OBJECT_HOST | CL_MIGRATE_MEM_OBJECT_CONTENT_UNDEFINED;
 	struct cmx_MigrateMem_in in;
 	uint64_t small[32], *ids;
-	struct cmd c;
+	struct cmx_cmd c;
 	cl_int e;
 
 	if (!CMX_IS(q, CMX_MAGIC_QUEUE))
@@ -1062,14 +1060,14 @@ cl_int cmx_clEnqueueMigrateMemObjects(cl_command_queue q, cl_uint nmem, const cl
 		return CL_OUT_OF_HOST_MEMORY;
 	for (cl_uint i = 0; i < nmem; i++)
 		ids[i] = mems[i]->id;
-	e = cmd_begin(&c, q, n, list, event, CL_COMMAND_MIGRATE_MEM_OBJECTS);
+	e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_MIGRATE_MEM_OBJECTS);
 	if (!e) {
 		in = (struct cmx_MigrateMem_in){.queue = {q->id},
 						.mems = {ids, nmem},
 						.flags = flags,
 						.wait = CMD_WAIT(&c),
 						.event = {c.ev_id}};
-		e = cmd_end(&c, CMX_SEND(MigrateMem, &in));
+		e = cmx_cmd_end(&c, CMX_SEND(MigrateMem, &in));
 	}
 	if (ids != small)
 		free(ids);
@@ -1096,8 +1094,9 @@ static cl_int mapping_new(cl_mem m, size_t off, size_t size, cl_map_flags flags,
 	mp->offset = off;
 	mp->size = size;
 	mp->flags = flags;
-	/* USE_HOST_PTR: the spec has the map point into host_ptr. */
-	if (m->flags & CL_MEM_USE_HOST_PTR) {
+	/* USE_HOST_PTR: the spec has the map point into host_ptr (buffers;
+	 * an image's map is packed guest memory). */
+	if ((m->flags & CL_MEM_USE_HOST_PTR) && !m->image) {
 		mp->ptr = (char *)m->host_ptr + off;
 	} else if (posix_memalign(&mp->ptr, page > 0 ? (size_t)page : 4096, size)) {
 		free(mp);
@@ -1192,16 +1191,16 @@ void *cmx_clEnqueueMapBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, cl_
 			     cl_event *event, cl_int *errcode_ret)
 {
 	struct cmx_mapping *mp;
-	struct cmd c;
+	struct cmx_cmd c;
 	cl_int e = check_qmem(q, m);
 
 	if (!e && (map_flags_bad(flags) || !in_range(off, size, m->size)))
 		e = CL_INVALID_VALUE;
 	if (!e)
-		e = host_access(m, (flags & CL_MAP_READ) != 0, (flags & MAP_WRITES) != 0);
+		e = cmx_mem_host_access(m, (flags & CL_MAP_READ) != 0, (flags & MAP_WRITES) != 0);
 	if (e || (e = mapping_new(m, off, size, flags, &mp)))
 		return fail(errcode_ret, e);
-	e = cmd_begin(&c, q, n, list, event, CL_COMMAND_MAP_BUFFER);
+	e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_MAP_BUFFER);
 	if (e) {
 		mapping_free(mp);
 		return fail(errcode_ret, e);
@@ -1213,7 +1212,7 @@ void *cmx_clEnqueueMapBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, cl_
 		mp->landing = !blocking; /* not shared yet: no lock needed */
 		e = read_region(q, m, blocking, off, size, mp->ptr, &c, map_landed, mp);
 	}
-	e = cmd_end(&c, e);
+	e = cmx_cmd_end(&c, e);
 	if (e) {
 		mapping_free(mp);
 		return fail(errcode_ret, e);
@@ -1221,7 +1220,66 @@ void *cmx_clEnqueueMapBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, cl_
 	mapping_link(m, mp);
 	atomic_fetch_add(&m->map_count, 1);
 	if (blocking)
-		blocking_done(q, n, list);
+		cmx_blocking_done(q, n, list);
+	return succeed(errcode_ret, mp->ptr);
+}
+
+/* An image's map is its box packed in guest memory: rows of region[0]
+ * pixels, slices (or a 1D array's images) of region[1] rows. */
+void *cmx_clEnqueueMapImage(cl_command_queue q, cl_mem m, cl_bool blocking, cl_map_flags flags,
+			    const size_t *origin, const size_t *region, size_t *row_pitch,
+			    size_t *slice_pitch, cl_uint n, const cl_event *list, cl_event *event,
+			    cl_int *errcode_ret)
+{
+	struct cmx_mapping *mp;
+	size_t row, slice = 0;
+	struct cmx_cmd c;
+	int slices;
+	cl_int e = cmx_image_check(q, m);
+
+	if (!e)
+		e = cmx_image_region_check(m, origin, region);
+	if (e)
+		return fail(errcode_ret, e);
+	slices = m->type == CL_MEM_OBJECT_IMAGE3D || m->type == CL_MEM_OBJECT_IMAGE2D_ARRAY ||
+		 m->type == CL_MEM_OBJECT_IMAGE1D_ARRAY;
+	if (map_flags_bad(flags) || !row_pitch || (slices && !slice_pitch))
+		return fail(errcode_ret, CL_INVALID_VALUE);
+	e = cmx_mem_host_access(m, (flags & CL_MAP_READ) != 0, (flags & MAP_WRITES) != 0);
+	/* The region was checked: its byte count does not overflow. */
+	row = m->image->elem * region[0];
+	if (e || (e = mapping_new(m, 0, row * region[1] * region[2], flags, &mp)))
+		return fail(errcode_ret, e);
+	for (int i = 0; i < 3; i++)
+		mp->origin[i] = origin[i], mp->region[i] = region[i];
+	e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_MAP_IMAGE);
+	if (e) {
+		mapping_free(mp);
+		return fail(errcode_ret, e);
+	}
+	if (flags & CL_MAP_WRITE_INVALIDATE_REGION) {
+		e = send_marker(q, &c);
+	} else {
+		mp->landing = !blocking; /* not shared yet: no lock needed */
+		e = cmx_image_read_packed(q, m, blocking, origin, region, mp->ptr, &c, map_landed,
+					  mp);
+	}
+	e = cmx_cmd_end(&c, e);
+	if (e) {
+		mapping_free(mp);
+		return fail(errcode_ret, e);
+	}
+	mapping_link(m, mp);
+	atomic_fetch_add(&m->map_count, 1);
+	if (blocking)
+		cmx_blocking_done(q, n, list);
+	if (m->type == CL_MEM_OBJECT_IMAGE1D_ARRAY)
+		slice = row;
+	else if (slices)
+		slice = row * region[1];
+	*row_pitch = row;
+	if (slice_pitch)
+		*slice_pitch = slice;
 	return succeed(errcode_ret, mp->ptr);
 }
 
@@ -1229,15 +1287,15 @@ cl_int cmx_clEnqueueUnmapMemObject(cl_command_queue q, cl_mem m, void *ptr, cl_u
 				   const cl_event *list, cl_event *event)
 {
 	struct cmx_mapping *mp;
-	struct cmd c;
-	cl_int e = check_qmem(q, m);
+	struct cmx_cmd c;
+	cl_int e = CMX_IS(m, CMX_MAGIC_MEM) && m->image ? cmx_image_check(q, m) : check_qmem(q, m);
 
 	if (e)
 		return e;
 	mp = mapping_unlink(m, ptr);
 	if (!mp)
 		return CL_INVALID_VALUE;
-	e = cmd_begin(&c, q, n, list, event, CL_COMMAND_UNMAP_MEM_OBJECT);
+	e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_UNMAP_MEM_OBJECT);
 	if (e)
 		goto relink;
 	if (mp->flags & MAP_WRITES) {
@@ -1251,12 +1309,15 @@ cl_int cmx_clEnqueueUnmapMemObject(cl_command_queue q, cl_mem m, void *ptr, cl_u
 		/* What goes back must first have arrived (an unmap may follow a
 		 * non-blocking map without waiting for it). */
 		e = map_wait_landed(mp);
-		if (!e)
+		if (!e && m->image)
+			e = cmx_image_write_packed(q, m, CL_FALSE, mp->origin, mp->region, mp->ptr,
+						   mp->size, &c);
+		else if (!e)
 			e = CMX_SEND(WriteBuffer, &in, mp->ptr, mp->size);
 	} else {
 		e = send_marker(q, &c);
 	}
-	e = cmd_end(&c, e);
+	e = cmx_cmd_end(&c, e);
 	if (e)
 		goto relink;
 	atomic_fetch_sub(&m->map_count, 1);
@@ -1327,163 +1388,13 @@ cl_int cmx_clSetKernelArgSVMPointer(cl_kernel k, cl_uint index, const void *valu
 	return CMX_IS(k, CMX_MAGIC_KERNEL) ? CL_INVALID_OPERATION : CL_INVALID_KERNEL;
 }
 
-/* ---- images, samplers, pipes: CL_DEVICE_IMAGE_SUPPORT and
- * CL_DEVICE_PIPE_SUPPORT are CL_FALSE, so no such object ever exists ---- */
-
-static void *no_image(cl_context ctx, cl_int *errcode_ret)
-{
-	return fail(errcode_ret,
-		    CMX_IS(ctx, CMX_MAGIC_CONTEXT) ? CL_INVALID_OPERATION : CL_INVALID_CONTEXT);
-}
-
-static cl_int no_image_cmd(cl_command_queue q)
-{
-	return CMX_IS(q, CMX_MAGIC_QUEUE) ? CL_INVALID_OPERATION : CL_INVALID_COMMAND_QUEUE;
-}
-
-cl_mem cmx_clCreateImage(cl_context ctx, cl_mem_flags flags, const cl_image_format *format,
-			 const cl_image_desc *desc, void *host_ptr, cl_int *errcode_ret)
-{
-	return no_image(ctx, errcode_ret);
-}
-
-cl_mem cmx_clCreateImageWithProperties(cl_context ctx, const cl_mem_properties *props,
-				       cl_mem_flags flags, const cl_image_format *format,
-				       const cl_image_desc *desc, void *host_ptr,
-				       cl_int *errcode_ret)
-{
-	return no_image(ctx, errcode_ret);
-}
-
-cl_mem cmx_clCreateImage2D(cl_context ctx, cl_mem_flags flags, const cl_image_format *format,
-			   size_t width, size_t height, size_t row_pitch, void *host_ptr,
-			   cl_int *errcode_ret)
-{
-	return no_image(ctx, errcode_ret);
-}
-
-cl_mem cmx_clCreateImage3D(cl_context ctx, cl_mem_flags flags, const cl_image_format *format,
-			   size_t width, size_t height, size_t depth, size_t row_pitch,
-			   size_t slice_pitch, void *host_ptr, cl_int *errcode_ret)
-{
-	return no_image(ctx, errcode_ret);
-}
-
-/* Not an error: a successful query that lists no format. */
-cl_int cmx_clGetSupportedImageFormats(cl_context ctx, cl_mem_flags flags, cl_mem_object_type type,
-				      cl_uint nentries, cl_image_format *formats, cl_uint *nformats)
-{
-	if (!CMX_IS(ctx, CMX_MAGIC_CONTEXT))
-		return CL_INVALID_CONTEXT;
-	if (flags_check(flags & ~(cl_mem_flags)CL_MEM_KERNEL_READ_AND_WRITE) ||
-	    (!nentries && formats))
-		return CL_INVALID_VALUE;
-	switch (type) {
-	case CL_MEM_OBJECT_IMAGE1D:
-	case CL_MEM_OBJECT_IMAGE1D_ARRAY:
-	case CL_MEM_OBJECT_IMAGE1D_BUFFER:
-	case CL_MEM_OBJECT_IMAGE2D:
-	case CL_MEM_OBJECT_IMAGE2D_ARRAY:
-	case CL_MEM_OBJECT_IMAGE3D:
-		break;
-	default:
-		return CL_INVALID_VALUE;
-	}
-	if (nformats)
-		*nformats = 0;
-	return CL_SUCCESS;
-}
-
-cl_int cmx_clGetImageInfo(cl_mem image, cl_image_info param, size_t size, void *value,
-			  size_t *size_ret)
-{
-	return CL_INVALID_MEM_OBJECT;
-}
-
-cl_int cmx_clEnqueueReadImage(cl_command_queue q, cl_mem image, cl_bool blocking,
-			      const size_t *origin, const size_t *region, size_t row_pitch,
-			      size_t slice_pitch, void *ptr, cl_uint n, const cl_event *list,
-			      cl_event *event)
-{
-	return no_image_cmd(q);
-}
-
-cl_int cmx_clEnqueueWriteImage(cl_command_queue q, cl_mem image, cl_bool blocking,
-			       const size_t *origin, const size_t *region, size_t row_pitch,
-			       size_t slice_pitch, const void *ptr, cl_uint n, const cl_event *list,
-			       cl_event *event)
-{
-	return no_image_cmd(q);
-}
-
-cl_int cmx_clEnqueueCopyImage(cl_command_queue q, cl_mem src, cl_mem dst, const size_t *so,
-			      const size_t *dor, const size_t *region, cl_uint n,
-			      const cl_event *list, cl_event *event)
-{
-	return no_image_cmd(q);
-}
-
-cl_int cmx_clEnqueueFillImage(cl_command_queue q, cl_mem image, const void *color,
-			      const size_t *origin, const size_t *region, cl_uint n,
-			      const cl_event *list, cl_event *event)
-{
-	return no_image_cmd(q);
-}
-
-void *cmx_clEnqueueMapImage(cl_command_queue q, cl_mem image, cl_bool blocking, cl_map_flags flags,
-			    const size_t *origin, const size_t *region, size_t *row_pitch,
-			    size_t *slice_pitch, cl_uint n, const cl_event *list, cl_event *event,
-			    cl_int *errcode_ret)
-{
-	return fail(errcode_ret, no_image_cmd(q));
-}
-
-cl_int cmx_clEnqueueCopyImageToBuffer(cl_command_queue q, cl_mem src, cl_mem dst, const size_t *so,
-				      const size_t *region, size_t doff, cl_uint n,
-				      const cl_event *list, cl_event *event)
-{
-	return no_image_cmd(q);
-}
-
-cl_int cmx_clEnqueueCopyBufferToImage(cl_command_queue q, cl_mem src, cl_mem dst, size_t soff,
-				      const size_t *dor, const size_t *region, cl_uint n,
-				      const cl_event *list, cl_event *event)
-{
-	return no_image_cmd(q);
-}
-
-cl_sampler cmx_clCreateSampler(cl_context ctx, cl_bool normalized, cl_addressing_mode addressing,
-			       cl_filter_mode filter, cl_int *errcode_ret)
-{
-	return no_image(ctx, errcode_ret);
-}
-
-cl_sampler cmx_clCreateSamplerWithProperties(cl_context ctx, const cl_sampler_properties *props,
-					     cl_int *errcode_ret)
-{
-	return no_image(ctx, errcode_ret);
-}
-
-cl_int cmx_clRetainSampler(cl_sampler s)
-{
-	return CL_INVALID_SAMPLER;
-}
-
-cl_int cmx_clReleaseSampler(cl_sampler s)
-{
-	return CL_INVALID_SAMPLER;
-}
-
-cl_int cmx_clGetSamplerInfo(cl_sampler s, cl_sampler_info param, size_t size, void *value,
-			    size_t *size_ret)
-{
-	return CL_INVALID_SAMPLER;
-}
+/* ---- pipes: CL_DEVICE_PIPE_SUPPORT is CL_FALSE, so none ever exists ---- */
 
 cl_mem cmx_clCreatePipe(cl_context ctx, cl_mem_flags flags, cl_uint packet_size,
 			cl_uint max_packets, const cl_pipe_properties *props, cl_int *errcode_ret)
 {
-	return no_image(ctx, errcode_ret);
+	return fail(errcode_ret,
+		    CMX_IS(ctx, CMX_MAGIC_CONTEXT) ? CL_INVALID_OPERATION : CL_INVALID_CONTEXT);
 }
 
 /* A buffer is a memory object, but no device of its context has pipes. */

@@ -124,6 +124,7 @@ static int takes_poisoned(unsigned op)
 	case CMX_OP_ReleaseProgram:
 	case CMX_OP_ReleaseKernel:
 	case CMX_OP_ReleaseEvent:
+	case CMX_OP_ReleaseSampler:
 	case CMX_OP_GetEventInfo:
 	case CMX_OP_SetEventCallback:
 	case CMX_OP_WaitForEvents:
@@ -196,7 +197,7 @@ static void poison_new_ids(struct cmx_call *c, int status)
 /* An async call that promised the guest a notification (its `tag`) keeps
  * the promise when it fails: a read's waiter and a callback's registrant
  * learn the error instead of waiting forever. */
-static void notify_failure(struct cmx_call *c, int status)
+uint64_t cmx_call_tag(const struct cmx_call *c)
 {
 	const struct cmx_msgdesc *d = c->oi->in;
 	uint64_t tag = 0;
@@ -204,7 +205,15 @@ static void notify_failure(struct cmx_call *c, int status)
 	for (unsigned i = 0; i < d->nfields; i++)
 		if (!strcmp(d->fields[i].name, "tag"))
 			memcpy(&tag, (char *)c->in + d->fields[i].offset, 8);
-	if (c->op == CMX_OP_ReadBuffer || c->op == CMX_OP_ReadBufferRect) {
+	return tag;
+}
+
+static void notify_failure(struct cmx_call *c, int status)
+{
+	uint64_t tag = cmx_call_tag(c);
+
+	if (c->op == CMX_OP_ReadBuffer || c->op == CMX_OP_ReadBufferRect ||
+	    c->op == CMX_OP_ReadImage) {
 		struct cmx_ReadDone_in n = { .tag = tag, .status = status };
 		cmx_session_notify(c->s, &cmx_desc_ReadDone_in, &n, NULL, 0, NULL);
 	} else if (c->op == CMX_OP_SetEventCallback) {

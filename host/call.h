@@ -46,5 +46,7 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 /* Finishes a call: replies (sync calls) or records the failure of an async
  * one, then frees it. Runs on the loop. */
 void cmx_call_done(struct cmx_call *c, int status);
+/* The call's `tag` argument (a notification it promised), 0 when none. */
+uint64_t cmx_call_tag(const struct cmx_call *c);
 
 #endif

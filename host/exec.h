@@ -57,5 +57,17 @@ int cmx_defer_work(struct cmx_call *c, int (*work)(struct cmx_call *c),
 		e_;                                                                                \
 	})
 
+/* Charges o's device memory to its session (buffers and images). */
+void cmx_mem_charge(struct cmx_session *s, struct cmx_obj *o, uint64_t bytes);
+
+/* A payload command's native part is enqueued (host/exec_mem.c): a write's
+ * staging is freed, or a read's staged data sent (reply or ReadDone), when
+ * ev completes; e is the enqueue's status. */
+int cmx_write_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct cmx_ref *guest_ev,
+		     int sync);
+int cmx_read_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct cmx_ref *guest_ev,
+		    int sync);
+/* The staging a read lands in, as the call's reply payload; NULL: no memory. */
+void *cmx_read_staging(struct cmx_call *c, uint64_t size);
 
 #endif

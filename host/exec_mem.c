@@ -11,6 +11,13 @@
  * itself must be able to read and write every buffer. */
 #define HOST_ACCESS (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
 
+void cmx_mem_charge(struct cmx_session *s, struct cmx_obj *o, uint64_t bytes)
+{
+	o->bytes = bytes;
+	s->bytes += bytes;
+	s->srv->bytes += bytes;
+}
+
 int cmx_h_CreateBuffer(struct cmx_call *c, struct cmx_CreateBuffer_in *in)
 {
 	cl_mem_flags flags = in->flags & ~(cl_mem_flags)(HOST_ACCESS | CL_MEM_USE_HOST_PTR);
@@ -41,9 +48,7 @@ int cmx_h_CreateBuffer(struct cmx_call *c, struct cmx_CreateBuffer_in *in)
 		return CL_OUT_OF_HOST_MEMORY;
 	}
 	o->size = in->size;
-	o->bytes = in->size;
-	c->s->bytes += o->bytes;
-	c->s->srv->bytes += o->bytes;
+	cmx_mem_charge(c->s, o, in->size);
 	return CL_SUCCESS;
 }
 
@@ -230,10 +235,7 @@ static void read_done_sync(struct cmx_call *c, int status)
 
 static void read_done_async(struct cmx_call *c, int status)
 {
-	/* Both async reads begin queue, mem, ... and end with event, tag. */
-	uint64_t tag = c->op == CMX_OP_ReadBuffer ? ((struct cmx_ReadBuffer_in *)c->in)->tag
-						  : ((struct cmx_ReadBufferRect_in *)c->in)->tag;
-	struct cmx_ReadDone_in n = {.tag = tag, .status = status < 0 ? status : 0};
+	struct cmx_ReadDone_in n = {.tag = cmx_call_tag(c), .status = status < 0 ? status : 0};
 
 	cmx_session_notify(c->s, &cmx_desc_ReadDone_in, &n, c->rbulk, status < 0 ? 0 : c->rbulk_len,
 			   cmx_staging_put);
@@ -369,4 +371,22 @@ int cmx_h_MigrateMem(struct cmx_call *c, struct cmx_MigrateMem_in *in)
 	if (!e)
 		cmx_event_bind(c, &in->event, ev);
 	return e;
+}
+
+/* For the other payload handlers (host/exec_image.c). */
+int cmx_write_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct cmx_ref *guest_ev,
+		     int sync)
+{
+	return write_staged(c, e, ev, guest_ev, sync);
+}
+
+int cmx_read_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct cmx_ref *guest_ev,
+		    int sync)
+{
+	return read_staged(c, e, ev, guest_ev, sync);
+}
+
+void *cmx_read_staging(struct cmx_call *c, uint64_t size)
+{
+	return staging(c, size);
 }

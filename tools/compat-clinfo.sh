@@ -25,20 +25,6 @@ CL_PLATFORM_NAME                        clmux       the platform is clmux's, not
 CL_PLATFORM_VENDOR                      *           the platform is clmux's, not the vendor's
 CL_PLATFORM_VERSION                     *           clmux's own version string (the numeric version must match)
 CL_PLATFORM_ICD_SUFFIX_KHR              CLMUX       the suffix names the ICD that answers
-CL_DEVICE_IMAGE_SUPPORT                 CL_FALSE    images are not forwarded yet (issue 3)
-CL_DEVICE_MAX_SAMPLERS                  0           samplers come with images (issue 3)
-CL_DEVICE_IMAGE_MAX_BUFFER_SIZE         0           image limit; no images (issue 3)
-CL_DEVICE_IMAGE_MAX_ARRAY_SIZE          0           image limit; no images (issue 3)
-CL_DEVICE_IMAGE_BASE_ADDRESS_ALIGNMENT  0           image limit; no images (issue 3)
-CL_DEVICE_IMAGE_PITCH_ALIGNMENT         0           image limit; no images (issue 3)
-CL_DEVICE_IMAGE2D_MAX_HEIGHT            0           image limit; no images (issue 3)
-CL_DEVICE_IMAGE2D_MAX_WIDTH             0           image limit; no images (issue 3)
-CL_DEVICE_IMAGE3D_MAX_HEIGHT            0           image limit; no images (issue 3)
-CL_DEVICE_IMAGE3D_MAX_WIDTH             0           image limit; no images (issue 3)
-CL_DEVICE_IMAGE3D_MAX_DEPTH             0           image limit; no images (issue 3)
-CL_DEVICE_MAX_READ_IMAGE_ARGS           0           image limit; no images (issue 3)
-CL_DEVICE_MAX_WRITE_IMAGE_ARGS          0           image limit; no images (issue 3)
-CL_DEVICE_MAX_READ_WRITE_IMAGE_ARGS     0           image limit; no images (issue 3)
 CL_DEVICE_SVM_CAPABILITIES              -           SVM pointers cannot cross the VM boundary yet (issue 3)
 CL_DEVICE_HOST_UNIFIED_MEMORY           CL_FALSE    guest memory is never the device's memory
 CL_DEVICE_PIPE_SUPPORT                  CL_FALSE    pipes are not forwarded (issue 3)
@@ -65,12 +51,8 @@ EOF
 # list, which must then equal clmux's. Columns: item; why.
 cat >"$tmp/dropped" <<'EOF'
 cl_pocl_content_size            PoCL platform extension with its own entry points, not forwarded
-cl_khr_3d_image_writes          images are not forwarded yet (issue 3)
 cl_khr_command_buffer           its entry points (clCreateCommandBufferKHR, ...) are not forwarded
 cl_khr_spir                     SPIR binaries are not forwarded
-__opencl_c_images               images are not forwarded yet (issue 3)
-__opencl_c_3d_image_writes      images are not forwarded yet (issue 3)
-__opencl_c_read_write_images    images are not forwarded yet (issue 3)
 __opencl_c_pipes                pipes are not forwarded (issue 3)
 __opencl_c_device_enqueue       device-side enqueue is not offered (issue 3)
 CL_EXEC_NATIVE_KERNEL           clEnqueueNativeKernel would run a guest pointer on the host

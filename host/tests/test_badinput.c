@@ -312,6 +312,55 @@ START_TEST(killed_mid_transfer)
 }
 END_TEST
 
+/* Image calls whose sizes lie: contents shorter than the descriptor's
+ * pitches, regions whose byte count overflows, a payload that does not
+ * match its region, a sampler list of odd length. Each gets its error, the
+ * connection lives on, and the image it did make is uncharged at close. */
+START_TEST(lying_images)
+{
+	struct client c;
+	uint64_t devs[1] = { 1 }, qprops[1] = { 0 }, o0, b0;
+	uint64_t fmt[2] = { CL_RGBA, CL_UNORM_INT8 }, desc[9] = { CL_MEM_OBJECT_IMAGE2D, 37, 23, 0, 0,
+								   37 * 4, 0, 0, 0 };
+	uint64_t zero[3] = { 0, 0, 0 }, huge[3] = { 1ull << 40, 1ull << 40, 1 }, r4[3] = { 4, 4, 1 };
+	uint64_t odd[3] = { CL_SAMPLER_FILTER_MODE, CL_FILTER_LINEAR, CL_SAMPLER_ADDRESSING_MODE };
+	struct cmx_CreateContext_in ctx = { .context = { 0x10200 }, .devices = { devs, 1 } };
+	struct cmx_CreateQueue_in qu = { .queue = { 0x10201 }, .context = { 0x10200 }, .device = { 1 },
+					 .props = { qprops, 1 } };
+	struct cmx_CreateImage_in img = { .mem = { 0x10202 }, .context = { 0x10200 },
+					  .flags = CL_MEM_READ_WRITE, .format = { fmt, 2 },
+					  .desc = { desc, 9 } };
+	struct cmx_CreateImage_out iout;
+	struct cmx_ReadImageSync_in rd = { .queue = { 0x10201 }, .mem = { 0x10202 }, .origin = { zero, 3 },
+					   .region = { huge, 3 } };
+	struct cmx_ReadImageSync_out rout;
+	struct cmx_WriteImageSync_in wr = { .queue = { 0x10201 }, .mem = { 0x10202 }, .origin = { zero, 3 },
+					    .region = { r4, 3 } };
+	struct cmx_WriteImageSync_out wout;
+	struct cmx_CreateSampler_in smp = { .sampler = { 0x10203 }, .context = { 0x10200 },
+					    .props = { odd, 3 } };
+	static uint8_t pixels[37 * 23 * 4];
+
+	daemon_counts(&o0, &b0);
+	hello(&c);
+	send_msg(&c, &cmx_desc_CreateContext_in, &ctx, 0, NULL, 0);
+	send_msg(&c, &cmx_desc_CreateQueue_in, &qu, 0, NULL, 0);
+	send_msg(&c, &cmx_desc_CreateImage_in, &img, 1, pixels, 64);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_CreateImage_out, &iout, NULL), CL_INVALID_HOST_PTR);
+	send_msg(&c, &cmx_desc_CreateImage_in, &img, 1, pixels, sizeof(pixels));
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_CreateImage_out, &iout, NULL), CL_SUCCESS);
+	ck_assert_uint_ge(iout.size, sizeof(pixels));
+	send_msg(&c, &cmx_desc_ReadImageSync_in, &rd, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_ReadImageSync_out, &rout, NULL), CL_INVALID_VALUE);
+	send_msg(&c, &cmx_desc_WriteImageSync_in, &wr, 1, pixels, 16);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_WriteImageSync_out, &wout, NULL), CL_INVALID_VALUE);
+	send_msg(&c, &cmx_desc_CreateSampler_in, &smp, 0, NULL, 0);
+	ping_ok(&c);
+	close(c.fd);
+	counts_return(o0, b0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("badinput");
@@ -323,6 +372,7 @@ int main(void)
 	tcase_add_test(tc, malformed_arguments);
 	tcase_add_test(tc, forged_ids);
 	tcase_add_test(tc, killed_mid_transfer);
+	tcase_add_test(tc, lying_images);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	if (e2e_daemon_start())

@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: MIT
+// Handlers: images and samplers. Image payloads move like buffer payloads
+// (host/exec_mem.c): staged on arrival, packed, freed on completion.
+#include "exec.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define HOST_ACCESS (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
+
+/* a * b into *out; nonzero on overflow. */
+static int mul(uint64_t a, uint64_t b, uint64_t *out)
+{
+	return __builtin_mul_overflow(a, b, out);
+}
+
+/* Bytes of host memory the driver reads for a new image's contents: the
+ * guest sends explicit pitches whenever it sends contents, and the driver
+ * itself refuses pitches smaller than a row or a slice. */
+static int image_host_bytes(const cl_image_desc *d, uint64_t *out)
+{
+	switch (d->image_type) {
+	case CL_MEM_OBJECT_IMAGE1D:
+	case CL_MEM_OBJECT_IMAGE1D_BUFFER:
+		*out = d->image_row_pitch;
+		return 0;
+	case CL_MEM_OBJECT_IMAGE2D:
+		return mul(d->image_row_pitch, d->image_height, out);
+	case CL_MEM_OBJECT_IMAGE3D:
+		return mul(d->image_slice_pitch, d->image_depth, out);
+	case CL_MEM_OBJECT_IMAGE1D_ARRAY:
+	case CL_MEM_OBJECT_IMAGE2D_ARRAY:
+		return mul(d->image_slice_pitch, d->image_array_size, out);
+	}
+	return 1;
+}
+
+int cmx_h_CreateImage(struct cmx_call *c, struct cmx_CreateImage_in *in,
+		      struct cmx_CreateImage_out *out)
+{
+	cl_mem_flags flags = in->flags & ~(cl_mem_flags)(HOST_ACCESS | CL_MEM_USE_HOST_PTR);
+	cl_image_format f;
+	cl_image_desc d;
+	struct cmx_obj *o;
+	uint64_t need;
+	size_t size = 0;
+	cl_mem m;
+	cl_int e;
+
+	if (in->format.n != 2)
+		return CL_INVALID_IMAGE_FORMAT_DESCRIPTOR;
+	if (in->desc.n != 9)
+		return CL_INVALID_IMAGE_DESCRIPTOR;
+	f.image_channel_order = (cl_channel_order)in->format.v[0];
+	f.image_channel_data_type = (cl_channel_type)in->format.v[1];
+	memset(&d, 0, sizeof(d));
+	d.image_type = (cl_mem_object_type)in->desc.v[0];
+	d.image_width = in->desc.v[1];
+	d.image_height = in->desc.v[2];
+	d.image_depth = in->desc.v[3];
+	d.image_array_size = in->desc.v[4];
+	d.image_row_pitch = in->desc.v[5];
+	d.image_slice_pitch = in->desc.v[6];
+	d.num_mip_levels = (cl_uint)in->desc.v[7];
+	d.num_samples = (cl_uint)in->desc.v[8];
+	d.buffer = in->buffer.h;
+	if (c->bulk_len && (image_host_bytes(&d, &need) || need != c->bulk_len))
+		return CL_INVALID_HOST_PTR;
+	/* USE_HOST_PTR lives in the guest; here the contents are copied in. */
+	flags = c->bulk_len ? flags | CL_MEM_COPY_HOST_PTR
+			    : flags & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
+	m = clCreateImage(in->context.h, flags, &f, &d, c->bulk_len ? c->bulk : NULL, &e);
+	if (!m)
+		return e ? e : CL_OUT_OF_RESOURCES;
+	clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof(size), &size, NULL);
+	if (cmx_session_add(c->s, in->mem.id, CMX_K_MEM, m, in->context.h, 0, &o)) {
+		clReleaseMemObject(m);
+		return CL_OUT_OF_HOST_MEMORY;
+	}
+	o->size = size;
+	/* An image over a buffer uses the buffer's memory, charged already. */
+	cmx_mem_charge(c->s, o, in->buffer.h ? 0 : size);
+	out->size = size;
+	return CL_SUCCESS;
+}
+
+int cmx_h_GetSupportedImageFormats(struct cmx_call *c, struct cmx_GetSupportedImageFormats_in *in,
+				   struct cmx_GetSupportedImageFormats_out *out)
+{
+	cl_image_format *f;
+	uint64_t *v;
+	cl_uint n = 0;
+	cl_int e = clGetSupportedImageFormats(in->context.h, in->flags, (cl_mem_object_type)in->type,
+					      0, NULL, &n);
+
+	if (e || !n)
+		return e;
+	f = calloc(n, sizeof(*f));
+	c->scratch = v = calloc(n, sizeof(*v));
+	if (!f || !v) {
+		free(f);
+		return CL_OUT_OF_HOST_MEMORY;
+	}
+	e = clGetSupportedImageFormats(in->context.h, in->flags, (cl_mem_object_type)in->type, n, f,
+				       &n);
+	for (cl_uint i = 0; !e && i < n; i++)
+		v[i] = f[i].image_channel_order | (uint64_t)f[i].image_channel_data_type << 32;
+	free(f);
+	out->formats = (struct cmx_u64s){v, e ? 0 : n};
+	return e;
+}
+
+int cmx_h_GetImageInfo(struct cmx_call *c, struct cmx_GetImageInfo_in *in,
+		       struct cmx_GetImageInfo_out *out)
+{
+	/* A handle of the daemon means nothing to the guest, which answers
+	 * CL_IMAGE_BUFFER itself. */
+	if (in->param == CL_IMAGE_BUFFER)
+		return CL_INVALID_VALUE;
+	return CMX_INFO(c, &out->value, clGetImageInfo, in->mem.h, (cl_uint)in->param);
+}
+
+/* A transfer's origin and region, and its packed size for image m. */
+static int image_region(cl_mem m, const struct cmx_u64s *origin, const struct cmx_u64s *region,
+			size_t o[3], size_t r[3], uint64_t *bytes)
+{
+	size_t elem = 0;
+
+	if (origin->n != 3 || region->n != 3)
+		return CL_INVALID_VALUE;
+	for (int i = 0; i < 3; i++) {
+		o[i] = origin->v[i];
+		r[i] = region->v[i];
+	}
+	if (!bytes)
+		return CL_SUCCESS;
+	if (clGetImageInfo(m, CL_IMAGE_ELEMENT_SIZE, sizeof(elem), &elem, NULL) || !elem)
+		return CL_INVALID_MEM_OBJECT;
+	if (mul(elem, r[0], bytes) || mul(*bytes, r[1], bytes) || mul(*bytes, r[2], bytes) ||
+	    *bytes > SIZE_MAX)
+		return CL_INVALID_VALUE;
+	return CL_SUCCESS;
+}
+
+static int write_image(struct cmx_call *c, struct cmx_WriteImage_in *in, int sync)
+{
+	size_t o[3], r[3];
+	uint64_t bytes;
+	cl_event ev;
+	cl_int e = image_region(in->mem.h, &in->origin, &in->region, o, r, &bytes);
+
+	if (e)
+		return e;
+	if (c->bulk_len != bytes)
+		return CL_INVALID_VALUE;
+	e = clEnqueueWriteImage(in->queue.h, in->mem.h, CL_FALSE, o, r, 0, 0, c->bulk,
+				WAIT(in->wait), &ev);
+	return cmx_write_staged(c, e, ev, &in->event, sync);
+}
+
+int cmx_h_WriteImage(struct cmx_call *c, struct cmx_WriteImage_in *in)
+{
+	return write_image(c, in, 0);
+}
+
+int cmx_h_WriteImageSync(struct cmx_call *c, struct cmx_WriteImageSync_in *in,
+			 struct cmx_WriteImageSync_out *out)
+{
+	_Static_assert(sizeof(struct cmx_WriteImageSync_in) == sizeof(struct cmx_WriteImage_in),
+		       "the two image writes share one layout");
+	return write_image(c, (struct cmx_WriteImage_in *)in, 1);
+}
+
+static int read_image(struct cmx_call *c, struct cmx_ReadImageSync_in *in, int sync)
+{
+	size_t o[3], r[3];
+	uint64_t bytes;
+	cl_event ev;
+	void *dst;
+	cl_int e = image_region(in->mem.h, &in->origin, &in->region, o, r, &bytes);
+
+	if (e)
+		return e;
+	dst = cmx_read_staging(c, bytes);
+	if (!dst)
+		return CL_OUT_OF_HOST_MEMORY;
+	e = clEnqueueReadImage(in->queue.h, in->mem.h, CL_FALSE, o, r, 0, 0, dst, WAIT(in->wait),
+			       &ev);
+	return cmx_read_staged(c, e, ev, &in->event, sync);
+}
+
+int cmx_h_ReadImageSync(struct cmx_call *c, struct cmx_ReadImageSync_in *in,
+			struct cmx_ReadImageSync_out *out)
+{
+	return read_image(c, in, 1);
+}
+
+int cmx_h_ReadImage(struct cmx_call *c, struct cmx_ReadImage_in *in)
+{
+	_Static_assert(offsetof(struct cmx_ReadImage_in, tag) == sizeof(struct cmx_ReadImageSync_in),
+		       "the async image read is the sync one plus a tag");
+	return read_image(c, (struct cmx_ReadImageSync_in *)in, 0);
+}
+
+int cmx_h_CopyImage(struct cmx_call *c, struct cmx_CopyImage_in *in)
+{
+	size_t so[3], dO[3], r[3];
+	cl_event ev;
+	cl_int e = image_region(NULL, &in->src_origin, &in->region, so, r, NULL);
+
+	if (e || (e = image_region(NULL, &in->dst_origin, &in->region, dO, r, NULL)))
+		return e;
+	e = clEnqueueCopyImage(in->queue.h, in->src.h, in->dst.h, so, dO, r, WAIT(in->wait), &ev);
+	if (!e)
+		cmx_event_bind(c, &in->event, ev);
+	return e;
+}
+
+int cmx_h_FillImage(struct cmx_call *c, struct cmx_FillImage_in *in)
+{
+	unsigned char color[16] = {0};
+	size_t o[3], r[3];
+	cl_event ev;
+	cl_int e = image_region(NULL, &in->origin, &in->region, o, r, NULL);
+
+	if (e)
+		return e;
+	if (in->color.len != sizeof(color))
+		return CL_INVALID_VALUE;
+	memcpy(color, in->color.ptr, sizeof(color));
+	e = clEnqueueFillImage(in->queue.h, in->mem.h, color, o, r, WAIT(in->wait), &ev);
+	if (!e)
+		cmx_event_bind(c, &in->event, ev);
+	return e;
+}
+
+int cmx_h_CopyImageToBuffer(struct cmx_call *c, struct cmx_CopyImageToBuffer_in *in)
+{
+	size_t o[3], r[3];
+	cl_event ev;
+	cl_int e = image_region(NULL, &in->src_origin, &in->region, o, r, NULL);
+
+	if (e)
+		return e;
+	e = clEnqueueCopyImageToBuffer(in->queue.h, in->src.h, in->dst.h, o, r, in->dst_offset,
+				       WAIT(in->wait), &ev);
+	if (!e)
+		cmx_event_bind(c, &in->event, ev);
+	return e;
+}
+
+int cmx_h_CopyBufferToImage(struct cmx_call *c, struct cmx_CopyBufferToImage_in *in)
+{
+	size_t o[3], r[3];
+	cl_event ev;
+	cl_int e = image_region(NULL, &in->dst_origin, &in->region, o, r, NULL);
+
+	if (e)
+		return e;
+	e = clEnqueueCopyBufferToImage(in->queue.h, in->src.h, in->dst.h, in->src_offset, o, r,
+				       WAIT(in->wait), &ev);
+	if (!e)
+		cmx_event_bind(c, &in->event, ev);
+	return e;
+}
+
+int cmx_h_CreateSampler(struct cmx_call *c, struct cmx_CreateSampler_in *in)
+{
+	cl_sampler_properties props[17];
+	cl_bool norm = CL_TRUE;
+	cl_addressing_mode addr = CL_ADDRESS_CLAMP;
+	cl_filter_mode filter = CL_FILTER_NEAREST;
+	cl_sampler smp;
+	cl_int e;
+
+	if (in->props.n % 2)
+		return CL_INVALID_VALUE;
+	for (uint64_t i = 0; i < in->props.n; i += 2) {
+		props[i] = in->props.v[i];
+		props[i + 1] = in->props.v[i + 1];
+		switch (in->props.v[i]) {
+		case CL_SAMPLER_NORMALIZED_COORDS:
+			norm = (cl_bool)in->props.v[i + 1];
+			break;
+		case CL_SAMPLER_ADDRESSING_MODE:
+			addr = (cl_addressing_mode)in->props.v[i + 1];
+			break;
+		case CL_SAMPLER_FILTER_MODE:
+			filter = (cl_filter_mode)in->props.v[i + 1];
+			break;
+		default:
+			return CL_INVALID_VALUE;
+		}
+	}
+	props[in->props.n] = 0;
+	if (cmx_srv->platform_version >= 200)
+		smp = clCreateSamplerWithProperties(in->context.h, props, &e);
+	else
+		smp = clCreateSampler(in->context.h, norm, addr, filter, &e);
+	if (!smp)
+		return e ? e : CL_OUT_OF_RESOURCES;
+	if (cmx_session_add(c->s, in->sampler.id, CMX_K_SAMPLER, smp, in->context.h, 0, NULL)) {
+		clReleaseSampler(smp);
+		return CL_OUT_OF_HOST_MEMORY;
+	}
+	return CL_SUCCESS;
+}
+
+int cmx_h_ReleaseSampler(struct cmx_call *c, struct cmx_ReleaseSampler_in *in)
+{
+	cmx_session_release(c->s, in->sampler.id, CMX_K_SAMPLER);
+	return CL_SUCCESS;
+}
