@@ -935,7 +935,8 @@ static cl_sampler sampler_create(cl_context ctx, cl_bool norm, cl_addressing_mod
 	s->normalized = norm;
 	s->addressing = addr;
 	s->filter = filter;
-	memcpy(s->props, props, nprops * sizeof(*props));
+	if (nprops)
+		memcpy(s->props, props, nprops * sizeof(*props));
 	s->nprops = nprops;
 	in = (struct cmx_CreateSampler_in){
 	    .sampler = {s->id}, .context = {ctx->id}, .props = {wire, 6}};
