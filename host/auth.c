@@ -22,6 +22,7 @@ struct token {
 struct limit {
 	uint8_t key[16];
 	uint64_t until; /* ms when the bucket is empty again; 0: free slot */
+	int full;	/* reached the burst: refused until empty */
 };
 
 struct cmx_auth {
@@ -192,6 +193,7 @@ static struct limit *limit_slot(struct cmx_auth *a, const uint8_t key[16], uint6
 		return NULL;
 	memcpy(victim->key, key, 16);
 	victim->until = now;
+	victim->full = 0;
 	return victim;
 }
 
@@ -199,9 +201,7 @@ int cmx_auth_allowed(struct cmx_auth *a, const uint8_t key[16], uint64_t now_ms)
 {
 	struct limit *l = limit_slot(a, key, now_ms, 0);
 
-	if (l && l->until - now_ms >= (uint64_t)CMX_AUTH_BURST * CMX_AUTH_DRAIN_MS)
-		return -EAGAIN;
-	return 0;
+	return l && l->full ? -EAGAIN : 0;
 }
 
 int cmx_auth_failed(struct cmx_auth *a, const uint8_t key[16], uint64_t now_ms)
@@ -209,5 +209,7 @@ int cmx_auth_failed(struct cmx_auth *a, const uint8_t key[16], uint64_t now_ms)
 	struct limit *l = limit_slot(a, key, now_ms, 1);
 
 	l->until += CMX_AUTH_DRAIN_MS;
-	return l->until - now_ms >= (uint64_t)CMX_AUTH_BURST * CMX_AUTH_DRAIN_MS;
+	if (l->until - now_ms >= (uint64_t)CMX_AUTH_BURST * CMX_AUTH_DRAIN_MS)
+		l->full = 1;
+	return l->full;
 }
