@@ -11,12 +11,11 @@
 #include <string.h>
 
 #include "buf.h"
+#include "dial.h"
 #include "log.h"
 
 #define CMX_EXPORT __attribute__((visibility("default")))
 #define PLATFORM_VERSION "OpenCL 3.0 clmux " PACKAGE_VERSION
-#define DEFAULT_SERVER "unix:/run/clmux/clmuxd.sock"
-#define CLIENT_CONF "/etc/clmux/client.conf"
 
 struct cmx_icd cmx_icd = {
 	.next_id = CMX_FIRST_GUEST_ID,
@@ -331,36 +330,6 @@ static int device_load(cl_device_id d, uint64_t id)
 	return 0;
 }
 
-static const char *server_spec(char *buf, size_t len)
-{
-	const char *env = getenv("CLMUX_SERVER");
-	FILE *f;
-
-	if (env && *env)
-		return env;
-	f = fopen(CLIENT_CONF, "re");
-	if (f) {
-		char line[512];
-		while (fgets(line, sizeof(line), f)) {
-			char *v = line;
-			while (*v == ' ' || *v == '\t')
-				v++;
-			if (strncmp(v, "server", 6))
-				continue;
-			v += 6;
-			v += strspn(v, " \t=");
-			v[strcspn(v, " \t\r\n#")] = '\0';
-			if (*v) {
-				snprintf(buf, len, "%s", v);
-				fclose(f);
-				return buf;
-			}
-		}
-		fclose(f);
-	}
-	return DEFAULT_SERVER;
-}
-
 static void icd_init(void)
 {
 	struct cmx_GetDeviceIDs_out out;
@@ -377,12 +346,23 @@ static void icd_init(void)
 		init_err = -ENODEV;
 		return;
 	}
-	spec = server_spec(buf, sizeof(buf));
+	spec = cmx_dial_server(buf, sizeof(buf));
 	e = cmx_session_open(spec, &cmx_notify_ops, NULL, &cmx_icd.s);
 	if (e) {
 		/* One clear line, and no platform: never a hang or a crash. */
-		cmx_err("cannot reach clmuxd at %s: %s; the clmux platform is unavailable", spec,
-			strerror(-e));
+		if (e == -ENOKEY)
+			cmx_err("clmuxd at %s asks for a token and none is set (CLMUX_TOKEN, or "
+				"token = ... in " CMX_CLIENT_CONF "); the clmux platform is unavailable",
+				spec);
+		else if (e == -EKEYREJECTED)
+			cmx_err("clmuxd at %s refused the token; the clmux platform is unavailable",
+				spec);
+		else if (e == -EAGAIN)
+			cmx_err("clmuxd at %s refuses this address for a while after failed tokens; "
+				"the clmux platform is unavailable", spec);
+		else
+			cmx_err("cannot reach clmuxd at %s: %s; the clmux platform is unavailable",
+				spec, strerror(-e));
 		init_err = e;
 		return;
 	}

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "dial.h"
 #include "log.h"
 #include "proto.gen.h"
 
@@ -484,7 +485,7 @@ int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *c
 		e = -ENOMEM;
 		goto fail;
 	}
-	s->fd = s->rx.fd = cmx_addr_connect(&a);
+	s->fd = s->rx.fd = cmx_dial(&a);
 	if (s->fd < 0) {
 		e = s->fd;
 		goto fail;
@@ -492,7 +493,7 @@ int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *c
 	e = hello(s, s->fd, 0);
 	if (e)
 		goto fail;
-	s->nfd = s->nrx.fd = cmx_addr_connect(&a);
+	s->nfd = s->nrx.fd = cmx_dial(&a);
 	if (s->nfd < 0) {
 		e = s->nfd;
 		goto fail;

@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "auth.h"
 #include "conn.h"
 #include "log.h"
 #include "proto.gen.h"
@@ -25,9 +27,9 @@ static const int32_t kind_error[CMX_K_COUNT] = {
 	[CMX_K_SAMPLER] = CL_INVALID_SAMPLER,
 };
 
-static void reply(struct cmx_session *s, uint32_t seq, int32_t status,
-		  const struct cmx_msgdesc *d, const void *out, void *bulk, uint64_t bulk_len,
-		  void (*free_fn)(void *))
+static void reply_on(struct cmx_conn *conn, uint32_t seq, int32_t status,
+		     const struct cmx_msgdesc *d, const void *out, void *bulk, uint64_t bulk_len,
+		     void (*free_fn)(void *))
 {
 	size_t size = 8 + (d && out ? cmx_codec_size(d, out) : 0);
 	uint8_t stack[512], *args = size <= sizeof(stack) ? stack : malloc(size);
@@ -35,7 +37,7 @@ static void reply(struct cmx_session *s, uint32_t seq, int32_t status,
 	struct cmx_hdr h = { .size = (uint32_t)size, .op = CMX_OP_REPLY, .seq = seq,
 			     .bulk = bulk_len };
 
-	if (!args || !s->conn) {
+	if (!args || !conn) {
 		if (free_fn)
 			free_fn(bulk);
 		if (args != stack)
@@ -45,9 +47,58 @@ static void reply(struct cmx_session *s, uint32_t seq, int32_t status,
 	memcpy(args, &st, 8);
 	if (d && out)
 		cmx_codec_encode(d, out, args + 8);
-	cmx_conn_send(s->conn, &h, args, bulk, free_fn);
+	cmx_conn_send(conn, &h, args, bulk, free_fn);
 	if (args != stack)
 		free(args);
+}
+
+static void reply(struct cmx_session *s, uint32_t seq, int32_t status,
+		  const struct cmx_msgdesc *d, const void *out, void *bulk, uint64_t bulk_len,
+		  void (*free_fn)(void *))
+{
+	reply_on(s->conn, seq, status, d, out, bulk, bulk_len, free_fn);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+int cmx_call_auth(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args)
+{
+	struct cmx_Auth_in in;
+	uint8_t key[16];
+	uint64_t now = now_ms();
+
+	if (cmx_codec_decode(&cmx_desc_Auth_in, args, h->size, &in))
+		return -EBADMSG;
+	if (!c->auth) {
+		/* This listener asks for no token: identity is the transport's. */
+		c->authed = 1;
+		reply_on(c, h->seq, CL_SUCCESS, NULL, NULL, NULL, 0, NULL);
+		return 0;
+	}
+	cmx_peer_key(&c->peer, key);
+	if (cmx_auth_allowed(c->auth, key, now)) {
+		cmx_dbg("%s: refused: too many failed tokens", c->peer.name);
+		reply_on(c, h->seq, CL_OUT_OF_RESOURCES, NULL, NULL, NULL, 0, NULL);
+		return -ECONNABORTED;
+	}
+	/* The token itself is never logged. */
+	if (cmx_auth_check(c->auth, in.token.ptr, in.token.len, c->peer.tenant)) {
+		int limited = cmx_auth_failed(c->auth, key, now);
+		cmx_warn("%s: refused: %s token%s", c->peer.name, in.token.len ? "unknown" : "no",
+			 limited ? "; its address is refused for a while" : "");
+		reply_on(c, h->seq, CL_INVALID_VALUE, NULL, NULL, NULL, 0, NULL);
+		return -ECONNABORTED;
+	}
+	c->authed = 1;
+	cmx_dbg("%s: token of tenant %s", c->peer.name, c->peer.tenant);
+	reply_on(c, h->seq, CL_SUCCESS, NULL, NULL, NULL, 0, NULL);
+	return 0;
 }
 
 int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args)
@@ -71,7 +122,8 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 		out.session = s->id;
 		out.token = s->token;
 		reply(s, h->seq, CL_SUCCESS, &cmx_desc_Hello_out, &out, NULL, 0, NULL);
-		cmx_info("session %llu: connected", (unsigned long long)s->id);
+		cmx_info("session %llu: connected (%s%s%s)", (unsigned long long)s->id, c->peer.name,
+			 c->peer.tenant[0] ? ", tenant " : "", c->peer.tenant);
 		return 0;
 	}
 	s = in.role == 1 ? cmx_session_find(c->srv, in.session, in.token) : NULL;
@@ -83,14 +135,7 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 	cmx_session_ref(s);
 	out.session = s->id;
 	/* The reply goes out on this channel, not the call channel. */
-	{
-		uint8_t buf[8 + 32];
-		int64_t st = 0;
-		struct cmx_hdr rh = { .size = sizeof(buf), .op = CMX_OP_REPLY, .seq = h->seq };
-		memcpy(buf, &st, 8);
-		cmx_codec_encode(&cmx_desc_Hello_out, &out, buf + 8);
-		cmx_conn_send(c, &rh, buf, NULL, NULL);
-	}
+	reply_on(c, h->seq, CL_SUCCESS, &cmx_desc_Hello_out, &out, NULL, 0, NULL);
 	return 0;
 }
 

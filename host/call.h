@@ -39,6 +39,9 @@ struct cmx_call {
 };
 
 int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args);
+/* Checks an Auth message's token (host/auth.h) and replies. 0, or
+ * -ECONNABORTED once a refusal is queued: the connection ends after it. */
+int cmx_call_auth(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args);
 /* Decodes, checks ids, runs the handler. Takes ownership of bulk. 0, or
  * -errno for a malformed message (the connection ends). */
 int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint8_t *args,

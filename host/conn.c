@@ -12,7 +12,9 @@
 
 #include "addr.h"
 #include "call.h"
+#include "auth.h"
 #include "frame.h"
+#include "listener.h"
 #include "log.h"
 #include "proto.gen.h"
 #include "server.h"
@@ -60,8 +62,8 @@ void cmx_conn_kill(struct cmx_conn *c, const char *why)
 		return;
 	c->dead = 1;
 	if (why)
-		cmx_info("session %llu: connection closed: %s",
-			 s ? (unsigned long long)s->id : 0ull, why);
+		cmx_info("session %llu: connection closed (%s): %s",
+			 s ? (unsigned long long)s->id : 0ull, c->peer.name, why);
 	/* Wakes the pending recv and send; their completions drop the refs. */
 	shutdown(c->fd, SHUT_RDWR);
 	c->sess = NULL;
@@ -99,6 +101,12 @@ static int check_header(struct cmx_conn *c, const struct cmx_hdr *h)
 
 	if (e)
 		return e;
+	/* Where a token is asked, Auth comes first, small and without payload:
+	 * nothing an unauthenticated peer sends makes the daemon allocate. */
+	if (c->auth && !c->authed)
+		return h->op == CMX_OP_Auth && h->size <= CMX_AUTH_MSG_MAX && !h->bulk ? 0 : -EACCES;
+	if (h->op == CMX_OP_Auth)
+		return c->role == CMX_ROLE_NEW && !c->authed ? 0 : -EPROTO;
 	/* Hello first and only first; nothing arrives on a notification channel. */
 	if (c->role == CMX_ROLE_NEW ? h->op != CMX_OP_Hello : h->op == CMX_OP_Hello)
 		return -EPROTO;
@@ -109,6 +117,8 @@ static int check_header(struct cmx_conn *c, const struct cmx_hdr *h)
 
 static int deliver(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args, void *bulk)
 {
+	if (h->op == CMX_OP_Auth)
+		return cmx_call_auth(c, h, args);
 	if (c->role == CMX_ROLE_NEW)
 		return cmx_call_hello(c, h, args);
 	c->sess->messages++;
@@ -216,9 +226,22 @@ static void rx_done(struct cmx_io *io, int res, unsigned flags)
 	}
 	if (!e && !c->in_bulk)
 		e = rx_parse(c);
+	if (e == -ECONNABORTED) {
+		/* A refusal is queued: end once it is written, read no more. */
+		c->closing = 1;
+		if (!c->tx_head)
+			cmx_conn_kill(c, NULL);
+		goto out;
+	}
+	if (e == -EACCES) {
+		cmx_warn("%s: refused: a token is required and the first message is not Auth",
+			 c->peer.name);
+		cmx_conn_kill(c, NULL);
+		goto out;
+	}
 	if (e) {
-		cmx_warn("session %llu: bad message: %s", c->sess ? (unsigned long long)c->sess->id : 0ull,
-			 strerror(-e));
+		cmx_warn("session %llu: bad message from %s: %s",
+			 c->sess ? (unsigned long long)c->sess->id : 0ull, c->peer.name, strerror(-e));
 		cmx_conn_kill(c, NULL);
 		goto out;
 	}
@@ -253,6 +276,8 @@ static void tx_done(struct cmx_io *io, int res, unsigned flags)
 			s->free_fn(s->free_arg);
 		free(s);
 	}
+	if (!c->dead && c->closing && !c->tx_head)
+		cmx_conn_kill(c, NULL);
 	if (!c->dead)
 		tx_kick(c);
 	conn_put(c);
@@ -333,6 +358,11 @@ void cmx_conn_send(struct cmx_conn *c, const struct cmx_hdr *h, const void *args
 
 int cmx_conn_create(struct cmx_server *srv, int fd)
 {
+	return cmx_conn_accept(srv, fd, NULL);
+}
+
+int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l)
+{
 	struct cmx_conn *c = calloc(1, sizeof(*c));
 
 	if (!c || !(c->rx = malloc(RX_INITIAL))) {
@@ -341,6 +371,11 @@ int cmx_conn_create(struct cmx_server *srv, int fd)
 		return -ENOMEM;
 	}
 	cmx_addr_tune(fd);
+	if (l)
+		cmx_peer_init(&c->peer, fd, l->kind, l->cid);
+	else
+		cmx_peer_init(&c->peer, fd, CMX_PEER_UNIX, CMX_PEER_CID_NONE);
+	c->auth = l ? l->auth : NULL;
 	c->srv = srv;
 	c->fd = fd;
 	c->refs = 1;

@@ -7,8 +7,11 @@
 #include <sys/uio.h>
 
 #include "loop.h"
+#include "peer.h"
 #include "wire.h"
 
+struct cmx_auth;
+struct cmx_listener;
 struct cmx_server;
 struct cmx_session;
 struct seg;
@@ -22,8 +25,14 @@ struct cmx_conn {
 	int fd;
 	int refs; /* the owner, plus one per submission in flight */
 	int dead;
+	int closing; /* ends once its output is written (a refused Auth) */
 	enum cmx_conn_role role;
 	struct cmx_session *sess;
+	/* Who connected (host/peer.h); auth: the listener's tokens, which an
+	 * Auth message must match before Hello (NULL: none asked). */
+	struct cmx_peer peer;
+	struct cmx_auth *auth;
+	int authed;
 
 	struct cmx_io rx_io;
 	uint8_t *rx;
@@ -43,8 +52,10 @@ struct cmx_conn {
 	uint64_t tx_bytes_queued;
 };
 
-/* Takes a connected socket. */
+/* Takes a connected socket (a unix peer, no token asked). */
 int cmx_conn_create(struct cmx_server *srv, int fd);
+/* Takes a socket accepted on l: its peer identity and tokens. */
+int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l);
 /* Queues a message: header, encoded args (copied), and a payload that stays
  * referenced until written, then is passed to free_fn. */
 void cmx_conn_send(struct cmx_conn *c, const struct cmx_hdr *h, const void *args,

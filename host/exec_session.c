@@ -11,6 +11,12 @@ int cmx_h_Hello(struct cmx_call *c, struct cmx_Hello_in *in, struct cmx_Hello_ou
 	return CL_INVALID_OPERATION;
 }
 
+int cmx_h_Auth(struct cmx_call *c, struct cmx_Auth_in *in, struct cmx_Auth_out *out)
+{
+	/* Auth is answered by cmx_call_auth() before Hello; later it is an error. */
+	return CL_INVALID_OPERATION;
+}
+
 int cmx_h_Ping(struct cmx_call *c, struct cmx_Ping_in *in, struct cmx_Ping_out *out)
 {
 	return CL_SUCCESS;

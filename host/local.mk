@@ -4,12 +4,20 @@ host_clmuxd_SOURCES = host/main.c host/loop.h host/loop.c host/conn.h host/conn.
 	host/call.h host/call.c host/session.h host/session.c host/object.h host/objtab.h \
 	host/objtab.c host/executor.h host/executor.c host/server.h host/device.c \
 	host/staging.h host/staging.c host/exec.h host/exec.c host/exec_session.c host/exec_context.c host/exec_queue.c \
-	host/exec_mem.c host/exec_image.c host/exec_program.c host/exec_kernel.c host/exec_event.c
+	host/exec_mem.c host/exec_image.c host/exec_program.c host/exec_kernel.c host/exec_event.c \
+	host/peer.h host/peer.c host/auth.h host/auth.c host/listener.h host/listener.c
 nodist_host_clmuxd_SOURCES = host/handlers.gen.h host/handlers.gen.c
 host_clmuxd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host -I$(top_builddir)/host $(URING_CFLAGS)
 host_clmuxd_LDADD = transport/libcmxtransport.la $(URING_LIBS) $(OPENCL_LIBS) -lpthread
 
 if HAVE_CHECK
+check_PROGRAMS += host/tests/test_auth
+TESTS += host/tests/test_auth
+host_tests_test_auth_SOURCES = host/tests/test_auth.c host/auth.c
+host_tests_test_auth_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host
+host_tests_test_auth_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_auth_LDADD = $(CHECK_LIBS)
+
 check_PROGRAMS += host/tests/test_objtab
 TESTS += host/tests/test_objtab
 host_tests_test_objtab_SOURCES = host/tests/test_objtab.c host/objtab.c

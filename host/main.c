@@ -10,9 +10,9 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
-#include "addr.h"
 #include "conn.h"
 #include "executor.h"
+#include "listener.h"
 #include "log.h"
 #include "server.h"
 #include "session.h"
@@ -21,41 +21,12 @@
 
 struct cmx_server *cmx_srv;
 
-struct listener {
-	struct cmx_io io;
-	int fd;
-	struct cmx_addr addr;
-};
-
-static struct listener listeners[MAX_LISTEN];
+static struct cmx_listener listeners[MAX_LISTEN];
 static unsigned nlisteners;
 static struct cmx_io sig_io, tick_io;
 static struct signalfd_siginfo sig_info;
 static int sig_fd = -1;
 static struct __kernel_timespec tick = { .tv_nsec = 20 * 1000 * 1000 };
-
-static void accept_arm(struct listener *l)
-{
-	struct io_uring_sqe *sqe = cmx_loop_sqe(cmx_srv->loop, &l->io);
-
-	io_uring_prep_multishot_accept(sqe, l->fd, NULL, NULL, SOCK_CLOEXEC);
-}
-
-static void accept_done(struct cmx_io *io, int res, unsigned flags)
-{
-	struct listener *l = (struct listener *)io;
-
-	if (res >= 0) {
-		if (cmx_srv->draining)
-			close(res);
-		else if (cmx_conn_create(cmx_srv, res))
-			cmx_err("out of memory accepting a connection");
-	} else if (res != -ECANCELED && !cmx_srv->draining) {
-		cmx_warn("accept on %s: %s", l->addr.path, strerror(-res));
-	}
-	if (!(flags & IORING_CQE_F_MORE) && !cmx_srv->draining && l->fd >= 0)
-		accept_arm(l);
-}
 
 /* While draining: exit once no session and no job is left. */
 static void tick_done(struct cmx_io *io, int res, unsigned flags)
@@ -70,13 +41,8 @@ static void tick_done(struct cmx_io *io, int res, unsigned flags)
 static void drain(void)
 {
 	cmx_srv->draining = 1;
-	for (unsigned i = 0; i < nlisteners; i++) {
-		io_uring_prep_cancel_fd(cmx_loop_sqe(cmx_srv->loop, NULL), listeners[i].fd, 0);
-		close(listeners[i].fd);
-		if (listeners[i].addr.type == CMX_ADDR_UNIX)
-			unlink(listeners[i].addr.path);
-		listeners[i].fd = -1;
-	}
+	for (unsigned i = 0; i < nlisteners; i++)
+		cmx_listener_close(&listeners[i]);
 	/* Ending each call channel releases its session's objects. */
 	while (cmx_srv->sessions) {
 		struct cmx_session *s = cmx_srv->sessions;
@@ -104,8 +70,13 @@ static void sig_done(struct cmx_io *io, int res, unsigned flags)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: clmuxd --listen unix:PATH [--listen ...] [--device SPEC] [--threads N]\n"
-		   "  --listen ADDR   where guests connect (unix:/run/clmux/clmuxd.sock)\n"
+	fprintf(f, "usage: clmuxd --listen ADDR [--listen ...] [--device SPEC] [--threads N]\n"
+		   "  --listen ADDR   where guests connect, one of\n"
+		   "                    unix:PATH[,tokens=FILE]\n"
+		   "                    vsock:PORT[,tokens=FILE]            (AF_VSOCK, any CID)\n"
+		   "                    vsock-uds:UDS_PORT[,cid=N][,tokens=FILE]  (Firecracker,\n"
+		   "                                      Cloud Hypervisor hybrid vsock)\n"
+		   "                    tcp:ADDR:PORT,tokens=FILE          (IPv6: tcp:[ADDR]:PORT)\n"
 		   "  --device SPEC   gpu | cpu | N | PLATFORM[:N]  (default: first GPU, else first device)\n"
 		   "  --threads N     most threads for blocking calls (default 64)\n"
 		   "  CLMUX_LOG=debug|info|warn|err sets the log level (default info)\n");
@@ -129,11 +100,11 @@ int main(int argc, char **argv)
 	setenv("CLMUX_DISABLE", "1", 1);
 	cmx_srv = &srv;
 	while ((opt = getopt_long(argc, argv, "l:d:t:h", opts, NULL)) != -1) {
-		char why[160];
+		char why[256];
 		switch (opt) {
 		case 'l':
 			if (nlisteners == MAX_LISTEN ||
-			    cmx_addr_parse(optarg, &listeners[nlisteners].addr, why, sizeof(why))) {
+			    cmx_listener_init(&listeners[nlisteners], optarg, why, sizeof(why))) {
 				fprintf(stderr, "clmuxd: --listen %s: %s\n", optarg,
 					nlisteners == MAX_LISTEN ? "too many" : why);
 				return 2;
@@ -173,17 +144,9 @@ int main(int argc, char **argv)
 		cmx_err("cannot start the io_uring loop: %s", strerror(-e));
 		return 1;
 	}
-	for (unsigned i = 0; i < nlisteners; i++) {
-		struct listener *l = &listeners[i];
-		l->fd = cmx_addr_listen(&l->addr);
-		if (l->fd < 0) {
-			cmx_err("cannot listen on %s: %s", l->addr.path, strerror(-l->fd));
+	for (unsigned i = 0; i < nlisteners; i++)
+		if (cmx_listener_start(&listeners[i]))
 			return 1;
-		}
-		l->io.cb = accept_done;
-		accept_arm(l);
-		cmx_info("listening on unix:%s", l->addr.path);
-	}
 	sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
 	sig_io.cb = sig_done;
 	tick_io.cb = tick_done;
@@ -193,6 +156,8 @@ int main(int argc, char **argv)
 		cmx_err("loop: %s", strerror(-e));
 	cmx_executor_destroy(srv.exec);
 	cmx_loop_destroy(srv.loop);
+	for (unsigned i = 0; i < nlisteners; i++)
+		cmx_listener_fini(&listeners[i]);
 	cmx_info("stopped");
 	return e ? 1 : 0;
 }

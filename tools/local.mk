@@ -6,13 +6,14 @@ tools_clmux_sample_LDADD = $(OPENCL_LIBS)
 tools_clmux_bench_SOURCES = tools/bench.c
 tools_clmux_bench_LDADD = $(OPENCL_LIBS) -lm
 
-TESTS += tools/tests/test_cmxgen.sh tools/compat-clinfo.sh tools/compat-pyopencl.sh
+TESTS += tools/tests/test_cmxgen.sh tools/compat-clinfo.sh tools/compat-pyopencl.sh \
+	tools/tests/transports.sh
 EXTRA_DIST += tools/tests/test_cmxgen.sh tools/tests/golden.schema \
 	tools/tests/golden/proto.gen.h.expected tools/tests/golden/proto.gen.c.expected \
 	tools/tests/golden/stubs.gen.h.expected tools/tests/golden/handlers.gen.h.expected \
 	tools/tests/golden/handlers.gen.c.expected tools/demo tools/check tools/setup.sh \
 	tools/compat-clinfo.sh tools/compat-pyopencl.sh tools/tests/compat_pyopencl.py \
-	tools/tests/compat-env.sh \
+	tools/tests/compat-env.sh tools/tests/transports.sh \
 	tools/gpu-bundle tools/gpu-check
 
 # What every test sees: the build tree's vendors directory (clmux and the

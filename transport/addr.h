@@ -1,29 +1,48 @@
 // SPDX-License-Identifier: MIT
-// Transport addresses ("unix:/path", ...): parsing, connecting, listening.
+// Transport addresses ("unix:/path", "vsock:2:7447", "tcp:HOST:PORT", ...):
+// parsing, connecting, listening.
 #ifndef CMX_ADDR_H
 #define CMX_ADDR_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-enum cmx_addr_type { CMX_ADDR_UNIX };
+enum cmx_addr_type {
+	CMX_ADDR_UNIX,	    /* unix:PATH */
+	CMX_ADDR_VSOCK,	    /* vsock:[CID:]PORT (AF_VSOCK) */
+	CMX_ADDR_VSOCK_UDS, /* vsock-uds:PATH: a hybrid-vsock VMM's <uds>_<port> socket */
+	CMX_ADDR_TCP,	    /* tcp:HOST:PORT, tcp:[V6]:PORT */
+};
+
+/* The vsock port clmuxd listens on by default, and the guest's default
+ * server is vsock:2:CMX_VSOCK_PORT (docs/protocol.md, Transports). */
+#define CMX_VSOCK_PORT 7447u
+#define CMX_VSOCK_CID_HOST 2u
+#define CMX_VSOCK_CID_ANY 0xffffffffu
 
 struct cmx_addr {
 	enum cmx_addr_type type;
-	char path[108]; /* sun_path */
-	char opts[128]; /* ",key=value" options after the address, verbatim */
+	char path[108]; /* unix, vsock-uds: sun_path */
+	char host[64];	/* tcp: a name or an IPv4/IPv6 literal, without brackets */
+	uint32_t cid;	/* vsock: the peer to connect to, or ANY to listen */
+	uint32_t port;	/* vsock, tcp */
+	char opts[256]; /* ",key=value" options after the address, verbatim */
 };
 
 /* 0, or -EINVAL with a reason in err (errlen bytes). */
 int cmx_addr_parse(const char *spec, struct cmx_addr *a, char *err, size_t errlen);
+/* The address without its options, for messages ("tcp:[::1]:7447"). */
+const char *cmx_addr_str(const struct cmx_addr *a, char *buf, size_t len);
 /* A connected, blocking, close-on-exec stream socket, or -errno. */
 int cmx_addr_connect(const struct cmx_addr *a);
 /* A listening, non-blocking, close-on-exec socket, or -errno. A stale unix
  * socket file is replaced. */
 int cmx_addr_listen(const struct cmx_addr *a);
-/* Larger socket buffers: a bulk transfer moves in fewer, larger steps.
- * Best effort (the system's maximum applies). */
+/* Larger socket buffers: a bulk transfer moves in fewer, larger steps; and
+ * no Nagle delay on TCP. Best effort (the system's maximum applies). */
 void cmx_addr_tune(int fd);
-/* The value of option `key` in a->opts into val, or -ENOENT. */
+/* The value of option `key` in a->opts into val, or -ENOENT. A bare key
+ * (",tls") has the value "". */
 int cmx_addr_opt(const struct cmx_addr *a, const char *key, char *val, size_t len);
 
 #endif

@@ -8,11 +8,14 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -302,10 +305,90 @@ static pid_t e2e_daemon_pid;
 static char e2e_daemon_dir[PATH_MAX];
 static char e2e_daemon_sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
 
+/* CMX_E2E_TRANSPORT (tcp, tcp6, vsock-uds): a second listener that the
+ * guest is pointed at; the Unix one stays for the start-up probe. */
+static char e2e_extra_listen[2 * PATH_MAX + 64];
+static char e2e_extra_server[PATH_MAX + 64];
+static char e2e_extra_files[2][PATH_MAX];
+
+/* A loopback port that is free now (the daemon binds it right after). */
+static int e2e_free_port(int v6)
+{
+	struct sockaddr_storage ss = {0};
+	socklen_t len = v6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+	int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+
+	ss.ss_family = v6 ? AF_INET6 : AF_INET;
+	if (v6)
+		((struct sockaddr_in6 *)&ss)->sin6_addr = in6addr_loopback;
+	else
+		((struct sockaddr_in *)&ss)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd >= 0 && !bind(fd, (struct sockaddr *)&ss, len) &&
+	    !getsockname(fd, (struct sockaddr *)&ss, &len))
+		port = ntohs(v6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+				: ((struct sockaddr_in *)&ss)->sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+/* Fills e2e_extra_*: listener, guest address, token file and CLMUX_TOKEN. */
+static int e2e_transport_setup(void)
+{
+	const char *t = getenv("CMX_E2E_TRANSPORT");
+	char token[40];
+	uint64_t seed = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL);
+	FILE *f;
+	int port;
+
+	if (!t || !*t || !strcmp(t, "unix"))
+		return 0;
+	if (!strcmp(t, "vsock-uds")) {
+		if (snprintf(e2e_extra_files[0], PATH_MAX, "%s/v.sock_7447", e2e_daemon_dir) >=
+			    PATH_MAX ||
+		    snprintf(e2e_extra_listen, sizeof(e2e_extra_listen), "vsock-uds:%s,cid=3",
+			     e2e_extra_files[0]) >= (int)sizeof(e2e_extra_listen) ||
+		    snprintf(e2e_extra_server, sizeof(e2e_extra_server), "vsock-uds:%s",
+			     e2e_extra_files[0]) >= (int)sizeof(e2e_extra_server))
+			return -ENAMETOOLONG;
+		return 0;
+	}
+	if (strcmp(t, "tcp") && strcmp(t, "tcp6")) {
+		fprintf(stderr, "e2e: CMX_E2E_TRANSPORT=%s: expected unix, tcp, tcp6 or vsock-uds\n", t);
+		return -EINVAL;
+	}
+	port = e2e_free_port(!strcmp(t, "tcp6"));
+	if (port < 0) {
+		fprintf(stderr, "e2e: no free loopback port for %s\n", t);
+		return -EADDRNOTAVAIL;
+	}
+	for (int i = 0; i < 32; i++)
+		token[i] = "0123456789abcdef"[e2e_rand_next(&seed) & 15];
+	token[32] = '\0';
+	if (snprintf(e2e_extra_files[1], PATH_MAX, "%s/tokens", e2e_daemon_dir) >= PATH_MAX)
+		return -ENAMETOOLONG;
+	f = fopen(e2e_extra_files[1], "w");
+	if (!f || fchmod(fileno(f), 0600) || fprintf(f, "e2e %s\n", token) < 0 || fclose(f)) {
+		fprintf(stderr, "e2e: writing %s failed\n", e2e_extra_files[1]);
+		return -EIO;
+	}
+	snprintf(e2e_extra_server, sizeof(e2e_extra_server),
+		 !strcmp(t, "tcp") ? "tcp:127.0.0.1:%d" : "tcp:[::1]:%d", port);
+	if (snprintf(e2e_extra_listen, sizeof(e2e_extra_listen), "%s,tokens=%s", e2e_extra_server,
+		     e2e_extra_files[1]) >= (int)sizeof(e2e_extra_listen))
+		return -ENAMETOOLONG;
+	return setenv("CLMUX_TOKEN", token, 1) < 0 ? -ENOMEM : 0;
+}
+
 static void e2e_daemon_cleanup(void)
 {
 	if (e2e_daemon_pid)
 		unsetenv("CLMUX_SERVER");
+	for (int i = 0; i < 2; i++)
+		if (e2e_extra_files[i][0])
+			unlink(e2e_extra_files[i]);
+	memset(e2e_extra_files, 0, sizeof(e2e_extra_files));
+	e2e_extra_listen[0] = e2e_extra_server[0] = '\0';
 	if (e2e_daemon_sock[0] && unlink(e2e_daemon_sock) < 0 &&
 	    errno != ENOENT)
 		fprintf(stderr, "e2e: unlink %s: %s\n", e2e_daemon_sock,
@@ -403,6 +486,10 @@ int e2e_daemon_start(void)
 		return -ENAMETOOLONG;
 	}
 	snprintf(addr, sizeof(addr), "unix:%s", e2e_daemon_sock);
+	if (e2e_transport_setup() < 0) {
+		e2e_daemon_cleanup();
+		return -EINVAL;
+	}
 
 	fflush(NULL);
 	pid = fork();
@@ -416,12 +503,16 @@ int e2e_daemon_start(void)
 	if (pid == 0) {
 		/* Do not outlive a test program that crashes. */
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		execl(bin, bin, "--listen", addr, (char *)NULL);
+		if (e2e_extra_listen[0])
+			execl(bin, bin, "--listen", addr, "--listen", e2e_extra_listen,
+			      (char *)NULL);
+		else
+			execl(bin, bin, "--listen", addr, (char *)NULL);
 		fprintf(stderr, "e2e: exec %s: %s\n", bin, strerror(errno));
 		_exit(127);
 	}
 	e2e_daemon_pid = pid;
-	if (setenv("CLMUX_SERVER", addr, 1) < 0) {
+	if (setenv("CLMUX_SERVER", e2e_extra_server[0] ? e2e_extra_server : addr, 1) < 0) {
 		perror("e2e: setenv");
 		e2e_daemon_stop();
 		return -ENOMEM;

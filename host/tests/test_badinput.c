@@ -6,6 +6,7 @@
 #include <check.h>
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -14,7 +15,10 @@
 #include <unistd.h>
 
 #include "../../guest/tests/e2e.h"
+#include "addr.h"
 #include "proto.gen.h"
+
+#define CMX_TOKEN_MAX_TEST 256
 
 struct client {
 	int fd;
@@ -22,17 +26,31 @@ struct client {
 	uint64_t session, token;
 };
 
-static int dial(void)
+/* Connects to $CLMUX_SERVER, any transport, without a token. */
+static int dial_raw(void)
 {
 	const char *spec = getenv("CLMUX_SERVER");
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct cmx_addr a;
+	char why[160];
 	int fd;
 
-	ck_assert_msg(spec && !strncmp(spec, "unix:", 5), "CLMUX_SERVER unset");
-	strncpy(sun.sun_path, spec + 5, sizeof(sun.sun_path) - 1);
-	fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	ck_assert_msg(spec && !cmx_addr_parse(spec, &a, why, sizeof(why)), "CLMUX_SERVER: %s",
+		      spec ? why : "unset");
+	fd = cmx_addr_connect(&a);
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	return fd;
+}
+
+static int auth(int fd, const char *token);
+
+/* Connects and, where the harness set a token (tcp), authenticates. */
+static int dial(void)
+{
+	const char *token = getenv("CLMUX_TOKEN");
+	int fd = dial_raw();
+
+	if (token && *token)
+		ck_assert_int_eq(auth(fd, token), 0);
 	return fd;
 }
 
@@ -79,6 +97,17 @@ static int recv_reply(struct client *c, const struct cmx_msgdesc *d, void *out, 
 	else
 		free(args);
 	return (int)status;
+}
+
+/* Sends Auth with token on a fresh connection; returns the reply's status,
+ * or 1 when the daemon closed the connection instead. */
+static int auth(int fd, const char *token)
+{
+	struct client c = { .fd = fd };
+	struct cmx_Auth_in in = { .token = { token, strlen(token) } };
+
+	send_msg(&c, &cmx_desc_Auth_in, &in, 1, NULL, 0);
+	return recv_reply(&c, NULL, NULL, NULL);
 }
 
 static void hello(struct client *c)
@@ -361,6 +390,101 @@ START_TEST(lying_images)
 }
 END_TEST
 
+/* With tokens (CMX_E2E_TRANSPORT=tcp): what comes before Auth, and wrong or
+ * missing tokens, is refused on that connection alone. */
+START_TEST(token_refused)
+{
+	const char *token = getenv("CLMUX_TOKEN");
+	struct cmx_Hello_in hi = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION };
+	struct cmx_hdr big = { .size = 1u << 20, .op = CMX_OP_Auth, .flags = CMX_HDR_SYNC };
+	struct cmx_hdr paid = { .size = 8, .op = CMX_OP_Auth, .flags = CMX_HDR_SYNC, .bulk = 8 };
+	static const uint8_t garbage[32] = "GET / HTTP/1.0\r\n\r\n";
+	struct client other, c = { 0 };
+	char wrong[CMX_TOKEN_MAX_TEST + 1];
+	uint64_t o0, b0;
+
+	if (!token || !*token)
+		return;
+	daemon_counts(&o0, &b0);
+	hello(&other);
+	/* A wrong token: refused with a status, then the connection ends. */
+	snprintf(wrong, sizeof(wrong), "%s", token);
+	wrong[0] = wrong[0] == 'x' ? 'y' : 'x';
+	c.fd = dial_raw();
+	ck_assert_int_eq(auth(c.fd, wrong), CL_INVALID_VALUE);
+	ck_assert(closed_by_daemon(c.fd));
+	close(c.fd);
+	/* No token at all. */
+	c.fd = dial_raw();
+	ck_assert_int_eq(auth(c.fd, ""), CL_INVALID_VALUE);
+	ck_assert(closed_by_daemon(c.fd));
+	close(c.fd);
+	ping_ok(&other);
+	/* Hello without Auth; malformed first bytes; an Auth larger than a
+	 * token could be, or with a payload: closed, nothing allocated. */
+	c.fd = dial_raw();
+	c.seq = 0;
+	send_msg(&c, &cmx_desc_Hello_in, &hi, 1, NULL, 0);
+	ck_assert(closed_by_daemon(c.fd));
+	close(c.fd);
+	c.fd = dial_raw();
+	send_raw(c.fd, garbage, sizeof(garbage));
+	ck_assert(closed_by_daemon(c.fd));
+	close(c.fd);
+	c.fd = dial_raw();
+	send_raw(c.fd, &big, CMX_HDR_SIZE);
+	ck_assert(closed_by_daemon(c.fd));
+	close(c.fd);
+	c.fd = dial_raw();
+	send_raw(c.fd, &paid, CMX_HDR_SIZE);
+	ck_assert(closed_by_daemon(c.fd));
+	close(c.fd);
+	/* Authenticated, then Auth again: a protocol error. */
+	c.fd = dial();
+	c.seq = 1;
+	send_msg(&c, &cmx_desc_Auth_in, &(struct cmx_Auth_in){ .token = { token, strlen(token) } },
+		 1, NULL, 0);
+	ck_assert(closed_by_daemon(c.fd));
+	close(c.fd);
+	ping_ok(&other);
+	close(other.fd);
+	counts_return(o0, b0);
+}
+END_TEST
+
+/* A flood of wrong tokens from one address: after a burst the address is
+ * refused unchecked (even with the right token) while an open session goes
+ * on. Runs last: the loopback address stays refused for a few seconds. */
+START_TEST(token_flood)
+{
+	const char *token = getenv("CLMUX_TOKEN");
+	struct client other;
+	int checked = 0, limited = 0, fd;
+
+	if (!token || !*token)
+		return;
+	hello(&other);
+	for (int i = 0; i < 40 && !limited; i++) {
+		int st;
+		fd = dial_raw();
+		st = auth(fd, "0000000000000000-wrong");
+		ck_assert_msg(st == CL_INVALID_VALUE || st == CL_OUT_OF_RESOURCES,
+			      "attempt %d: status %d", i, st);
+		checked += st == CL_INVALID_VALUE;
+		limited += st == CL_OUT_OF_RESOURCES;
+		ck_assert(closed_by_daemon(fd));
+		close(fd);
+	}
+	ck_assert_msg(limited, "40 wrong tokens, none refused unchecked");
+	ck_assert_int_le(checked, 5); /* CMX_AUTH_BURST, earlier failures included */
+	fd = dial_raw();
+	ck_assert_int_eq(auth(fd, token), CL_OUT_OF_RESOURCES);
+	close(fd);
+	ping_ok(&other);
+	close(other.fd);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("badinput");
@@ -373,6 +497,11 @@ int main(void)
 	tcase_add_test(tc, forged_ids);
 	tcase_add_test(tc, killed_mid_transfer);
 	tcase_add_test(tc, lying_images);
+	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("tokens");
+	tcase_add_test(tc, token_refused);
+	tcase_add_test(tc, token_flood);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	if (e2e_daemon_start())

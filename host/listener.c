@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: MIT
+// Listening sockets: options of each --listen form, accepting on the loop.
+#include "listener.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "auth.h"
+#include "conn.h"
+#include "log.h"
+#include "server.h"
+
+/* Which options each transport takes; anything else is a typo to report. */
+static int opt_known(enum cmx_addr_type t, const char *key, size_t n)
+{
+	static const char *const common[] = { "tokens" };
+	static const char *const uds[] = { "cid" };
+
+	for (size_t i = 0; i < sizeof(common) / sizeof(common[0]); i++)
+		if (strlen(common[i]) == n && !strncmp(common[i], key, n))
+			return 1;
+	if (t == CMX_ADDR_VSOCK_UDS)
+		for (size_t i = 0; i < sizeof(uds) / sizeof(uds[0]); i++)
+			if (strlen(uds[i]) == n && !strncmp(uds[i], key, n))
+				return 1;
+	return 0;
+}
+
+static int check_opts(const struct cmx_addr *a, char *err, size_t errlen)
+{
+	for (const char *p = a->opts; (p = strchr(p, ',')); ) {
+		size_t n = strcspn(++p, "=,");
+		if (!opt_known(a->type, p, n)) {
+			snprintf(err, errlen, "unknown option '%.*s'", (int)n, p);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int cmx_listener_init(struct cmx_listener *l, const char *spec, char *err, size_t errlen)
+{
+	static const enum cmx_peer_kind kinds[] = {
+		[CMX_ADDR_UNIX] = CMX_PEER_UNIX,
+		[CMX_ADDR_VSOCK] = CMX_PEER_VSOCK,
+		[CMX_ADDR_VSOCK_UDS] = CMX_PEER_VSOCK_UDS,
+		[CMX_ADDR_TCP] = CMX_PEER_TCP,
+	};
+	char val[256];
+	int e;
+
+	memset(l, 0, sizeof(*l));
+	l->fd = -1;
+	l->cid = CMX_PEER_CID_NONE;
+	e = cmx_addr_parse(spec, &l->addr, err, errlen);
+	if (!e)
+		e = check_opts(&l->addr, err, errlen);
+	if (e)
+		return e;
+	l->kind = kinds[l->addr.type];
+	cmx_addr_str(&l->addr, l->name, sizeof(l->name));
+	if (l->addr.type == CMX_ADDR_VSOCK && l->addr.cid != CMX_VSOCK_CID_ANY) {
+		snprintf(err, errlen, "listen on vsock:PORT (any CID), not a CID and a port");
+		return -EINVAL;
+	}
+	if (!cmx_addr_opt(&l->addr, "cid", val, sizeof(val))) {
+		char *end;
+		unsigned long cid = strtoul(val, &end, 10);
+		if (!*val || *end || cid < 3 || cid >= CMX_PEER_CID_NONE) {
+			snprintf(err, errlen, "cid=%s: a guest CID is a number from 3", val);
+			return -EINVAL;
+		}
+		l->cid = (uint32_t)cid;
+	}
+	e = cmx_addr_opt(&l->addr, "tokens", val, sizeof(val));
+	if (e == -ENOENT && l->addr.type == CMX_ADDR_TCP) {
+		snprintf(err, errlen, "tcp needs tokens=FILE: every connection is authenticated");
+		return -EINVAL;
+	}
+	if (e == -ENOENT)
+		return 0;
+	if (e || !*val) {
+		snprintf(err, errlen, "tokens=FILE: bad file name");
+		return -EINVAL;
+	}
+	e = cmx_auth_create(&l->auth);
+	if (!e)
+		e = cmx_auth_load(l->auth, val, err, errlen);
+	if (e) {
+		if (e == -ENOMEM)
+			snprintf(err, errlen, "out of memory");
+		cmx_auth_destroy(l->auth);
+		l->auth = NULL;
+	}
+	return e;
+}
+
+static void accept_arm(struct cmx_listener *l)
+{
+	struct io_uring_sqe *sqe = cmx_loop_sqe(cmx_srv->loop, &l->io);
+
+	io_uring_prep_multishot_accept(sqe, l->fd, NULL, NULL, SOCK_CLOEXEC);
+}
+
+static void accept_done(struct cmx_io *io, int res, unsigned flags)
+{
+	struct cmx_listener *l = (struct cmx_listener *)io;
+
+	if (res >= 0) {
+		if (cmx_srv->draining)
+			close(res);
+		else if (cmx_conn_accept(cmx_srv, res, l))
+			cmx_err("out of memory accepting a connection");
+	} else if (res != -ECANCELED && !cmx_srv->draining) {
+		cmx_warn("accept on %s: %s", l->name, strerror(-res));
+	}
+	if (!(flags & IORING_CQE_F_MORE) && !cmx_srv->draining && l->fd >= 0)
+		accept_arm(l);
+}
+
+int cmx_listener_start(struct cmx_listener *l)
+{
+	l->fd = cmx_addr_listen(&l->addr);
+	if (l->fd < 0) {
+		const char *hint = "";
+		if (l->addr.type == CMX_ADDR_VSOCK &&
+		    (l->fd == -EAFNOSUPPORT || l->fd == -EADDRNOTAVAIL || l->fd == -ENODEV))
+			hint = " (AF_VSOCK needs the host kernel's vhost_vsock module; with a "
+			       "Firecracker or Cloud Hypervisor guest use vsock-uds:UDS_PORT)";
+		cmx_err("cannot listen on %s: %s%s", l->name, strerror(-l->fd), hint);
+		return l->fd;
+	}
+	l->io.cb = accept_done;
+	accept_arm(l);
+	cmx_info("listening on %s%s%s", l->name, l->auth ? " (tokens required)" : "",
+		 l->cid != CMX_PEER_CID_NONE ? " for one guest" : "");
+	return 0;
+}
+
+void cmx_listener_close(struct cmx_listener *l)
+{
+	if (l->fd < 0)
+		return;
+	io_uring_prep_cancel_fd(cmx_loop_sqe(cmx_srv->loop, NULL), l->fd, 0);
+	close(l->fd);
+	if (l->addr.type == CMX_ADDR_UNIX || l->addr.type == CMX_ADDR_VSOCK_UDS)
+		unlink(l->addr.path);
+	l->fd = -1;
+}
+
+void cmx_listener_fini(struct cmx_listener *l)
+{
+	cmx_auth_destroy(l->auth);
+	l->auth = NULL;
+}
