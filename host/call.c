@@ -7,7 +7,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "area.h"
 #include "conn.h"
 #include "log.h"
 #include "proto.gen.h"
@@ -27,7 +29,7 @@ static const int32_t kind_error[CMX_K_COUNT] = {
 
 static void reply(struct cmx_session *s, uint32_t seq, int32_t status,
 		  const struct cmx_msgdesc *d, const void *out, void *bulk, uint64_t bulk_len,
-		  void (*free_fn)(void *))
+		  void (*free_fn)(void *), int fd)
 {
 	size_t size = 8 + (d && out ? cmx_codec_size(d, out) : 0);
 	uint8_t stack[512], *args = size <= sizeof(stack) ? stack : malloc(size);
@@ -38,6 +40,8 @@ static void reply(struct cmx_session *s, uint32_t seq, int32_t status,
 	if (!args || !s->conn) {
 		if (free_fn)
 			free_fn(bulk);
+		if (fd >= 0)
+			close(fd);
 		if (args != stack)
 			free(args);
 		return;
@@ -45,7 +49,9 @@ static void reply(struct cmx_session *s, uint32_t seq, int32_t status,
 	memcpy(args, &st, 8);
 	if (d && out)
 		cmx_codec_encode(d, out, args + 8);
-	cmx_conn_send(s->conn, &h, args, bulk, free_fn);
+	if (bulk_len)
+		cmx_area_mark(s->area, &h, bulk);
+	cmx_conn_send_fd(s->conn, &h, args, bulk, free_fn, fd);
 	if (args != stack)
 		free(args);
 }
@@ -70,7 +76,7 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 		c->sess = s;
 		out.session = s->id;
 		out.token = s->token;
-		reply(s, h->seq, CL_SUCCESS, &cmx_desc_Hello_out, &out, NULL, 0, NULL);
+		reply(s, h->seq, CL_SUCCESS, &cmx_desc_Hello_out, &out, NULL, 0, NULL, -1);
 		cmx_info("session %llu: connected", (unsigned long long)s->id);
 		return 0;
 	}
@@ -218,11 +224,13 @@ void cmx_call_done(struct cmx_call *c, int status)
 	struct cmx_session *s = c->s;
 
 	if (c->oi->flags & CMX_OPF_SYNC) {
-		if (!s->closed)
+		if (!s->closed) {
 			reply(s, c->seq, status, c->oi->out, c->out, c->rbulk,
-			      status == CL_SUCCESS ? c->rbulk_len : 0, c->rbulk_free);
-		else if (c->rbulk_free)
+			      status == CL_SUCCESS ? c->rbulk_len : 0, c->rbulk_free, c->rfd);
+			c->rfd = -1;
+		} else if (c->rbulk_free) {
 			c->rbulk_free(c->rbulk);
+		}
 	} else if (status != CL_SUCCESS) {
 		s->async_errors++;
 		cmx_dbg("session %llu: async %s failed: %d", (unsigned long long)s->id,
@@ -235,6 +243,9 @@ void cmx_call_done(struct cmx_call *c, int status)
 			c->rbulk_free(c->rbulk);
 	}
 	cmx_staging_put(c->bulk);
+	cmx_staging_put(c->area_out);
+	if (c->rfd >= 0)
+		close(c->rfd);
 	free(c->handles);
 	free(c->scratch);
 	free(c);
@@ -275,6 +286,14 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 	c->seq = h->seq;
 	c->bulk = bulk;
 	c->bulk_len = h->bulk;
+	c->rfd = -1;
+	if ((h->flags & CMX_HDR_AREA) && !(oi->flags & CMX_OPF_BULK_IN)) {
+		/* Not a payload: the room the guest gave for a read's data. */
+		c->area_out = bulk;
+		c->area_out_len = h->bulk;
+		c->bulk = NULL;
+		c->bulk_len = 0;
+	}
 	if (oi->flags & CMX_OPF_SYNC)
 		s->sync_calls++;
 	cmx_session_ref(s);
@@ -284,4 +303,18 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 	if (status != CMX_DEFER)
 		cmx_call_done(c, status);
 	return 0;
+}
+
+void *cmx_call_read_buffer(struct cmx_call *c, uint64_t size)
+{
+	c->rbulk_len = size;
+	if (c->area_out) {
+		if (c->area_out_len < size)
+			return NULL;
+		c->rbulk = c->area_out;
+		c->area_out = NULL;
+	} else {
+		c->rbulk = cmx_staging_get(size);
+	}
+	return c->rbulk;
 }

@@ -2,7 +2,7 @@
 noinst_LTLIBRARIES += transport/libcmxtransport.la
 transport_libcmxtransport_la_SOURCES = transport/wire.h transport/log.h transport/log.c \
 	transport/codec.h transport/codec.c transport/buf.h transport/buf.c \
-	transport/addr.h transport/addr.c transport/frame.h transport/frame.c
+	transport/addr.h transport/addr.c transport/frame.h transport/frame.c transport/area_layout.h
 nodist_transport_libcmxtransport_la_SOURCES = transport/proto.gen.h transport/proto.gen.c
 transport_libcmxtransport_la_CFLAGS = $(AM_CFLAGS) -fPIC
 
