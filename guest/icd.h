@@ -278,6 +278,7 @@ extern const struct cmx_notify_ops cmx_notify_ops;
 struct cmx_pending_read {
 	void *dst;	       /* where the bytes land */
 	uint64_t len;
+	uint64_t area_off;     /* the session's area block they came through, or 0 */
 	cl_event event;	       /* retained; may be NULL */
 	cl_command_queue queue; /* its pending count is decremented */
 	/* Rect reads land packed in `dst` and are spread into `out`. */

@@ -244,6 +244,23 @@ void cmx_pending_cancel(struct cmx_pending_read *p)
 	cmx_read_landed(p, CL_OUT_OF_RESOURCES);
 }
 
+/*
+ * A large blocking transfer on an in-order queue goes in chunks through the
+ * shared area, so this side's copy of one chunk overlaps the daemon's copy
+ * of the one before. The queue keeps them in order; only the first carries
+ * the wait list and only the last the application's event (whose profiling
+ * times therefore cover the last chunk only).
+ */
+#define CHUNK (4u << 20)
+
+static size_t chunks_before_last(cl_command_queue q, size_t size)
+{
+	if (size < 2 * CHUNK || (q->props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) ||
+	    !cmx_session_has_area(cmx_icd.s))
+		return 0;
+	return (size - 1) / CHUNK;
+}
+
 /* Reads [off, off + size) of m into dst for a command that passed its
  * checks: blocking, the data is in dst on return; otherwise it lands later
  * and `finish` runs then. */
@@ -266,7 +283,35 @@ static cl_int read_region(cl_command_queue q, cl_mem m, cl_bool blocking, size_t
 	if (blocking) {
 		struct cmx_ReadBufferSync_out out;
 		struct cmx_reply r;
+		size_t k, nk = chunks_before_last(q, size);
 
+		/* The leading chunks land as non-blocking reads (their data on
+		 * the notification thread, waited for by blocking_done()). */
+		for (k = 0; k < nk; k++) {
+			struct cmx_ReadBuffer_in ci = in;
+
+			ci.offset = off + k * CHUNK;
+			ci.size = CHUNK;
+			ci.event.id = 0;
+			if (k)
+				ci.wait.n = 0;
+			p = cmx_pending_new(q, NULL, (char *)dst + k * CHUNK, CHUNK);
+			if (!p)
+				return CL_OUT_OF_HOST_MEMORY;
+			ci.tag = (uintptr_t)p;
+			if (cmx_session_send_recv(cmx_icd.s, &cmx_desc_ReadBuffer_in, &ci, CHUNK,
+						  &p->area_off)) {
+				cmx_pending_cancel(p);
+				return CL_OUT_OF_RESOURCES;
+			}
+		}
+		if (nk) {
+			in.offset += nk * CHUNK;
+			in.size -= nk * CHUNK;
+			in.wait.n = 0;
+			dst = (char *)dst + nk * CHUNK;
+			size -= nk * CHUNK;
+		}
 		return cmx_reply_status(cmx_rpc_ReadBufferSync(cmx_icd.s,
 							   (struct cmx_ReadBufferSync_in *)&in,
 							   &out, &r, dst, size),
@@ -278,7 +323,9 @@ static cl_int read_region(cl_command_queue q, cl_mem m, cl_bool blocking, size_t
 	p->finish = finish;
 	p->arg = arg;
 	in.tag = (uintptr_t)p;
-	e = CMX_SEND(ReadBuffer, &in);
+	e = cmx_session_send_recv(cmx_icd.s, &cmx_desc_ReadBuffer_in, &in, size, &p->area_off)
+		? CL_OUT_OF_RESOURCES
+		: CL_SUCCESS;
 	if (e)
 		cmx_pending_cancel(p);
 	return e;
@@ -648,9 +695,29 @@ cl_int cmx_clEnqueueWriteBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, 
 	if (blocking) {
 		struct cmx_WriteBufferSync_out out;
 		struct cmx_reply r;
+		size_t k, nk = chunks_before_last(q, size);
+
+		for (k = 0, e = CL_SUCCESS; k < nk && !e; k++) {
+			struct cmx_WriteBuffer_in ci = in;
+
+			ci.offset = off + k * CHUNK;
+			ci.size = CHUNK;
+			ci.event.id = 0;
+			if (k)
+				ci.wait.n = 0;
+			e = CMX_SEND(WriteBuffer, &ci, (const char *)ptr + k * CHUNK, CHUNK);
+		}
+		if (nk) {
+			in.offset += nk * CHUNK;
+			in.size -= nk * CHUNK;
+			in.wait.n = 0;
+			ptr = (const char *)ptr + nk * CHUNK;
+			size -= nk * CHUNK;
+		}
 
 		_Static_assert(sizeof(struct cmx_WriteBufferSync_in) == sizeof(in), "one layout");
-		e = cmx_reply_status(cmx_rpc_WriteBufferSync(cmx_icd.s,
+		if (!e)
+			e = cmx_reply_status(cmx_rpc_WriteBufferSync(cmx_icd.s,
 							 (struct cmx_WriteBufferSync_in *)&in, ptr,
 							 size, &out, &r),
 				 &r);
@@ -830,7 +897,10 @@ cl_int cmx_clEnqueueReadBufferRect(cl_command_queue q, cl_mem m, cl_bool blockin
 		p->slice_pitch = x.hslice;
 	}
 	in.tag = (uintptr_t)p;
-	e = CMX_SEND(ReadBufferRect, &in);
+	e = cmx_session_send_recv(cmx_icd.s, &cmx_desc_ReadBufferRect_in, &in, x.packed,
+				  &p->area_off)
+		? CL_OUT_OF_RESOURCES
+		: CL_SUCCESS;
 	if (e)
 		cmx_pending_cancel(p); /* frees tmp too */
 	return cmx_cmd_end(&c, e);

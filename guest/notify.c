@@ -24,6 +24,8 @@ void cmx_read_landed(struct cmx_pending_read *r, int status)
 {
 	cl_command_queue q = r->queue;
 
+	/* The data, if it came through the area, was copied to dst already. */
+	cmx_session_area_free(cmx_icd.s, r->area_off);
 	if (status >= 0 && r->out)
 		unpack_rect(r);
 	if (r->out)

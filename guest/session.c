@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -13,12 +14,15 @@
 
 #include "addr.h"
 #include "dial.h"
+#include "area.h"
 #include "log.h"
 #include "proto.gen.h"
 
 #define BATCH_SIZE (256u << 10)	 /* async calls gathered before a write */
 #define INLINE_BULK 4096u	 /* smaller payloads are copied into the batch */
 #define RX_SIZE (64u << 10)
+#define AREA_DEFAULT (256ull << 20) /* shared data area asked for; CLMUX_AREA_MB */
+#define AREA_FLUSH (256u << 10)	    /* an async payload this large goes out at once */
 
 /* A buffered reader over one channel; only one thread reads at a time. */
 struct rx {
@@ -33,6 +37,8 @@ struct waiter {
 	int done; /* 1: replied; -errno: the session broke */
 	void *dst;
 	uint64_t dst_len;
+	uint64_t area_off; /* the area block the reply's data lands in, or 0 */
+	uint64_t area_got; /* bytes of it the reply carries */
 	uint8_t *args; /* the reply's encoded arguments (malloc) */
 	uint32_t size;
 	struct waiter *next;
@@ -63,6 +69,8 @@ struct cmx_session {
 	void *ctx;
 	pthread_t notify_thread;
 	struct rx nrx;
+
+	struct cmx_garea area; /* base NULL: none, payloads go in the stream */
 };
 
 static int write_all(int fd, struct iovec *iov, int n, uint64_t *writes)
@@ -181,9 +189,10 @@ int cmx_session_broken(struct cmx_session *s)
 }
 
 static void put_header(uint8_t *p, const struct cmx_msgdesc *d, uint32_t size, uint16_t flags,
-		       uint32_t seq, uint64_t bulk)
+		       uint32_t seq, uint64_t bulk, uint64_t area_off)
 {
-	struct cmx_hdr h = { .size = size, .op = d->op, .flags = flags, .seq = seq, .bulk = bulk };
+	struct cmx_hdr h = { .size = size, .op = d->op, .flags = flags, .seq = seq, .bulk = bulk,
+			     .reserved = (uint32_t)area_off };
 	memcpy(p, &h, CMX_HDR_SIZE);
 }
 
@@ -205,14 +214,23 @@ static int flush_locked(struct cmx_session *s, const void *bulk, uint64_t bulk_l
 }
 
 /* Appends one message to the batch under send_lock; a large payload is
- * written straight from the caller's memory right after the batch. */
+ * written straight from the caller's memory right after the batch. With
+ * area_len, the message names a block of the shared area at area_off
+ * instead (a payload already copied there, or room for a read's data). */
 static int append_locked(struct cmx_session *s, const struct cmx_msgdesc *d, const void *in,
-			 uint16_t flags, uint32_t seq, const void *bulk, uint64_t bulk_len)
+			 uint16_t flags, uint32_t seq, const void *bulk, uint64_t bulk_len,
+			 uint64_t area_off, uint64_t area_len)
 {
 	size_t size = cmx_codec_size(d, in);
-	size_t need = CMX_HDR_SIZE + size + (bulk_len <= INLINE_BULK ? bulk_len : 0);
+	size_t need;
 	int e;
 
+	if (area_len) {
+		flags |= CMX_HDR_AREA;
+		bulk = NULL;
+		bulk_len = area_len;
+	}
+	need = CMX_HDR_SIZE + size + (bulk_len <= INLINE_BULK && bulk ? bulk_len : 0);
 	if (size > CMX_MAX_ARGS || bulk_len > CMX_MAX_BULK)
 		return -E2BIG;
 	if (s->batch_len + need > BATCH_SIZE && (e = flush_locked(s, NULL, 0)))
@@ -223,9 +241,9 @@ static int append_locked(struct cmx_session *s, const struct cmx_msgdesc *d, con
 		struct iovec iov[2] = { { m, CMX_HDR_SIZE + size }, { (void *)bulk, bulk_len } };
 		if (!m)
 			return -ENOMEM;
-		put_header(m, d, (uint32_t)size, flags, seq, bulk_len);
+		put_header(m, d, (uint32_t)size, flags, seq, bulk_len, area_off);
 		cmx_codec_encode(d, in, m + CMX_HDR_SIZE);
-		e = write_all(s->fd, iov, bulk_len ? 2 : 1, &s->stats.writes);
+		e = write_all(s->fd, iov, bulk ? 2 : 1, &s->stats.writes);
 		s->stats.bytes += CMX_HDR_SIZE + size + bulk_len;
 		free(m);
 		if (e)
@@ -233,10 +251,12 @@ static int append_locked(struct cmx_session *s, const struct cmx_msgdesc *d, con
 		s->stats.messages++;
 		return e;
 	}
-	put_header(s->batch + s->batch_len, d, (uint32_t)size, flags, seq, bulk_len);
+	put_header(s->batch + s->batch_len, d, (uint32_t)size, flags, seq, bulk_len, area_off);
 	cmx_codec_encode(d, in, s->batch + s->batch_len + CMX_HDR_SIZE);
 	s->batch_len += CMX_HDR_SIZE + size;
 	s->stats.messages++;
+	if (area_len)
+		return area_len >= AREA_FLUSH ? flush_locked(s, NULL, 0) : 0;
 	if (bulk_len <= INLINE_BULK) {
 		if (bulk_len)
 			memcpy(s->batch + s->batch_len, bulk, bulk_len);
@@ -246,17 +266,66 @@ static int append_locked(struct cmx_session *s, const struct cmx_msgdesc *d, con
 	return flush_locked(s, bulk, bulk_len);
 }
 
+/* Copies a payload that would leave the batch into a block of the area:
+ * its offset, or 0 (no area, or full: the payload goes in the stream). */
+static uint64_t area_put(struct cmx_session *s, const void *bulk, uint64_t len)
+{
+	uint64_t off;
+
+	if (len <= INLINE_BULK || !(off = cmx_garea_alloc(&s->area, len, 0)))
+		return 0;
+	memcpy(s->area.base + off, bulk, len);
+	return off;
+}
+
 int cmx_session_send(struct cmx_session *s, const struct cmx_msgdesc *d, const void *in,
 		     const void *bulk, uint64_t bulk_len)
 {
+	uint64_t off;
 	int e;
 
 	if (atomic_load(&s->broken))
 		return -ECONNRESET;
+	/* The copy into the area happens outside the lock: other threads'
+	 * calls are not held up by it. */
+	off = area_put(s, bulk, bulk_len);
 	pthread_mutex_lock(&s->send_lock);
-	e = append_locked(s, d, in, 0, 0, bulk, bulk_len);
+	e = append_locked(s, d, in, 0, 0, bulk, bulk_len, off, off ? bulk_len : 0);
 	pthread_mutex_unlock(&s->send_lock);
 	return e;
+}
+
+int cmx_session_send_recv(struct cmx_session *s, const struct cmx_msgdesc *d, const void *in,
+			  uint64_t len, uint64_t *area_off)
+{
+	uint64_t off = len > INLINE_BULK ? cmx_garea_alloc(&s->area, len, 1) : 0;
+	int e;
+
+	/* Stored before the call can go out: the data may land at once. */
+	*area_off = off;
+	if (atomic_load(&s->broken))
+		e = -ECONNRESET;
+	else {
+		pthread_mutex_lock(&s->send_lock);
+		e = append_locked(s, d, in, 0, 0, NULL, 0, off, off ? len : 0);
+		pthread_mutex_unlock(&s->send_lock);
+	}
+	if (e && off) {
+		*area_off = 0;
+		cmx_garea_free(&s->area, off);
+	}
+	return e;
+}
+
+int cmx_session_has_area(struct cmx_session *s)
+{
+	return s->area.base != NULL;
+}
+
+void cmx_session_area_free(struct cmx_session *s, uint64_t off)
+{
+	if (off)
+		cmx_garea_free(&s->area, off);
 }
 
 int cmx_session_flush(struct cmx_session *s)
@@ -288,11 +357,15 @@ static int read_reply(struct cmx_session *s)
 	for (w = s->waiters; w && w->seq != h.seq; w = w->next)
 		;
 	pthread_mutex_unlock(&s->recv_lock);
-	if (!w || h.bulk > w->dst_len) {
+	if (!w || h.bulk > w->dst_len ||
+	    ((h.flags & CMX_HDR_AREA) && (!w->area_off || h.reserved != w->area_off))) {
 		free(args);
 		return -EBADMSG;
 	}
-	e = rx_take(&s->rx, w->dst, h.bulk);
+	/* Data in the area: the waiter copies it out itself. */
+	if (h.flags & CMX_HDR_AREA)
+		w->area_got = h.bulk;
+	e = rx_take(&s->rx, w->dst, h.flags & CMX_HDR_AREA ? 0 : h.bulk);
 	if (e) {
 		free(args);
 		return e;
@@ -337,6 +410,7 @@ int cmx_session_call(struct cmx_session *s, const struct cmx_msgdesc *din, const
 		     struct cmx_reply *r, void *dst, uint64_t dst_len)
 {
 	struct waiter me = { .dst = dst, .dst_len = dst_len };
+	uint64_t off = 0;
 	int64_t status;
 	int e;
 
@@ -344,6 +418,9 @@ int cmx_session_call(struct cmx_session *s, const struct cmx_msgdesc *din, const
 	r->status = 0;
 	if (atomic_load(&s->broken))
 		return -ECONNRESET;
+	off = area_put(s, bulk, bulk_len);
+	if (!off && dst_len > INLINE_BULK)
+		me.area_off = cmx_garea_alloc(&s->area, dst_len, 1);
 	pthread_mutex_lock(&s->send_lock);
 	me.seq = ++s->seq;
 	/* Listed before it is sent, so the reply always finds its waiter. */
@@ -352,13 +429,19 @@ int cmx_session_call(struct cmx_session *s, const struct cmx_msgdesc *din, const
 	s->waiters = &me;
 	pthread_mutex_unlock(&s->recv_lock);
 	s->stats.round_trips++;
-	e = append_locked(s, din, in, CMX_HDR_SYNC, me.seq, bulk, bulk_len);
+	e = append_locked(s, din, in, CMX_HDR_SYNC, me.seq, bulk, bulk_len, off ? off : me.area_off,
+			  off ? bulk_len : me.area_off ? dst_len : 0);
 	if (!e)
 		e = flush_locked(s, NULL, 0);
 	pthread_mutex_unlock(&s->send_lock);
 	if (e)
 		session_break(s, e);
 	e = wait_reply(s, &me);
+	if (me.area_off) {
+		if (!e && me.area_got)
+			memcpy(dst, s->area.base + me.area_off, me.area_got);
+		cmx_garea_free(&s->area, me.area_off);
+	}
 	if (e) {
 		free(me.args);
 		return e;
@@ -406,6 +489,18 @@ static void *notify_main(void *arg)
 		}
 		if (h.bulk)
 			dst = s->ops->bulk_dst(s->ctx, h.op, in, h.bulk);
+		if (h.flags & CMX_HDR_AREA) {
+			/* The data is in the area; its block stays the read's
+			 * until the read's record frees it. */
+			if (!cmx_garea_valid(&s->area, h.reserved, h.bulk)) {
+				free(args);
+				session_break(s, -EBADMSG);
+				return NULL;
+			}
+			if (dst)
+				memcpy(dst, s->area.base + h.reserved, h.bulk);
+			h.bulk = 0;
+		}
 		e = rx_take(&s->nrx, dst, h.bulk);
 		if (e) {
 			free(args);
@@ -418,42 +513,119 @@ static void *notify_main(void *arg)
 	}
 }
 
-static int hello(struct cmx_session *s, int fd, uint64_t role)
+/* Reads exactly n bytes; a file descriptor passed with them (SCM_RIGHTS) is
+ * kept in *rfd when rfd is given, else closed. */
+static int recv_exact(int fd, void *p, size_t n, int *rfd)
 {
-	struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION,
-				   .role = role, .session = s->id, .token = s->token };
-	struct cmx_Hello_out out;
-	size_t size = cmx_codec_size(&cmx_desc_Hello_in, &in);
-	uint8_t msg[CMX_HDR_SIZE + 64];
+	while (n) {
+		union {
+			struct cmsghdr h;
+			char b[CMSG_SPACE(sizeof(int))];
+		} cm;
+		struct iovec iov = { p, n };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
+				     .msg_controllen = sizeof(cm.b) };
+		ssize_t got = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0)
+			return got < 0 ? -errno : -ECONNRESET;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+			    c->cmsg_len == CMSG_LEN(sizeof(int))) {
+				int f;
+				memcpy(&f, CMSG_DATA(c), sizeof(f));
+				if (rfd && *rfd < 0)
+					*rfd = f;
+				else
+					close(f);
+			}
+		p = (char *)p + got;
+		n -= (size_t)got;
+	}
+	return 0;
+}
+
+/* A set-up call (Hello, OpenArea) on a quiet connection: nothing else is in
+ * flight, so the reply is the next message. 0, -EPERM for a refusal, or
+ * -errno. */
+static int setup_call(struct cmx_session *s, int fd, const struct cmx_msgdesc *din,
+		      const void *in, uint32_t seq, const struct cmx_msgdesc *dout, void *out,
+		      int *rfd)
+{
+	size_t size = cmx_codec_size(din, in);
+	uint8_t msg[CMX_HDR_SIZE + 64], *args = NULL;
 	struct iovec iov = { msg, CMX_HDR_SIZE + size };
-	struct rx r = { .fd = fd, .buf = malloc(RX_SIZE) };
 	struct cmx_hdr h;
-	uint8_t *args = NULL;
 	int64_t status;
 	int e;
 
-	if (!r.buf)
-		return -ENOMEM;
-	put_header(msg, &cmx_desc_Hello_in, (uint32_t)size, CMX_HDR_SYNC, 0, 0);
-	cmx_codec_encode(&cmx_desc_Hello_in, &in, msg + CMX_HDR_SIZE);
+	if (size > sizeof(msg) - CMX_HDR_SIZE)
+		return -E2BIG;
+	put_header(msg, din, (uint32_t)size, CMX_HDR_SYNC, seq, 0, 0);
+	cmx_codec_encode(din, in, msg + CMX_HDR_SIZE);
 	e = write_all(fd, &iov, 1, &s->stats.writes);
 	if (!e)
-		e = rx_message(&r, &h, &args);
-	if (!e && (h.op != CMX_OP_REPLY || h.size < 8 || h.bulk ||
-		   cmx_codec_decode(&cmx_desc_Hello_out, args + 8, h.size - 8, &out)))
+		e = recv_exact(fd, &h, CMX_HDR_SIZE, rfd);
+	if (!e && (h.op != CMX_OP_REPLY || h.size < 8 || h.size > 4096 || (h.size & 7) || h.bulk))
+		e = -EPROTO;
+	if (!e && !(args = malloc(h.size)))
+		e = -ENOMEM;
+	if (!e)
+		e = recv_exact(fd, args, h.size, rfd);
+	if (!e && cmx_codec_decode(dout, args + 8, h.size - 8, out))
 		e = -EPROTO;
 	if (!e) {
 		memcpy(&status, args, 8);
 		if (status)
 			e = -EPERM;
-		else if (role == 0) {
-			s->id = out.session;
-			s->token = out.token;
-		}
 	}
 	free(args);
-	free(r.buf);
 	return e;
+}
+
+static int hello(struct cmx_session *s, int fd, uint64_t role)
+{
+	struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION,
+				   .role = role, .session = s->id, .token = s->token };
+	struct cmx_Hello_out out;
+	int e = setup_call(s, fd, &cmx_desc_Hello_in, &in, 0, &cmx_desc_Hello_out, &out, NULL);
+
+	if (!e && role == 0) {
+		s->id = out.session;
+		s->token = out.token;
+	}
+	return e;
+}
+
+/* Asks for the shared data area. When the daemon refuses it or it cannot
+ * be mapped, payloads stay in the stream; only a broken connection is an
+ * error. */
+static int open_area(struct cmx_session *s)
+{
+	const char *env = getenv("CLMUX_AREA_MB");
+	struct cmx_OpenArea_in in = { .size = AREA_DEFAULT };
+	struct cmx_OpenArea_out out;
+	int fd = -1, e;
+
+	if (env)
+		in.size = strtoull(env, NULL, 10) << 20;
+	if (!in.size)
+		return 0;
+	e = setup_call(s, s->fd, &cmx_desc_OpenArea_in, &in, ++s->seq, &cmx_desc_OpenArea_out,
+		       &out, &fd);
+	if (e && e != -EPERM && e != -EPROTO)
+		return e;
+	if (!e && fd >= 0)
+		e = cmx_garea_map(&s->area, fd, out.size);
+	else if (!e)
+		e = -EPROTO;
+	if (fd >= 0)
+		close(fd);
+	if (e)
+		cmx_dbg("no shared data area (%s): payloads go in the stream", strerror(-e));
+	return 0;
 }
 
 int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *ctx,
@@ -491,6 +663,8 @@ int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *c
 		goto fail;
 	}
 	e = hello(s, s->fd, 0);
+	if (!e)
+		e = open_area(s);
 	if (e)
 		goto fail;
 	s->nfd = s->nrx.fd = cmx_dial(&a);
@@ -511,6 +685,7 @@ fail:
 		close(s->nfd);
 	if (s->fd >= 0)
 		close(s->fd);
+	cmx_garea_unmap(&s->area);
 	free(s->nrx.buf);
 	free(s->rx.buf);
 	free(s->batch);
@@ -527,6 +702,7 @@ void cmx_session_close(struct cmx_session *s)
 	pthread_join(s->notify_thread, NULL);
 	close(s->fd);
 	close(s->nfd);
+	cmx_garea_unmap(&s->area);
 	free(s->nrx.buf);
 	free(s->rx.buf);
 	free(s->batch);

@@ -17,7 +17,9 @@ struct cmx_reply {
 };
 
 /* Notifications run on the session's own thread. `bulk_dst` says where a
- * notification's payload goes (NULL: drop it); `done` then handles it. */
+ * notification's payload goes (NULL: drop it); `done` then handles it. A
+ * payload in the shared area is copied to bulk_dst too; its block is the
+ * read's own, freed by whoever reserved it. */
 struct cmx_notify_ops {
 	void *(*bulk_dst)(void *ctx, unsigned op, const void *args, uint64_t len);
 	void (*done)(void *ctx, unsigned op, const void *args);
@@ -39,6 +41,16 @@ void cmx_session_close(struct cmx_session *s);
 /* Queues an async call (and its payload) in the batch. 0 or -errno. */
 int cmx_session_send(struct cmx_session *s, const struct cmx_msgdesc *d, const void *in,
 		     const void *bulk, uint64_t bulk_len);
+/* Queues an async call whose data comes back later (a non-blocking read of
+ * len bytes): with a shared area, room for the data is reserved there and
+ * its offset stored in *area_off (0: none), for cmx_session_area_free()
+ * once the data has been taken. 0 or -errno. */
+int cmx_session_send_recv(struct cmx_session *s, const struct cmx_msgdesc *d, const void *in,
+			  uint64_t len, uint64_t *area_off);
+/* Gives back a block reserved by cmx_session_send_recv() (0 is ignored). */
+void cmx_session_area_free(struct cmx_session *s, uint64_t off);
+/* Whether payloads can go through a shared data area. */
+int cmx_session_has_area(struct cmx_session *s);
 /* Sends the batch now. */
 int cmx_session_flush(struct cmx_session *s);
 /* Sends a sync call after the batch and waits for its reply; a reply payload

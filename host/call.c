@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "area.h"
 #include "auth.h"
 #include "conn.h"
 #include "log.h"
@@ -27,9 +29,11 @@ static const int32_t kind_error[CMX_K_COUNT] = {
 	[CMX_K_SAMPLER] = CL_INVALID_SAMPLER,
 };
 
-static void reply_on(struct cmx_conn *conn, uint32_t seq, int32_t status,
-		     const struct cmx_msgdesc *d, const void *out, void *bulk, uint64_t bulk_len,
-		     void (*free_fn)(void *))
+/* A reply on conn; a payload in the session's area is marked as such, and
+ * fd (or -1) travels with it (SCM_RIGHTS). */
+static void reply_on(struct cmx_conn *conn, const struct cmx_area *area, uint32_t seq,
+		     int32_t status, const struct cmx_msgdesc *d, const void *out, void *bulk,
+		     uint64_t bulk_len, void (*free_fn)(void *), int fd)
 {
 	size_t size = 8 + (d && out ? cmx_codec_size(d, out) : 0);
 	uint8_t stack[512], *args = size <= sizeof(stack) ? stack : malloc(size);
@@ -40,6 +44,8 @@ static void reply_on(struct cmx_conn *conn, uint32_t seq, int32_t status,
 	if (!args || !conn) {
 		if (free_fn)
 			free_fn(bulk);
+		if (fd >= 0)
+			close(fd);
 		if (args != stack)
 			free(args);
 		return;
@@ -47,16 +53,18 @@ static void reply_on(struct cmx_conn *conn, uint32_t seq, int32_t status,
 	memcpy(args, &st, 8);
 	if (d && out)
 		cmx_codec_encode(d, out, args + 8);
-	cmx_conn_send(conn, &h, args, bulk, free_fn);
+	if (bulk_len)
+		cmx_area_mark(area, &h, bulk);
+	cmx_conn_send_fd(conn, &h, args, bulk, free_fn, fd);
 	if (args != stack)
 		free(args);
 }
 
 static void reply(struct cmx_session *s, uint32_t seq, int32_t status,
 		  const struct cmx_msgdesc *d, const void *out, void *bulk, uint64_t bulk_len,
-		  void (*free_fn)(void *))
+		  void (*free_fn)(void *), int fd)
 {
-	reply_on(s->conn, seq, status, d, out, bulk, bulk_len, free_fn);
+	reply_on(s->conn, s->area, seq, status, d, out, bulk, bulk_len, free_fn, fd);
 }
 
 static uint64_t now_ms(void)
@@ -78,13 +86,13 @@ int cmx_call_auth(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *ar
 	if (!c->auth) {
 		/* This listener asks for no token: identity is the transport's. */
 		c->authed = 1;
-		reply_on(c, h->seq, CL_SUCCESS, NULL, NULL, NULL, 0, NULL);
+		reply_on(c, NULL, h->seq, CL_SUCCESS, NULL, NULL, NULL, 0, NULL, -1);
 		return 0;
 	}
 	cmx_peer_key(&c->peer, key);
 	if (cmx_auth_allowed(c->auth, key, now)) {
 		cmx_dbg("%s: refused: too many failed tokens", c->peer.name);
-		reply_on(c, h->seq, CL_OUT_OF_RESOURCES, NULL, NULL, NULL, 0, NULL);
+		reply_on(c, NULL, h->seq, CL_OUT_OF_RESOURCES, NULL, NULL, NULL, 0, NULL, -1);
 		return -ECONNABORTED;
 	}
 	/* The token itself is never logged. */
@@ -92,12 +100,12 @@ int cmx_call_auth(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *ar
 		int limited = cmx_auth_failed(c->auth, key, now);
 		cmx_warn("%s: refused: %s token%s", c->peer.name, in.token.len ? "unknown" : "no",
 			 limited ? "; its address is refused for a while" : "");
-		reply_on(c, h->seq, CL_INVALID_VALUE, NULL, NULL, NULL, 0, NULL);
+		reply_on(c, NULL, h->seq, CL_INVALID_VALUE, NULL, NULL, NULL, 0, NULL, -1);
 		return -ECONNABORTED;
 	}
 	c->authed = 1;
 	cmx_dbg("%s: token of tenant %s", c->peer.name, c->peer.tenant);
-	reply_on(c, h->seq, CL_SUCCESS, NULL, NULL, NULL, 0, NULL);
+	reply_on(c, NULL, h->seq, CL_SUCCESS, NULL, NULL, NULL, 0, NULL, -1);
 	return 0;
 }
 
@@ -121,7 +129,7 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 		c->sess = s;
 		out.session = s->id;
 		out.token = s->token;
-		reply(s, h->seq, CL_SUCCESS, &cmx_desc_Hello_out, &out, NULL, 0, NULL);
+		reply(s, h->seq, CL_SUCCESS, &cmx_desc_Hello_out, &out, NULL, 0, NULL, -1);
 		cmx_info("session %llu: connected (%s%s%s)", (unsigned long long)s->id, c->peer.name,
 			 c->peer.tenant[0] ? ", tenant " : "", c->peer.tenant);
 		return 0;
@@ -135,7 +143,7 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 	cmx_session_ref(s);
 	out.session = s->id;
 	/* The reply goes out on this channel, not the call channel. */
-	reply_on(c, h->seq, CL_SUCCESS, &cmx_desc_Hello_out, &out, NULL, 0, NULL);
+	reply_on(c, NULL, h->seq, CL_SUCCESS, &cmx_desc_Hello_out, &out, NULL, 0, NULL, -1);
 	return 0;
 }
 
@@ -272,11 +280,13 @@ void cmx_call_done(struct cmx_call *c, int status)
 	struct cmx_session *s = c->s;
 
 	if (c->oi->flags & CMX_OPF_SYNC) {
-		if (!s->closed)
+		if (!s->closed) {
 			reply(s, c->seq, status, c->oi->out, c->out, c->rbulk,
-			      status == CL_SUCCESS ? c->rbulk_len : 0, c->rbulk_free);
-		else if (c->rbulk_free)
+			      status == CL_SUCCESS ? c->rbulk_len : 0, c->rbulk_free, c->rfd);
+			c->rfd = -1;
+		} else if (c->rbulk_free) {
 			c->rbulk_free(c->rbulk);
+		}
 	} else if (status != CL_SUCCESS) {
 		s->async_errors++;
 		cmx_dbg("session %llu: async %s failed: %d", (unsigned long long)s->id,
@@ -289,6 +299,9 @@ void cmx_call_done(struct cmx_call *c, int status)
 			c->rbulk_free(c->rbulk);
 	}
 	cmx_staging_put(c->bulk);
+	cmx_staging_put(c->area_out);
+	if (c->rfd >= 0)
+		close(c->rfd);
 	free(c->handles);
 	free(c->scratch);
 	free(c);
@@ -329,6 +342,14 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 	c->seq = h->seq;
 	c->bulk = bulk;
 	c->bulk_len = h->bulk;
+	c->rfd = -1;
+	if ((h->flags & CMX_HDR_AREA) && !(oi->flags & CMX_OPF_BULK_IN)) {
+		/* Not a payload: the room the guest gave for a read's data. */
+		c->area_out = bulk;
+		c->area_out_len = h->bulk;
+		c->bulk = NULL;
+		c->bulk_len = 0;
+	}
 	if (oi->flags & CMX_OPF_SYNC)
 		s->sync_calls++;
 	cmx_session_ref(s);
@@ -338,4 +359,18 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 	if (status != CMX_DEFER)
 		cmx_call_done(c, status);
 	return 0;
+}
+
+void *cmx_call_read_buffer(struct cmx_call *c, uint64_t size)
+{
+	c->rbulk_len = size;
+	if (c->area_out) {
+		if (c->area_out_len < size)
+			return NULL;
+		c->rbulk = c->area_out;
+		c->area_out = NULL;
+	} else {
+		c->rbulk = cmx_staging_get(size);
+	}
+	return c->rbulk;
 }

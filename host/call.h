@@ -27,6 +27,11 @@ struct cmx_call {
 	void *rbulk;
 	uint64_t rbulk_len;
 	void (*rbulk_free)(void *);
+	/* The area block a read's data is to land in (CMX_HDR_AREA on a call
+	 * without a payload), released with the call unless taken. */
+	void *area_out;
+	uint64_t area_out_len;
+	int rfd; /* a file descriptor the reply passes (OpenArea), or -1 */
 	void **handles; /* resolved id[] arrays */
 	void *scratch;	/* freed with the call: outputs that point into it */
 	/* Deferred completion (host/exec.h). */
@@ -51,5 +56,8 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 void cmx_call_done(struct cmx_call *c, int status);
 /* The call's `tag` argument (a notification it promised), 0 when none. */
 uint64_t cmx_call_tag(const struct cmx_call *c);
+/* Where a read's `size` bytes land: the guest's area block when it gave one
+ * (NULL if too small), else fresh staging. Sets rbulk, rbulk_len. */
+void *cmx_call_read_buffer(struct cmx_call *c, uint64_t size);
 
 #endif

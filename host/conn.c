@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "area.h"
 #include "call.h"
 #include "auth.h"
 #include "frame.h"
@@ -33,6 +34,7 @@ struct seg {
 	size_t len, off;
 	void (*free_fn)(void *);
 	void *free_arg;
+	int fd; /* passed with the segment's first byte (SCM_RIGHTS), or -1 */
 	uint8_t data[]; /* owned bytes, when ptr == data */
 };
 
@@ -45,6 +47,8 @@ static void conn_put(struct cmx_conn *c)
 		c->tx_head = s->next;
 		if (s->free_fn)
 			s->free_fn(s->free_arg);
+		if (s->fd >= 0)
+			close(s->fd);
 		free(s);
 	}
 	cmx_staging_put(c->bulk_buf);
@@ -157,6 +161,20 @@ static int rx_parse(struct cmx_conn *c)
 		}
 		const uint8_t *args = c->rx + c->rx_pos + CMX_HDR_SIZE;
 		c->rx_pos += CMX_HDR_SIZE + h.size;
+		if (h.flags & CMX_HDR_AREA) {
+			/* The payload (or the room for a read's data) is a block
+			 * of the shared area; a guest that points outside it is
+			 * malformed. */
+			uint8_t *blk = c->sess && c->sess->area
+					   ? cmx_area_take(c->sess->area, h.reserved, h.bulk)
+					   : NULL;
+			if (!blk)
+				return -EFAULT;
+			e = deliver(c, &h, args, blk);
+			if (e)
+				return e;
+			continue;
+		}
 		if (!h.bulk) {
 			e = deliver(c, &h, args, NULL);
 			if (e)
@@ -260,6 +278,11 @@ static void tx_done(struct cmx_io *io, int res, unsigned flags)
 	c->tx_busy = 0;
 	if (res < 0 && !c->dead)
 		cmx_conn_kill(c, strerror(-res));
+	if (n && c->tx_head && c->tx_head->fd >= 0) {
+		/* Sent with the segment's first byte; the peer has its copy. */
+		close(c->tx_head->fd);
+		c->tx_head->fd = -1;
+	}
 	while (n && c->tx_head) {
 		struct seg *s = c->tx_head;
 		size_t left = s->len - s->off;
@@ -291,11 +314,24 @@ static void tx_kick(struct cmx_conn *c)
 
 	if (c->tx_busy || !c->tx_head || c->dead)
 		return;
+	memset(&c->mh, 0, sizeof(c->mh));
 	for (struct seg *s = c->tx_head; s && n < CMX_CONN_IOV; s = s->next, n++) {
+		/* A passed fd rides on its segment's first byte: that segment
+		 * starts a sendmsg of its own. */
+		if (s->fd >= 0 && n)
+			break;
+		if (s->fd >= 0) {
+			struct cmsghdr *cm = (struct cmsghdr *)c->cmsg;
+			c->mh.msg_control = c->cmsg;
+			c->mh.msg_controllen = CMSG_SPACE(sizeof(int));
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(int));
+			memcpy(CMSG_DATA(cm), &s->fd, sizeof(int));
+		}
 		c->iov[n].iov_base = (char *)s->ptr + s->off;
 		c->iov[n].iov_len = s->len - s->off;
 	}
-	memset(&c->mh, 0, sizeof(c->mh));
 	c->mh.msg_iov = c->iov;
 	c->mh.msg_iovlen = (size_t)n;
 	sqe = cmx_loop_sqe(c->srv->loop, &c->tx_io);
@@ -307,17 +343,27 @@ static void tx_kick(struct cmx_conn *c)
 void cmx_conn_send(struct cmx_conn *c, const struct cmx_hdr *h, const void *args, void *bulk,
 		   void (*free_fn)(void *))
 {
+	cmx_conn_send_fd(c, h, args, bulk, free_fn, -1);
+}
+
+void cmx_conn_send_fd(struct cmx_conn *c, const struct cmx_hdr *h, const void *args, void *bulk,
+		      void (*free_fn)(void *), int fd)
+{
 	struct seg *s;
 
 	if (c->dead) {
 		if (free_fn)
 			free_fn(bulk);
+		if (fd >= 0)
+			close(fd);
 		return;
 	}
 	s = malloc(sizeof(*s) + CMX_HDR_SIZE + h->size);
 	if (!s) {
 		if (free_fn)
 			free_fn(bulk);
+		if (fd >= 0)
+			close(fd);
 		cmx_conn_kill(c, "out of memory");
 		return;
 	}
@@ -326,12 +372,13 @@ void cmx_conn_send(struct cmx_conn *c, const struct cmx_hdr *h, const void *args
 	s->off = 0;
 	s->len = CMX_HDR_SIZE + h->size;
 	s->free_fn = NULL;
+	s->fd = fd;
 	memcpy(s->data, h, CMX_HDR_SIZE);
 	memcpy(s->data + CMX_HDR_SIZE, args, h->size);
 	*c->tx_tail = s;
 	c->tx_tail = &s->next;
 	c->tx_bytes_queued += s->len;
-	if (h->bulk) {
+	if (h->bulk && !(h->flags & CMX_HDR_AREA)) {
 		struct seg *b = calloc(1, sizeof(*b));
 		if (!b) {
 			if (free_fn)
@@ -340,6 +387,7 @@ void cmx_conn_send(struct cmx_conn *c, const struct cmx_hdr *h, const void *args
 			return;
 		}
 		b->ptr = bulk;
+		b->fd = -1;
 		b->len = h->bulk;
 		b->free_fn = free_fn;
 		b->free_arg = bulk;

@@ -49,6 +49,7 @@ struct cmx_conn {
 	int tx_busy;
 	struct iovec iov[CMX_CONN_IOV];
 	struct msghdr mh;
+	uint64_t cmsg[4]; /* one SCM_RIGHTS fd */
 	uint64_t tx_bytes_queued;
 };
 
@@ -60,6 +61,11 @@ int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l
  * referenced until written, then is passed to free_fn. */
 void cmx_conn_send(struct cmx_conn *c, const struct cmx_hdr *h, const void *args,
 		   void *bulk, void (*free_fn)(void *));
+/* The same, passing fd (which the connection closes once sent) with the
+ * message's first byte. A header with CMX_HDR_AREA queues no payload: it is
+ * in the shared area, and free_fn(bulk) runs at once. */
+void cmx_conn_send_fd(struct cmx_conn *c, const struct cmx_hdr *h, const void *args,
+		      void *bulk, void (*free_fn)(void *), int fd);
 /* Ends the connection; its session learns of it. */
 void cmx_conn_kill(struct cmx_conn *c, const char *why);
 

@@ -262,9 +262,8 @@ static int read_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct c
 
 static void *staging(struct cmx_call *c, uint64_t size)
 {
-	c->rbulk_len = size;
-	c->rbulk = cmx_staging_get(size);
-	return c->rbulk;
+	/* The guest's shared area block when it gave one: no staging copy. */
+	return cmx_call_read_buffer(c, size);
 }
 
 static int read_buffer(struct cmx_call *c, struct cmx_ReadBufferSync_in *in, int sync)

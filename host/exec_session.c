@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// Handlers: session housekeeping (Ping, GetStats).
+// Handlers: session housekeeping (Ping, GetStats, OpenArea).
 #include "exec.h"
+#include "area.h"
 
 #include <stdlib.h>
 
@@ -41,5 +42,22 @@ int cmx_h_GetStats(struct cmx_call *c, struct cmx_GetStats_in *in, struct cmx_Ge
 	c->scratch = v;
 	out->counters.v = v;
 	out->counters.n = 8;
+	return CL_SUCCESS;
+}
+
+/* The shared memory of the session: made once, handed over as a memfd with
+ * the reply (host/area.c). */
+int cmx_h_OpenArea(struct cmx_call *c, struct cmx_OpenArea_in *in, struct cmx_OpenArea_out *out)
+{
+	unsigned flags = (unsigned)(in->flags & CMX_AREA_RINGS);
+	int fd;
+
+	if (c->s->area || (in->flags & ~(uint64_t)CMX_AREA_RINGS))
+		return CL_INVALID_OPERATION;
+	if (cmx_area_create(in->size, flags, &c->s->area, &fd))
+		return CL_OUT_OF_HOST_MEMORY;
+	c->rfd = fd;
+	out->size = c->s->area->size;
+	out->flags = flags;
 	return CL_SUCCESS;
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "area.h"
 #include "codec.h"
 #include "conn.h"
 #include "log.h"
@@ -166,6 +167,9 @@ void cmx_session_close(struct cmx_session *s)
 		free(all);
 	}
 	cmx_objtab_fini(&s->objs);
+	/* Blocks that commands in flight still hold keep the mapping. */
+	cmx_area_put(s->area);
+	s->area = NULL;
 	cmx_info("session %llu: closed, everything it held released", (unsigned long long)s->id);
 	cmx_session_unref(s);
 }
@@ -202,6 +206,7 @@ void cmx_session_notify(struct cmx_session *s, const void *desc, const void *arg
 		return;
 	}
 	cmx_codec_encode(d, args, buf);
+	cmx_area_mark(s->area, &h, bulk);
 	cmx_conn_send(s->nconn, &h, buf, bulk, free_fn);
 	if (buf != stack)
 		free(buf);

@@ -8,6 +8,7 @@
 #include "object.h"
 #include "objtab.h"
 
+struct cmx_area;
 struct cmx_conn;
 struct cmx_server;
 
@@ -19,6 +20,7 @@ struct cmx_session {
 	struct cmx_conn *conn;	/* calls and replies */
 	struct cmx_conn *nconn; /* notifications */
 	struct cmx_objtab objs;
+	struct cmx_area *area; /* shared memory (OpenArea), or NULL */
 	uint64_t bytes; /* device memory charged */
 	struct cmx_session *next, **pprev;
 

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdlib.h>
 
+#include "area.h"
+
 #define KEEP_MIN (1u << 20)	  /* smaller ones: plain malloc/free */
 #define KEEP_TOTAL (512ull << 20) /* cached bytes, all buffers together */
 #define KEEP_COUNT 8
@@ -55,7 +57,9 @@ void cmx_staging_put(void *p)
 {
 	struct staging *s, *evict = NULL;
 
-	if (!p)
+	/* A payload in a session's shared area is not ours to keep: the
+	 * guest gets the block back. */
+	if (!p || cmx_area_release(p))
 		return;
 	s = (struct staging *)((unsigned char *)p - offsetof(struct staging, data));
 	if (s->cap >= KEEP_MIN && s->cap <= KEEP_TOTAL) {

@@ -8,7 +8,8 @@
 
 /* At least size bytes, or NULL. Thread-safe. */
 void *cmx_staging_get(uint64_t size);
-/* Returns a buffer from cmx_staging_get() (NULL is ignored). Thread-safe:
+/* Returns a buffer from cmx_staging_get(), or a block of a session's shared
+ * area (host/area.h) to its guest; NULL is ignored. Thread-safe:
  * driver callbacks return staging when a native transfer completes. */
 void cmx_staging_put(void *p);
 

@@ -14,11 +14,17 @@ int cmx_frame_check_call(const struct cmx_hdr *h)
 		return -EOPNOTSUPP;
 	if (h->size > CMX_MAX_ARGS || (h->size & 7))
 		return -EMSGSIZE;
-	if (h->bulk && !(oi->flags & CMX_OPF_BULK_IN))
+	if (h->bulk && !(oi->flags & CMX_OPF_BULK_IN) && !(h->flags & CMX_HDR_AREA))
 		return -EBADMSG;
 	if (h->bulk > CMX_MAX_BULK)
 		return -EMSGSIZE;
-	if (!!(h->flags & CMX_HDR_SYNC) != !!(oi->flags & CMX_OPF_SYNC) || (h->flags & ~CMX_HDR_SYNC))
+	if (!!(h->flags & CMX_HDR_SYNC) != !!(oi->flags & CMX_OPF_SYNC) ||
+	    (h->flags & ~(CMX_HDR_SYNC | CMX_HDR_AREA)))
+		return -EBADMSG;
+	/* An area block: the payload of a call with data, or the space where
+	 * a read's data is to land. */
+	if ((h->flags & CMX_HDR_AREA) && !(oi->flags & (CMX_OPF_BULK_IN | CMX_OPF_BULK_OUT)) &&
+	    h->op != CMX_OP_ReadBuffer && h->op != CMX_OP_ReadBufferRect)
 		return -EBADMSG;
 	return 0;
 }

@@ -2,7 +2,8 @@
 noinst_LTLIBRARIES += transport/libcmxtransport.la
 transport_libcmxtransport_la_SOURCES = transport/wire.h transport/log.h transport/log.c \
 	transport/codec.h transport/codec.c transport/buf.h transport/buf.c \
-	transport/addr.h transport/addr.c transport/frame.h transport/frame.c
+	transport/addr.h transport/addr.c transport/frame.h transport/frame.c transport/area_layout.h \
+	transport/ring.h transport/ring.c
 nodist_transport_libcmxtransport_la_SOURCES = transport/proto.gen.h transport/proto.gen.c
 transport_libcmxtransport_la_CFLAGS = $(AM_CFLAGS) -fPIC
 
@@ -12,4 +13,12 @@ TESTS += transport/tests/test_codec
 transport_tests_test_codec_SOURCES = transport/tests/test_codec.c
 transport_tests_test_codec_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 transport_tests_test_codec_LDADD = transport/libcmxtransport.la $(CHECK_LIBS)
+endif
+
+if HAVE_CHECK
+check_PROGRAMS += transport/tests/test_ring
+TESTS += transport/tests/test_ring
+transport_tests_test_ring_SOURCES = transport/tests/test_ring.c
+transport_tests_test_ring_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+transport_tests_test_ring_LDADD = transport/libcmxtransport.la $(CHECK_LIBS) -lpthread
 endif

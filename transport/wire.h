@@ -23,6 +23,9 @@ struct cmx_hdr {
 _Static_assert(sizeof(struct cmx_hdr) == CMX_HDR_SIZE, "header layout");
 
 #define CMX_HDR_SYNC 0x1u /* the sender waits for a CMX_OP_REPLY with this seq */
+/* The payload is not in the stream: it is the `bulk` bytes at offset
+ * `reserved` of the session's shared area (docs/protocol.md). */
+#define CMX_HDR_AREA 0x2u
 
 #define CMX_PROTO_MAGIC 0x31584d43u /* "CMX1" */
 #define CMX_PROTO_VERSION 1u

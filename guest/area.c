@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+// Guest area allocator. Blocks are carved in order from a ring over the data
+// region; each starts with a 64-byte header:
+//   +0  u64 total   block bytes, header included (guest only)
+//   +8  u64 busy    1 while the guest itself still needs it (guest only)
+//   +56 u64 done    0 when handed out; the host stores 1 when finished
+// The tail moves past blocks whose done is 1 and busy is 0, so blocks come
+// back in the order they were handed out.
+#include "area.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define BLK CMX_AREA_BLK
+
+struct blk {
+	uint64_t total;
+	uint64_t busy;
+	uint64_t pad[5];
+	uint64_t done;
+};
+_Static_assert(sizeof(struct blk) == CMX_AREA_BLK, "block header");
+_Static_assert(offsetof(struct blk, done) == CMX_AREA_BLK - CMX_AREA_DONE_AT, "done word");
+
+int cmx_garea_map(struct cmx_garea *a, int fd, uint64_t size)
+{
+	struct cmx_area_hdr h;
+	void *p;
+
+	if (size < sizeof(h) || size > (1ull << 40))
+		return -EPROTO;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	memcpy(&h, p, sizeof(h));
+	/* The host is trusted, but a mistaken layout must not send us out of
+	 * the mapping. */
+	if (h.magic != CMX_AREA_MAGIC || h.version != CMX_AREA_VERSION || h.size != size ||
+	    h.data_off % BLK || h.data_len % BLK || h.data_off > size ||
+	    h.data_len > size - h.data_off || h.data_len < 2 * BLK) {
+		munmap(p, size);
+		return -EPROTO;
+	}
+	a->base = p;
+	a->size = size;
+	a->start = a->head = a->tail = h.data_off;
+	a->end = h.data_off + h.data_len;
+	a->used = 0;
+	pthread_mutex_init(&a->lock, NULL);
+	return 0;
+}
+
+void cmx_garea_unmap(struct cmx_garea *a)
+{
+	if (!a->base)
+		return;
+	munmap(a->base, a->size);
+	pthread_mutex_destroy(&a->lock);
+	a->base = NULL;
+}
+
+static struct blk *at(struct cmx_garea *a, uint64_t off)
+{
+	return (struct blk *)(a->base + off);
+}
+
+/* Moves the tail past every block nobody needs any more. */
+static void reclaim_locked(struct cmx_garea *a)
+{
+	while (a->used) {
+		struct blk *b = at(a, a->tail);
+
+		/* Acquire pairs with the host's release store of done in
+		 * cmx_area_release(): its accesses to the payload are over. */
+		if (!__atomic_load_n(&b->done, __ATOMIC_ACQUIRE) ||
+		    __atomic_load_n(&b->busy, __ATOMIC_ACQUIRE))
+			break;
+		a->used -= b->total;
+		a->tail += b->total;
+		if (a->tail == a->end)
+			a->tail = a->start;
+	}
+	if (!a->used)
+		a->head = a->tail = a->start; /* reuse the warm pages at the start */
+}
+
+static uint64_t carve(struct cmx_garea *a, uint64_t need, int busy)
+{
+	struct blk *b = at(a, a->head);
+	uint64_t off = a->head + BLK;
+
+	b->total = need;
+	b->busy = (uint64_t)busy;
+	b->done = 0;
+	a->head += need;
+	a->used += need;
+	if (a->head == a->end)
+		a->head = a->start;
+	return off;
+}
+
+uint64_t cmx_garea_alloc(struct cmx_garea *a, uint64_t len, int busy)
+{
+	uint64_t need, off = 0;
+
+	if (!a->base || len > a->end - a->start)
+		return 0;
+	need = BLK + (len + BLK - 1) / BLK * BLK;
+	pthread_mutex_lock(&a->lock);
+	reclaim_locked(a);
+	if (a->used == a->end - a->start)
+		goto out; /* full (head == tail) */
+	if (a->head >= a->tail && a->used) {
+		/* Live blocks in [tail, head): room at the end, else at the
+		 * start behind a pad block that fills the end. */
+		if (a->end - a->head >= need) {
+			off = carve(a, need, busy);
+		} else if (a->tail - a->start >= need) {
+			uint64_t pad = a->end - a->head;
+			off = carve(a, pad, 0) - BLK;
+			at(a, off)->done = 1;
+			off = carve(a, need, busy);
+		}
+	} else if (!a->used) {
+		if (a->end - a->head >= need)
+			off = carve(a, need, busy);
+	} else if (a->tail - a->head >= need) {
+		off = carve(a, need, busy); /* wrapped: room in [head, tail) */
+	}
+out:
+	pthread_mutex_unlock(&a->lock);
+	return off;
+}
+
+void cmx_garea_free(struct cmx_garea *a, uint64_t off)
+{
+	/* Release pairs with the acquire in reclaim_locked(): the guest's copy
+	 * out of the block is over before it can be handed out again. */
+	__atomic_store_n(&at(a, off - BLK)->busy, 0, __ATOMIC_RELEASE);
+}
+
+int cmx_garea_valid(const struct cmx_garea *a, uint64_t off, uint64_t len)
+{
+	return a->base && off >= a->start + BLK && off < a->end && len <= a->end - off;
+}

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+// The guest's side of the session's shared data area: a ring allocator of
+// payload blocks that the host hands back through each block's done word.
+#ifndef CMX_GUEST_AREA_H
+#define CMX_GUEST_AREA_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "area_layout.h"
+
+struct cmx_garea {
+	uint8_t *base;
+	uint64_t size;
+	uint64_t start, end; /* the data region */
+	pthread_mutex_t lock;
+	uint64_t head, tail, used; /* next block, oldest live block, bytes held */
+};
+
+/* Maps the host's memfd (fd stays the caller's) and checks its header. */
+int cmx_garea_map(struct cmx_garea *a, int fd, uint64_t size);
+void cmx_garea_unmap(struct cmx_garea *a);
+
+/* A block of len bytes: its payload offset, or 0 when the area is full.
+ * `busy`: the guest also holds it (a read's landing room) until
+ * cmx_garea_free(); otherwise it comes back when the host is done. */
+uint64_t cmx_garea_alloc(struct cmx_garea *a, uint64_t len, int busy);
+/* The guest is done with a busy block (its data copied out). */
+void cmx_garea_free(struct cmx_garea *a, uint64_t off);
+/* Whether [off, off + len) lies in the data region. */
+int cmx_garea_valid(const struct cmx_garea *a, uint64_t off, uint64_t len);
+
+#endif

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+// Shared memory of a session: a memfd sealed against resizing (a guest that
+// could shrink it would turn the host's next access into SIGBUS), mapped
+// once, with payload blocks that commands reference until they complete.
+#define _GNU_SOURCE
+#include "area.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "wire.h"
+
+#define PAGE	   4096ull
+#define RING_BYTES (256ull << 10) /* each control ring, when asked for */
+
+/* Every live area, for cmx_area_release() from driver threads. */
+static pthread_mutex_t areas_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cmx_area *areas;
+
+static uint64_t round_up(uint64_t v, uint64_t to)
+{
+	return (v + to - 1) / to * to;
+}
+
+int cmx_area_create(uint64_t size, unsigned flags, struct cmx_area **out, int *fdp)
+{
+	struct cmx_area *a = calloc(1, sizeof(*a));
+	uint64_t at = PAGE;
+	int fd, e;
+
+	if (!a)
+		return -ENOMEM;
+	if (size < CMX_AREA_MIN)
+		size = CMX_AREA_MIN;
+	if (size > CMX_AREA_MAX)
+		size = CMX_AREA_MAX;
+	a->hdr.magic = CMX_AREA_MAGIC;
+	a->hdr.version = CMX_AREA_VERSION;
+	if (flags & CMX_AREA_RINGS)
+		for (int i = 0; i < 2; i++) {
+			a->hdr.ring_off[i] = at;
+			a->hdr.ring_len[i] = RING_BYTES;
+			at += RING_BYTES;
+		}
+	a->hdr.data_off = at;
+	a->hdr.data_len = round_up(size, PAGE);
+	a->hdr.size = a->size = at + a->hdr.data_len;
+	a->refs = 1;
+
+	fd = memfd_create("clmux-area", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0) {
+		e = -errno;
+		goto fail;
+	}
+	if (ftruncate(fd, (off_t)a->size) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		e = -errno;
+		goto fail_fd;
+	}
+	a->base = mmap(NULL, a->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (a->base == MAP_FAILED) {
+		e = -errno;
+		goto fail_fd;
+	}
+	memcpy(a->base, &a->hdr, sizeof(a->hdr));
+	pthread_mutex_lock(&areas_lock);
+	a->next = areas;
+	areas = a;
+	pthread_mutex_unlock(&areas_lock);
+	*out = a;
+	*fdp = fd;
+	return 0;
+fail_fd:
+	close(fd);
+fail:
+	free(a);
+	return e;
+}
+
+/* Drops one reference; called with areas_lock held. Returns the area to
+ * unmap when that was the last. */
+static struct cmx_area *unref_locked(struct cmx_area *a)
+{
+	struct cmx_area **pp;
+
+	if (--a->refs)
+		return NULL;
+	for (pp = &areas; *pp != a; pp = &(*pp)->next)
+		;
+	*pp = a->next;
+	return a;
+}
+
+static void destroy(struct cmx_area *a)
+{
+	if (!a)
+		return;
+	munmap(a->base, a->size);
+	free(a);
+}
+
+void cmx_area_put(struct cmx_area *a)
+{
+	struct cmx_area *gone;
+
+	if (!a)
+		return;
+	pthread_mutex_lock(&areas_lock);
+	gone = unref_locked(a);
+	pthread_mutex_unlock(&areas_lock);
+	destroy(gone);
+}
+
+void *cmx_area_take(struct cmx_area *a, uint64_t off, uint64_t len)
+{
+	const struct cmx_area_hdr *h = &a->hdr;
+
+	/* Every bound from the host's copy of the layout; off is checked
+	 * before it is used in a sum, so nothing below can wrap. */
+	if (off < h->data_off + CMX_AREA_BLK || off >= h->data_off + h->data_len || (off & 7) ||
+	    len > h->data_off + h->data_len - off)
+		return NULL;
+	pthread_mutex_lock(&areas_lock);
+	a->refs++;
+	pthread_mutex_unlock(&areas_lock);
+	return a->base + off;
+}
+
+static struct cmx_area *find_locked(const void *p)
+{
+	const uint8_t *b = p;
+
+	for (struct cmx_area *a = areas; a; a = a->next)
+		if (b >= a->base && b < a->base + a->size)
+			return a;
+	return NULL;
+}
+
+int cmx_area_release(void *p)
+{
+	struct cmx_area *a, *gone = NULL;
+
+	pthread_mutex_lock(&areas_lock);
+	a = find_locked(p);
+	if (a) {
+		/* Pairs with the guest's acquire load of `done` before it reuses
+		 * the block: every host access to the payload comes before. */
+		__atomic_store_n((uint64_t *)((uint8_t *)p - CMX_AREA_DONE_AT), 1,
+				 __ATOMIC_RELEASE);
+		gone = unref_locked(a);
+	}
+	pthread_mutex_unlock(&areas_lock);
+	destroy(gone);
+	return a != NULL;
+}
+
+void cmx_area_mark(const struct cmx_area *a, struct cmx_hdr *h, const void *p)
+{
+	const uint8_t *b = p;
+
+	if (a && b && b >= a->base && b < a->base + a->size) {
+		h->flags |= CMX_HDR_AREA;
+		h->reserved = (uint32_t)(b - a->base);
+	}
+}

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+// Layout of the shared memory a session maps: header, rings, data region.
+#ifndef CMX_AREA_LAYOUT_H
+#define CMX_AREA_LAYOUT_H
+
+#include <stdint.h>
+
+/*
+ * The host creates the memory (a sealed memfd) and writes this header at
+ * offset 0 before handing the fd to the guest; neither side changes it
+ * afterwards. Regions are 4096-aligned and do not overlap.
+ */
+struct cmx_area_hdr {
+	uint32_t magic;			   /* CMX_AREA_MAGIC */
+	uint32_t version;		   /* 1 */
+	uint64_t size;			   /* bytes of the whole mapping */
+	uint64_t data_off, data_len;	   /* the data region (bulk payloads) */
+	uint64_t ring_off[2], ring_len[2]; /* 0: command ring, 1: reply ring; 0 = none */
+};
+
+#define CMX_AREA_MAGIC	 0x41584d43u /* "CMXA" */
+#define CMX_AREA_VERSION 1u
+
+/* OpenArea flags. */
+#define CMX_AREA_RINGS 0x1u /* also make the rings (the shm transport) */
+
+/* Every payload in the data region follows a 64-byte block header; the host
+ * writes only its last 8 bytes, the `done` word (CMX_AREA_DONE_AT bytes
+ * before the payload), and only to say it is finished with the block. */
+#define CMX_AREA_BLK	 64u
+#define CMX_AREA_DONE_AT 8u
+
+/* Limits the host grants. */
+#define CMX_AREA_MIN (1ull << 20)
+#define CMX_AREA_MAX (1ull << 30)
+
+#endif
