@@ -48,7 +48,8 @@ static void conn_put(struct cmx_conn *c)
 	cmx_staging_put(c->bulk_buf);
 	free(c->bulk_args);
 	free(c->rx);
-	close(c->fd);
+	if (c->fd >= 0)
+		close(c->fd);
 	free(c);
 }
 
@@ -63,7 +64,10 @@ void cmx_conn_kill(struct cmx_conn *c, const char *why)
 		cmx_info("session %llu: connection closed: %s",
 			 s ? (unsigned long long)s->id : 0ull, why);
 	/* Wakes the pending recv and send; their completions drop the refs. */
-	shutdown(c->fd, SHUT_RDWR);
+	if (c->mover)
+		c->mover->close(c->mover_ctx);
+	else
+		shutdown(c->fd, SHUT_RDWR);
 	c->sess = NULL;
 	if (s) {
 		if (c->role == CMX_ROLE_NOTIFY) {
@@ -81,7 +85,7 @@ static void rx_arm(struct cmx_conn *c)
 {
 	struct io_uring_sqe *sqe;
 
-	if (c->dead)
+	if (c->dead || c->mover)
 		return;
 	sqe = cmx_loop_sqe(c->srv->loop, &c->rx_io);
 	if (c->in_bulk)
@@ -189,21 +193,16 @@ static int rx_parse(struct cmx_conn *c)
 	return 0;
 }
 
-static void rx_done(struct cmx_io *io, int res, unsigned flags)
+/* n bytes arrived where rx_arm() said: parse what is complete. 0, or
+ * -errno to end the connection. */
+static int rx_got(struct cmx_conn *c, size_t n)
 {
-	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, rx_io));
 	int e = 0;
 
-	if (c->dead)
-		goto out;
-	if (res <= 0) {
-		cmx_conn_kill(c, res == 0 ? "peer closed" : strerror(-res));
-		goto out;
-	}
 	if (c->sess)
 		c->sess->recvs++;
 	if (c->in_bulk) {
-		c->bulk_got += (uint64_t)res;
+		c->bulk_got += n;
 		if (c->bulk_got == c->bulk_hdr.bulk) {
 			uint8_t *args = c->bulk_args, *buf = c->bulk_buf;
 			c->in_bulk = 0;
@@ -212,7 +211,7 @@ static void rx_done(struct cmx_io *io, int res, unsigned flags)
 			free(args);
 		}
 	} else {
-		c->rx_len += (size_t)res;
+		c->rx_len += n;
 	}
 	if (!e && !c->in_bulk)
 		e = rx_parse(c);
@@ -220,23 +219,49 @@ static void rx_done(struct cmx_io *io, int res, unsigned flags)
 		cmx_warn("session %llu: bad message: %s", c->sess ? (unsigned long long)c->sess->id : 0ull,
 			 strerror(-e));
 		cmx_conn_kill(c, NULL);
+	}
+	return e;
+}
+
+static void rx_done(struct cmx_io *io, int res, unsigned flags)
+{
+	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, rx_io));
+
+	if (c->dead)
+		goto out;
+	if (res <= 0) {
+		cmx_conn_kill(c, res == 0 ? "peer closed" : strerror(-res));
 		goto out;
 	}
-	rx_arm(c);
+	if (!rx_got(c, (size_t)res))
+		rx_arm(c);
 out:
+	conn_put(c);
+}
+
+void cmx_conn_input(struct cmx_conn *c, const void *buf, size_t len)
+{
+	c->refs++; /* a handler may end the connection meanwhile */
+	while (len && !c->dead) {
+		/* Into the same place a socket's recv would have filled. */
+		uint8_t *dst = c->in_bulk ? c->bulk_buf + c->bulk_got : c->rx + c->rx_len;
+		size_t room = c->in_bulk ? (size_t)(c->bulk_hdr.bulk - c->bulk_got) : c->rx_cap - c->rx_len;
+		size_t n = len < room ? len : room;
+
+		memcpy(dst, buf, n);
+		buf = (const uint8_t *)buf + n;
+		len -= n;
+		if (rx_got(c, n))
+			break;
+	}
 	conn_put(c);
 }
 
 static void tx_kick(struct cmx_conn *c);
 
-static void tx_done(struct cmx_io *io, int res, unsigned flags)
+/* n bytes of the queue went out: frees what is done. */
+static void tx_consumed(struct cmx_conn *c, size_t n)
 {
-	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, tx_io));
-	size_t n = res > 0 ? (size_t)res : 0;
-
-	c->tx_busy = 0;
-	if (res < 0 && !c->dead)
-		cmx_conn_kill(c, strerror(-res));
 	while (n && c->tx_head) {
 		struct seg *s = c->tx_head;
 		size_t left = s->len - s->off;
@@ -253,9 +278,44 @@ static void tx_done(struct cmx_io *io, int res, unsigned flags)
 			s->free_fn(s->free_arg);
 		free(s);
 	}
+}
+
+static void tx_done(struct cmx_io *io, int res, unsigned flags)
+{
+	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, tx_io));
+
+	c->tx_busy = 0;
+	if (res < 0 && !c->dead)
+		cmx_conn_kill(c, strerror(-res));
+	tx_consumed(c, res > 0 ? (size_t)res : 0);
 	if (!c->dead)
 		tx_kick(c);
 	conn_put(c);
+}
+
+/* A moved connection's writes: synchronous, as far as the mover takes. */
+static void tx_move(struct cmx_conn *c)
+{
+	while (c->tx_head && !c->dead) {
+		int n = 0;
+		long w;
+
+		for (struct seg *s = c->tx_head; s && n < CMX_CONN_IOV; s = s->next, n++) {
+			c->iov[n].iov_base = (char *)s->ptr + s->off;
+			c->iov[n].iov_len = s->len - s->off;
+		}
+		w = c->mover->write(c->mover_ctx, c->iov, n);
+		if (w < 0)
+			cmx_conn_kill(c, strerror((int)-w));
+		if (w <= 0)
+			return;
+		tx_consumed(c, (size_t)w);
+	}
+}
+
+void cmx_conn_tx_ready(struct cmx_conn *c)
+{
+	tx_kick(c);
 }
 
 /* Starts a gathered write of everything queued, one at a time per connection. */
@@ -266,6 +326,10 @@ static void tx_kick(struct cmx_conn *c)
 
 	if (c->tx_busy || !c->tx_head || c->dead)
 		return;
+	if (c->mover) {
+		tx_move(c);
+		return;
+	}
 	for (struct seg *s = c->tx_head; s && n < CMX_CONN_IOV; s = s->next, n++) {
 		c->iov[n].iov_base = (char *)s->ptr + s->off;
 		c->iov[n].iov_len = s->len - s->off;
@@ -331,16 +395,14 @@ void cmx_conn_send(struct cmx_conn *c, const struct cmx_hdr *h, const void *args
 	tx_kick(c);
 }
 
-int cmx_conn_create(struct cmx_server *srv, int fd)
+static struct cmx_conn *conn_new(struct cmx_server *srv, int fd)
 {
 	struct cmx_conn *c = calloc(1, sizeof(*c));
 
 	if (!c || !(c->rx = malloc(RX_INITIAL))) {
 		free(c);
-		close(fd);
-		return -ENOMEM;
+		return NULL;
 	}
-	cmx_addr_tune(fd);
 	c->srv = srv;
 	c->fd = fd;
 	c->refs = 1;
@@ -348,6 +410,30 @@ int cmx_conn_create(struct cmx_server *srv, int fd)
 	c->rx_io.cb = rx_done;
 	c->tx_io.cb = tx_done;
 	c->tx_tail = &c->tx_head;
+	return c;
+}
+
+int cmx_conn_create(struct cmx_server *srv, int fd)
+{
+	struct cmx_conn *c = conn_new(srv, fd);
+
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	cmx_addr_tune(fd);
 	rx_arm(c);
 	return 0;
+}
+
+struct cmx_conn *cmx_conn_create_moved(struct cmx_server *srv, const struct cmx_conn_mover *m,
+				       void *ctx)
+{
+	struct cmx_conn *c = conn_new(srv, -1);
+
+	if (c) {
+		c->mover = m;
+		c->mover_ctx = ctx;
+	}
+	return c;
 }

@@ -17,6 +17,16 @@ enum cmx_conn_role { CMX_ROLE_NEW, CMX_ROLE_CALL, CMX_ROLE_NOTIFY };
 
 #define CMX_CONN_IOV 64
 
+/* Moves a connection's bytes where there is no socket (the vhost-user-vsock
+ * device): input arrives through cmx_conn_input(). */
+struct cmx_conn_mover {
+	/* Takes bytes of iov towards the peer: the count (0: none now, and
+	 * cmx_conn_tx_ready() follows), or -errno. */
+	long (*write)(void *ctx, const struct iovec *iov, int n);
+	/* The connection ended: no call into ctx follows. */
+	void (*close)(void *ctx);
+};
+
 struct cmx_conn {
 	struct cmx_server *srv;
 	int fd;
@@ -24,6 +34,8 @@ struct cmx_conn {
 	int dead;
 	enum cmx_conn_role role;
 	struct cmx_session *sess;
+	const struct cmx_conn_mover *mover; /* NULL: fd is a socket */
+	void *mover_ctx;
 
 	struct cmx_io rx_io;
 	uint8_t *rx;
@@ -45,6 +57,13 @@ struct cmx_conn {
 
 /* Takes a connected socket. */
 int cmx_conn_create(struct cmx_server *srv, int fd);
+/* A connection whose bytes a mover carries; NULL when out of memory. */
+struct cmx_conn *cmx_conn_create_moved(struct cmx_server *srv, const struct cmx_conn_mover *m,
+				       void *ctx);
+/* Bytes from the peer of a moved connection; all are taken. */
+void cmx_conn_input(struct cmx_conn *c, const void *buf, size_t len);
+/* The mover can take bytes again. */
+void cmx_conn_tx_ready(struct cmx_conn *c);
 /* Queues a message: header, encoded args (copied), and a payload that stays
  * referenced until written, then is passed to free_fn. */
 void cmx_conn_send(struct cmx_conn *c, const struct cmx_hdr *h, const void *args,

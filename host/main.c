@@ -16,8 +16,10 @@
 #include "log.h"
 #include "server.h"
 #include "session.h"
+#include "vhost.h"
 
 #define MAX_LISTEN 16
+#define MAX_VHOST_SPECS 16
 
 struct cmx_server *cmx_srv;
 
@@ -77,6 +79,7 @@ static void drain(void)
 			unlink(listeners[i].addr.path);
 		listeners[i].fd = -1;
 	}
+	cmx_vhost_drain();
 	/* Ending each call channel releases its session's objects. */
 	while (cmx_srv->sessions) {
 		struct cmx_session *s = cmx_srv->sessions;
@@ -106,6 +109,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: clmuxd --listen unix:PATH [--listen ...] [--device SPEC] [--threads N]\n"
 		   "  --listen ADDR   where guests connect (unix:/run/clmux/clmuxd.sock)\n"
+		   "                  or vhost-user-vsock:PATH,cid=N[,port=P]: be a QEMU VM's vsock device\n"
 		   "  --device SPEC   gpu | cpu | N | PLATFORM[:N]  (default: first GPU, else first device)\n"
 		   "  --threads N     most threads for blocking calls (default 64)\n"
 		   "  CLMUX_LOG=debug|info|warn|err sets the log level (default info)\n");
@@ -118,7 +122,8 @@ int main(int argc, char **argv)
 		{ "threads", required_argument, NULL, 't' }, { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *device = NULL;
+	const char *device = NULL, *vhost_specs[MAX_VHOST_SPECS];
+	unsigned nvhost = 0;
 	unsigned threads = 64;
 	struct cmx_server srv = { 0 };
 	sigset_t mask;
@@ -132,6 +137,10 @@ int main(int argc, char **argv)
 		char why[160];
 		switch (opt) {
 		case 'l':
+			if (cmx_vhost_is_spec(optarg) && nvhost < MAX_VHOST_SPECS) {
+				vhost_specs[nvhost++] = optarg; /* opened once the loop runs */
+				break;
+			}
 			if (nlisteners == MAX_LISTEN ||
 			    cmx_addr_parse(optarg, &listeners[nlisteners].addr, why, sizeof(why))) {
 				fprintf(stderr, "clmuxd: --listen %s: %s\n", optarg,
@@ -156,7 +165,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!nlisteners || optind != argc) {
+	if ((!nlisteners && !nvhost) || optind != argc) {
 		usage(stderr);
 		return 2;
 	}
@@ -183,6 +192,13 @@ int main(int argc, char **argv)
 		l->io.cb = accept_done;
 		accept_arm(l);
 		cmx_info("listening on unix:%s", l->addr.path);
+	}
+	for (unsigned i = 0; i < nvhost; i++) {
+		char why[200];
+		if (cmx_vhost_listen(&srv, vhost_specs[i], why, sizeof(why))) {
+			cmx_err("--listen %s: %s", vhost_specs[i], why);
+			return 1;
+		}
 	}
 	sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
 	sig_io.cb = sig_done;

@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/vm_sockets.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -20,6 +22,27 @@ int cmx_addr_parse(const char *spec, struct cmx_addr *a, char *err, size_t errle
 	if (!strncmp(spec, "unix:", 5)) {
 		a->type = CMX_ADDR_UNIX;
 		rest = spec + 5;
+	} else if (!strncmp(spec, "vsock:", 6)) {
+		/* vsock:CID:PORT, from inside a VM (CID 2 is the host). */
+		unsigned long cid, port;
+		char *end;
+		a->type = CMX_ADDR_VSOCK;
+		cid = strtoul(spec + 6, &end, 10);
+		if (*end != ':' || end == spec + 6 || cid > 0xffffffffu)
+			goto bad_vsock;
+		rest = end + 1;
+		port = strtoul(rest, &end, 10);
+		if ((*end && *end != ',') || end == rest || !port || port > 0xffffffffu)
+			goto bad_vsock;
+		a->cid = (uint32_t)cid;
+		a->port = (uint32_t)port;
+		snprintf(a->path, sizeof(a->path), "%lu:%lu", cid, port);
+		if (*end)
+			snprintf(a->opts, sizeof(a->opts), "%s", end);
+		return 0;
+	bad_vsock:
+		snprintf(err, errlen, "bad vsock address in '%s' (expected vsock:CID:PORT)", spec);
+		return -EINVAL;
 	} else {
 		snprintf(err, errlen, "unknown transport in '%s' (expected unix:PATH)", spec);
 		return -EINVAL;
@@ -76,11 +99,30 @@ void cmx_addr_tune(int fd)
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof(size));
 }
 
+static int vsock_connect(const struct cmx_addr *a)
+{
+	struct sockaddr_vm svm = { .svm_family = AF_VSOCK, .svm_cid = a->cid, .svm_port = a->port };
+	int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&svm, sizeof(svm)) < 0) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
 int cmx_addr_connect(const struct cmx_addr *a)
 {
 	struct sockaddr_un sun;
 	socklen_t len = unix_sockaddr(a, &sun);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd;
+
+	if (a->type == CMX_ADDR_VSOCK)
+		return vsock_connect(a);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
 		return -errno;
@@ -100,6 +142,8 @@ int cmx_addr_listen(const struct cmx_addr *a)
 	struct stat st;
 	int fd;
 
+	if (a->type != CMX_ADDR_UNIX)
+		return -EAFNOSUPPORT; /* listening on AF_VSOCK is not here yet */
 	/* Replace a socket file left by a daemon that died; never another file. */
 	if (!lstat(a->path, &st) && S_ISSOCK(st.st_mode))
 		unlink(a->path);

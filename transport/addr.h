@@ -4,12 +4,14 @@
 #define CMX_ADDR_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-enum cmx_addr_type { CMX_ADDR_UNIX };
+enum cmx_addr_type { CMX_ADDR_UNIX, CMX_ADDR_VSOCK };
 
 struct cmx_addr {
 	enum cmx_addr_type type;
 	char path[108]; /* sun_path */
+	uint32_t cid, port; /* vsock */
 	char opts[128]; /* ",key=value" options after the address, verbatim */
 };
 
