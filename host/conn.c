@@ -54,7 +54,8 @@ static void conn_put(struct cmx_conn *c)
 	cmx_staging_put(c->bulk_buf);
 	free(c->bulk_args);
 	free(c->rx);
-	close(c->fd);
+	if (c->fd >= 0)
+		close(c->fd);
 	free(c);
 }
 
@@ -69,7 +70,10 @@ void cmx_conn_kill(struct cmx_conn *c, const char *why)
 		cmx_info("session %llu: connection closed (%s): %s",
 			 s ? (unsigned long long)s->id : 0ull, c->peer.name, why);
 	/* Wakes the pending recv and send; their completions drop the refs. */
-	shutdown(c->fd, SHUT_RDWR);
+	if (c->mover)
+		c->mover->close(c->mover_ctx);
+	else
+		shutdown(c->fd, SHUT_RDWR);
 	c->sess = NULL;
 	if (s) {
 		if (c->role == CMX_ROLE_NOTIFY) {
@@ -87,7 +91,7 @@ static void rx_arm(struct cmx_conn *c)
 {
 	struct io_uring_sqe *sqe;
 
-	if (c->dead)
+	if (c->dead || c->mover)
 		return;
 	sqe = cmx_loop_sqe(c->srv->loop, &c->rx_io);
 	if (c->in_bulk)
@@ -217,21 +221,16 @@ static int rx_parse(struct cmx_conn *c)
 	return 0;
 }
 
-static void rx_done(struct cmx_io *io, int res, unsigned flags)
+/* n bytes arrived where rx_arm() said: parse what is complete. 0, or
+ * -errno to end the connection. */
+static int rx_got(struct cmx_conn *c, size_t n)
 {
-	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, rx_io));
 	int e = 0;
 
-	if (c->dead)
-		goto out;
-	if (res <= 0) {
-		cmx_conn_kill(c, res == 0 ? "peer closed" : strerror(-res));
-		goto out;
-	}
 	if (c->sess)
 		c->sess->recvs++;
 	if (c->in_bulk) {
-		c->bulk_got += (uint64_t)res;
+		c->bulk_got += n;
 		if (c->bulk_got == c->bulk_hdr.bulk) {
 			uint8_t *args = c->bulk_args, *buf = c->bulk_buf;
 			c->in_bulk = 0;
@@ -240,7 +239,7 @@ static void rx_done(struct cmx_io *io, int res, unsigned flags)
 			free(args);
 		}
 	} else {
-		c->rx_len += (size_t)res;
+		c->rx_len += n;
 	}
 	if (!e && !c->in_bulk)
 		e = rx_parse(c);
@@ -261,23 +260,49 @@ static void rx_done(struct cmx_io *io, int res, unsigned flags)
 		cmx_warn("session %llu: bad message from %s: %s",
 			 c->sess ? (unsigned long long)c->sess->id : 0ull, c->peer.name, strerror(-e));
 		cmx_conn_kill(c, NULL);
+	}
+	return e;
+}
+
+static void rx_done(struct cmx_io *io, int res, unsigned flags)
+{
+	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, rx_io));
+
+	if (c->dead)
+		goto out;
+	if (res <= 0) {
+		cmx_conn_kill(c, res == 0 ? "peer closed" : strerror(-res));
 		goto out;
 	}
-	rx_arm(c);
+	if (!rx_got(c, (size_t)res))
+		rx_arm(c);
 out:
+	conn_put(c);
+}
+
+void cmx_conn_input(struct cmx_conn *c, const void *buf, size_t len)
+{
+	c->refs++; /* a handler may end the connection meanwhile */
+	while (len && !c->dead) {
+		/* Into the same place a socket's recv would have filled. */
+		uint8_t *dst = c->in_bulk ? c->bulk_buf + c->bulk_got : c->rx + c->rx_len;
+		size_t room = c->in_bulk ? (size_t)(c->bulk_hdr.bulk - c->bulk_got) : c->rx_cap - c->rx_len;
+		size_t n = len < room ? len : room;
+
+		memcpy(dst, buf, n);
+		buf = (const uint8_t *)buf + n;
+		len -= n;
+		if (rx_got(c, n))
+			break;
+	}
 	conn_put(c);
 }
 
 static void tx_kick(struct cmx_conn *c);
 
-static void tx_done(struct cmx_io *io, int res, unsigned flags)
+/* n bytes of the queue went out: frees what is done. */
+static void tx_consumed(struct cmx_conn *c, size_t n)
 {
-	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, tx_io));
-	size_t n = res > 0 ? (size_t)res : 0;
-
-	c->tx_busy = 0;
-	if (res < 0 && !c->dead)
-		cmx_conn_kill(c, strerror(-res));
 	if (n && c->tx_head && c->tx_head->fd >= 0) {
 		/* Sent with the segment's first byte; the peer has its copy. */
 		close(c->tx_head->fd);
@@ -301,9 +326,44 @@ static void tx_done(struct cmx_io *io, int res, unsigned flags)
 	}
 	if (!c->dead && c->closing && !c->tx_head)
 		cmx_conn_kill(c, NULL);
+}
+
+static void tx_done(struct cmx_io *io, int res, unsigned flags)
+{
+	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, tx_io));
+
+	c->tx_busy = 0;
+	if (res < 0 && !c->dead)
+		cmx_conn_kill(c, strerror(-res));
+	tx_consumed(c, res > 0 ? (size_t)res : 0);
 	if (!c->dead)
 		tx_kick(c);
 	conn_put(c);
+}
+
+/* A moved connection's writes: synchronous, as far as the mover takes. */
+static void tx_move(struct cmx_conn *c)
+{
+	while (c->tx_head && !c->dead) {
+		int n = 0;
+		long w;
+
+		for (struct seg *s = c->tx_head; s && n < CMX_CONN_IOV; s = s->next, n++) {
+			c->iov[n].iov_base = (char *)s->ptr + s->off;
+			c->iov[n].iov_len = s->len - s->off;
+		}
+		w = c->mover->write(c->mover_ctx, c->iov, n);
+		if (w < 0)
+			cmx_conn_kill(c, strerror((int)-w));
+		if (w <= 0)
+			return;
+		tx_consumed(c, (size_t)w);
+	}
+}
+
+void cmx_conn_tx_ready(struct cmx_conn *c)
+{
+	tx_kick(c);
 }
 
 /* Starts a gathered write of everything queued, one at a time per connection. */
@@ -314,6 +374,10 @@ static void tx_kick(struct cmx_conn *c)
 
 	if (c->tx_busy || !c->tx_head || c->dead)
 		return;
+	if (c->mover) {
+		tx_move(c);
+		return;
+	}
 	memset(&c->mh, 0, sizeof(c->mh));
 	for (struct seg *s = c->tx_head; s && n < CMX_CONN_IOV; s = s->next, n++) {
 		/* A passed fd rides on its segment's first byte: that segment
@@ -404,17 +468,29 @@ void cmx_conn_send_fd(struct cmx_conn *c, const struct cmx_hdr *h, const void *a
 	tx_kick(c);
 }
 
-int cmx_conn_create(struct cmx_server *srv, int fd)
-{
-	return cmx_conn_accept(srv, fd, NULL);
-}
-
-int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l)
+static struct cmx_conn *conn_new(struct cmx_server *srv, int fd)
 {
 	struct cmx_conn *c = calloc(1, sizeof(*c));
 
 	if (!c || !(c->rx = malloc(RX_INITIAL))) {
 		free(c);
+		return NULL;
+	}
+	c->srv = srv;
+	c->fd = fd;
+	c->refs = 1;
+	c->rx_cap = RX_INITIAL;
+	c->rx_io.cb = rx_done;
+	c->tx_io.cb = tx_done;
+	c->tx_tail = &c->tx_head;
+	return c;
+}
+
+int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l)
+{
+	struct cmx_conn *c = conn_new(srv, fd);
+
+	if (!c) {
 		close(fd);
 		return -ENOMEM;
 	}
@@ -424,13 +500,21 @@ int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l
 	else
 		cmx_peer_init(&c->peer, fd, CMX_PEER_UNIX, CMX_PEER_CID_NONE);
 	c->auth = l ? l->auth : NULL;
-	c->srv = srv;
-	c->fd = fd;
-	c->refs = 1;
-	c->rx_cap = RX_INITIAL;
-	c->rx_io.cb = rx_done;
-	c->tx_io.cb = tx_done;
-	c->tx_tail = &c->tx_head;
 	rx_arm(c);
 	return 0;
+}
+
+struct cmx_conn *cmx_conn_create_moved(struct cmx_server *srv, const struct cmx_conn_mover *m,
+				       void *ctx, uint32_t cid)
+{
+	struct cmx_conn *c = conn_new(srv, -1);
+
+	if (c) {
+		c->mover = m;
+		c->mover_ctx = ctx;
+		/* The VM's CID names it: the device is the transport. */
+		cmx_peer_init(&c->peer, -1, CMX_PEER_VSOCK_UDS, cid);
+		snprintf(c->peer.name, sizeof(c->peer.name), "vhost-user-vsock cid %u", cid);
+	}
+	return c;
 }

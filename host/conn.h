@@ -20,6 +20,16 @@ enum cmx_conn_role { CMX_ROLE_NEW, CMX_ROLE_CALL, CMX_ROLE_NOTIFY };
 
 #define CMX_CONN_IOV 64
 
+/* Moves a connection's bytes where there is no socket (the vhost-user-vsock
+ * device): input arrives through cmx_conn_input(). */
+struct cmx_conn_mover {
+	/* Takes bytes of iov towards the peer: the count (0: none now, and
+	 * cmx_conn_tx_ready() follows), or -errno. */
+	long (*write)(void *ctx, const struct iovec *iov, int n);
+	/* The connection ended: no call into ctx follows. */
+	void (*close)(void *ctx);
+};
+
 struct cmx_conn {
 	struct cmx_server *srv;
 	int fd;
@@ -33,6 +43,8 @@ struct cmx_conn {
 	struct cmx_peer peer;
 	struct cmx_auth *auth;
 	int authed;
+	const struct cmx_conn_mover *mover; /* NULL: fd is a socket */
+	void *mover_ctx;
 
 	struct cmx_io rx_io;
 	uint8_t *rx;
@@ -57,6 +69,14 @@ struct cmx_conn {
 int cmx_conn_create(struct cmx_server *srv, int fd);
 /* Takes a socket accepted on l: its peer identity and tokens. */
 int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l);
+/* A connection whose bytes a mover carries, from the VM with vsock CID cid;
+ * NULL when out of memory. */
+struct cmx_conn *cmx_conn_create_moved(struct cmx_server *srv, const struct cmx_conn_mover *m,
+				       void *ctx, uint32_t cid);
+/* Bytes from the peer of a moved connection; all are taken. */
+void cmx_conn_input(struct cmx_conn *c, const void *buf, size_t len);
+/* The mover can take bytes again. */
+void cmx_conn_tx_ready(struct cmx_conn *c);
 /* Queues a message: header, encoded args (copied), and a payload that stays
  * referenced until written, then is passed to free_fn. */
 void cmx_conn_send(struct cmx_conn *c, const struct cmx_hdr *h, const void *args,

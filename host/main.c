@@ -16,8 +16,10 @@
 #include "log.h"
 #include "server.h"
 #include "session.h"
+#include "vhost.h"
 
 #define MAX_LISTEN 16
+#define MAX_VHOST_SPECS 16
 
 struct cmx_server *cmx_srv;
 
@@ -43,6 +45,7 @@ static void drain(void)
 	cmx_srv->draining = 1;
 	for (unsigned i = 0; i < nlisteners; i++)
 		cmx_listener_close(&listeners[i]);
+	cmx_vhost_drain();
 	/* Ending each call channel releases its session's objects. */
 	while (cmx_srv->sessions) {
 		struct cmx_session *s = cmx_srv->sessions;
@@ -89,7 +92,8 @@ int main(int argc, char **argv)
 		{ "threads", required_argument, NULL, 't' }, { "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *device = NULL;
+	const char *device = NULL, *vhost_specs[MAX_VHOST_SPECS];
+	unsigned nvhost = 0;
 	unsigned threads = 64;
 	struct cmx_server srv = { 0 };
 	sigset_t mask;
@@ -103,6 +107,10 @@ int main(int argc, char **argv)
 		char why[256];
 		switch (opt) {
 		case 'l':
+			if (cmx_vhost_is_spec(optarg) && nvhost < MAX_VHOST_SPECS) {
+				vhost_specs[nvhost++] = optarg; /* opened once the loop runs */
+				break;
+			}
 			if (nlisteners == MAX_LISTEN ||
 			    cmx_listener_init(&listeners[nlisteners], optarg, why, sizeof(why))) {
 				fprintf(stderr, "clmuxd: --listen %s: %s\n", optarg,
@@ -127,7 +135,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!nlisteners || optind != argc) {
+	if ((!nlisteners && !nvhost) || optind != argc) {
 		usage(stderr);
 		return 2;
 	}
@@ -147,6 +155,13 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < nlisteners; i++)
 		if (cmx_listener_start(&listeners[i]))
 			return 1;
+	for (unsigned i = 0; i < nvhost; i++) {
+		char why[200];
+		if (cmx_vhost_listen(&srv, vhost_specs[i], why, sizeof(why))) {
+			cmx_err("--listen %s: %s", vhost_specs[i], why);
+			return 1;
+		}
+	}
 	sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
 	sig_io.cb = sig_done;
 	tick_io.cb = tick_done;

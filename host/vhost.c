@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: MIT
+// clmuxd as a VM's vsock device: the vhost-user socket and the kick fds on
+// the io_uring loop, and each guest stream to the host's clmux port a
+// session whose bytes move between the virtqueues and host/conn.c's parser
+// with no host socket in between.
+#include "vhost.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "addr.h"
+#include "conn.h"
+#include "log.h"
+#include "vhost_user.h"
+#include "vsock_dev.h"
+
+#define VSOCK_RX 0
+#define VSOCK_TX 1
+#define MAX_VHOST 16
+
+struct vm;
+
+/* One vhost-user socket: one VM at a time. */
+struct vlistener {
+	struct cmx_io io;
+	int fd;
+	char path[108];
+	uint64_t cid;
+	uint32_t port;
+	char tenant[64];
+	struct vm *vm;
+};
+
+/* A read in flight on a kick eventfd; stale once gen moves on. */
+struct kick {
+	struct cmx_io io;
+	struct vm *vm;
+	unsigned idx, gen;
+	uint64_t val;
+};
+
+/* A guest stream to clmux's port and the connection it feeds. */
+struct chan {
+	struct vm *vm;
+	struct cmx_vsock_stream *st; /* NULL once the guest side is gone */
+	struct cmx_conn *conn;	     /* NULL once the connection is gone */
+	struct chan *next_dead;
+};
+
+struct vm {
+	struct vlistener *l;
+	struct cmx_vhu_dev vhu;
+	struct cmx_vsock_dev vsock;
+	struct cmx_io sock_io;
+	struct kick *kick[CMX_VHU_MAX_QUEUES];
+	unsigned kick_gen[CMX_VHU_MAX_QUEUES];
+	struct chan *dead; /* freed when the current entry point returns */
+	int refs, dead_vm, busy;
+};
+
+static struct vlistener vlisteners[MAX_VHOST];
+static unsigned nvlisteners;
+
+int cmx_vhost_is_spec(const char *spec)
+{
+	return !strncmp(spec, "vhost-user-vsock:", 17);
+}
+
+static void vm_put(struct vm *vm)
+{
+	if (--vm->refs)
+		return;
+	free(vm);
+}
+
+static void vm_destroy(struct vm *vm, const char *why);
+
+/* Signals the queues we used. */
+static void vm_signal(struct vm *vm)
+{
+	if (vm->vsock.rx_pushed && cmx_virtq_should_notify(&vm->vhu.vring[VSOCK_RX].q))
+		cmx_vhu_call(&vm->vhu, VSOCK_RX);
+	if (vm->vsock.tx_pushed && cmx_virtq_should_notify(&vm->vhu.vring[VSOCK_TX].q))
+		cmx_vhu_call(&vm->vhu, VSOCK_TX);
+	vm->vsock.rx_pushed = vm->vsock.tx_pushed = 0;
+}
+
+static void vm_destroy_posted(void *arg)
+{
+	struct vm *vm = arg;
+
+	if (!vm->dead_vm)
+		vm_destroy(vm, "the guest broke the vsock protocol");
+	vm_put(vm);
+}
+
+/* After every entry point from the loop: signal the queues, free dead
+ * chans, end a device the guest broke. */
+static void vm_settle(struct vm *vm)
+{
+	vm_signal(vm);
+	while (vm->dead) {
+		struct chan *ch = vm->dead;
+		vm->dead = ch->next_dead;
+		free(ch);
+	}
+	if (vm->vsock.broken && !vm->dead_vm)
+		vm_destroy(vm, "the guest broke the vsock protocol");
+}
+
+/* ---- the connection's side of a stream ---- */
+
+static long chan_write(void *ctx, const struct iovec *iov, int n)
+{
+	struct chan *ch = ctx;
+	size_t len = 0;
+	long w;
+
+	if (!ch->st)
+		return -EPIPE;
+	for (int i = 0; i < n; i++)
+		len += iov[i].iov_len;
+	w = cmx_vsock_stream_write(&ch->vm->vsock, ch->st, iov, (unsigned)n, len);
+	if (!ch->vm->busy) {
+		/* Called from deep in a connection: the device may not end here. */
+		vm_signal(ch->vm);
+		if (ch->vm->vsock.broken && !ch->vm->dead_vm) {
+			ch->vm->refs++;
+			cmx_loop_post(cmx_srv->loop, vm_destroy_posted, ch->vm);
+		}
+	}
+	return w;
+}
+
+static void chan_close(void *ctx)
+{
+	struct chan *ch = ctx;
+	struct vm *vm = ch->vm;
+
+	if (!ch->conn)
+		return; /* the guest side ended it */
+	ch->conn = NULL;
+	if (ch->st)
+		cmx_vsock_stream_close(&vm->vsock, ch->st);
+	ch->st = NULL;
+	if (vm->busy) {
+		/* The device's caller may still look at ch: freed on settling. */
+		ch->next_dead = vm->dead;
+		vm->dead = ch;
+	} else {
+		vm_signal(vm);
+		free(ch);
+	}
+}
+
+static const struct cmx_conn_mover chan_mover = { .write = chan_write, .close = chan_close };
+
+/* ---- the device's side ---- */
+
+static int vs_accept(void *ctx, struct cmx_vsock_stream *st)
+{
+	struct vm *vm = ctx;
+	struct chan *ch;
+
+	if (st->host_port != vm->l->port || cmx_srv->draining)
+		return -ECONNREFUSED;
+	ch = calloc(1, sizeof(*ch));
+	if (!ch)
+		return -ENOMEM;
+	ch->vm = vm;
+	ch->st = st;
+	ch->conn = cmx_conn_create_moved(cmx_srv, &chan_mover, ch, (uint32_t)vm->l->cid);
+	if (!ch->conn) {
+		free(ch);
+		return -ENOMEM;
+	}
+	st->user = ch;
+	return 0;
+}
+
+static void vs_data(void *ctx, struct cmx_vsock_stream *st, const struct iovec *iov, unsigned n,
+		    size_t off, size_t len)
+{
+	struct chan *ch = st->user;
+
+	for (unsigned i = 0; i < n && len && ch->conn; i++) {
+		if (off >= iov[i].iov_len) {
+			off -= iov[i].iov_len;
+			continue;
+		}
+		size_t k = iov[i].iov_len - off;
+		if (k > len)
+			k = len;
+		cmx_conn_input(ch->conn, (char *)iov[i].iov_base + off, k);
+		len -= k;
+		off = 0;
+	}
+}
+
+static void vs_closed(void *ctx, struct cmx_vsock_stream *st)
+{
+	struct vm *vm = ctx;
+	struct chan *ch = st->user;
+	struct cmx_conn *c = ch->conn;
+
+	ch->st = NULL;
+	ch->conn = NULL;
+	if (c)
+		cmx_conn_kill(c, "guest closed the stream");
+	ch->next_dead = vm->dead;
+	vm->dead = ch;
+}
+
+static void vs_writable(void *ctx, struct cmx_vsock_stream *st)
+{
+	struct chan *ch = st->user;
+
+	if (ch->conn)
+		cmx_conn_tx_ready(ch->conn);
+}
+
+static const struct cmx_vsock_ops vs_ops = {
+	.accept = vs_accept, .data = vs_data, .closed = vs_closed, .writable = vs_writable,
+};
+
+/* ---- the loop ---- */
+
+static void kick_arm(struct vm *vm, struct kick *k)
+{
+	struct io_uring_sqe *sqe = cmx_loop_sqe(cmx_srv->loop, &k->io);
+
+	io_uring_prep_read(sqe, vm->vhu.vring[k->idx].kick_fd, &k->val, sizeof(k->val), 0);
+	vm->refs++;
+}
+
+static void kick_done(struct cmx_io *io, int res, unsigned flags)
+{
+	struct kick *k = (struct kick *)io;
+	struct vm *vm = k->vm;
+
+	if (vm->dead_vm || k->gen != vm->kick_gen[k->idx] || res < 0) {
+		if (vm->kick[k->idx] == k)
+			vm->kick[k->idx] = NULL;
+		free(k);
+		vm_put(vm);
+		return;
+	}
+	vm->busy = 1;
+	if (k->idx == VSOCK_TX)
+		cmx_vsock_dev_tx(&vm->vsock);
+	else
+		cmx_vsock_dev_rx(&vm->vsock);
+	vm->busy = 0;
+	vm_settle(vm);
+	if (!vm->dead_vm && k->gen == vm->kick_gen[k->idx])
+		kick_arm(vm, k);
+	else
+		free(k);
+	vm_put(vm);
+}
+
+static void vhu_queue_state(struct cmx_vhu_dev *d, unsigned idx, int running)
+{
+	struct vm *vm = d->user;
+	struct kick *k;
+
+	vm->kick_gen[idx]++;
+	if (vm->kick[idx]) {
+		/* Its completion (-ECANCELED) frees it. */
+		io_uring_prep_cancel64(cmx_loop_sqe(cmx_srv->loop, NULL),
+				       (uint64_t)(uintptr_t)&vm->kick[idx]->io, 0);
+		vm->kick[idx] = NULL;
+	}
+	if (!running || vm->dead_vm)
+		return;
+	k = calloc(1, sizeof(*k));
+	if (!k) {
+		vm_destroy(vm, "out of memory");
+		return;
+	}
+	k->io.cb = kick_done;
+	k->vm = vm;
+	k->idx = idx;
+	k->gen = vm->kick_gen[idx];
+	vm->kick[idx] = k;
+	kick_arm(vm, k);
+	/* The guest may have queued before the ring was ours. */
+	if (idx == VSOCK_TX && vm->vhu.vring[VSOCK_RX].started)
+		cmx_vsock_dev_tx(&vm->vsock);
+}
+
+static const struct cmx_vhu_ops vhu_ops = { .queue_state = vhu_queue_state };
+
+static void sock_arm(struct vm *vm)
+{
+	io_uring_prep_poll_add(cmx_loop_sqe(cmx_srv->loop, &vm->sock_io), vm->vhu.fd, POLLIN);
+	vm->refs++;
+}
+
+static void sock_done(struct cmx_io *io, int res, unsigned flags)
+{
+	struct vm *vm = (struct vm *)((char *)io - offsetof(struct vm, sock_io));
+	int e;
+
+	if (vm->dead_vm || res < 0) {
+		if (!vm->dead_vm)
+			vm_destroy(vm, strerror(-res));
+		vm_put(vm);
+		return;
+	}
+	vm->busy = 1;
+	e = cmx_vhu_dev_handle(&vm->vhu);
+	vm->busy = 0;
+	vm_settle(vm);
+	if (e)
+		vm_destroy(vm, e == -ECONNRESET ? "the VMM disconnected" : strerror(-e));
+	else if (!vm->dead_vm)
+		sock_arm(vm);
+	vm_put(vm);
+}
+
+static void vm_destroy(struct vm *vm, const char *why)
+{
+	if (vm->dead_vm)
+		return;
+	vm->dead_vm = 1;
+	cmx_info("vhost-user-vsock %s: VM with CID %" PRIu64 " gone: %s", vm->l->path, vm->l->cid,
+		 why);
+	vm->l->vm = NULL;
+	vm->busy = 1;
+	/* Every session of the VM closes and returns what it held. */
+	cmx_vsock_dev_fini(&vm->vsock);
+	io_uring_prep_cancel64(cmx_loop_sqe(cmx_srv->loop, NULL), (uint64_t)(uintptr_t)&vm->sock_io,
+			       0);
+	cmx_vhu_dev_fini(&vm->vhu); /* cancels the kick reads through queue_state */
+	vm->busy = 0;
+	while (vm->dead) {
+		struct chan *ch = vm->dead;
+		vm->dead = ch->next_dead;
+		free(ch);
+	}
+	vm_put(vm);
+}
+
+static void accept_done(struct cmx_io *io, int res, unsigned flags)
+{
+	struct vlistener *l = (struct vlistener *)io;
+	uint8_t config[8];
+	struct vm *vm;
+
+	if (res >= 0) {
+		if (cmx_srv->draining || l->vm || !(vm = calloc(1, sizeof(*vm)))) {
+			cmx_warn("vhost-user-vsock %s: %s", l->path,
+				 l->vm ? "a VM already uses this socket" : "refusing a VMM");
+			close(res);
+		} else {
+			/* The device config space is the guest's CID (le64). */
+			memcpy(config, &l->cid, sizeof(config));
+			vm->l = l;
+			vm->refs = 1;
+			vm->sock_io.cb = sock_done;
+			cmx_vhu_dev_init(&vm->vhu, res, 0, config, sizeof(config), &vhu_ops, vm);
+			cmx_vsock_dev_init(&vm->vsock, l->cid, &vm->vhu.vring[VSOCK_RX].q,
+					   &vm->vhu.vring[VSOCK_TX].q, &vs_ops, vm);
+			l->vm = vm;
+			cmx_info("vhost-user-vsock %s: VMM connected (guest CID %" PRIu64 ")", l->path,
+				 l->cid);
+			sock_arm(vm);
+		}
+	}
+	if (!(flags & IORING_CQE_F_MORE) && !cmx_srv->draining && l->fd >= 0)
+		io_uring_prep_multishot_accept(cmx_loop_sqe(cmx_srv->loop, &l->io), l->fd, NULL, NULL,
+					       SOCK_CLOEXEC);
+}
+
+int cmx_vhost_listen(struct cmx_server *srv, const char *spec, char *err, size_t errlen)
+{
+	struct vlistener *l = &vlisteners[nvlisteners];
+	struct cmx_addr a;
+	char val[64], unix_spec[300];
+	char *end;
+
+	if (nvlisteners == MAX_VHOST) {
+		snprintf(err, errlen, "too many vhost-user-vsock listeners");
+		return -EINVAL;
+	}
+	snprintf(unix_spec, sizeof(unix_spec), "unix:%s", spec + 17);
+	if (cmx_addr_parse(unix_spec, &a, err, errlen))
+		return -EINVAL;
+	if (cmx_addr_opt(&a, "cid", val, sizeof(val)) ||
+	    (l->cid = strtoull(val, &end, 10)) < 3 || *end || l->cid > 0xffffffffu) {
+		snprintf(err, errlen, "needs cid=N (3 or more): %s", spec);
+		return -EINVAL;
+	}
+	l->port = CMX_VSOCK_PORT_DEFAULT;
+	if (!cmx_addr_opt(&a, "port", val, sizeof(val))) {
+		unsigned long p = strtoul(val, &end, 10);
+		if (*end || !p || p > 0xffffffffu) {
+			snprintf(err, errlen, "bad port in %s", spec);
+			return -EINVAL;
+		}
+		l->port = (uint32_t)p;
+	}
+	/* Tenants (a CID names one) come with the tenancy work; kept here. */
+	if (cmx_addr_opt(&a, "tenant", l->tenant, sizeof(l->tenant)))
+		snprintf(l->tenant, sizeof(l->tenant), "cid%" PRIu64, l->cid);
+	l->fd = cmx_addr_listen(&a);
+	if (l->fd < 0) {
+		snprintf(err, errlen, "cannot listen on %s: %s", a.path, strerror(-l->fd));
+		return l->fd;
+	}
+	strcpy(l->path, a.path);
+	l->io.cb = accept_done;
+	nvlisteners++;
+	io_uring_prep_multishot_accept(cmx_loop_sqe(srv->loop, &l->io), l->fd, NULL, NULL,
+				       SOCK_CLOEXEC);
+	cmx_info("listening on vhost-user-vsock:%s (guest CID %" PRIu64 ", port %u)", l->path,
+		 l->cid, l->port);
+	return 0;
+}
+
+void cmx_vhost_drain(void)
+{
+	for (unsigned i = 0; i < nvlisteners; i++) {
+		struct vlistener *l = &vlisteners[i];
+		if (l->fd < 0)
+			continue;
+		io_uring_prep_cancel_fd(cmx_loop_sqe(cmx_srv->loop, NULL), l->fd, 0);
+		close(l->fd);
+		unlink(l->path);
+		l->fd = -1;
+		if (l->vm)
+			vm_destroy(l->vm, "daemon stopping");
+	}
+}

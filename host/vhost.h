@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: MIT
+// clmuxd as the vhost-user-vsock device of QEMU VMs.
+#ifndef CMX_HOST_VHOST_H
+#define CMX_HOST_VHOST_H
+
+#include "server.h"
+
+/* clmux's vsock port in a guest: CLMUX_SERVER=vsock:2:PORT. */
+#define CMX_VSOCK_PORT_DEFAULT CMX_VSOCK_PORT /* the guest's default too (transport/addr.h) */
+
+/* 1 when spec is a vhost-user-vsock address. */
+int cmx_vhost_is_spec(const char *spec);
+/* Parses "vhost-user-vsock:PATH,cid=N[,port=P][,tenant=NAME]" and listens
+ * on PATH for the VMM. 0, or -errno with a reason in err. */
+int cmx_vhost_listen(struct cmx_server *srv, const char *spec, char *err, size_t errlen);
+/* Stops listening and ends every VM's device (their sessions close). */
+void cmx_vhost_drain(void);
+
+#endif

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: MIT
+// Unit tests of the vhost-user back end over a socketpair, with a memfd as
+// guest memory: the handshake QEMU makes, vring set-up, address checks,
+// and malformed messages breaking the connection.
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "vhost_user.h"
+
+#define MEM_SIZE (1u << 20)
+#define GPA_BASE 0x100000ull
+#define UVA_BASE 0x7f0000000000ull
+
+static int sv[2], memfd;
+static struct cmx_vhu_dev D;
+static int running[CMX_VHU_MAX_QUEUES], nstate;
+
+static void queue_state(struct cmx_vhu_dev *d, unsigned idx, int run)
+{
+	running[idx] = run;
+	nstate++;
+}
+
+static const struct cmx_vhu_ops ops = { .queue_state = queue_state };
+
+static void setup(void)
+{
+	uint64_t cid = 42;
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	memfd = memfd_create("guest", MFD_CLOEXEC);
+	ck_assert_int_eq(ftruncate(memfd, MEM_SIZE), 0);
+	cmx_vhu_dev_init(&D, sv[1], 0, &cid, sizeof(cid), &ops, NULL);
+	memset(running, 0, sizeof(running));
+	nstate = 0;
+}
+
+static void teardown(void)
+{
+	cmx_vhu_dev_fini(&D);
+	close(sv[0]);
+	close(memfd);
+}
+
+/* Sends one front-end message (with fds) and lets the device handle it. */
+static int msg(uint32_t req, const void *payload, uint32_t size, const int *fds, unsigned nfds)
+{
+	uint8_t buf[12 + 512];
+	uint32_t hdr[3] = { req, 1, size };
+	union {
+		char c[CMSG_SPACE(8 * sizeof(int))];
+		struct cmsghdr align;
+	} cb;
+	struct iovec iov = { buf, 12 + size };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	memcpy(buf, hdr, 12);
+	memcpy(buf + 12, payload, size);
+	if (nfds) {
+		mh.msg_control = cb.c;
+		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
+	}
+	ck_assert_int_eq(sendmsg(sv[0], &mh, 0), 12 + size);
+	return cmx_vhu_dev_handle(&D);
+}
+
+/* Reads a reply: its payload size, payload into out. */
+static uint32_t reply(uint32_t req, void *out)
+{
+	uint32_t hdr[3];
+
+	ck_assert_int_eq(recv(sv[0], hdr, 12, MSG_WAITALL), 12);
+	ck_assert_uint_eq(hdr[0], req);
+	ck_assert_uint_eq(hdr[1], 0x5);
+	if (hdr[2])
+		ck_assert_int_eq(recv(sv[0], out, hdr[2], MSG_WAITALL), hdr[2]);
+	return hdr[2];
+}
+
+static void set_mem(void)
+{
+	uint32_t m[2 + 8] = { 1, 0 };
+	uint64_t *r = (uint64_t *)&m[2];
+
+	r[0] = GPA_BASE;
+	r[1] = MEM_SIZE - 4096;
+	r[2] = UVA_BASE;
+	r[3] = 4096; /* mmap_offset */
+	ck_assert_int_eq(msg(5, m, sizeof(m), &memfd, 1), 0);
+}
+
+START_TEST(handshake)
+{
+	uint64_t v;
+	uint32_t cfg[3 + 2] = { 0, 8, 0 };
+
+	ck_assert_int_eq(msg(1, NULL, 0, NULL, 0), 0);
+	ck_assert_uint_eq(reply(1, &v), 8);
+	ck_assert(v & (1ull << 32));
+	ck_assert(v & (1ull << 30));
+	ck_assert_int_eq(msg(15, NULL, 0, NULL, 0), 0);
+	ck_assert_uint_eq(reply(15, &v), 8);
+	ck_assert(v & (1ull << 9));
+	ck_assert_int_eq(msg(16, &v, 8, NULL, 0), 0);
+	ck_assert_int_eq(msg(3, NULL, 0, NULL, 0), 0);
+	ck_assert_int_eq(msg(24, cfg, sizeof(cfg), NULL, 0), 0);
+	ck_assert_uint_eq(reply(24, cfg), 20);
+	uint64_t cid;
+	memcpy(&cid, &cfg[3], 8);
+	ck_assert_uint_eq(cid, 42);
+	v = (1ull << 32) | (1ull << 30);
+	ck_assert_int_eq(msg(2, &v, 8, NULL, 0), 0);
+	/* A feature we did not offer. */
+	v = 1ull << 28;
+	ck_assert_int_eq(msg(2, &v, 8, NULL, 0), -EINVAL);
+	ck_assert(D.broken);
+}
+END_TEST
+
+START_TEST(memory_bounds)
+{
+	set_mem();
+	ck_assert_ptr_nonnull(cmx_vhu_gpa(&D, GPA_BASE, 16));
+	ck_assert_ptr_nonnull(cmx_vhu_gpa(&D, GPA_BASE + MEM_SIZE - 4096 - 16, 16));
+	ck_assert_ptr_null(cmx_vhu_gpa(&D, GPA_BASE + MEM_SIZE - 4096 - 15, 16));
+	ck_assert_ptr_null(cmx_vhu_gpa(&D, GPA_BASE - 1, 2));
+	ck_assert_ptr_null(cmx_vhu_gpa(&D, GPA_BASE + 8, UINT64_MAX));
+	ck_assert_ptr_null(cmx_vhu_gpa(&D, UINT64_MAX, 1));
+	/* The mapping honours mmap_offset: gpa base is the fd's byte 4096. */
+	ck_assert_int_eq(pwrite(memfd, "zz", 2, 4096), 2);
+	ck_assert(!memcmp(cmx_vhu_gpa(&D, GPA_BASE, 2), "zz", 2));
+}
+END_TEST
+
+START_TEST(vring_lifecycle)
+{
+	uint32_t st[2];
+	uint64_t addr[5] = { 0 };
+	uint32_t *ai = (uint32_t *)addr;
+	uint64_t v = (1ull << 32) | (1ull << 30);
+	int kick = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), call = eventfd(0, EFD_CLOEXEC);
+
+	ck_assert_int_eq(msg(2, &v, 8, NULL, 0), 0);
+	set_mem();
+	st[0] = 1, st[1] = 256;
+	ck_assert_int_eq(msg(8, st, 8, NULL, 0), 0);
+	st[1] = 5;
+	ck_assert_int_eq(msg(10, st, 8, NULL, 0), 0);
+	ai[0] = 1;
+	addr[1] = UVA_BASE;	     /* desc */
+	addr[2] = UVA_BASE + 0x2000; /* used */
+	addr[3] = UVA_BASE + 0x1000; /* avail */
+	ck_assert_int_eq(msg(9, addr, 40, NULL, 0), 0);
+	v = 1;
+	ck_assert_int_eq(msg(13, &v, 8, &call, 1), 0);
+	ck_assert_int_eq(msg(12, &v, 8, &kick, 1), 0);
+	ck_assert_int_eq(running[1], 0); /* not enabled yet */
+	st[1] = 1;
+	ck_assert_int_eq(msg(18, st, 8, NULL, 0), 0);
+	ck_assert_int_eq(running[1], 1);
+	ck_assert_uint_eq(D.vring[1].q.num, 256);
+	ck_assert_uint_eq(D.vring[1].q.last_avail, 5);
+	ck_assert_ptr_eq(D.vring[1].q.desc, cmx_vhu_gpa(&D, GPA_BASE, 1));
+	/* A ring's size may not change while it runs. */
+	ck_assert_int_eq(msg(11, st, 8, NULL, 0), 0);
+	ck_assert_uint_eq(reply(11, st), 8);
+	ck_assert_uint_eq(st[1], 5);
+	ck_assert_int_eq(running[1], 0);
+	close(kick);
+	close(call);
+}
+END_TEST
+
+START_TEST(ring_outside_memory_refused)
+{
+	uint32_t st[2] = { 0, 256 };
+	uint64_t addr[5] = { 0 };
+	uint64_t v = 1ull << 32; /* no protocol features: enabled at once */
+	int kick = eventfd(0, EFD_CLOEXEC);
+
+	ck_assert_int_eq(msg(2, &v, 8, NULL, 0), 0);
+	set_mem();
+	ck_assert_int_eq(msg(8, st, 8, NULL, 0), 0);
+	addr[1] = UVA_BASE + MEM_SIZE - 4096 - 16; /* the table runs past the end */
+	addr[2] = UVA_BASE + 0x2000;
+	addr[3] = UVA_BASE + 0x1000;
+	ck_assert_int_eq(msg(9, addr, 40, NULL, 0), 0);
+	v = 0;
+	ck_assert_int_eq(msg(12, &v, 8, &kick, 1), -EINVAL);
+	ck_assert_int_eq(running[0], 0);
+	close(kick);
+}
+END_TEST
+
+START_TEST(bad_messages_break)
+{
+	uint32_t st[2] = { 7, 256 };
+
+	ck_assert_int_eq(msg(8, st, 8, NULL, 0), -EINVAL); /* no queue 7 */
+	ck_assert_int_eq(msg(1, NULL, 0, NULL, 0), -EIO);  /* sticky */
+}
+END_TEST
+
+START_TEST(bad_ring_size)
+{
+	uint32_t st[2] = { 0, 100 };
+
+	ck_assert_int_eq(msg(8, st, 8, NULL, 0), -EINVAL);
+}
+END_TEST
+
+START_TEST(mem_table_fd_count)
+{
+	uint32_t m[2 + 16] = { 2, 0 };
+
+	ck_assert_int_eq(msg(5, m, sizeof(m), &memfd, 1), -EINVAL);
+}
+END_TEST
+
+START_TEST(oversized_payload)
+{
+	uint32_t hdr[3] = { 1, 1, 1u << 20 };
+
+	ck_assert_int_eq(send(sv[0], hdr, 12, 0), 12);
+	ck_assert_int_eq(cmx_vhu_dev_handle(&D), -EPROTO);
+}
+END_TEST
+
+START_TEST(unknown_request)
+{
+	ck_assert_int_eq(msg(99, NULL, 0, NULL, 0), -EOPNOTSUPP);
+}
+END_TEST
+
+START_TEST(peer_gone)
+{
+	close(sv[0]);
+	sv[0] = socket(AF_UNIX, SOCK_STREAM, 0);
+	ck_assert_int_eq(cmx_vhu_dev_handle(&D), -ECONNRESET);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("vhost_user");
+	TCase *tc = tcase_create("vhost_user");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, handshake);
+	tcase_add_test(tc, memory_bounds);
+	tcase_add_test(tc, vring_lifecycle);
+	tcase_add_test(tc, ring_outside_memory_refused);
+	tcase_add_test(tc, bad_messages_break);
+	tcase_add_test(tc, bad_ring_size);
+	tcase_add_test(tc, mem_table_fd_count);
+	tcase_add_test(tc, oversized_payload);
+	tcase_add_test(tc, unknown_request);
+	tcase_add_test(tc, peer_gone);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
