@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -248,13 +249,13 @@ static int rx_got(struct cmx_conn *c, size_t n)
 		c->closing = 1;
 		if (!c->tx_head)
 			cmx_conn_kill(c, NULL);
-		goto out;
+		return e;
 	}
 	if (e == -EACCES) {
 		cmx_warn("%s: refused: a token is required and the first message is not Auth",
 			 c->peer.name);
 		cmx_conn_kill(c, NULL);
-		goto out;
+		return e;
 	}
 	if (e) {
 		cmx_warn("session %llu: bad message from %s: %s",
