@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Sessions: object ownership, release on disconnect, notifications.
 #include "session.h"
+#include "incdir.h"
 
 #include <CL/cl.h>
 #include <errno.h>
@@ -166,6 +167,7 @@ void cmx_session_close(struct cmx_session *s)
 		free(all);
 	}
 	cmx_objtab_fini(&s->objs);
+	cmx_incdir_drop_session(s->id);
 	cmx_info("session %llu: closed, everything it held released", (unsigned long long)s->id);
 	cmx_session_unref(s);
 }
