@@ -351,6 +351,10 @@ cl_int cmx_image_write_packed(cl_command_queue q, cl_mem m, cl_bool blocking, co
 /* A context's cached format lists, freed with it. */
 void cmx_image_formats_free(cl_context ctx);
 
+/* Build options as the daemon gets them (guest/include.c): each -I DIR
+ * names a directory whose headers were just sent for p. *wire: malloc'd. */
+cl_int cmx_include_prepare(cl_program p, const char *opts, char **wire);
+
 /* Whether d is one of p's devices (guest/program.c). */
 int cmx_program_has_device(cl_program p, cl_device_id d);
 

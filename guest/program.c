@@ -607,7 +607,7 @@ cl_int CL_API_CALL cmx_clBuildProgram(cl_program program, cl_uint num_devices,
 	struct cmx_reply reply;
 	void *blob = NULL;
 	cl_uint nks = 0;
-	char *opts;
+	char *opts, *wire = NULL;
 	cl_int e;
 	int rc;
 
@@ -623,14 +623,18 @@ cl_int CL_API_CALL cmx_clBuildProgram(cl_program program, cl_uint num_devices,
 		return e;
 	}
 
+	e = cmx_include_prepare(program, opts, &wire);
 	in = (struct cmx_BuildProgram_in){
 	    .program.id = program->id,
 	    .devices = {.v = ids, .n = num_devices},
-	    .options = {opts, strlen(opts) + 1},
+	    .options = {wire, wire ? strlen(wire) + 1 : 0},
 	};
 	memset(&out, 0, sizeof(out));
-	rc = cmx_rpc_BuildProgram(cmx_icd.s, &in, &out, &reply);
-	if (rc) {
+	rc = e ? 0 : cmx_rpc_BuildProgram(cmx_icd.s, &in, &out, &reply);
+	free(wire);
+	if (e) {
+		/* nothing was built */
+	} else if (rc) {
 		e = cmx_transport_err(rc);
 	} else {
 		e = reply.status;
@@ -673,7 +677,7 @@ cl_int CL_API_CALL cmx_clCompileProgram(cl_program program, cl_uint num_devices,
 	uint64_t *hids = NULL;
 	struct cmx_reply reply;
 	size_t names_len = 0, off = 0;
-	char *names = NULL, *opts = NULL;
+	char *names = NULL, *opts = NULL, *wire = NULL;
 	cl_int e;
 	int rc;
 
@@ -718,15 +722,19 @@ cl_int CL_API_CALL cmx_clCompileProgram(cl_program program, cl_uint num_devices,
 	if (e)
 		goto out;
 
+	e = cmx_include_prepare(program, opts, &wire);
 	in = (struct cmx_CompileProgram_in){
 	    .program.id = program->id,
 	    .devices = {.v = ids, .n = num_devices},
-	    .options = {opts, strlen(opts) + 1},
+	    .options = {wire, wire ? strlen(wire) + 1 : 0},
 	    .headers = {.v = hids, .n = num_input_headers},
 	    .header_names = {names, names_len},
 	};
-	rc = cmx_rpc_CompileProgram(cmx_icd.s, &in, &out, &reply);
-	if (rc) {
+	rc = e ? 0 : cmx_rpc_CompileProgram(cmx_icd.s, &in, &out, &reply);
+	free(wire);
+	if (e) {
+		/* nothing was compiled */
+	} else if (rc) {
 		e = cmx_transport_err(rc);
 	} else {
 		e = reply.status;
@@ -737,8 +745,8 @@ cl_int CL_API_CALL cmx_clCompileProgram(cl_program program, cl_uint num_devices,
 	free(program->options);
 	program->options = opts;
 	opts = NULL;
-	if (e == CL_SUCCESS)
-		program->binary_type = CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT;
+	program->binary_type =
+	    e == CL_SUCCESS ? CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT : CL_PROGRAM_BINARY_TYPE_NONE;
 	prog_of(program)->busy = 0;
 	pthread_mutex_unlock(&program->lock);
 
@@ -784,11 +792,22 @@ cl_program CL_API_CALL cmx_clLinkProgram(cl_context context, cl_uint num_devices
 		goto fail;
 	}
 	for (cl_uint i = 0; i < num_input_programs; i++) {
-		if (!CMX_IS(input_programs[i], CMX_MAGIC_PROGRAM) ||
-		    input_programs[i]->ctx != context) {
+		cl_program ip = input_programs[i];
+
+		if (!CMX_IS(ip, CMX_MAGIC_PROGRAM) || ip->ctx != context) {
 			e = CL_INVALID_PROGRAM;
 			goto fail;
 		}
+		/* A source or IL program links only once compiled (binaries:
+		 * the daemon checks their type). */
+		pthread_mutex_lock(&ip->lock);
+		if ((ip->source || ip->il) &&
+		    ip->binary_type != CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT &&
+		    ip->binary_type != CL_PROGRAM_BINARY_TYPE_LIBRARY)
+			e = CL_INVALID_OPERATION;
+		pthread_mutex_unlock(&ip->lock);
+		if (e)
+			goto fail;
 	}
 	pids = malloc(num_input_programs * sizeof(*pids));
 	opts = dup_options(options);
@@ -825,8 +844,8 @@ cl_program CL_API_CALL cmx_clLinkProgram(cl_context context, cl_uint num_devices
 		e = kinfo_parse(p, out.kernels.ptr, out.kernels.len, &ks, &nks, &blob);
 	cmx_reply_fini(&reply);
 	if (e) {
-		/* A failed native link may still have made a program (for its
-		 * log), which the daemon then holds under our id. */
+		/* The daemon holds our id after every link: the program a
+		 * failed native link made (for its log), or a poisoned id. */
 		struct cmx_ReleaseProgram_in rel = {.program.id = p->id};
 		(void)CMX_SEND(ReleaseProgram, &rel);
 		goto fail;
@@ -1053,6 +1072,19 @@ cl_int CL_API_CALL cmx_clGetProgramBuildInfo(cl_program program, cl_device_id de
 		return CL_INVALID_PROGRAM;
 	if (!CMX_IS(device, CMX_MAGIC_DEVICE) || !cmx_program_has_device(program, device))
 		return CL_INVALID_DEVICE;
+	/* The application's own options: the daemon adds to them (argument
+	 * info, include directories). */
+	if (param_name == CL_PROGRAM_BUILD_OPTIONS) {
+		cl_int e = CL_INVALID_PROGRAM; /* not used: options unset */
+
+		pthread_mutex_lock(&program->lock);
+		if (program->options)
+			e = cmx_info_str(param_value_size, param_value, param_value_size_ret,
+					 program->options);
+		pthread_mutex_unlock(&program->lock);
+		if (e != CL_INVALID_PROGRAM)
+			return e;
+	}
 	in = (struct cmx_GetProgramBuildInfo_in){
 	    .program.id = program->id,
 	    .device.id = device->id,

@@ -3,6 +3,7 @@
 // describes every kernel so the guest creates kernels and checks arguments
 // without a round trip.
 #include "exec.h"
+#include "incdir.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -178,22 +179,27 @@ static int build_work(struct cmx_call *c)
 {
 	struct cmx_BuildProgram_in *in = c->in;
 	struct cmx_BuildProgram_out *out = c->out;
-	const char *given = in->options.len ? in->options.ptr : NULL;
 	const cl_device_id *devs = in->devices.n ? (const cl_device_id *)in->devices.h : NULL;
-	char *opts = with_arg_info(given);
+	char *given = cmx_incdir_options(c->s->id, in->program.id,
+					 in->options.len ? in->options.ptr : NULL);
+	char *opts = given ? with_arg_info(given) : NULL;
 	struct cmx_buf b;
 	cl_int e;
 
-	if (!opts)
+	if (!opts) {
+		free(given);
 		return CL_OUT_OF_HOST_MEMORY;
+	}
 	e = clBuildProgram(in->program.h, (cl_uint)in->devices.n, devs, opts, NULL, NULL);
 	/* NVIDIA's compiler emits PTX that ptxas rejects for a kernel with no
 	 * parameters once -cl-kernel-arg-info is given: build again as the
 	 * application asked, without argument info (the guest then checks
 	 * arguments from what it is given), and so report that build's log. */
-	if (e == CL_BUILD_PROGRAM_FAILURE && strcmp(opts, given ? given : ""))
+	if (e == CL_BUILD_PROGRAM_FAILURE && strcmp(opts, given))
 		e = clBuildProgram(in->program.h, (cl_uint)in->devices.n, devs, given, NULL, NULL);
 	free(opts);
+	free(given);
+	cmx_incdir_drop(c->s->id, in->program.id);
 	clReleaseProgram(in->program.h);
 	if (e)
 		return e;
@@ -223,9 +229,11 @@ static int compile_work(struct cmx_call *c)
 	size_t nh = in->headers.n;
 	const char **names = nh ? calloc(nh, sizeof(*names)) : NULL;
 	const char *p = in->header_names.ptr, *end = p + in->header_names.len;
+	char *opts = cmx_incdir_options(c->s->id, in->program.id,
+					in->options.len ? in->options.ptr : NULL);
 	cl_int e = CL_SUCCESS;
 
-	if (nh && !names)
+	if ((nh && !names) || !opts)
 		e = CL_OUT_OF_HOST_MEMORY;
 	for (size_t i = 0; i < nh && !e; i++) {
 		const char *nul = p < end ? memchr(p, '\0', (size_t)(end - p)) : NULL;
@@ -237,10 +245,12 @@ static int compile_work(struct cmx_call *c)
 	if (!e)
 		e = clCompileProgram(in->program.h, (cl_uint)in->devices.n,
 				     in->devices.n ? (const cl_device_id *)in->devices.h : NULL,
-				     in->options.len ? in->options.ptr : NULL, (cl_uint)nh,
+				     opts, (cl_uint)nh,
 				     nh ? (const cl_program *)in->headers.h : NULL, names, NULL,
 				     NULL);
+	free(opts);
 	free(names);
+	cmx_incdir_drop(c->s->id, in->program.id);
 	clReleaseProgram(in->program.h);
 	return e;
 }
@@ -250,6 +260,43 @@ int cmx_h_CompileProgram(struct cmx_call *c, struct cmx_CompileProgram_in *in,
 {
 	clRetainProgram(in->program.h);
 	return cmx_defer_work(c, compile_work, NULL);
+}
+
+/* Every input is a compiled object or a library for every device the link
+ * is for: a driver may assert on anything else (PoCL 3.1 aborts on a
+ * program whose compile failed), and a guest must not bring down the
+ * daemon. */
+static cl_int link_inputs_check(struct cmx_LinkProgram_in *in)
+{
+	for (uint64_t i = 0; i < in->inputs.n; i++) {
+		cl_program p = in->inputs.h[i];
+		cl_device_id devs[CMX_MAX_DEVICES];
+		size_t n = 0;
+
+		if (in->devices.n) {
+			n = in->devices.n;
+			memcpy(devs, in->devices.h, n * sizeof(*devs));
+		} else if (clGetProgramInfo(p, CL_PROGRAM_DEVICES, sizeof(devs), devs, &n) ==
+			   CL_SUCCESS) {
+			n /= sizeof(*devs);
+		} else {
+			return CL_INVALID_PROGRAM;
+		}
+		for (size_t d = 0; d < n; d++) {
+			cl_program_binary_type t = CL_PROGRAM_BINARY_TYPE_NONE;
+			cl_build_status st = CL_BUILD_NONE;
+
+			clGetProgramBuildInfo(p, devs[d], CL_PROGRAM_BINARY_TYPE, sizeof(t), &t, NULL);
+			clGetProgramBuildInfo(p, devs[d], CL_PROGRAM_BUILD_STATUS, sizeof(st), &st,
+					      NULL);
+			/* A failed compile may keep its binary type (PoCL). */
+			if ((t != CL_PROGRAM_BINARY_TYPE_COMPILED_OBJECT &&
+			     t != CL_PROGRAM_BINARY_TYPE_LIBRARY) ||
+			    st == CL_BUILD_ERROR || st == CL_BUILD_IN_PROGRESS)
+				return CL_INVALID_OPERATION;
+		}
+	}
+	return CL_SUCCESS;
 }
 
 static int link_work(struct cmx_call *c)
@@ -263,6 +310,11 @@ static int link_work(struct cmx_call *c)
 
 	if (!opts)
 		return CL_OUT_OF_HOST_MEMORY;
+	e = link_inputs_check(in);
+	if (e) {
+		free(opts);
+		return e;
+	}
 	p = clLinkProgram(in->context.h, (cl_uint)in->devices.n,
 			  in->devices.n ? (const cl_device_id *)in->devices.h : NULL, opts,
 			  (cl_uint)in->inputs.n, (const cl_program *)in->inputs.h, NULL, NULL, &e);
@@ -293,9 +345,14 @@ static void link_done(struct cmx_call *c, int status)
 	struct cmx_LinkProgram_in *in = c->in;
 	cl_program p = c->result;
 
+	/* The id exists after every link, so the guest's ReleaseProgram is
+	 * always right: the native program (a failed link may make one, for
+	 * its log), or a poisoned id holding the error. */
 	if (p && (c->s->closed ||
 		  cmx_session_add(c->s, in->program.id, CMX_K_PROGRAM, p, in->context.h, 0, NULL)))
 		clReleaseProgram(p);
+	else if (!p && status && !c->s->closed)
+		cmx_session_add(c->s, in->program.id, CMX_K_PROGRAM, NULL, NULL, status, NULL);
 	cmx_call_done(c, status);
 }
 
@@ -303,6 +360,11 @@ int cmx_h_LinkProgram(struct cmx_call *c, struct cmx_LinkProgram_in *in,
 		      struct cmx_LinkProgram_out *out)
 {
 	return cmx_defer_work(c, link_work, link_done);
+}
+
+int cmx_h_IncludeFiles(struct cmx_call *c, struct cmx_IncludeFiles_in *in)
+{
+	return cmx_incdir_write(c->s->id, in->program.id, in->dir, c->bulk, c->bulk_len);
 }
 
 int cmx_h_GetProgramInfo(struct cmx_call *c, struct cmx_GetProgramInfo_in *in,

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Sessions: object ownership, release on disconnect, notifications.
 #include "session.h"
+#include "incdir.h"
 
 #include <CL/cl.h>
 #include <errno.h>
@@ -170,6 +171,7 @@ void cmx_session_close(struct cmx_session *s)
 	/* Blocks that commands in flight still hold keep the mapping. */
 	cmx_area_put(s->area);
 	s->area = NULL;
+	cmx_incdir_drop_session(s->id);
 	cmx_info("session %llu: closed, everything it held released", (unsigned long long)s->id);
 	cmx_session_unref(s);
 }

@@ -44,6 +44,14 @@ void cmx_buf_put_u64(struct cmx_buf *b, uint64_t v)
 		memcpy(p, &v, 8);
 }
 
+void cmx_buf_put(struct cmx_buf *b, const void *src, size_t len)
+{
+	uint8_t *p = reserve(b, len);
+
+	if (p && len)
+		memcpy(p, src, len);
+}
+
 void cmx_buf_put_bytes(struct cmx_buf *b, const void *src, size_t len)
 {
 	size_t padded = (len + 7) & ~(size_t)7;

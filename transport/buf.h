@@ -16,6 +16,8 @@ struct cmx_buf {
 void cmx_buf_init(struct cmx_buf *b);
 void cmx_buf_fini(struct cmx_buf *b);
 void cmx_buf_put_u64(struct cmx_buf *b, uint64_t v);
+/* Raw bytes, no length, no padding (text). */
+void cmx_buf_put(struct cmx_buf *b, const void *p, size_t len);
 /* u64 length, bytes, zero padding to 8. */
 void cmx_buf_put_bytes(struct cmx_buf *b, const void *p, size_t len);
 

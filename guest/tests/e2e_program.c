@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char prog_src[] =
 	"__kernel void add_scalar(__global const float *restrict in,\n"
@@ -677,6 +678,180 @@ START_TEST(test_binaries)
 }
 END_TEST
 
+/* ---- compile, link, include directories, options ---- */
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* A guest directory of headers: top.h includes sub/val.h. */
+static void include_dir_make(char *dir)
+{
+	char sub[256];
+
+	strcpy(dir, "/tmp/e2e-inc-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sub, sizeof(sub), "%s/sub", dir);
+	ck_assert_int_eq(mkdir(sub, 0700), 0);
+	write_file(dir, "e2e_top.h", "#include \"sub/e2e_val.h\"\n#define E2E_TOP (E2E_VAL * 2)\n");
+	write_file(dir, "sub/e2e_val.h", "#define E2E_VAL 21\n");
+	write_file(dir, "notes.txt", "not a header\n");
+}
+
+static void include_dir_remove(const char *dir)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static const char inc_src[] =
+	"#include \"e2e_top.h\"\n"
+	"__kernel void top(__global int *x)\n"
+	"{\n"
+	"	x[get_global_id(0)] = E2E_TOP + E2E_EXTRA;\n"
+	"}\n";
+
+/* Runs kernel `top` of a built program over 4 ints; returns x[3]. */
+static int top_run(struct e2e_plat *p, cl_program prog)
+{
+	cl_kernel k = e2e_kernel_create(p, prog, "top");
+	cl_mem m = e2e_buffer_create(p, CL_MEM_READ_WRITE, 4 * sizeof(int), NULL);
+	size_t n = 4;
+	int x[4] = {0};
+
+	E2E_OK(p, clSetKernelArg(k, 0, sizeof(m), &m));
+	E2E_OK(p, clEnqueueNDRangeKernel(p->queue, k, 1, NULL, &n, NULL, 0, NULL, NULL));
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, m, CL_TRUE, 0, sizeof(x), x, 0, NULL, NULL));
+	clReleaseMemObject(m);
+	clReleaseKernel(k);
+	return x[3];
+}
+
+/* Nothing the daemon wrote for a build is left once it ends. */
+static void no_include_leftovers(void)
+{
+	const char *t = getenv("TMPDIR");
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd), "ls -d '%s'/clmuxd.*/s*/p* >/dev/null 2>&1",
+		 t && *t ? t : "/tmp");
+	ck_assert_msg(system(cmd) != 0, "include files left on the host after the build");
+}
+
+START_TEST(test_include_dir)
+{
+	struct e2e_plat *ps[2] = {&e2e_native, &e2e_virtual};
+	char dir[64], opts[2][256], got[256];
+
+	include_dir_make(dir);
+	/* Both spellings: "-I DIR" and "-IDIR". */
+	snprintf(opts[0], sizeof(opts[0]), "-I %s -DE2E_EXTRA=1", dir);
+	snprintf(opts[1], sizeof(opts[1]), "-DE2E_EXTRA=1 -I%s", dir);
+	for (int i = 0; i < 2; i++)
+		for (int o = 0; o < 2; o++) {
+			struct e2e_plat *p = ps[i];
+			cl_program prog = e2e_program_build(p, inc_src, opts[o]);
+
+			ck_assert_int_eq(top_run(p, prog), 43);
+			/* The application's own options, not what the daemon used. */
+			E2E_OK(p, clGetProgramBuildInfo(prog, p->device, CL_PROGRAM_BUILD_OPTIONS,
+							sizeof(got), got, NULL));
+			ck_assert_str_eq(got, opts[o]);
+			clReleaseProgram(prog);
+		}
+	no_include_leftovers();
+	include_dir_remove(dir);
+}
+END_TEST
+
+/* The daemon adds -cl-kernel-arg-info to its builds: the application
+ * still reads its own options back. */
+START_TEST(test_build_options)
+{
+	static const char opts[] = "-DE2E_SCALE=3 -cl-mad-enable";
+	char nat[128], virt[128];
+	cl_program pn = e2e_program_build(&e2e_native, prog_src, opts);
+	cl_program pv = e2e_program_build(&e2e_virtual, prog_src, opts);
+
+	E2E_OK(&e2e_native, clGetProgramBuildInfo(pn, e2e_native.device, CL_PROGRAM_BUILD_OPTIONS,
+						  sizeof(nat), nat, NULL));
+	E2E_OK(&e2e_virtual, clGetProgramBuildInfo(pv, e2e_virtual.device,
+						   CL_PROGRAM_BUILD_OPTIONS, sizeof(virt), virt,
+						   NULL));
+	ck_assert_str_eq(virt, nat);
+	ck_assert_str_eq(virt, opts);
+	clReleaseProgram(pv);
+	clReleaseProgram(pn);
+}
+END_TEST
+
+/* clCompileProgram with an embedded header and an include directory,
+ * then clLinkProgram; a link of a failed compile fails on both. */
+static int compile_link_run(struct e2e_plat *p, const char *dir, cl_int *bad_link)
+{
+	static const char hdr[] = "#define E2E_EXTRA 5\n";
+	static const char broken[] = "__kernel void b(__global int *x) { x[0] = nope; }\n";
+	const char *srcs[2] = {"#include \"emb/extra.h\"\n", inc_src};
+	const char *hsrc = hdr, *bsrc = broken, *name = "emb/extra.h";
+	char opts[128];
+	cl_int e;
+	cl_program main_p = clCreateProgramWithSource(p->context, 2, srcs, NULL, &e), hp, bp, linked;
+	int v;
+
+	E2E_OK(p, e);
+	hp = clCreateProgramWithSource(p->context, 1, &hsrc, NULL, &e);
+	E2E_OK(p, e);
+	snprintf(opts, sizeof(opts), "-I %s", dir);
+	E2E_OK(p, clCompileProgram(main_p, 1, &p->device, opts, 1, &hp, &name, NULL, NULL));
+	linked = clLinkProgram(p->context, 1, &p->device, NULL, 1, &main_p, NULL, NULL, &e);
+	E2E_OK(p, e);
+	v = top_run(p, linked);
+	clReleaseProgram(linked);
+
+	bp = clCreateProgramWithSource(p->context, 1, &bsrc, NULL, &e);
+	E2E_OK(p, e);
+	ck_assert_int_ne(clCompileProgram(bp, 1, &p->device, NULL, 0, NULL, NULL, NULL, NULL),
+			 CL_SUCCESS);
+	/* PoCL 3.1 aborts the process linking a failed compile: only clmux
+	 * is asked (it refuses, and its daemon checks too). */
+	if (bad_link) {
+		linked = clLinkProgram(p->context, 1, &p->device, NULL, 1, &bp, NULL, NULL,
+				       bad_link);
+		if (linked)
+			clReleaseProgram(linked);
+	}
+	clReleaseProgram(bp);
+	clReleaseProgram(hp);
+	clReleaseProgram(main_p);
+	return v;
+}
+
+START_TEST(test_compile_link)
+{
+	char dir[64];
+	cl_int virt_bad = 0;
+
+	include_dir_make(dir);
+	ck_assert_int_eq(compile_link_run(&e2e_native, dir, NULL), 47);
+	ck_assert_int_eq(compile_link_run(&e2e_virtual, dir, &virt_bad), 47);
+	ck_assert_int_eq(virt_bad, CL_INVALID_OPERATION);
+	/* The session is sound after the failed link. */
+	ck_assert_int_eq(compile_link_run(&e2e_virtual, dir, &virt_bad), 47);
+	no_include_leftovers();
+	include_dir_remove(dir);
+}
+END_TEST
+
 static Suite *program_suite(void)
 {
 	Suite *s = suite_create("e2e_program");
@@ -694,6 +869,12 @@ static Suite *program_suite(void)
 	tcase_add_test(tc, test_arg_mem_object);
 	tcase_add_test(tc, test_arg_value);
 	tcase_add_test(tc, test_unset_arg);
+	suite_add_tcase(s, tc);
+
+	tc = e2e_tcase("compile");
+	tcase_add_test(tc, test_include_dir);
+	tcase_add_test(tc, test_build_options);
+	tcase_add_test(tc, test_compile_link);
 	suite_add_tcase(s, tc);
 
 	tc = e2e_tcase("info");

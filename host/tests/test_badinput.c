@@ -16,6 +16,7 @@
 
 #include "../../guest/tests/e2e.h"
 #include "addr.h"
+#include "buf.h"
 #include "proto.gen.h"
 
 #define CMX_TOKEN_MAX_TEST 256
@@ -390,6 +391,64 @@ START_TEST(lying_images)
 }
 END_TEST
 
+/* Programs from a lying guest: include files whose names climb out of
+ * their directory or are absolute (refused, nothing written outside), and
+ * a link of a program whose compile failed (refused before the driver,
+ * which may abort on it; the link's id still exists, so its release is no
+ * error). */
+START_TEST(lying_programs)
+{
+	struct client c;
+	uint64_t devs[1] = { 1 }, prog_ids[1] = { 0x10301 }, o0, b0;
+	static const char src[] = "__kernel void b(__global int *x) { x[0] = nope; }";
+	struct cmx_CreateContext_in ctx = { .context = { 0x10300 }, .devices = { devs, 1 } };
+	struct cmx_CreateProgramWithSource_in ps = { .program = { 0x10301 }, .context = { 0x10300 },
+						     .source = { src, sizeof(src) - 1 } };
+	struct cmx_CompileProgram_in comp = { .program = { 0x10301 }, .devices = { devs, 1 } };
+	struct cmx_CompileProgram_out cout;
+	struct cmx_LinkProgram_in link = { .program = { 0x10302 }, .context = { 0x10300 },
+					   .devices = { devs, 1 }, .inputs = { prog_ids, 1 } };
+	struct cmx_LinkProgram_out lout;
+	struct cmx_ReleaseProgram_in rel = { .program = { 0x10302 } };
+	struct cmx_GetStats_in sin = { 0 };
+	struct cmx_GetStats_out sout;
+	static const char *const bad[] = { "../escaped.h", "/tmp/e2e-escaped.h", "a/../../b.h",
+					   "a//b.h", "./a.h", "a/" };
+	uint8_t *keep;
+
+	daemon_counts(&o0, &b0);
+	hello(&c);
+	send_msg(&c, &cmx_desc_CreateContext_in, &ctx, 0, NULL, 0);
+	send_msg(&c, &cmx_desc_CreateProgramWithSource_in, &ps, 0, NULL, 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
+		struct cmx_IncludeFiles_in inc = { .program = { 0x10301 }, .dir = 0 };
+		struct cmx_buf b;
+
+		cmx_buf_init(&b);
+		cmx_buf_put_bytes(&b, bad[i], strlen(bad[i]));
+		cmx_buf_put_bytes(&b, "#error\n", 7);
+		send_msg(&c, &cmx_desc_IncludeFiles_in, &inc, 0, b.data, b.len);
+		cmx_buf_fini(&b);
+	}
+	send_msg(&c, &cmx_desc_CompileProgram_in, &comp, 1, NULL, 0);
+	ck_assert_int_ne(recv_reply(&c, &cmx_desc_CompileProgram_out, &cout, NULL), CL_SUCCESS);
+	send_msg(&c, &cmx_desc_LinkProgram_in, &link, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_LinkProgram_out, &lout, NULL), CL_INVALID_OPERATION);
+	send_msg(&c, &cmx_desc_ReleaseProgram_in, &rel, 0, NULL, 0);
+	send_msg(&c, &cmx_desc_GetStats_in, &sin, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_GetStats_out, &sout, &keep), 0);
+	/* Every lying IncludeFiles failed; the release did not. */
+	ck_assert_uint_eq(sout.counters.v[5], sizeof(bad) / sizeof(*bad));
+	free(keep);
+	ck_assert_int_ne(access("/tmp/e2e-escaped.h", F_OK), 0);
+	ck_assert_int_ne(system("ls /tmp/clmuxd.*/escaped.h /tmp/clmuxd.*/s*/escaped.h "
+				"/tmp/clmuxd.*/s*/p*/escaped.h /tmp/clmuxd.*/*/b.h >/dev/null 2>&1"),
+			 0);
+	close(c.fd);
+	counts_return(o0, b0);
+}
+END_TEST
+
 /* With tokens (CMX_E2E_TRANSPORT=tcp): what comes before Auth, and wrong or
  * missing tokens, is refused on that connection alone. */
 START_TEST(token_refused)
@@ -497,6 +556,7 @@ int main(void)
 	tcase_add_test(tc, forged_ids);
 	tcase_add_test(tc, killed_mid_transfer);
 	tcase_add_test(tc, lying_images);
+	tcase_add_test(tc, lying_programs);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("tokens");

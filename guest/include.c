@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: MIT
+// "-I DIR" in build options names a directory of the guest: its header files
+// travel to the daemon (IncludeFiles) and the option names them there.
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "buf.h"
+#include "icd.h"
+#include "log.h"
+
+/* What one directory may bring (docs/compatibility.md). */
+#define INC_MAX_DIRS 64
+#define INC_MAX_FILES 4096
+#define INC_MAX_FILE (1u << 20)
+#define INC_MAX_TOTAL (16u << 20)
+#define INC_MAX_DEPTH 8
+#define INC_MAX_NAME 1024
+
+struct walk {
+	struct cmx_buf b;
+	size_t files, total;
+	int truncated;
+};
+
+/* Files a kernel may include: headers and OpenCL C sources. */
+static int header_like(const char *name)
+{
+	static const char *const ext[] = {".h", ".hpp", ".hh", ".hxx", ".cl", ".clh", ".inc",
+					  ".def"};
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < sizeof(ext) / sizeof(*ext); i++) {
+		size_t k = strlen(ext[i]);
+		if (n > k && !strcmp(name + n - k, ext[i]))
+			return 1;
+	}
+	return 0;
+}
+
+static void file_add(struct walk *w, const char *path, const char *rel, size_t size)
+{
+	FILE *f;
+	char *data;
+
+	if (w->files >= INC_MAX_FILES || size > INC_MAX_FILE || w->total + size > INC_MAX_TOTAL ||
+	    strlen(rel) > INC_MAX_NAME) {
+		w->truncated = 1;
+		return;
+	}
+	f = fopen(path, "rbe");
+	data = malloc(size ? size : 1);
+	if (f && data && fread(data, 1, size, f) == size) {
+		cmx_buf_put_bytes(&w->b, rel, strlen(rel));
+		cmx_buf_put_bytes(&w->b, data, size);
+		w->files++;
+		w->total += size;
+	}
+	free(data);
+	if (f)
+		fclose(f);
+}
+
+static void dir_walk(struct walk *w, const char *dir, const char *rel, int depth)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char path[4096], sub[INC_MAX_NAME + 256];
+		struct stat st;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path) ||
+		    snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", de->d_name) >=
+			(int)sizeof(sub) ||
+		    stat(path, &st))
+			continue;
+		if (S_ISDIR(st.st_mode) && depth < INC_MAX_DEPTH)
+			dir_walk(w, path, sub, depth + 1);
+		else if (S_ISREG(st.st_mode) && header_like(de->d_name))
+			file_add(w, path, sub, (size_t)st.st_size);
+	}
+	closedir(d);
+}
+
+/* One token of the options: [*s, end), and its text unquoted into out. */
+static const char *token(const char *s, char *out, size_t outsz)
+{
+	size_t n = 0;
+	int quoted = 0;
+
+	for (; *s && (quoted || (*s != ' ' && *s != '\t' && *s != '\n')); s++) {
+		if (*s == '"') {
+			quoted = !quoted;
+			continue;
+		}
+		if (*s == '\\' && s[1])
+			s++;
+		if (n + 1 < outsz)
+			out[n++] = *s;
+	}
+	out[n] = '\0';
+	return s;
+}
+
+/* Ships directory k's headers for program p. */
+static cl_int dir_send(cl_program p, unsigned k, const char *dir)
+{
+	struct cmx_IncludeFiles_in in = {.program = {p->id}, .dir = k};
+	struct walk w = {0};
+	cl_int e;
+
+	cmx_buf_init(&w.b);
+	dir_walk(&w, dir, "", 0);
+	if (w.truncated)
+		cmx_warn("-I %s: more headers than clmux ships (%u files of at most %u bytes, %u in "
+			 "all); some are left out",
+			 dir, INC_MAX_FILES, INC_MAX_FILE, INC_MAX_TOTAL);
+	e = w.b.oom ? CL_OUT_OF_HOST_MEMORY : CMX_SEND(IncludeFiles, &in, w.b.data, w.b.len);
+	cmx_buf_fini(&w.b);
+	return e;
+}
+
+cl_int cmx_include_prepare(cl_program p, const char *opts, char **wire)
+{
+	struct cmx_buf out;
+	unsigned k = 0;
+	const char *s = opts;
+	char path[4096];
+	cl_int e = CL_SUCCESS;
+
+	cmx_buf_init(&out);
+	while (*s && !e) {
+		const char *start = s, *end;
+
+		if (*s == ' ' || *s == '\t' || *s == '\n') {
+			cmx_buf_put(&out, s++, 1);
+			continue;
+		}
+		end = token(s, path, sizeof(path));
+		if (strncmp(start, "-I", 2)) {
+			cmx_buf_put(&out, start, (size_t)(end - start));
+			s = end;
+			continue;
+		}
+		if (end - start == 2) {
+			/* "-I DIR": the directory is the next token. */
+			while (*end == ' ' || *end == '\t' || *end == '\n')
+				end++;
+			if (!*end) {
+				cmx_buf_put(&out, start, 2);
+				s = end;
+				continue;
+			}
+			end = token(end, path, sizeof(path));
+		} else {
+			memmove(path, path + 2, strlen(path + 2) + 1);
+		}
+		/* Every -I names a guest directory: even one the guest lacks
+		 * becomes an empty one, never a path of the host. */
+		if (k >= INC_MAX_DIRS) {
+			e = CL_INVALID_BUILD_OPTIONS;
+			break;
+		}
+		{
+			char t[48];
+			snprintf(t, sizeof(t), "-I cmx-include:%u", k);
+			cmx_buf_put(&out, t, strlen(t));
+		}
+		e = dir_send(p, k++, path);
+		s = end;
+	}
+	cmx_buf_put(&out, "", 1);
+	if (!e && out.oom)
+		e = CL_OUT_OF_HOST_MEMORY;
+	if (e) {
+		cmx_buf_fini(&out);
+		return e;
+	}
+	*wire = (char *)out.data;
+	return CL_SUCCESS;
+}
