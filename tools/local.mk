@@ -5,6 +5,10 @@ tools_clmux_sample_SOURCES = tools/sample.c
 tools_clmux_sample_LDADD = $(OPENCL_LIBS)
 tools_clmux_bench_SOURCES = tools/bench.c
 tools_clmux_bench_LDADD = $(OPENCL_LIBS) -lm
+# Head-of-line blocking between clients (docs/performance.md); not a test.
+bin_PROGRAMS += tools/clmux-hol-bench
+tools_clmux_hol_bench_SOURCES = tools/hol-bench.c
+tools_clmux_hol_bench_LDADD = $(OPENCL_LIBS)
 
 TESTS += tools/tests/test_cmxgen.sh tools/compat-clinfo.sh tools/compat-pyopencl.sh \
 	tools/tests/transports.sh
