@@ -24,6 +24,11 @@
 #include "staging.h"
 
 #define RX_INITIAL (256u << 10)
+/* Most bytes of a payload one recv may take. A stream recv copies for as
+ * long as the sender keeps the socket fed, and it runs inside the loop's
+ * submit: unbounded, one 1 GiB write held every other client's calls for
+ * hundreds of milliseconds (tools/hol-bench.c). */
+#define RX_BULK_STEP (1u << 20)
 /* Output a peer may leave unread before it is taken for dead: a guest that
  * stops reading must not make the daemon hold its replies without bound. */
 #define TX_LIMIT (4ull << 30)
@@ -95,9 +100,11 @@ static void rx_arm(struct cmx_conn *c)
 	if (c->dead || c->mover)
 		return;
 	sqe = cmx_loop_sqe(c->srv->loop, &c->rx_io);
-	if (c->in_bulk)
+	if (c->in_bulk) {
+		uint64_t left = c->bulk_hdr.bulk - c->bulk_got;
 		io_uring_prep_recv(sqe, c->fd, c->bulk_buf + c->bulk_got,
-				   c->bulk_hdr.bulk - c->bulk_got, 0);
+				   left < RX_BULK_STEP ? (size_t)left : RX_BULK_STEP, 0);
+	}
 	else
 		io_uring_prep_recv(sqe, c->fd, c->rx + c->rx_len, c->rx_cap - c->rx_len, 0);
 	c->refs++;

@@ -2,6 +2,7 @@
 // Listening sockets: options of each --listen form, accepting on the loop.
 #include "listener.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,14 @@ int cmx_listener_init(struct cmx_listener *l, const char *spec, char *err, size_
 	if (l->addr.type == CMX_ADDR_VSOCK && l->addr.cid != CMX_VSOCK_CID_ANY) {
 		snprintf(err, errlen, "listen on vsock:PORT (any CID), not a CID and a port");
 		return -EINVAL;
+	}
+	if (l->addr.type == CMX_ADDR_TCP) {
+		struct in6_addr ip;
+		if (inet_pton(AF_INET, l->addr.host, &ip) != 1 &&
+		    inet_pton(AF_INET6, l->addr.host, &ip) != 1) {
+			snprintf(err, errlen, "listen on an IPv4 or IPv6 address, not a name");
+			return -EINVAL;
+		}
 	}
 	if (!cmx_addr_opt(&l->addr, "cid", val, sizeof(val))) {
 		char *end;

@@ -8,6 +8,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -144,20 +145,60 @@ void cmx_loop_stop(struct cmx_loop *l)
 	l->running = 0;
 }
 
+static double ms_since(const struct timespec *a, clockid_t clock)
+{
+	struct timespec b;
+
+	clock_gettime(clock, &b);
+	return (double)(b.tv_sec - a->tv_sec) * 1e3 + (double)(b.tv_nsec - a->tv_nsec) / 1e6;
+}
+
+/* With CLMUX_LOG=debug: every completion handler that holds the loop for
+ * more than STALL_MS, with the CPU time it used (a long wall time with
+ * little CPU is the thread waiting or preempted, not working). */
+#define STALL_MS 2.0
+
+static void run_timed(struct cmx_io *io, int res, unsigned flags)
+{
+	struct timespec wall, cpu;
+	double ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &wall);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+	io->cb(io, res, flags);
+	ms = ms_since(&wall, CLOCK_MONOTONIC);
+	if (ms > STALL_MS)
+		cmx_dbg("loop: a completion (result %d) took %.1f ms, %.1f ms of CPU", res, ms,
+			ms_since(&cpu, CLOCK_THREAD_CPUTIME_ID));
+}
+
 int cmx_loop_run(struct cmx_loop *l)
 {
+	int timed = cmx_log_enabled(CMX_LOG_DEBUG);
+
 	l->running = 1;
 	while (l->running) {
 		struct io_uring_cqe *cqe;
 		unsigned head, n = 0;
-		int e = io_uring_submit_and_wait(&l->ring, 1);
+		struct timespec cpu;
+		int e;
+
+		/* Waiting costs no CPU; receiving inline in the submit does. */
+		if (timed)
+			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+		e = io_uring_submit_and_wait(&l->ring, 1);
+		if (timed && ms_since(&cpu, CLOCK_THREAD_CPUTIME_ID) > STALL_MS)
+			cmx_dbg("loop: the submit used %.1f ms of CPU",
+				ms_since(&cpu, CLOCK_THREAD_CPUTIME_ID));
 
 		if (e < 0 && e != -EINTR && e != -EAGAIN && e != -EBUSY)
 			return e;
 		io_uring_for_each_cqe(&l->ring, head, cqe) {
 			struct cmx_io *io = io_uring_cqe_get_data(cqe);
 			n++;
-			if (io)
+			if (io && timed)
+				run_timed(io, cqe->res, cqe->flags);
+			else if (io)
 				io->cb(io, cqe->res, cqe->flags);
 		}
 		io_uring_cq_advance(&l->ring, n);

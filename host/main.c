@@ -13,6 +13,7 @@
 #include "conn.h"
 #include "executor.h"
 #include "listener.h"
+#include "reaper.h"
 #include "log.h"
 #include "server.h"
 #include "session.h"
@@ -33,7 +34,7 @@ static struct __kernel_timespec tick = { .tv_nsec = 20 * 1000 * 1000 };
 /* While draining: exit once no session and no job is left. */
 static void tick_done(struct cmx_io *io, int res, unsigned flags)
 {
-	if (!cmx_srv->nsessions && !cmx_executor_busy(cmx_srv->exec)) {
+	if (!cmx_srv->nsessions && !cmx_executor_busy(cmx_srv->exec) && !cmx_reap_busy()) {
 		cmx_loop_stop(cmx_srv->loop);
 		return;
 	}

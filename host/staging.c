@@ -7,18 +7,65 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+
+#include "reaper.h"
 
 #include "area.h"
 
 #define KEEP_MIN (1u << 20)	  /* smaller ones: plain malloc/free */
 #define KEEP_TOTAL (512ull << 20) /* cached bytes, all buffers together */
 #define KEEP_COUNT 8
+/* Unmapped this much at a time: munmap holds the process's mmap lock, which
+ * the loop needs to map the next buffer. */
+#define UNMAP_STEP (4ull << 20)
 
 struct staging {
 	uint64_t cap;
-	uint64_t pad; /* keeps the payload 16-byte aligned */
+	uint64_t mapped; /* bytes mapped by buf_alloc() itself (large buffers), else 0 */
 	unsigned char data[];
 };
+
+/* Large buffers are mapped here, not by malloc, so that the reaper thread
+ * can give them back a piece at a time (see UNMAP_STEP). */
+static struct staging *buf_alloc(uint64_t size)
+{
+	struct staging *s;
+	uint64_t len = sizeof(*s) + (size ? size : 1);
+
+	if (size < CMX_REAP_MIN) {
+		s = malloc(len);
+		if (s)
+			s->mapped = 0;
+	} else {
+		s = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (s == MAP_FAILED)
+			return NULL;
+		s->mapped = len;
+	}
+	if (s)
+		s->cap = size;
+	return s;
+}
+
+static void buf_unmap(void *arg)
+{
+	struct staging *s = arg;
+	uint64_t len = s->mapped;
+
+	for (uint64_t off = 0; off < len; off += UNMAP_STEP)
+		munmap((char *)s + off, len - off < UNMAP_STEP ? len - off : UNMAP_STEP);
+}
+
+static void buf_free(struct staging *s)
+{
+	if (!s)
+		return;
+	if (!s->mapped)
+		free(s);
+	else
+		cmx_reap(buf_unmap, s);
+}
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct staging *cache[KEEP_COUNT];
@@ -46,11 +93,8 @@ void *cmx_staging_get(uint64_t size)
 		if (best)
 			return best->data;
 	}
-	best = malloc(sizeof(*best) + (size ? size : 1));
-	if (!best)
-		return NULL;
-	best->cap = size;
-	return best->data;
+	best = buf_alloc(size);
+	return best ? best->data : NULL;
 }
 
 void cmx_staging_put(void *p)
@@ -87,6 +131,6 @@ void cmx_staging_put(void *p)
 		}
 		pthread_mutex_unlock(&lock);
 	}
-	free(s);
-	free(evict);
+	buf_free(s);
+	buf_free(evict);
 }

@@ -5,6 +5,10 @@ tools_clmux_sample_SOURCES = tools/sample.c
 tools_clmux_sample_LDADD = $(OPENCL_LIBS)
 tools_clmux_bench_SOURCES = tools/bench.c
 tools_clmux_bench_LDADD = $(OPENCL_LIBS) -lm
+# Head-of-line blocking between clients (docs/performance.md); not a test.
+bin_PROGRAMS += tools/clmux-hol-bench
+tools_clmux_hol_bench_SOURCES = tools/hol-bench.c
+tools_clmux_hol_bench_LDADD = $(OPENCL_LIBS)
 
 TESTS += tools/tests/test_cmxgen.sh tools/compat-clinfo.sh tools/compat-pyopencl.sh \
 	tools/tests/transports.sh
@@ -14,7 +18,7 @@ EXTRA_DIST += tools/tests/test_cmxgen.sh tools/tests/golden.schema \
 	tools/tests/golden/handlers.gen.c.expected tools/demo tools/check tools/setup.sh \
 	tools/compat-clinfo.sh tools/compat-pyopencl.sh tools/tests/compat_pyopencl.py \
 	tools/tests/compat-env.sh tools/tests/transports.sh \
-	tools/gpu-bundle tools/gpu-check
+	tools/gpu-bundle tools/gpu-check tools/transport-bench
 
 # What every test sees: the build tree's vendors directory (clmux and the
 # native ICDs), the daemon to start, and failure instead of skip when the

@@ -448,6 +448,11 @@ START_TEST(lying_programs)
 	counts_return(o0, b0);
 }
 END_TEST
+static void expect_closed(int fd)
+{
+	ck_assert(closed_by_daemon(fd));
+	close(fd);
+}
 
 /* With tokens (CMX_E2E_TRANSPORT=tcp): what comes before Auth, and wrong or
  * missing tokens, is refused on that connection alone. */
@@ -471,40 +476,33 @@ START_TEST(token_refused)
 	wrong[0] = wrong[0] == 'x' ? 'y' : 'x';
 	c.fd = dial_raw();
 	ck_assert_int_eq(auth(c.fd, wrong), CL_INVALID_VALUE);
-	ck_assert(closed_by_daemon(c.fd));
-	close(c.fd);
+	expect_closed(c.fd);
 	/* No token at all. */
 	c.fd = dial_raw();
 	ck_assert_int_eq(auth(c.fd, ""), CL_INVALID_VALUE);
-	ck_assert(closed_by_daemon(c.fd));
-	close(c.fd);
+	expect_closed(c.fd);
 	ping_ok(&other);
 	/* Hello without Auth; malformed first bytes; an Auth larger than a
 	 * token could be, or with a payload: closed, nothing allocated. */
 	c.fd = dial_raw();
 	c.seq = 0;
 	send_msg(&c, &cmx_desc_Hello_in, &hi, 1, NULL, 0);
-	ck_assert(closed_by_daemon(c.fd));
-	close(c.fd);
+	expect_closed(c.fd);
 	c.fd = dial_raw();
 	send_raw(c.fd, garbage, sizeof(garbage));
-	ck_assert(closed_by_daemon(c.fd));
-	close(c.fd);
+	expect_closed(c.fd);
 	c.fd = dial_raw();
 	send_raw(c.fd, &big, CMX_HDR_SIZE);
-	ck_assert(closed_by_daemon(c.fd));
-	close(c.fd);
+	expect_closed(c.fd);
 	c.fd = dial_raw();
 	send_raw(c.fd, &paid, CMX_HDR_SIZE);
-	ck_assert(closed_by_daemon(c.fd));
-	close(c.fd);
+	expect_closed(c.fd);
 	/* Authenticated, then Auth again: a protocol error. */
 	c.fd = dial();
 	c.seq = 1;
 	send_msg(&c, &cmx_desc_Auth_in, &(struct cmx_Auth_in){ .token = { token, strlen(token) } },
 		 1, NULL, 0);
-	ck_assert(closed_by_daemon(c.fd));
-	close(c.fd);
+	expect_closed(c.fd);
 	ping_ok(&other);
 	close(other.fd);
 	counts_return(o0, b0);
@@ -531,8 +529,7 @@ START_TEST(token_flood)
 			      "attempt %d: status %d", i, st);
 		checked += st == CL_INVALID_VALUE;
 		limited += st == CL_OUT_OF_RESOURCES;
-		ck_assert(closed_by_daemon(fd));
-		close(fd);
+		expect_closed(fd);
 	}
 	ck_assert_msg(limited, "40 wrong tokens, none refused unchecked");
 	ck_assert_int_le(checked, 5); /* CMX_AUTH_BURST, earlier failures included */

@@ -24,6 +24,20 @@ run() { # TRANSPORT PROGRAM
 	fi
 }
 
+# Listen addresses the daemon must refuse, with one line, before it starts.
+(umask 022 && echo "t1 0123456789abcdef0123" >"$tmp/open-tokens")
+(umask 077 && echo "t1 0123456789abcdef0123" >"$tmp/ok-tokens")
+for bad in "tcp:127.0.0.1:1" "tcp:127.0.0.1:1,tokens=$tmp/open-tokens" "tcp:localhost:1,tokens=$tmp/ok-tokens" \
+	"tcp:[::1:1" "vsock:2:7447" "vsock:x" "vsock-uds:$tmp/v,cid=2" "unix:$tmp/s,bogus=1" "udp:1"; do
+	if "$clmuxd" --listen "$bad" >"$tmp/out" 2>&1 || [ "$(wc -l <"$tmp/out")" != 1 ]; then
+		echo "FAIL: --listen $bad was not refused with one line:"
+		cat "$tmp/out"
+		fail=1
+	else
+		echo "PASS: --listen $bad: $(cat "$tmp/out")"
+	fi
+done
+
 for t in tcp vsock-uds; do
 	for p in guest/tests/e2e_memory guest/tests/e2e_multi guest/tests/e2e_events \
 		host/tests/test_badinput; do
