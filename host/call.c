@@ -15,6 +15,7 @@
 #include "proto.gen.h"
 #include "server.h"
 #include "session.h"
+#include "shm.h"
 #include "staging.h"
 
 #define CMX_POISONED 2 /* internal: the id names a poisoned object */
@@ -29,7 +30,7 @@ static const int32_t kind_error[CMX_K_COUNT] = {
 
 static void reply(struct cmx_session *s, uint32_t seq, int32_t status,
 		  const struct cmx_msgdesc *d, const void *out, void *bulk, uint64_t bulk_len,
-		  void (*free_fn)(void *), int fd)
+		  void (*free_fn)(void *), const int *fds)
 {
 	size_t size = 8 + (d && out ? cmx_codec_size(d, out) : 0);
 	uint8_t stack[512], *args = size <= sizeof(stack) ? stack : malloc(size);
@@ -40,8 +41,9 @@ static void reply(struct cmx_session *s, uint32_t seq, int32_t status,
 	if (!args || !s->conn) {
 		if (free_fn)
 			free_fn(bulk);
-		if (fd >= 0)
-			close(fd);
+		for (int i = 0; fds && i < CMX_CALL_FDS; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
 		if (args != stack)
 			free(args);
 		return;
@@ -51,7 +53,7 @@ static void reply(struct cmx_session *s, uint32_t seq, int32_t status,
 		cmx_codec_encode(d, out, args + 8);
 	if (bulk_len)
 		cmx_area_mark(s->area, &h, bulk);
-	cmx_conn_send_fd(s->conn, &h, args, bulk, free_fn, fd);
+	cmx_conn_send_fd(s->conn, &h, args, bulk, free_fn, fds);
 	if (args != stack)
 		free(args);
 }
@@ -76,7 +78,7 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 		c->sess = s;
 		out.session = s->id;
 		out.token = s->token;
-		reply(s, h->seq, CL_SUCCESS, &cmx_desc_Hello_out, &out, NULL, 0, NULL, -1);
+		reply(s, h->seq, CL_SUCCESS, &cmx_desc_Hello_out, &out, NULL, 0, NULL, NULL);
 		cmx_info("session %llu: connected", (unsigned long long)s->id);
 		return 0;
 	}
@@ -86,6 +88,9 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 	c->role = CMX_ROLE_NOTIFY;
 	c->sess = s;
 	s->nconn = c;
+	/* shm: notifications go to their ring after this reply. */
+	if (s->shm)
+		c->tx_ring_next = &s->shm->ntf;
 	cmx_session_ref(s);
 	out.session = s->id;
 	/* The reply goes out on this channel, not the call channel. */
@@ -227,7 +232,7 @@ void cmx_call_done(struct cmx_call *c, int status)
 		if (!s->closed) {
 			reply(s, c->seq, status, c->oi->out, c->out, c->rbulk,
 			      status == CL_SUCCESS ? c->rbulk_len : 0, c->rbulk_free, c->rfd);
-			c->rfd = -1;
+			c->rfd[0] = c->rfd[1] = -1;
 		} else if (c->rbulk_free) {
 			c->rbulk_free(c->rbulk);
 		}
@@ -244,8 +249,9 @@ void cmx_call_done(struct cmx_call *c, int status)
 	}
 	cmx_staging_put(c->bulk);
 	cmx_staging_put(c->area_out);
-	if (c->rfd >= 0)
-		close(c->rfd);
+	for (int i = 0; i < CMX_CALL_FDS; i++)
+		if (c->rfd[i] >= 0)
+			close(c->rfd[i]);
 	free(c->handles);
 	free(c->scratch);
 	free(c);
@@ -286,7 +292,7 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 	c->seq = h->seq;
 	c->bulk = bulk;
 	c->bulk_len = h->bulk;
-	c->rfd = -1;
+	c->rfd[0] = c->rfd[1] = -1;
 	if ((h->flags & CMX_HDR_AREA) && !(oi->flags & CMX_OPF_BULK_IN)) {
 		/* Not a payload: the room the guest gave for a read's data. */
 		c->area_out = bulk;

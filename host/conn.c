@@ -16,6 +16,7 @@
 #include "frame.h"
 #include "log.h"
 #include "proto.gen.h"
+#include "ring.h"
 #include "server.h"
 #include "session.h"
 #include "staging.h"
@@ -32,9 +33,17 @@ struct seg {
 	size_t len, off;
 	void (*free_fn)(void *);
 	void *free_arg;
-	int fd; /* passed with the segment's first byte (SCM_RIGHTS), or -1 */
+	int fd[2]; /* passed with the segment's first byte (SCM_RIGHTS), or -1 */
 	uint8_t data[]; /* owned bytes, when ptr == data */
 };
+
+static void seg_close_fds(struct seg *s)
+{
+	for (int i = 0; i < 2; i++)
+		if (s->fd[i] >= 0)
+			close(s->fd[i]);
+	s->fd[0] = s->fd[1] = -1;
+}
 
 static void conn_put(struct cmx_conn *c)
 {
@@ -45,8 +54,7 @@ static void conn_put(struct cmx_conn *c)
 		c->tx_head = s->next;
 		if (s->free_fn)
 			s->free_fn(s->free_arg);
-		if (s->fd >= 0)
-			close(s->fd);
+		seg_close_fds(s);
 		free(s);
 	}
 	cmx_staging_put(c->bulk_buf);
@@ -88,7 +96,10 @@ static void rx_arm(struct cmx_conn *c)
 	if (c->dead)
 		return;
 	sqe = cmx_loop_sqe(c->srv->loop, &c->rx_io);
-	if (c->in_bulk)
+	if (c->rx_ring || c->tx_ring || c->tx_ring_next)
+		/* shm: the socket only tells that the guest lives. */
+		io_uring_prep_recv(sqe, c->fd, c->probe, sizeof(c->probe), 0);
+	else if (c->in_bulk)
 		io_uring_prep_recv(sqe, c->fd, c->bulk_buf + c->bulk_got,
 				   c->bulk_hdr.bulk - c->bulk_got, 0);
 	else
@@ -207,17 +218,12 @@ static int rx_parse(struct cmx_conn *c)
 	return 0;
 }
 
-static void rx_done(struct cmx_io *io, int res, unsigned flags)
+/* Takes in res bytes that arrived where rx_dst() pointed, and acts on
+ * every complete message. 0, or -errno to end the connection. */
+static int rx_feed(struct cmx_conn *c, size_t res)
 {
-	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, rx_io));
 	int e = 0;
 
-	if (c->dead)
-		goto out;
-	if (res <= 0) {
-		cmx_conn_kill(c, res == 0 ? "peer closed" : strerror(-res));
-		goto out;
-	}
 	if (c->sess)
 		c->sess->recvs++;
 	if (c->in_bulk) {
@@ -234,15 +240,77 @@ static void rx_done(struct cmx_io *io, int res, unsigned flags)
 	}
 	if (!e && !c->in_bulk)
 		e = rx_parse(c);
+	return e;
+}
+
+static void rx_bad(struct cmx_conn *c, int e)
+{
+	cmx_warn("session %llu: bad message: %s", c->sess ? (unsigned long long)c->sess->id : 0ull,
+		 strerror(-e));
+	cmx_conn_kill(c, NULL);
+}
+
+static void rx_done(struct cmx_io *io, int res, unsigned flags)
+{
+	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, rx_io));
+	int e;
+
+	if (c->dead)
+		goto out;
+	if (res <= 0) {
+		cmx_conn_kill(c, res == 0 ? "peer closed" : strerror(-res));
+		goto out;
+	}
+	if (c->rx_ring || c->tx_ring || c->tx_ring_next) {
+		cmx_conn_kill(c, "data on the socket of a shm session");
+		goto out;
+	}
+	e = rx_feed(c, (size_t)res);
 	if (e) {
-		cmx_warn("session %llu: bad message: %s", c->sess ? (unsigned long long)c->sess->id : 0ull,
-			 strerror(-e));
-		cmx_conn_kill(c, NULL);
+		rx_bad(c, e);
 		goto out;
 	}
 	rx_arm(c);
 out:
 	conn_put(c);
+}
+
+long cmx_conn_ring_input(struct cmx_conn *c)
+{
+	long total = 0, n;
+
+	if (c->dead || !c->rx_ring)
+		return 0;
+	c->refs++; /* a handler may end the connection under us */
+	while (!c->dead && (n = cmx_ring_readable(c->rx_ring)) != 0) {
+		size_t room, got;
+		uint8_t *dst;
+		int e;
+
+		if (n < 0) {
+			cmx_conn_kill(c, "impossible command ring head");
+			break;
+		}
+		if (c->in_bulk) {
+			dst = c->bulk_buf + c->bulk_got;
+			room = c->bulk_hdr.bulk - c->bulk_got;
+		} else {
+			dst = c->rx + c->rx_len;
+			room = c->rx_cap - c->rx_len;
+		}
+		got = cmx_ring_read(c->rx_ring, dst, room);
+		/* Our copy is taken: the guest may reuse the bytes. */
+		if (cmx_ring_consume(c->rx_ring))
+			cmx_ring_futex_wake(&c->rx_ring->ctl->tail);
+		total += (long)got;
+		e = rx_feed(c, got);
+		if (e) {
+			rx_bad(c, e);
+			break;
+		}
+	}
+	conn_put(c);
+	return total;
 }
 
 static void tx_kick(struct cmx_conn *c);
@@ -255,11 +323,8 @@ static void tx_done(struct cmx_io *io, int res, unsigned flags)
 	c->tx_busy = 0;
 	if (res < 0 && !c->dead)
 		cmx_conn_kill(c, strerror(-res));
-	if (n && c->tx_head && c->tx_head->fd >= 0) {
-		/* Sent with the segment's first byte; the peer has its copy. */
-		close(c->tx_head->fd);
-		c->tx_head->fd = -1;
-	}
+	if (n && c->tx_head)
+		seg_close_fds(c->tx_head); /* sent with its first byte */
 	while (n && c->tx_head) {
 		struct seg *s = c->tx_head;
 		size_t left = s->len - s->off;
@@ -277,32 +342,84 @@ static void tx_done(struct cmx_io *io, int res, unsigned flags)
 		free(s);
 	}
 	if (!c->dead)
-		tx_kick(c);
+		tx_kick(c); /* also makes a pending switch to the ring */
 	conn_put(c);
 }
 
 /* Starts a gathered write of everything queued, one at a time per connection. */
+/* shm: copies queued output into the ring, publishing per segment (so a
+ * spinning guest sees each message as soon as it is there), until the
+ * ring is full; the guest's doorbell brings us back then. */
+static void tx_ring(struct cmx_conn *c)
+{
+	struct cmx_ring *r = c->tx_ring;
+	int bell = 0;
+
+	while (c->tx_head && !c->dead) {
+		struct seg *s = c->tx_head;
+		long w = cmx_ring_write(r, (char *)s->ptr + s->off, s->len - s->off);
+
+		if (w < 0) {
+			cmx_conn_kill(c, "impossible ring tail");
+			return;
+		}
+		s->off += (size_t)w;
+		bell |= cmx_ring_publish(r);
+		if (s->off < s->len) {
+			/* Full: sleep unless room appeared meanwhile. */
+			if (cmx_ring_sleep_producer(r, 1))
+				break;
+			continue;
+		}
+		c->tx_bytes_queued -= s->len;
+		c->tx_head = s->next;
+		if (!c->tx_head)
+			c->tx_tail = &c->tx_head;
+		if (s->free_fn)
+			s->free_fn(s->free_arg);
+		free(s);
+	}
+	if (bell)
+		cmx_ring_futex_wake(&r->ctl->head);
+}
+
+void cmx_conn_kick(struct cmx_conn *c)
+{
+	tx_kick(c);
+}
+
 static void tx_kick(struct cmx_conn *c)
 {
 	struct io_uring_sqe *sqe;
 	int n = 0;
 
+	/* The socket's last set-up reply has gone: output moves to the ring. */
+	if (c->tx_ring_next && !c->tx_busy && !c->tx_head) {
+		c->tx_ring = c->tx_ring_next;
+		c->tx_ring_next = NULL;
+	}
+	if (c->tx_ring && !c->tx_busy) {
+		tx_ring(c);
+		return;
+	}
 	if (c->tx_busy || !c->tx_head || c->dead)
 		return;
 	memset(&c->mh, 0, sizeof(c->mh));
 	for (struct seg *s = c->tx_head; s && n < CMX_CONN_IOV; s = s->next, n++) {
 		/* A passed fd rides on its segment's first byte: that segment
 		 * starts a sendmsg of its own. */
-		if (s->fd >= 0 && n)
+		int nfd = (s->fd[0] >= 0) + (s->fd[1] >= 0);
+		if (nfd && n)
 			break;
-		if (s->fd >= 0) {
+		if (nfd) {
 			struct cmsghdr *cm = (struct cmsghdr *)c->cmsg;
 			c->mh.msg_control = c->cmsg;
-			c->mh.msg_controllen = CMSG_SPACE(sizeof(int));
+			c->mh.msg_controllen = CMSG_SPACE((size_t)nfd * sizeof(int));
 			cm->cmsg_level = SOL_SOCKET;
 			cm->cmsg_type = SCM_RIGHTS;
-			cm->cmsg_len = CMSG_LEN(sizeof(int));
-			memcpy(CMSG_DATA(cm), &s->fd, sizeof(int));
+			cm->cmsg_len = CMSG_LEN((size_t)nfd * sizeof(int));
+			memcpy(CMSG_DATA(cm), s->fd[0] >= 0 ? &s->fd[0] : &s->fd[1],
+			       (size_t)nfd * sizeof(int));
 		}
 		c->iov[n].iov_base = (char *)s->ptr + s->off;
 		c->iov[n].iov_len = s->len - s->off;
@@ -318,27 +435,30 @@ static void tx_kick(struct cmx_conn *c)
 void cmx_conn_send(struct cmx_conn *c, const struct cmx_hdr *h, const void *args, void *bulk,
 		   void (*free_fn)(void *))
 {
-	cmx_conn_send_fd(c, h, args, bulk, free_fn, -1);
+	cmx_conn_send_fd(c, h, args, bulk, free_fn, NULL);
 }
 
 void cmx_conn_send_fd(struct cmx_conn *c, const struct cmx_hdr *h, const void *args, void *bulk,
-		      void (*free_fn)(void *), int fd)
+		      void (*free_fn)(void *), const int *fds)
 {
+	int fd[2] = { fds ? fds[0] : -1, fds ? fds[1] : -1 };
 	struct seg *s;
 
 	if (c->dead) {
 		if (free_fn)
 			free_fn(bulk);
-		if (fd >= 0)
-			close(fd);
+		for (int i = 0; i < 2; i++)
+			if (fd[i] >= 0)
+				close(fd[i]);
 		return;
 	}
 	s = malloc(sizeof(*s) + CMX_HDR_SIZE + h->size);
 	if (!s) {
 		if (free_fn)
 			free_fn(bulk);
-		if (fd >= 0)
-			close(fd);
+		for (int i = 0; i < 2; i++)
+			if (fd[i] >= 0)
+				close(fd[i]);
 		cmx_conn_kill(c, "out of memory");
 		return;
 	}
@@ -347,7 +467,8 @@ void cmx_conn_send_fd(struct cmx_conn *c, const struct cmx_hdr *h, const void *a
 	s->off = 0;
 	s->len = CMX_HDR_SIZE + h->size;
 	s->free_fn = NULL;
-	s->fd = fd;
+	s->fd[0] = fd[0];
+	s->fd[1] = fd[1];
 	memcpy(s->data, h, CMX_HDR_SIZE);
 	memcpy(s->data + CMX_HDR_SIZE, args, h->size);
 	*c->tx_tail = s;
@@ -362,7 +483,7 @@ void cmx_conn_send_fd(struct cmx_conn *c, const struct cmx_hdr *h, const void *a
 			return;
 		}
 		b->ptr = bulk;
-		b->fd = -1;
+		b->fd[0] = b->fd[1] = -1;
 		b->len = h->bulk;
 		b->free_fn = free_fn;
 		b->free_arg = bulk;

@@ -3,7 +3,7 @@ sbin_PROGRAMS += host/clmuxd
 host_clmuxd_SOURCES = host/main.c host/loop.h host/loop.c host/conn.h host/conn.c \
 	host/call.h host/call.c host/session.h host/session.c host/object.h host/objtab.h \
 	host/objtab.c host/executor.h host/executor.c host/server.h host/device.c \
-	host/staging.h host/staging.c host/area.h host/area.c host/exec.h host/exec.c host/exec_session.c host/exec_context.c host/exec_queue.c \
+	host/staging.h host/staging.c host/area.h host/area.c host/shm.h host/shm.c host/exec.h host/exec.c host/exec_session.c host/exec_context.c host/exec_queue.c \
 	host/exec_mem.c host/exec_program.c host/exec_kernel.c host/exec_event.c
 nodist_host_clmuxd_SOURCES = host/handlers.gen.h host/handlers.gen.c
 host_clmuxd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host -I$(top_builddir)/host $(URING_CFLAGS)

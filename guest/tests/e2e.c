@@ -368,7 +368,7 @@ int e2e_daemon_start(void)
 {
 	const char *bin = getenv("CLMUXD");
 	const char *tmp = getenv("TMPDIR");
-	char addr[sizeof(e2e_daemon_sock) + 8];
+	char addr[sizeof(e2e_daemon_sock) + 8], client[sizeof(e2e_daemon_sock) + 32];
 	int status, n;
 	pid_t pid;
 
@@ -403,6 +403,11 @@ int e2e_daemon_start(void)
 		return -ENAMETOOLONG;
 	}
 	snprintf(addr, sizeof(addr), "unix:%s", e2e_daemon_sock);
+	/* The daemon listens on unix:; the ICD may speak another transport
+	 * over that socket (CMX_E2E_TRANSPORT=shm). */
+	snprintf(client, sizeof(client), "%s:%s",
+		 getenv("CMX_E2E_TRANSPORT") ? getenv("CMX_E2E_TRANSPORT") : "unix",
+		 e2e_daemon_sock);
 
 	fflush(NULL);
 	pid = fork();
@@ -421,7 +426,7 @@ int e2e_daemon_start(void)
 		_exit(127);
 	}
 	e2e_daemon_pid = pid;
-	if (setenv("CLMUX_SERVER", addr, 1) < 0) {
+	if (setenv("CLMUX_SERVER", client, 1) < 0) {
 		perror("e2e: setenv");
 		e2e_daemon_stop();
 		return -ENOMEM;
