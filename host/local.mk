@@ -31,8 +31,18 @@ endif
 if HAVE_CHECK
 check_PROGRAMS += host/tests/test_badinput
 TESTS += host/tests/test_badinput
-host_tests_test_badinput_SOURCES = host/tests/test_badinput.c
+host_tests_test_badinput_SOURCES = host/tests/test_badinput.c host/tests/rawclient.h
 host_tests_test_badinput_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_badinput_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la $(CHECK_LIBS) \
+	$(OPENCL_LIBS) -lpthread
+endif
+
+# The shared area and the shm rings against a live daemon.
+if HAVE_CHECK
+check_PROGRAMS += host/tests/test_shm
+TESTS += host/tests/test_shm
+host_tests_test_shm_SOURCES = host/tests/test_shm.c host/tests/rawclient.h
+host_tests_test_shm_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_shm_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la $(CHECK_LIBS) \
 	$(OPENCL_LIBS) -lpthread
 endif
