@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -130,7 +131,7 @@ static int ring_wait(struct cmx_session *s, struct cmx_ring *r, int producer)
 		if (atomic_load(&s->broken))
 			return -ECONNRESET;
 		if ((i & 63) || now_ns() < until) {
-			__builtin_ia32_pause();
+			sched_yield(); /* lets a runnable thread of this core (the driver's) go first */
 			continue;
 		}
 		if (producer ? cmx_ring_sleep_producer(r, 1) : cmx_ring_sleep_consumer(r)) {

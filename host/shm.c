@@ -5,6 +5,7 @@
 #include "shm.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
@@ -75,7 +76,7 @@ static int pump(struct cmx_shm *m)
 				return 0;
 			}
 		}
-		__builtin_ia32_pause();
+		sched_yield(); /* lets a runnable thread of this core (the driver's) go first */
 	}
 	return 1;
 }

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -580,15 +581,12 @@ static const struct transport {
 static pid_t daemon_pid;
 static char daemon_dir[64];
 
-static void daemon_stop(void)
+/* At exit: the daemon itself ends with this process (PR_SET_PDEATHSIG),
+ * after the ICD's connections have closed, so it is not seen to vanish. */
+static void daemon_cleanup(void)
 {
 	char path[96];
 
-	if (daemon_pid > 0) {
-		kill(daemon_pid, SIGTERM);
-		waitpid(daemon_pid, NULL, 0);
-		daemon_pid = 0;
-	}
 	if (daemon_dir[0]) {
 		snprintf(path, sizeof(path), "%s/clmuxd.sock", daemon_dir);
 		unlink(path);
@@ -619,12 +617,13 @@ static int daemon_start(const char *bin, const struct transport *t)
 		return -1;
 	}
 	if (daemon_pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		setenv("CLMUX_LOG", "warn", 0); /* the table, not the daemon's chatter */
 		execl(bin, bin, "--listen", listen_addr, (char *)NULL);
 		fprintf(stderr, "bench: exec %s: %s\n", bin, strerror(errno));
 		_exit(127);
 	}
-	atexit(daemon_stop);
+	atexit(daemon_cleanup);
 	for (int i = 0; i < 500; i++) {
 		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		int ok = fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
