@@ -315,6 +315,20 @@ long cmx_conn_ring_input(struct cmx_conn *c)
 
 static void tx_kick(struct cmx_conn *c);
 
+/* Drops the head segment, written in full. */
+static void seg_pop(struct cmx_conn *c)
+{
+	struct seg *s = c->tx_head;
+
+	c->tx_bytes_queued -= s->len;
+	c->tx_head = s->next;
+	if (!c->tx_head)
+		c->tx_tail = &c->tx_head;
+	if (s->free_fn)
+		s->free_fn(s->free_arg);
+	free(s);
+}
+
 static void tx_done(struct cmx_io *io, int res, unsigned flags)
 {
 	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, tx_io));
@@ -333,20 +347,13 @@ static void tx_done(struct cmx_io *io, int res, unsigned flags)
 			break;
 		}
 		n -= left;
-		c->tx_bytes_queued -= s->len;
-		c->tx_head = s->next;
-		if (!c->tx_head)
-			c->tx_tail = &c->tx_head;
-		if (s->free_fn)
-			s->free_fn(s->free_arg);
-		free(s);
+		seg_pop(c);
 	}
 	if (!c->dead)
 		tx_kick(c); /* also makes a pending switch to the ring */
 	conn_put(c);
 }
 
-/* Starts a gathered write of everything queued, one at a time per connection. */
 /* shm: copies queued output into the ring, publishing per segment (so a
  * spinning guest sees each message as soon as it is there), until the
  * ring is full; the guest's doorbell brings us back then. */
@@ -371,13 +378,7 @@ static void tx_ring(struct cmx_conn *c)
 				break;
 			continue;
 		}
-		c->tx_bytes_queued -= s->len;
-		c->tx_head = s->next;
-		if (!c->tx_head)
-			c->tx_tail = &c->tx_head;
-		if (s->free_fn)
-			s->free_fn(s->free_arg);
-		free(s);
+		seg_pop(c);
 	}
 	if (bell)
 		cmx_ring_futex_wake(&r->ctl->head);
@@ -388,6 +389,8 @@ void cmx_conn_kick(struct cmx_conn *c)
 	tx_kick(c);
 }
 
+/* Starts a gathered write of everything queued, one at a time per connection
+ * (or, shm, copies it into the ring). */
 static void tx_kick(struct cmx_conn *c)
 {
 	struct io_uring_sqe *sqe;
