@@ -126,6 +126,7 @@ static int deliver(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 {
 	if (c->role == CMX_ROLE_NEW)
 		return cmx_call_hello(c, h, args);
+	c->last_sync = (h->flags & CMX_HDR_SYNC) != 0;
 	c->sess->messages++;
 	return cmx_call_dispatch(c->sess, h, args, bulk);
 }

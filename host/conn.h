@@ -30,6 +30,7 @@ struct cmx_conn {
 	 * moment the socket has sent everything queued before tx_ring_next
 	 * was set); the socket only tells that the guest lives. */
 	struct cmx_ring *rx_ring, *tx_ring, *tx_ring_next;
+	int last_sync; /* the last call taken in was sync: its sender now waits */
 	uint8_t probe[16];
 
 	struct cmx_io rx_io;

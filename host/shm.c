@@ -63,6 +63,11 @@ static int pump(struct cmx_shm *m)
 		if (s->nconn)
 			cmx_conn_kick(s->nconn);
 		if (n > 0) {
+			/* A guest that just made a sync call sends nothing more
+			 * until it has the reply: spinning would only take the
+			 * CPU from the threads that produce that reply. */
+			if (s->conn->last_sync)
+				return 1;
 			until = now_ns() + SPIN_NS;
 			continue;
 		}
