@@ -45,6 +45,7 @@ int cmx_garea_map(struct cmx_garea *a, int fd, uint64_t size)
 	}
 	a->base = p;
 	a->size = size;
+	a->hdr = h;
 	a->start = a->head = a->tail = h.data_off;
 	a->end = h.data_off + h.data_len;
 	a->used = 0;
@@ -139,6 +140,17 @@ void cmx_garea_free(struct cmx_garea *a, uint64_t off)
 	/* Release pairs with the acquire in reclaim_locked(): the guest's copy
 	 * out of the block is over before it can be handed out again. */
 	__atomic_store_n(&at(a, off - BLK)->busy, 0, __ATOMIC_RELEASE);
+}
+
+int cmx_garea_ring(const struct cmx_garea *a, int i, void **mem, uint64_t *len)
+{
+	uint64_t off = a->hdr.ring_off[i], n = a->hdr.ring_len[i];
+
+	if (!a->base || !off || (off & 63) || off > a->size || n > a->size - off)
+		return -ENOENT;
+	*mem = a->base + off;
+	*len = n;
+	return 0;
 }
 
 int cmx_garea_valid(const struct cmx_garea *a, uint64_t off, uint64_t len)

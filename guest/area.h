@@ -13,6 +13,7 @@ struct cmx_garea {
 	uint8_t *base;
 	uint64_t size;
 	uint64_t start, end; /* the data region */
+	struct cmx_area_hdr hdr;
 	pthread_mutex_t lock;
 	uint64_t head, tail, used; /* next block, oldest live block, bytes held */
 };
@@ -21,6 +22,9 @@ struct cmx_garea {
 int cmx_garea_map(struct cmx_garea *a, int fd, uint64_t size);
 void cmx_garea_unmap(struct cmx_garea *a);
 
+/* Where ring i lies (CMX_RING_*): 0 with *mem and *len set, or -ENOENT
+ * when the area has no such ring or it lies outside the mapping. */
+int cmx_garea_ring(const struct cmx_garea *a, int i, void **mem, uint64_t *len);
 /* A block of len bytes: its payload offset, or 0 when the area is full.
  * `busy`: the guest also holds it (a read's landing room) until
  * cmx_garea_free(); otherwise it comes back when the host is done. */

@@ -55,3 +55,10 @@ guest_tests_e2e_async_LDADD = $(E2E_LDADD)
 guest_tests_e2e_image_CFLAGS = $(E2E_CFLAGS)
 guest_tests_e2e_image_LDADD = $(E2E_LDADD)
 endif
+
+# The end-to-end set a second time over shm: (guest/tests/e2e-shm.sh).
+if HAVE_CHECK
+TESTS += guest/tests/e2e-shm.sh
+endif
+EXTRA_DIST += guest/tests/e2e-shm.sh
+CLEANFILES += guest/tests/*-shm.out

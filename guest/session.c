@@ -8,8 +8,11 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <poll.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "addr.h"
@@ -17,16 +20,23 @@
 #include "area.h"
 #include "log.h"
 #include "proto.gen.h"
+#include "ring.h"
 
 #define BATCH_SIZE (256u << 10)	 /* async calls gathered before a write */
 #define INLINE_BULK 4096u	 /* smaller payloads are copied into the batch */
 #define RX_SIZE (64u << 10)
 #define AREA_DEFAULT (256ull << 20) /* shared data area asked for; CLMUX_AREA_MB */
 #define AREA_FLUSH (256u << 10)	    /* an async payload this large goes out at once */
+#define SPIN_NS 50000		    /* shm: a waiter spins this long before it sleeps */
+#define SLEEP_MS 100		    /* shm: a sleeper looks at the socket this often */
+
+struct cmx_session;
 
 /* A buffered reader over one channel; only one thread reads at a time. */
 struct rx {
 	int fd;
+	struct cmx_ring *ring; /* shm: the bytes come from this ring instead */
+	struct cmx_session *s;
 	uint8_t *buf;
 	size_t pos, len;
 };
@@ -71,7 +81,120 @@ struct cmx_session {
 	struct rx nrx;
 
 	struct cmx_garea area; /* base NULL: none, payloads go in the stream */
+
+	/* shm: calls go into cmd, replies and notifications come from rep and
+	 * ntf; the sockets stay open only to tell that the daemon lives. */
+	int shm;
+	struct cmx_ring cmd, rep, ntf;
+	int bell; /* the daemon's doorbell (eventfd) */
 };
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void ring_bell(struct cmx_session *s)
+{
+	uint64_t one = 1;
+
+	if (write(s->bell, &one, sizeof(one)) < 0)
+		cmx_dbg("doorbell: %s", strerror(errno));
+}
+
+/* After a sleep that nothing ended: whether the daemon still holds its end
+ * of the socket (it sends nothing on it after the upgrade, so any event
+ * means it closed). */
+static int peer_alive(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 0;
+}
+
+/* Waits until a ring has something for us: spins a little (the answer is
+ * often microseconds away), then sleeps on the ring word. wake() and
+ * sleep() are the consumer's or the producer's side. 0 or -errno. */
+static int ring_wait(struct cmx_session *s, struct cmx_ring *r, int producer)
+{
+	uint64_t until = now_ns() + SPIN_NS;
+
+	for (unsigned i = 0;; i++) {
+		long ready = producer ? cmx_ring_room(r, 1) : cmx_ring_readable(r);
+
+		if (ready < 0)
+			return (int)ready;
+		if (ready > 0)
+			return 0;
+		if (atomic_load(&s->broken))
+			return -ECONNRESET;
+		if ((i & 63) || now_ns() < until) {
+			sched_yield(); /* lets a runnable thread of this core (the driver's) go first */
+			continue;
+		}
+		if (producer ? cmx_ring_sleep_producer(r, 1) : cmx_ring_sleep_consumer(r)) {
+			/* The word we sleep on is the peer's index that would
+			 * end the wait; futex checks it against what we saw. */
+			int e = cmx_ring_futex_wait(producer ? &r->ctl->tail : &r->ctl->head, r->peer,
+						    SLEEP_MS);
+			if (producer)
+				cmx_ring_wake_producer(r);
+			else
+				cmx_ring_wake_consumer(r);
+			if (e == -ETIMEDOUT && !peer_alive(s->fd))
+				return -ECONNRESET;
+		}
+		until = now_ns() + SPIN_NS;
+	}
+}
+
+/* Writes the whole of iov into the command ring, publishing each piece. */
+static int ring_send(struct cmx_session *s, struct iovec *iov, int n)
+{
+	for (int i = 0; i < n; i++) {
+		const uint8_t *p = iov[i].iov_base;
+		size_t left = iov[i].iov_len;
+
+		while (left) {
+			long w = cmx_ring_write(&s->cmd, p, left);
+			int e;
+
+			if (w < 0)
+				return (int)w;
+			p += w;
+			left -= (size_t)w;
+			if (left && (e = ring_wait(s, &s->cmd, 1)))
+				return e;
+		}
+	}
+	if (cmx_ring_publish(&s->cmd))
+		ring_bell(s);
+	return 0;
+}
+
+/* recv() from a channel: its socket, or its ring in shm mode. */
+static ssize_t chan_recv(struct rx *r, void *buf, size_t len, int all)
+{
+	size_t got = 0;
+
+	if (!r->ring)
+		return recv(r->fd, buf, len, all ? MSG_WAITALL : 0);
+	do {
+		int e = ring_wait(r->s, r->ring, 0);
+
+		if (e) {
+			errno = -e;
+			return -1;
+		}
+		got += cmx_ring_read(r->ring, buf ? (char *)buf + got : NULL, len - got);
+		if (cmx_ring_consume(r->ring))
+			ring_bell(r->s);
+	} while (all && got < len);
+	return (ssize_t)got;
+}
 
 static int write_all(int fd, struct iovec *iov, int n, uint64_t *writes)
 {
@@ -107,7 +230,7 @@ static int rx_need(struct rx *r, size_t n)
 	r->len -= r->pos;
 	r->pos = 0;
 	while (r->len < n) {
-		ssize_t got = recv(r->fd, r->buf + r->len, RX_SIZE - r->len, 0);
+		ssize_t got = chan_recv(r, r->buf + r->len, RX_SIZE - r->len, 0);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0)
@@ -140,8 +263,8 @@ static int rx_take(struct rx *r, void *dst, uint64_t len)
 				return e;
 			continue;
 		}
-		ssize_t got = recv(r->fd, dst ? dst : scratch,
-				   dst ? (size_t)len : sizeof(scratch), MSG_WAITALL);
+		ssize_t got = chan_recv(r, dst ? dst : scratch,
+					dst ? (size_t)len : sizeof(scratch), 1);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0)
@@ -174,6 +297,8 @@ static int rx_message(struct rx *r, struct cmx_hdr *h, uint8_t **args)
 	return e;
 }
 
+static void wake_sleepers(struct cmx_session *s);
+
 static void session_break(struct cmx_session *s, int err)
 {
 	if (atomic_exchange(&s->broken, 1))
@@ -181,6 +306,7 @@ static void session_break(struct cmx_session *s, int err)
 	cmx_err("connection to clmuxd lost (%s); OpenCL calls now fail", strerror(-err));
 	shutdown(s->fd, SHUT_RDWR);
 	shutdown(s->nfd, SHUT_RDWR);
+	wake_sleepers(s);
 }
 
 int cmx_session_broken(struct cmx_session *s)
@@ -205,7 +331,7 @@ static int flush_locked(struct cmx_session *s, const void *bulk, uint64_t bulk_l
 		return 0;
 	if (atomic_load(&s->broken))
 		return -ECONNRESET;
-	e = write_all(s->fd, iov, n, &s->stats.writes);
+	e = s->shm ? ring_send(s, iov, n) : write_all(s->fd, iov, n, &s->stats.writes);
 	s->stats.bytes += s->batch_len + bulk_len;
 	s->batch_len = 0;
 	if (e)
@@ -243,7 +369,8 @@ static int append_locked(struct cmx_session *s, const struct cmx_msgdesc *d, con
 			return -ENOMEM;
 		put_header(m, d, (uint32_t)size, flags, seq, bulk_len, area_off);
 		cmx_codec_encode(d, in, m + CMX_HDR_SIZE);
-		e = write_all(s->fd, iov, bulk ? 2 : 1, &s->stats.writes);
+		e = s->shm ? ring_send(s, iov, bulk ? 2 : 1)
+			   : write_all(s->fd, iov, bulk ? 2 : 1, &s->stats.writes);
 		s->stats.bytes += CMX_HDR_SIZE + size + bulk_len;
 		free(m);
 		if (e)
@@ -291,6 +418,10 @@ int cmx_session_send(struct cmx_session *s, const struct cmx_msgdesc *d, const v
 	off = area_put(s, bulk, bulk_len);
 	pthread_mutex_lock(&s->send_lock);
 	e = append_locked(s, d, in, 0, 0, bulk, bulk_len, off, off ? bulk_len : 0);
+	/* shm: each message is published at once (the daemon may be spinning
+	 * on the ring); there is no write to save. */
+	if (!e && s->shm)
+		e = flush_locked(s, NULL, 0);
 	pthread_mutex_unlock(&s->send_lock);
 	return e;
 }
@@ -308,6 +439,8 @@ int cmx_session_send_recv(struct cmx_session *s, const struct cmx_msgdesc *d, co
 	else {
 		pthread_mutex_lock(&s->send_lock);
 		e = append_locked(s, d, in, 0, 0, NULL, 0, off, off ? len : 0);
+		if (!e && s->shm)
+			e = flush_locked(s, NULL, 0);
 		pthread_mutex_unlock(&s->send_lock);
 	}
 	if (e && off) {
@@ -513,14 +646,17 @@ static void *notify_main(void *arg)
 	}
 }
 
-/* Reads exactly n bytes; a file descriptor passed with them (SCM_RIGHTS) is
- * kept in *rfd when rfd is given, else closed. */
+#define SETUP_FDS 2 /* file descriptors a set-up reply may pass */
+
+/* Reads exactly n bytes; file descriptors passed with them (SCM_RIGHTS)
+ * fill the free (-1) slots of rfd[SETUP_FDS] in order when rfd is given;
+ * others are closed. */
 static int recv_exact(int fd, void *p, size_t n, int *rfd)
 {
 	while (n) {
 		union {
 			struct cmsghdr h;
-			char b[CMSG_SPACE(sizeof(int))];
+			char b[CMSG_SPACE(SETUP_FDS * sizeof(int))];
 		} cm;
 		struct iovec iov = { p, n };
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
@@ -531,16 +667,21 @@ static int recv_exact(int fd, void *p, size_t n, int *rfd)
 			continue;
 		if (got <= 0)
 			return got < 0 ? -errno : -ECONNRESET;
-		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c))
-			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-			    c->cmsg_len == CMSG_LEN(sizeof(int))) {
-				int f;
-				memcpy(&f, CMSG_DATA(c), sizeof(f));
-				if (rfd && *rfd < 0)
-					*rfd = f;
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			size_t nf = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (size_t i = 0; i < nf; i++) {
+				int f, k = 0;
+				memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(f));
+				while (rfd && k < SETUP_FDS && rfd[k] >= 0)
+					k++;
+				if (rfd && k < SETUP_FDS)
+					rfd[k] = f;
 				else
 					close(f);
 			}
+		}
 		p = (char *)p + got;
 		n -= (size_t)got;
 	}
@@ -599,33 +740,64 @@ static int hello(struct cmx_session *s, int fd, uint64_t role)
 	return e;
 }
 
-/* Asks for the shared data area. When the daemon refuses it or it cannot
- * be mapped, payloads stay in the stream; only a broken connection is an
- * error. */
-static int open_area(struct cmx_session *s)
+/* Asks for the shared data area (and, for shm, the rings and the daemon's
+ * doorbell). Without rings, when the daemon refuses the area or it cannot
+ * be mapped, payloads stay in the stream and only a broken connection is
+ * an error; shm needs all of it. */
+static int open_area(struct cmx_session *s, int rings)
 {
 	const char *env = getenv("CLMUX_AREA_MB");
-	struct cmx_OpenArea_in in = { .size = AREA_DEFAULT };
+	struct cmx_OpenArea_in in = { .size = AREA_DEFAULT, .flags = rings ? CMX_AREA_RINGS : 0 };
 	struct cmx_OpenArea_out out;
-	int fd = -1, e;
+	int fd[SETUP_FDS] = { -1, -1 }, e;
 
 	if (env)
 		in.size = strtoull(env, NULL, 10) << 20;
-	if (!in.size)
+	if (!in.size && !rings)
 		return 0;
 	e = setup_call(s, s->fd, &cmx_desc_OpenArea_in, &in, ++s->seq, &cmx_desc_OpenArea_out,
-		       &out, &fd);
+		       &out, fd);
 	if (e && e != -EPERM && e != -EPROTO)
-		return e;
-	if (!e && fd >= 0)
-		e = cmx_garea_map(&s->area, fd, out.size);
+		goto out;
+	if (!e && fd[0] >= 0 && (!rings || (fd[1] >= 0 && (out.flags & CMX_AREA_RINGS))))
+		e = cmx_garea_map(&s->area, fd[0], out.size);
 	else if (!e)
 		e = -EPROTO;
-	if (fd >= 0)
-		close(fd);
-	if (e)
+	if (!e && rings) {
+		struct cmx_ring *r[CMX_RING_COUNT] = { &s->cmd, &s->rep, &s->ntf };
+		for (int i = 0; i < CMX_RING_COUNT && !e; i++) {
+			void *mem;
+			uint64_t len;
+			e = cmx_garea_ring(&s->area, i, &mem, &len);
+			if (!e)
+				e = cmx_ring_init(r[i], mem, len, 0) ? -EPROTO : 0;
+		}
+		if (!e) {
+			s->bell = fd[1];
+			fd[1] = -1;
+		}
+	}
+	if (e && rings)
+		cmx_err("shm: the daemon gave no usable rings (%s)", strerror(-e));
+	else if (e)
 		cmx_dbg("no shared data area (%s): payloads go in the stream", strerror(-e));
-	return 0;
+	if (e && !rings)
+		e = 0;
+out:
+	for (int i = 0; i < SETUP_FDS; i++)
+		if (fd[i] >= 0)
+			close(fd[i]);
+	return e;
+}
+
+/* Wakes this process's own sleepers on the rings (the session is over). */
+static void wake_sleepers(struct cmx_session *s)
+{
+	if (!s->shm)
+		return;
+	cmx_ring_futex_wake(&s->rep.ctl->head);
+	cmx_ring_futex_wake(&s->ntf.ctl->head);
+	cmx_ring_futex_wake(&s->cmd.ctl->tail);
 }
 
 int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *ctx,
@@ -633,9 +805,14 @@ int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *c
 {
 	struct cmx_session *s;
 	struct cmx_addr a;
-	char why[160];
-	int e;
+	char why[160], unix_spec[512];
+	int e, shm = !strncmp(spec, "shm:", 4);
 
+	/* shm:PATH is the daemon's unix:PATH socket, upgraded to rings. */
+	if (shm) {
+		snprintf(unix_spec, sizeof(unix_spec), "unix:%s", spec + 4);
+		spec = unix_spec;
+	}
 	e = cmx_addr_parse(spec, &a, why, sizeof(why));
 	if (e) {
 		cmx_err("%s", why);
@@ -644,7 +821,8 @@ int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *c
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	s->fd = s->nfd = -1;
+	s->fd = s->nfd = s->bell = -1;
+	s->rx.s = s->nrx.s = s;
 	s->ops = ops;
 	s->ctx = ctx;
 	pthread_mutex_init(&s->send_lock, NULL);
@@ -664,7 +842,7 @@ int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *c
 	}
 	e = hello(s, s->fd, 0);
 	if (!e)
-		e = open_area(s);
+		e = open_area(s, shm);
 	if (e)
 		goto fail;
 	s->nfd = s->nrx.fd = cmx_dial(&a);
@@ -675,6 +853,12 @@ int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *c
 	e = hello(s, s->nfd, 1);
 	if (e)
 		goto fail;
+	if (shm) {
+		/* From here on the daemon answers on the rings. */
+		s->rx.ring = &s->rep;
+		s->nrx.ring = &s->ntf;
+		s->shm = 1;
+	}
 	e = -pthread_create(&s->notify_thread, NULL, notify_main, s);
 	if (e)
 		goto fail;
@@ -685,6 +869,8 @@ fail:
 		close(s->nfd);
 	if (s->fd >= 0)
 		close(s->fd);
+	if (s->bell >= 0)
+		close(s->bell);
 	cmx_garea_unmap(&s->area);
 	free(s->nrx.buf);
 	free(s->rx.buf);
@@ -699,9 +885,12 @@ void cmx_session_close(struct cmx_session *s)
 	atomic_store(&s->broken, 1);
 	shutdown(s->fd, SHUT_RDWR);
 	shutdown(s->nfd, SHUT_RDWR);
+	wake_sleepers(s);
 	pthread_join(s->notify_thread, NULL);
 	close(s->fd);
 	close(s->nfd);
+	if (s->bell >= 0)
+		close(s->bell);
 	cmx_garea_unmap(&s->area);
 	free(s->nrx.buf);
 	free(s->rx.buf);

@@ -42,7 +42,7 @@ int cmx_area_create(uint64_t size, unsigned flags, struct cmx_area **out, int *f
 	a->hdr.magic = CMX_AREA_MAGIC;
 	a->hdr.version = CMX_AREA_VERSION;
 	if (flags & CMX_AREA_RINGS)
-		for (int i = 0; i < 2; i++) {
+		for (int i = 0; i < CMX_RING_COUNT; i++) {
 			a->hdr.ring_off[i] = at;
 			a->hdr.ring_len[i] = RING_BYTES;
 			at += RING_BYTES;
@@ -102,6 +102,13 @@ static void destroy(struct cmx_area *a)
 		return;
 	munmap(a->base, a->size);
 	free(a);
+}
+
+void cmx_area_ref(struct cmx_area *a)
+{
+	pthread_mutex_lock(&areas_lock);
+	a->refs++;
+	pthread_mutex_unlock(&areas_lock);
 }
 
 void cmx_area_put(struct cmx_area *a)

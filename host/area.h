@@ -20,6 +20,8 @@ struct cmx_area {
 /* Makes an area of about `size` bytes (with rings when `flags` asks).
  * *fd is the memfd to hand over (the caller closes it). 0 or -errno. */
 int cmx_area_create(uint64_t size, unsigned flags, struct cmx_area **out, int *fd);
+/* Another reference (the shm rings' holder). */
+void cmx_area_ref(struct cmx_area *a);
 /* Drops the session's reference; the mapping goes with the last block. */
 void cmx_area_put(struct cmx_area *a);
 

@@ -17,6 +17,7 @@
 #include "proto.gen.h"
 #include "server.h"
 #include "session.h"
+#include "shm.h"
 #include "staging.h"
 
 #define CMX_POISONED 2 /* internal: the id names a poisoned object */
@@ -30,10 +31,10 @@ static const int32_t kind_error[CMX_K_COUNT] = {
 };
 
 /* A reply on conn; a payload in the session's area is marked as such, and
- * fd (or -1) travels with it (SCM_RIGHTS). */
+ * fds (NULL, or two of them, -1 for none) travel with it (SCM_RIGHTS). */
 static void reply_on(struct cmx_conn *conn, const struct cmx_area *area, uint32_t seq,
 		     int32_t status, const struct cmx_msgdesc *d, const void *out, void *bulk,
-		     uint64_t bulk_len, void (*free_fn)(void *), int fd)
+		     uint64_t bulk_len, void (*free_fn)(void *), const int *fds)
 {
 	size_t size = 8 + (d && out ? cmx_codec_size(d, out) : 0);
 	uint8_t stack[512], *args = size <= sizeof(stack) ? stack : malloc(size);
@@ -44,8 +45,9 @@ static void reply_on(struct cmx_conn *conn, const struct cmx_area *area, uint32_
 	if (!args || !conn) {
 		if (free_fn)
 			free_fn(bulk);
-		if (fd >= 0)
-			close(fd);
+		for (int i = 0; fds && i < CMX_CALL_FDS; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
 		if (args != stack)
 			free(args);
 		return;
@@ -55,16 +57,16 @@ static void reply_on(struct cmx_conn *conn, const struct cmx_area *area, uint32_
 		cmx_codec_encode(d, out, args + 8);
 	if (bulk_len)
 		cmx_area_mark(area, &h, bulk);
-	cmx_conn_send_fd(conn, &h, args, bulk, free_fn, fd);
+	cmx_conn_send_fd(conn, &h, args, bulk, free_fn, fds);
 	if (args != stack)
 		free(args);
 }
 
 static void reply(struct cmx_session *s, uint32_t seq, int32_t status,
 		  const struct cmx_msgdesc *d, const void *out, void *bulk, uint64_t bulk_len,
-		  void (*free_fn)(void *), int fd)
+		  void (*free_fn)(void *), const int *fds)
 {
-	reply_on(s->conn, s->area, seq, status, d, out, bulk, bulk_len, free_fn, fd);
+	reply_on(s->conn, s->area, seq, status, d, out, bulk, bulk_len, free_fn, fds);
 }
 
 static uint64_t now_ms(void)
@@ -86,13 +88,13 @@ int cmx_call_auth(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *ar
 	if (!c->auth) {
 		/* This listener asks for no token: identity is the transport's. */
 		c->authed = 1;
-		reply_on(c, NULL, h->seq, CL_SUCCESS, NULL, NULL, NULL, 0, NULL, -1);
+		reply_on(c, NULL, h->seq, CL_SUCCESS, NULL, NULL, NULL, 0, NULL, NULL);
 		return 0;
 	}
 	cmx_peer_key(&c->peer, key);
 	if (cmx_auth_allowed(c->auth, key, now)) {
 		cmx_dbg("%s: refused: too many failed tokens", c->peer.name);
-		reply_on(c, NULL, h->seq, CL_OUT_OF_RESOURCES, NULL, NULL, NULL, 0, NULL, -1);
+		reply_on(c, NULL, h->seq, CL_OUT_OF_RESOURCES, NULL, NULL, NULL, 0, NULL, NULL);
 		return -ECONNABORTED;
 	}
 	/* The token itself is never logged. */
@@ -100,12 +102,12 @@ int cmx_call_auth(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *ar
 		int limited = cmx_auth_failed(c->auth, key, now);
 		cmx_warn("%s: refused: %s token%s", c->peer.name, in.token.len ? "unknown" : "no",
 			 limited ? "; its address is refused for a while" : "");
-		reply_on(c, NULL, h->seq, CL_INVALID_VALUE, NULL, NULL, NULL, 0, NULL, -1);
+		reply_on(c, NULL, h->seq, CL_INVALID_VALUE, NULL, NULL, NULL, 0, NULL, NULL);
 		return -ECONNABORTED;
 	}
 	c->authed = 1;
 	cmx_dbg("%s: token of tenant %s", c->peer.name, c->peer.tenant);
-	reply_on(c, NULL, h->seq, CL_SUCCESS, NULL, NULL, NULL, 0, NULL, -1);
+	reply_on(c, NULL, h->seq, CL_SUCCESS, NULL, NULL, NULL, 0, NULL, NULL);
 	return 0;
 }
 
@@ -129,7 +131,7 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 		c->sess = s;
 		out.session = s->id;
 		out.token = s->token;
-		reply(s, h->seq, CL_SUCCESS, &cmx_desc_Hello_out, &out, NULL, 0, NULL, -1);
+		reply(s, h->seq, CL_SUCCESS, &cmx_desc_Hello_out, &out, NULL, 0, NULL, NULL);
 		cmx_info("session %llu: connected (%s%s%s)", (unsigned long long)s->id, c->peer.name,
 			 c->peer.tenant[0] ? ", tenant " : "", c->peer.tenant);
 		return 0;
@@ -140,10 +142,13 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 	c->role = CMX_ROLE_NOTIFY;
 	c->sess = s;
 	s->nconn = c;
+	/* shm: notifications go to their ring after this reply. */
+	if (s->shm)
+		c->tx_ring_next = &s->shm->ntf;
 	cmx_session_ref(s);
 	out.session = s->id;
 	/* The reply goes out on this channel, not the call channel. */
-	reply_on(c, NULL, h->seq, CL_SUCCESS, &cmx_desc_Hello_out, &out, NULL, 0, NULL, -1);
+	reply_on(c, NULL, h->seq, CL_SUCCESS, &cmx_desc_Hello_out, &out, NULL, 0, NULL, NULL);
 	return 0;
 }
 
@@ -283,7 +288,7 @@ void cmx_call_done(struct cmx_call *c, int status)
 		if (!s->closed) {
 			reply(s, c->seq, status, c->oi->out, c->out, c->rbulk,
 			      status == CL_SUCCESS ? c->rbulk_len : 0, c->rbulk_free, c->rfd);
-			c->rfd = -1;
+			c->rfd[0] = c->rfd[1] = -1;
 		} else if (c->rbulk_free) {
 			c->rbulk_free(c->rbulk);
 		}
@@ -300,8 +305,9 @@ void cmx_call_done(struct cmx_call *c, int status)
 	}
 	cmx_staging_put(c->bulk);
 	cmx_staging_put(c->area_out);
-	if (c->rfd >= 0)
-		close(c->rfd);
+	for (int i = 0; i < CMX_CALL_FDS; i++)
+		if (c->rfd[i] >= 0)
+			close(c->rfd[i]);
 	free(c->handles);
 	free(c->scratch);
 	free(c);
@@ -342,7 +348,7 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 	c->seq = h->seq;
 	c->bulk = bulk;
 	c->bulk_len = h->bulk;
-	c->rfd = -1;
+	c->rfd[0] = c->rfd[1] = -1;
 	if ((h->flags & CMX_HDR_AREA) && !(oi->flags & CMX_OPF_BULK_IN)) {
 		/* Not a payload: the room the guest gave for a read's data. */
 		c->area_out = bulk;

@@ -11,6 +11,8 @@
 struct cmx_conn;
 struct cmx_session;
 
+#define CMX_CALL_FDS 2
+
 /* Returned by a handler that finishes its call later (cmx_call_done()). */
 #define CMX_DEFER 1
 
@@ -31,7 +33,7 @@ struct cmx_call {
 	 * without a payload), released with the call unless taken. */
 	void *area_out;
 	uint64_t area_out_len;
-	int rfd; /* a file descriptor the reply passes (OpenArea), or -1 */
+	int rfd[2]; /* file descriptors the reply passes (OpenArea), or -1 */
 	void **handles; /* resolved id[] arrays */
 	void *scratch;	/* freed with the call: outputs that point into it */
 	/* Deferred completion (host/exec.h). */

@@ -19,6 +19,7 @@
 #include "listener.h"
 #include "log.h"
 #include "proto.gen.h"
+#include "ring.h"
 #include "server.h"
 #include "session.h"
 #include "staging.h"
@@ -40,9 +41,17 @@ struct seg {
 	size_t len, off;
 	void (*free_fn)(void *);
 	void *free_arg;
-	int fd; /* passed with the segment's first byte (SCM_RIGHTS), or -1 */
+	int fd[2]; /* passed with the segment's first byte (SCM_RIGHTS), or -1 */
 	uint8_t data[]; /* owned bytes, when ptr == data */
 };
+
+static void seg_close_fds(struct seg *s)
+{
+	for (int i = 0; i < 2; i++)
+		if (s->fd[i] >= 0)
+			close(s->fd[i]);
+	s->fd[0] = s->fd[1] = -1;
+}
 
 static void conn_put(struct cmx_conn *c)
 {
@@ -53,8 +62,7 @@ static void conn_put(struct cmx_conn *c)
 		c->tx_head = s->next;
 		if (s->free_fn)
 			s->free_fn(s->free_arg);
-		if (s->fd >= 0)
-			close(s->fd);
+		seg_close_fds(s);
 		free(s);
 	}
 	cmx_staging_put(c->bulk_buf);
@@ -100,12 +108,14 @@ static void rx_arm(struct cmx_conn *c)
 	if (c->dead || c->mover)
 		return;
 	sqe = cmx_loop_sqe(c->srv->loop, &c->rx_io);
-	if (c->in_bulk) {
+	if (c->rx_ring || c->tx_ring || c->tx_ring_next) {
+		/* shm: the socket only tells that the guest lives. */
+		io_uring_prep_recv(sqe, c->fd, c->probe, sizeof(c->probe), 0);
+	} else if (c->in_bulk) {
 		uint64_t left = c->bulk_hdr.bulk - c->bulk_got;
 		io_uring_prep_recv(sqe, c->fd, c->bulk_buf + c->bulk_got,
 				   left < RX_BULK_STEP ? (size_t)left : RX_BULK_STEP, 0);
-	}
-	else
+	} else
 		io_uring_prep_recv(sqe, c->fd, c->rx + c->rx_len, c->rx_cap - c->rx_len, 0);
 	c->refs++;
 }
@@ -137,6 +147,7 @@ static int deliver(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 		return cmx_call_auth(c, h, args);
 	if (c->role == CMX_ROLE_NEW)
 		return cmx_call_hello(c, h, args);
+	c->last_sync = (h->flags & CMX_HDR_SYNC) != 0;
 	c->sess->messages++;
 	return cmx_call_dispatch(c->sess, h, args, bulk);
 }
@@ -229,8 +240,8 @@ static int rx_parse(struct cmx_conn *c)
 	return 0;
 }
 
-/* n bytes arrived where rx_arm() said: parse what is complete. 0, or
- * -errno to end the connection. */
+/* n bytes arrived where rx_arm() (or a mover, or the ring) put them: acts
+ * on every complete message. 0, or -errno when the connection ended. */
 static int rx_got(struct cmx_conn *c, size_t n)
 {
 	int e = 0;
@@ -282,6 +293,10 @@ static void rx_done(struct cmx_io *io, int res, unsigned flags)
 		cmx_conn_kill(c, res == 0 ? "peer closed" : strerror(-res));
 		goto out;
 	}
+	if (c->rx_ring || c->tx_ring || c->tx_ring_next) {
+		cmx_conn_kill(c, "data on the socket of a shm session");
+		goto out;
+	}
 	if (!rx_got(c, (size_t)res))
 		rx_arm(c);
 out:
@@ -306,16 +321,61 @@ void cmx_conn_input(struct cmx_conn *c, const void *buf, size_t len)
 	conn_put(c);
 }
 
+long cmx_conn_ring_input(struct cmx_conn *c)
+{
+	long total = 0, n;
+
+	if (c->dead || !c->rx_ring)
+		return 0;
+	c->refs++; /* a handler may end the connection under us */
+	while (!c->dead && (n = cmx_ring_readable(c->rx_ring)) != 0) {
+		size_t room, got;
+		uint8_t *dst;
+
+		if (n < 0) {
+			cmx_conn_kill(c, "impossible command ring head");
+			break;
+		}
+		if (c->in_bulk) {
+			dst = c->bulk_buf + c->bulk_got;
+			room = c->bulk_hdr.bulk - c->bulk_got;
+		} else {
+			dst = c->rx + c->rx_len;
+			room = c->rx_cap - c->rx_len;
+		}
+		got = cmx_ring_read(c->rx_ring, dst, room);
+		/* Our copy is taken: the guest may reuse the bytes. */
+		if (cmx_ring_consume(c->rx_ring))
+			cmx_ring_futex_wake(&c->rx_ring->ctl->tail);
+		total += (long)got;
+		if (rx_got(c, got))
+			break;
+	}
+	conn_put(c);
+	return total;
+}
+
 static void tx_kick(struct cmx_conn *c);
+
+/* Drops the head segment, written in full. */
+static void seg_pop(struct cmx_conn *c)
+{
+	struct seg *s = c->tx_head;
+
+	c->tx_bytes_queued -= s->len;
+	c->tx_head = s->next;
+	if (!c->tx_head)
+		c->tx_tail = &c->tx_head;
+	if (s->free_fn)
+		s->free_fn(s->free_arg);
+	free(s);
+}
 
 /* n bytes of the queue went out: frees what is done. */
 static void tx_consumed(struct cmx_conn *c, size_t n)
 {
-	if (n && c->tx_head && c->tx_head->fd >= 0) {
-		/* Sent with the segment's first byte; the peer has its copy. */
-		close(c->tx_head->fd);
-		c->tx_head->fd = -1;
-	}
+	if (n && c->tx_head)
+		seg_close_fds(c->tx_head); /* sent with its first byte */
 	while (n && c->tx_head) {
 		struct seg *s = c->tx_head;
 		size_t left = s->len - s->off;
@@ -324,13 +384,7 @@ static void tx_consumed(struct cmx_conn *c, size_t n)
 			break;
 		}
 		n -= left;
-		c->tx_bytes_queued -= s->len;
-		c->tx_head = s->next;
-		if (!c->tx_head)
-			c->tx_tail = &c->tx_head;
-		if (s->free_fn)
-			s->free_fn(s->free_arg);
-		free(s);
+		seg_pop(c);
 	}
 	if (!c->dead && c->closing && !c->tx_head)
 		cmx_conn_kill(c, NULL);
@@ -345,7 +399,7 @@ static void tx_done(struct cmx_io *io, int res, unsigned flags)
 		cmx_conn_kill(c, strerror(-res));
 	tx_consumed(c, res > 0 ? (size_t)res : 0);
 	if (!c->dead)
-		tx_kick(c);
+		tx_kick(c); /* also makes a pending switch to the ring */
 	conn_put(c);
 }
 
@@ -374,12 +428,57 @@ void cmx_conn_tx_ready(struct cmx_conn *c)
 	tx_kick(c);
 }
 
-/* Starts a gathered write of everything queued, one at a time per connection. */
+/* shm: copies queued output into the ring, publishing per segment (so a
+ * spinning guest sees each message as soon as it is there), until the
+ * ring is full; the guest's doorbell brings us back then. */
+static void tx_ring(struct cmx_conn *c)
+{
+	struct cmx_ring *r = c->tx_ring;
+	int bell = 0;
+
+	while (c->tx_head && !c->dead) {
+		struct seg *s = c->tx_head;
+		long w = cmx_ring_write(r, (char *)s->ptr + s->off, s->len - s->off);
+
+		if (w < 0) {
+			cmx_conn_kill(c, "impossible ring tail");
+			return;
+		}
+		s->off += (size_t)w;
+		bell |= cmx_ring_publish(r);
+		if (s->off < s->len) {
+			/* Full: sleep unless room appeared meanwhile. */
+			if (cmx_ring_sleep_producer(r, 1))
+				break;
+			continue;
+		}
+		seg_pop(c);
+	}
+	if (bell)
+		cmx_ring_futex_wake(&r->ctl->head);
+}
+
+void cmx_conn_kick(struct cmx_conn *c)
+{
+	tx_kick(c);
+}
+
+/* Starts a gathered write of everything queued, one at a time per connection
+ * (or, shm, copies it into the ring; or hands it to a mover). */
 static void tx_kick(struct cmx_conn *c)
 {
 	struct io_uring_sqe *sqe;
 	int n = 0;
 
+	/* The socket's last set-up reply has gone: output moves to the ring. */
+	if (c->tx_ring_next && !c->tx_busy && !c->tx_head) {
+		c->tx_ring = c->tx_ring_next;
+		c->tx_ring_next = NULL;
+	}
+	if (c->tx_ring && !c->tx_busy) {
+		tx_ring(c);
+		return;
+	}
 	if (c->tx_busy || !c->tx_head || c->dead)
 		return;
 	if (c->mover) {
@@ -390,16 +489,18 @@ static void tx_kick(struct cmx_conn *c)
 	for (struct seg *s = c->tx_head; s && n < CMX_CONN_IOV; s = s->next, n++) {
 		/* A passed fd rides on its segment's first byte: that segment
 		 * starts a sendmsg of its own. */
-		if (s->fd >= 0 && n)
+		int nfd = (s->fd[0] >= 0) + (s->fd[1] >= 0);
+		if (nfd && n)
 			break;
-		if (s->fd >= 0) {
+		if (nfd) {
 			struct cmsghdr *cm = (struct cmsghdr *)c->cmsg;
 			c->mh.msg_control = c->cmsg;
-			c->mh.msg_controllen = CMSG_SPACE(sizeof(int));
+			c->mh.msg_controllen = CMSG_SPACE((size_t)nfd * sizeof(int));
 			cm->cmsg_level = SOL_SOCKET;
 			cm->cmsg_type = SCM_RIGHTS;
-			cm->cmsg_len = CMSG_LEN(sizeof(int));
-			memcpy(CMSG_DATA(cm), &s->fd, sizeof(int));
+			cm->cmsg_len = CMSG_LEN((size_t)nfd * sizeof(int));
+			memcpy(CMSG_DATA(cm), s->fd[0] >= 0 ? &s->fd[0] : &s->fd[1],
+			       (size_t)nfd * sizeof(int));
 		}
 		c->iov[n].iov_base = (char *)s->ptr + s->off;
 		c->iov[n].iov_len = s->len - s->off;
@@ -415,27 +516,30 @@ static void tx_kick(struct cmx_conn *c)
 void cmx_conn_send(struct cmx_conn *c, const struct cmx_hdr *h, const void *args, void *bulk,
 		   void (*free_fn)(void *))
 {
-	cmx_conn_send_fd(c, h, args, bulk, free_fn, -1);
+	cmx_conn_send_fd(c, h, args, bulk, free_fn, NULL);
 }
 
 void cmx_conn_send_fd(struct cmx_conn *c, const struct cmx_hdr *h, const void *args, void *bulk,
-		      void (*free_fn)(void *), int fd)
+		      void (*free_fn)(void *), const int *fds)
 {
+	int fd[2] = { fds ? fds[0] : -1, fds ? fds[1] : -1 };
 	struct seg *s;
 
 	if (c->dead) {
 		if (free_fn)
 			free_fn(bulk);
-		if (fd >= 0)
-			close(fd);
+		for (int i = 0; i < 2; i++)
+			if (fd[i] >= 0)
+				close(fd[i]);
 		return;
 	}
 	s = malloc(sizeof(*s) + CMX_HDR_SIZE + h->size);
 	if (!s) {
 		if (free_fn)
 			free_fn(bulk);
-		if (fd >= 0)
-			close(fd);
+		for (int i = 0; i < 2; i++)
+			if (fd[i] >= 0)
+				close(fd[i]);
 		cmx_conn_kill(c, "out of memory");
 		return;
 	}
@@ -444,7 +548,8 @@ void cmx_conn_send_fd(struct cmx_conn *c, const struct cmx_hdr *h, const void *a
 	s->off = 0;
 	s->len = CMX_HDR_SIZE + h->size;
 	s->free_fn = NULL;
-	s->fd = fd;
+	s->fd[0] = fd[0];
+	s->fd[1] = fd[1];
 	memcpy(s->data, h, CMX_HDR_SIZE);
 	memcpy(s->data + CMX_HDR_SIZE, args, h->size);
 	*c->tx_tail = s;
@@ -459,7 +564,7 @@ void cmx_conn_send_fd(struct cmx_conn *c, const struct cmx_hdr *h, const void *a
 			return;
 		}
 		b->ptr = bulk;
-		b->fd = -1;
+		b->fd[0] = b->fd[1] = -1;
 		b->len = h->bulk;
 		b->free_fn = free_fn;
 		b->free_arg = bulk;

@@ -12,6 +12,7 @@
 
 struct cmx_auth;
 struct cmx_listener;
+struct cmx_ring;
 struct cmx_server;
 struct cmx_session;
 struct seg;
@@ -46,6 +47,13 @@ struct cmx_conn {
 	const struct cmx_conn_mover *mover; /* NULL: fd is a socket */
 	void *mover_ctx;
 
+	/* shm: messages come from rx_ring, output goes to tx_ring (from the
+	 * moment the socket has sent everything queued before tx_ring_next
+	 * was set); the socket only tells that the guest lives. */
+	struct cmx_ring *rx_ring, *tx_ring, *tx_ring_next;
+	int last_sync; /* the last call taken in was sync: its sender now waits */
+	uint8_t probe[16];
+
 	struct cmx_io rx_io;
 	uint8_t *rx;
 	size_t rx_len, rx_cap, rx_pos;
@@ -61,7 +69,7 @@ struct cmx_conn {
 	int tx_busy;
 	struct iovec iov[CMX_CONN_IOV];
 	struct msghdr mh;
-	uint64_t cmsg[4]; /* one SCM_RIGHTS fd */
+	uint64_t cmsg[4]; /* SCM_RIGHTS with up to 2 fds */
 	uint64_t tx_bytes_queued;
 };
 
@@ -81,11 +89,16 @@ void cmx_conn_tx_ready(struct cmx_conn *c);
  * referenced until written, then is passed to free_fn. */
 void cmx_conn_send(struct cmx_conn *c, const struct cmx_hdr *h, const void *args,
 		   void *bulk, void (*free_fn)(void *));
-/* The same, passing fd (which the connection closes once sent) with the
- * message's first byte. A header with CMX_HDR_AREA queues no payload: it is
+/* The same, passing fds[0..1] (those >= 0; fds may be NULL), which the
+ * connection closes once sent, with the message's first byte. A header with CMX_HDR_AREA queues no payload: it is
  * in the shared area, and free_fn(bulk) runs at once. */
 void cmx_conn_send_fd(struct cmx_conn *c, const struct cmx_hdr *h, const void *args,
-		      void *bulk, void (*free_fn)(void *), int fd);
+		      void *bulk, void (*free_fn)(void *), const int *fds);
+/* shm: takes in and acts on every message the command ring holds; the
+ * number of bytes taken (the connection may have ended meanwhile). */
+long cmx_conn_ring_input(struct cmx_conn *c);
+/* Retries queued output (the ring had no room). */
+void cmx_conn_kick(struct cmx_conn *c);
 /* Ends the connection; its session learns of it. */
 void cmx_conn_kill(struct cmx_conn *c, const char *why);
 

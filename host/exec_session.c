@@ -2,8 +2,10 @@
 // Handlers: session housekeeping (Ping, GetStats, OpenArea).
 #include "exec.h"
 #include "area.h"
+#include "shm.h"
 
 #include <stdlib.h>
+#include <unistd.h>
 
 int cmx_h_Hello(struct cmx_call *c, struct cmx_Hello_in *in, struct cmx_Hello_out *out)
 {
@@ -56,7 +58,15 @@ int cmx_h_OpenArea(struct cmx_call *c, struct cmx_OpenArea_in *in, struct cmx_Op
 		return CL_INVALID_OPERATION;
 	if (cmx_area_create(in->size, flags, &c->s->area, &fd))
 		return CL_OUT_OF_HOST_MEMORY;
-	c->rfd = fd;
+	c->rfd[0] = fd;
+	/* shm: the rings take over once this reply is out. */
+	if ((flags & CMX_AREA_RINGS) && cmx_shm_create(c->s, &c->rfd[1])) {
+		cmx_area_put(c->s->area);
+		c->s->area = NULL;
+		close(c->rfd[0]);
+		c->rfd[0] = -1;
+		return CL_OUT_OF_HOST_MEMORY;
+	}
 	out->size = c->s->area->size;
 	out->flags = flags;
 	return CL_SUCCESS;

@@ -3,7 +3,7 @@ sbin_PROGRAMS += host/clmuxd
 host_clmuxd_SOURCES = host/main.c host/loop.h host/loop.c host/conn.h host/conn.c \
 	host/call.h host/call.c host/session.h host/session.c host/object.h host/objtab.h \
 	host/objtab.c host/executor.h host/executor.c host/server.h host/device.c \
-	host/staging.h host/staging.c host/area.h host/area.c host/exec.h host/exec.c host/exec_session.c host/exec_context.c host/exec_queue.c \
+	host/staging.h host/staging.c host/area.h host/area.c host/shm.h host/shm.c host/exec.h host/exec.c host/exec_session.c host/exec_context.c host/exec_queue.c \
 	host/exec_mem.c host/exec_image.c host/exec_program.c host/incdir.h host/incdir.c host/exec_kernel.c host/exec_event.c \
 	host/peer.h host/peer.c host/auth.h host/auth.c host/listener.h host/listener.c \
 	host/reaper.h host/reaper.c host/vhost.h host/vhost.c
@@ -40,8 +40,18 @@ endif
 if HAVE_CHECK
 check_PROGRAMS += host/tests/test_badinput
 TESTS += host/tests/test_badinput
-host_tests_test_badinput_SOURCES = host/tests/test_badinput.c
+host_tests_test_badinput_SOURCES = host/tests/test_badinput.c host/tests/rawclient.h
 host_tests_test_badinput_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_badinput_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la $(CHECK_LIBS) \
+	$(OPENCL_LIBS) -lpthread
+endif
+
+# The shared area and the shm rings against a live daemon.
+if HAVE_CHECK
+check_PROGRAMS += host/tests/test_shm
+TESTS += host/tests/test_shm
+host_tests_test_shm_SOURCES = host/tests/test_shm.c host/tests/rawclient.h
+host_tests_test_shm_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_shm_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la $(CHECK_LIBS) \
 	$(OPENCL_LIBS) -lpthread
 endif

@@ -140,6 +140,11 @@ void cmx_loop_destroy(struct cmx_loop *l)
 	free(l);
 }
 
+int cmx_loop_busy(struct cmx_loop *l)
+{
+	return atomic_load(&l->wake_pending) || io_uring_cq_ready(&l->ring);
+}
+
 void cmx_loop_stop(struct cmx_loop *l)
 {
 	l->running = 0;

@@ -24,6 +24,10 @@ struct io_uring_sqe *cmx_loop_sqe(struct cmx_loop *l, struct cmx_io *io);
 int cmx_loop_run(struct cmx_loop *l);
 void cmx_loop_stop(struct cmx_loop *l);
 
+/* Whether work waits for the loop (completions, posts): a spinning handler
+ * stops then. Loop thread. */
+int cmx_loop_busy(struct cmx_loop *l);
+
 /* Thread-safe: runs fn(arg) on the loop thread soon. Used by executor
  * threads and native OpenCL callbacks. */
 void cmx_loop_post(struct cmx_loop *l, void (*fn)(void *arg), void *arg);

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "reaper.h"
 #include "server.h"
+#include "shm.h"
 
 struct cmx_session *cmx_session_create(struct cmx_server *srv, struct cmx_conn *conn)
 {
@@ -181,6 +182,8 @@ void cmx_session_close(struct cmx_session *s)
 	}
 	cmx_objtab_fini(&s->objs);
 	/* Blocks that commands in flight still hold keep the mapping. */
+	cmx_shm_close(s->shm);
+	s->shm = NULL;
 	cmx_area_put(s->area);
 	s->area = NULL;
 	cmx_incdir_drop_session(s->id);

@@ -9,6 +9,7 @@
 #include "objtab.h"
 
 struct cmx_area;
+struct cmx_shm;
 struct cmx_conn;
 struct cmx_server;
 
@@ -21,6 +22,7 @@ struct cmx_session {
 	struct cmx_conn *nconn; /* notifications */
 	struct cmx_objtab objs;
 	struct cmx_area *area; /* shared memory (OpenArea), or NULL */
+	struct cmx_shm *shm;   /* its rings at work (shm transport), or NULL */
 	uint64_t bytes; /* device memory charged */
 	struct cmx_session *next, **pprev;
 

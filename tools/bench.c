@@ -18,6 +18,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -44,6 +49,7 @@ struct plat {
 
 struct opts {
 	const char *native, *virt, *only;
+	const char *transport, *clmuxd;
 	int reps; /* 0: each benchmark's own default */
 	int json, quick;
 };
@@ -492,8 +498,8 @@ static void print_num(double v)
 
 static void print_table(const struct plat *pl)
 {
-	printf("native:  %s / %s\nvirtual: %s / %s\n", pl[0].name, pl[0].devname, pl[1].name,
-	       pl[1].devname);
+	printf("native:  %s / %s\nvirtual: %s / %s\nserver:  %s\n", pl[0].name, pl[0].devname,
+	       pl[1].name, pl[1].devname, getenv("CLMUX_SERVER") ? getenv("CLMUX_SERVER") : "-");
 	printf("ratio > 1: virtual better; delta: virtual - native, in the row's unit\n\n");
 	printf("%-14s %-10s %12s %12s %8s %12s\n", "benchmark", "unit", "native", "virtual", "ratio",
 	       "delta");
@@ -559,10 +565,120 @@ static void print_json(const struct plat *pl)
 	printf("}}\n");
 }
 
+/*
+ * The transports the ICD can be pointed at. Each is an address scheme the
+ * daemon's unix: socket serves (shm upgrades it to shared-memory rings); one
+ * that needs its own listener (tcp, vsock) adds its --listen form here.
+ */
+static const struct transport {
+	const char *name;   /* CLMUX_SERVER scheme */
+	const char *listen; /* the daemon's --listen scheme for it */
+} transports[] = {
+	{ "unix", "unix" },
+	{ "shm", "unix" },
+};
+
+static pid_t daemon_pid;
+static char daemon_dir[64];
+
+/* At exit: the daemon itself ends with this process (PR_SET_PDEATHSIG),
+ * after the ICD's connections have closed, so it is not seen to vanish. */
+static void daemon_cleanup(void)
+{
+	char path[96];
+
+	if (daemon_dir[0]) {
+		snprintf(path, sizeof(path), "%s/clmuxd.sock", daemon_dir);
+		unlink(path);
+		rmdir(daemon_dir);
+		daemon_dir[0] = 0;
+	}
+}
+
+/* Starts clmuxd on a private socket and points the ICD at it through the
+ * transport t. 0, or -1 with a message. */
+static int daemon_start(const char *bin, const struct transport *t)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	char listen_addr[128], server[128];
+
+	snprintf(daemon_dir, sizeof(daemon_dir), "/tmp/clmux-bench-XXXXXX");
+	if (!mkdtemp(daemon_dir)) {
+		perror("bench: mkdtemp");
+		daemon_dir[0] = 0;
+		return -1;
+	}
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/clmuxd.sock", daemon_dir);
+	snprintf(listen_addr, sizeof(listen_addr), "%s:%s", t->listen, sun.sun_path);
+	snprintf(server, sizeof(server), "%s:%s", t->name, sun.sun_path);
+	daemon_pid = fork();
+	if (daemon_pid < 0) {
+		perror("bench: fork");
+		return -1;
+	}
+	if (daemon_pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGTERM);
+		setenv("CLMUX_LOG", "warn", 0); /* the table, not the daemon's chatter */
+		execl(bin, bin, "--listen", listen_addr, (char *)NULL);
+		fprintf(stderr, "bench: exec %s: %s\n", bin, strerror(errno));
+		_exit(127);
+	}
+	atexit(daemon_cleanup);
+	for (int i = 0; i < 500; i++) {
+		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		int ok = fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+
+		if (fd >= 0)
+			close(fd);
+		if (ok)
+			return setenv("CLMUX_SERVER", server, 1);
+		if (waitpid(daemon_pid, NULL, WNOHANG) == daemon_pid) {
+			fprintf(stderr, "bench: %s exited before listening\n", bin);
+			daemon_pid = 0;
+			return -1;
+		}
+		usleep(10000);
+	}
+	fprintf(stderr, "bench: %s did not listen on %s\n", bin, sun.sun_path);
+	return -1;
+}
+
+/* Points the ICD at the daemon over the transport asked for: a daemon of our
+ * own (--clmuxd, $CLMUXD), else $CLMUX_SERVER's socket with that scheme. */
+static int transport_setup(const struct opts *o)
+{
+	const struct transport *t = NULL;
+	const char *server = getenv("CLMUX_SERVER"), *colon;
+	char buf[512];
+
+	for (size_t i = 0; i < sizeof(transports) / sizeof(transports[0]); i++)
+		if (!strcmp(transports[i].name, o->transport ? o->transport : "unix"))
+			t = &transports[i];
+	if (!t) {
+		fprintf(stderr, "bench: unknown transport \"%s\"\n", o->transport);
+		return -1;
+	}
+	if (o->clmuxd && *o->clmuxd)
+		return daemon_start(o->clmuxd, t);
+	if (!o->transport || !server || !(colon = strchr(server, ':')))
+		return 0;
+	snprintf(buf, sizeof(buf), "%s%s", t->name, colon);
+	return setenv("CLMUX_SERVER", buf, 1);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: bench [--native NAME] [--virtual NAME] [--reps N] [--only LIST] [--json] [--quick]\n"
+		"usage: bench [--transport T] [--clmuxd PATH] [--native NAME] [--virtual NAME]\n"
+		"             [--reps N] [--only LIST] [--json] [--quick]\n"
+		"  --transport T   how the ICD reaches clmuxd:");
+	for (size_t i = 0; i < sizeof(transports) / sizeof(transports[0]); i++)
+		fprintf(f, " %s", transports[i].name);
+	fprintf(f, " (default unix)\n"
+		   "  --clmuxd PATH   start this clmuxd on a private socket for the run (default:\n"
+		   "                  $CLMUXD; without either, $CLMUX_SERVER's daemon is used,\n"
+		   "                  its scheme replaced by --transport)\n");
+	fprintf(f,
 		"  --native NAME   platform name substring (default: first not containing \"clmux\")\n"
 		"  --virtual NAME  platform name substring (default: \"clmux\")\n"
 		"  --reps N        timed repetitions for every selected benchmark\n"
@@ -606,19 +722,22 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "native", required_argument, NULL, 'n' }, { "virtual", required_argument, NULL, 'v' },
 		{ "reps", required_argument, NULL, 'r' },   { "only", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, 'j' },         { "quick", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
+		{ "help", no_argument, NULL, 'h' },         { "transport", required_argument, NULL, 't' },
+		{ "clmuxd", required_argument, NULL, 'd' }, { NULL, 0, NULL, 0 },
 	};
 	char *end;
 	long n;
 	int c;
 
-	*o = (struct opts){ .virt = "clmux" };
+	*o = (struct opts){ .virt = "clmux", .clmuxd = getenv("CLMUXD") };
 	while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n': o->native = optarg; break;
 		case 'v': o->virt = optarg; break;
 		case 'o': o->only = optarg; break;
 		case 'j': o->json = 1; break;
+		case 't': o->transport = optarg; break;
+		case 'd': o->clmuxd = optarg; break;
 		case 'q': o->quick = 1; break;
 		case 'r':
 			n = strtol(optarg, &end, 10);
@@ -645,6 +764,10 @@ int main(int argc, char **argv)
 	struct opts o;
 
 	if (parse_opts(argc, argv, &o) < 0)
+		return 2;
+	/* Before the first OpenCL call: the ICD reads CLMUX_SERVER when the
+	 * loader opens it. */
+	if (transport_setup(&o) < 0)
 		return 2;
 	if (find_platform(&pl[0], o.native, "clmux") < 0) {
 		fprintf(stderr, "bench: no native OpenCL platform %s%s%s found\n",

@@ -15,11 +15,16 @@ struct cmx_area_hdr {
 	uint32_t version;		   /* 1 */
 	uint64_t size;			   /* bytes of the whole mapping */
 	uint64_t data_off, data_len;	   /* the data region (bulk payloads) */
-	uint64_t ring_off[2], ring_len[2]; /* 0: command ring, 1: reply ring; 0 = none */
+	/* The shm transport's rings (transport/ring.h), 0 when there are none:
+	 * CMX_RING_CMD calls, CMX_RING_REPLY replies, CMX_RING_NOTIFY
+	 * notifications. */
+	uint64_t ring_off[3], ring_len[3];
 };
 
 #define CMX_AREA_MAGIC	 0x41584d43u /* "CMXA" */
 #define CMX_AREA_VERSION 1u
+
+enum { CMX_RING_CMD, CMX_RING_REPLY, CMX_RING_NOTIFY, CMX_RING_COUNT };
 
 /* OpenArea flags. */
 #define CMX_AREA_RINGS 0x1u /* also make the rings (the shm transport) */

@@ -5,7 +5,11 @@
 #include "ring.h"
 
 #include <errno.h>
+#include <linux/futex.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 int cmx_ring_init(struct cmx_ring *r, void *mem, size_t len, int reset)
 {
@@ -160,4 +164,19 @@ void cmx_ring_wake_producer(struct cmx_ring *r)
 {
 	/* As above: at worst one spare doorbell. */
 	__atomic_store_n(&r->ctl->wait, 0, __ATOMIC_RELAXED);
+}
+
+int cmx_ring_futex_wait(uint32_t *word, uint32_t val, int timeout_ms)
+{
+	struct timespec ts = { timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L };
+
+	/* Not FUTEX_PRIVATE: the peer wakes it through its own mapping. */
+	if (syscall(SYS_futex, word, FUTEX_WAIT, val, &ts, NULL, 0) == 0)
+		return 0;
+	return errno == EAGAIN ? 0 : -errno;
+}
+
+void cmx_ring_futex_wake(uint32_t *word)
+{
+	syscall(SYS_futex, word, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
 }

@@ -68,4 +68,11 @@ int cmx_ring_sleep_producer(struct cmx_ring *r, size_t room);
 void cmx_ring_wake_consumer(struct cmx_ring *r);
 void cmx_ring_wake_producer(struct cmx_ring *r);
 
+/* Sleeping on a ring word in shared memory (a futex shared between
+ * processes): waits while *word == val, at most timeout_ms. Returns 0 on a
+ * wake-up or a changed word, -ETIMEDOUT, or -EINTR. */
+int cmx_ring_futex_wait(uint32_t *word, uint32_t val, int timeout_ms);
+/* Wakes every sleeper on word. */
+void cmx_ring_futex_wake(uint32_t *word);
+
 #endif

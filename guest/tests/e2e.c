@@ -343,6 +343,12 @@ static int e2e_transport_setup(void)
 
 	if (!t || !*t || !strcmp(t, "unix"))
 		return 0;
+	/* The daemon listens on unix: only; the ICD speaks shm over it. */
+	if (!strcmp(t, "shm"))
+		return snprintf(e2e_extra_server, sizeof(e2e_extra_server), "shm:%s",
+				e2e_daemon_sock) >= (int)sizeof(e2e_extra_server)
+			       ? -ENAMETOOLONG
+			       : 0;
 	if (!strcmp(t, "vsock-uds")) {
 		if (snprintf(e2e_extra_files[0], PATH_MAX, "%s/v.sock_7447", e2e_daemon_dir) >=
 			    PATH_MAX ||
@@ -354,7 +360,7 @@ static int e2e_transport_setup(void)
 		return 0;
 	}
 	if (strcmp(t, "tcp") && strcmp(t, "tcp6")) {
-		fprintf(stderr, "e2e: CMX_E2E_TRANSPORT=%s: expected unix, tcp, tcp6 or vsock-uds\n", t);
+		fprintf(stderr, "e2e: CMX_E2E_TRANSPORT=%s: expected unix, shm, tcp, tcp6 or vsock-uds\n", t);
 		return -EINVAL;
 	}
 	port = e2e_free_port(!strcmp(t, "tcp6"));

@@ -62,6 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		free(copy);
 		pos += h.size;
+		if (h.flags & CMX_HDR_AREA)
+			continue; /* the payload is in the shared area, not the stream */
 		if (h.bulk > size - pos)
 			return 0;
 		pos += h.bulk;

@@ -117,6 +117,7 @@ END_TEST
 
 START_TEST(doorbell_flags)
 {
+	static uint8_t fill[1024];
 	struct cmx_ring p, c;
 
 	pair(&p, &c);
@@ -134,7 +135,7 @@ START_TEST(doorbell_flags)
 	/* A full ring lets the producer wait; consuming asks for the bell. */
 	cmx_ring_read(&c, NULL, 2);
 	cmx_ring_consume(&c);
-	ck_assert_int_eq(cmx_ring_write(&p, mem, 1024), 1024);
+	ck_assert_int_eq(cmx_ring_write(&p, fill, 1024), 1024);
 	cmx_ring_publish(&p);
 	ck_assert_int_eq(cmx_ring_sleep_producer(&p, 1), 1);
 	ck_assert_int_eq(cmx_ring_readable(&c), 1024);

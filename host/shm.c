@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+// shm sessions: the loop reads the command ring when the guest rings the
+// doorbell, spins on it for a bounded time while calls keep coming, then
+// marks itself idle and sleeps until the next doorbell.
+#include "shm.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "area.h"
+#include "conn.h"
+#include "log.h"
+#include "server.h"
+#include "session.h"
+
+#define SPIN_NS	  50000	  /* spin this long after the last call before sleeping */
+#define BUDGET_NS 1000000 /* at most this long in one turn: other sessions wait */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void bell_arm(struct cmx_shm *m)
+{
+	struct io_uring_sqe *sqe = cmx_loop_sqe(cmx_srv->loop, &m->bell_io);
+
+	io_uring_prep_read(sqe, m->bell, &m->bell_val, sizeof(m->bell_val), 0);
+}
+
+static void bell_self(struct cmx_shm *m)
+{
+	uint64_t one = 1;
+
+	if (write(m->bell, &one, sizeof(one)) < 0)
+		cmx_err("doorbell write: %m");
+}
+
+/* One turn: takes every call the ring holds, retries output that waited for
+ * room, and spins while calls keep coming. Returns 1 when it may sleep. */
+static int pump(struct cmx_shm *m)
+{
+	uint64_t start = now_ns(), until = start + SPIN_NS;
+
+	for (unsigned i = 0;; i++) {
+		struct cmx_session *s = m->s;
+		long n;
+
+		if (!s || !s->conn)
+			return 0;
+		n = cmx_conn_ring_input(s->conn);
+		if (!m->s || !s->conn)
+			return 0; /* the session ended on a bad message */
+		cmx_conn_kick(s->conn);
+		if (s->nconn)
+			cmx_conn_kick(s->nconn);
+		if (n > 0) {
+			/* A guest that just made a sync call sends nothing more
+			 * until it has the reply: spinning would only take the
+			 * CPU from the threads that produce that reply. */
+			if (s->conn->last_sync)
+				return 1;
+			until = now_ns() + SPIN_NS;
+			continue;
+		}
+		if ((i & 31) == 0) {
+			uint64_t t = now_ns();
+			if (t >= until || cmx_loop_busy(cmx_srv->loop))
+				break;
+			if (t - start >= BUDGET_NS) {
+				/* Come back on the next turn, after the others. */
+				bell_self(m);
+				return 0;
+			}
+		}
+		sched_yield(); /* lets a runnable thread of this core (the driver's) go first */
+	}
+	return 1;
+}
+
+static void bell_done(struct cmx_io *io, int res, unsigned flags)
+{
+	struct cmx_shm *m = (struct cmx_shm *)((char *)io - offsetof(struct cmx_shm, bell_io));
+
+	if (!m->s) {
+		close(m->bell);
+		cmx_area_put(m->area);
+		free(m);
+		return;
+	}
+	/* Awake: the guest need not ring while we look. */
+	cmx_ring_wake_consumer(&m->cmd);
+	/* Sleep only with the idle flag up and no call slipped in before it. */
+	while (pump(m) && !cmx_ring_sleep_consumer(&m->cmd))
+		;
+	/* Armed in every case: a closed session's own bell frees m. */
+	bell_arm(m);
+}
+
+int cmx_shm_create(struct cmx_session *s, int *guest_bell)
+{
+	struct cmx_shm *m = calloc(1, sizeof(*m));
+	const struct cmx_area_hdr *h = &s->area->hdr;
+	struct cmx_ring *r[CMX_RING_COUNT];
+	int e = -ENOMEM;
+
+	if (!m)
+		return e;
+	r[CMX_RING_CMD] = &m->cmd;
+	r[CMX_RING_REPLY] = &m->rep;
+	r[CMX_RING_NOTIFY] = &m->ntf;
+	for (int i = 0; i < CMX_RING_COUNT; i++)
+		if ((e = cmx_ring_init(r[i], s->area->base + h->ring_off[i], h->ring_len[i], 1)))
+			goto fail;
+	/* Asleep until the first doorbell: the guest must ring for its first
+	 * call. */
+	m->cmd.ctl->idle = 1;
+	m->bell = eventfd(0, EFD_CLOEXEC);
+	if (m->bell < 0) {
+		e = -errno;
+		goto fail;
+	}
+	*guest_bell = dup(m->bell);
+	if (*guest_bell < 0) {
+		e = -errno;
+		close(m->bell);
+		goto fail;
+	}
+	m->s = s;
+	m->area = s->area;
+	cmx_area_ref(s->area);
+	m->bell_io.cb = bell_done;
+	s->shm = m;
+	s->conn->rx_ring = &m->cmd;
+	s->conn->tx_ring_next = &m->rep;
+	if (s->nconn)
+		s->nconn->tx_ring_next = &m->ntf;
+	bell_arm(m);
+	cmx_info("session %llu: upgraded to shm rings", (unsigned long long)s->id);
+	return 0;
+fail:
+	free(m);
+	return e;
+}
+
+void cmx_shm_close(struct cmx_shm *m)
+{
+	if (!m)
+		return;
+	m->s = NULL;
+	bell_self(m); /* the armed read returns, and frees m */
+}

@@ -1,0 +1,410 @@
+// SPDX-License-Identifier: MIT
+// The shared area and the shm rings against a live clmuxd, from a raw
+// client: a round trip through both; area offsets and ring indices that lie,
+// an oversized message in the ring, a client killed mid-ring. Each bad one
+// ends only its own session, and the daemon gives back every object, byte,
+// mapping and file descriptor it held for it.
+#define _GNU_SOURCE
+#include <check.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../guest/tests/e2e.h"
+#include "area_layout.h"
+#include "proto.gen.h"
+#include "rawclient.h"
+#include "ring.h"
+
+/* A session's shared memory, as the guest maps it. */
+struct shared {
+	uint8_t *base;
+	struct cmx_area_hdr h;
+	int bell;
+	struct cmx_ring cmd, rep;
+};
+
+/* OpenArea on an open session; maps what comes back. */
+static void open_area(struct client *c, unsigned flags, struct shared *sh)
+{
+	struct cmx_OpenArea_in in = {.size = 4 << 20, .flags = flags};
+	struct cmx_OpenArea_out out;
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(2 * sizeof(int))];
+	} cm;
+	struct cmx_hdr h;
+	struct iovec iov = {&h, CMX_HDR_SIZE};
+	struct msghdr mh = {
+	    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof(cm.b)};
+	uint8_t args[64];
+	int fds[2] = {-1, -1};
+
+	send_msg(c, &cmx_desc_OpenArea_in, &in, 1, NULL, 0);
+	ck_assert_int_eq(recvmsg(c->fd, &mh, MSG_WAITALL), CMX_HDR_SIZE);
+	ck_assert_ptr_nonnull(CMSG_FIRSTHDR(&mh));
+	memcpy(fds, CMSG_DATA(CMSG_FIRSTHDR(&mh)), CMSG_FIRSTHDR(&mh)->cmsg_len - CMSG_LEN(0));
+	ck_assert_uint_le(h.size, sizeof(args));
+	ck_assert_int_eq(recv(c->fd, args, h.size, MSG_WAITALL), (ssize_t)h.size);
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_OpenArea_out, args + 8, h.size - 8, &out), 0);
+	ck_assert_int_ge(fds[0], 0);
+	sh->base = mmap(NULL, out.size, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	ck_assert(sh->base != MAP_FAILED);
+	close(fds[0]);
+	/* Sealed: the guest cannot shrink it under the daemon. */
+	ck_assert_int_ne(ftruncate(fds[0], 0), 0);
+	memcpy(&sh->h, sh->base, sizeof(sh->h));
+	ck_assert_uint_eq(sh->h.magic, CMX_AREA_MAGIC);
+	sh->bell = fds[1];
+	if (flags & CMX_AREA_RINGS) {
+		ck_assert_int_ge(sh->bell, 0);
+		ck_assert_int_eq(cmx_ring_init(&sh->cmd, sh->base + sh->h.ring_off[CMX_RING_CMD],
+					       sh->h.ring_len[CMX_RING_CMD], 0),
+				 0);
+		ck_assert_int_eq(cmx_ring_init(&sh->rep, sh->base + sh->h.ring_off[CMX_RING_REPLY],
+					       sh->h.ring_len[CMX_RING_REPLY], 0),
+				 0);
+	}
+}
+
+static void ring_bell(struct shared *sh)
+{
+	uint64_t one = 1;
+
+	ck_assert_int_eq(write(sh->bell, &one, sizeof(one)), sizeof(one));
+}
+
+/* Puts bytes in the command ring and rings the doorbell. */
+static void ring_put(struct shared *sh, const void *p, size_t n)
+{
+	ck_assert_int_eq(cmx_ring_write(&sh->cmd, p, n), (long)n);
+	cmx_ring_publish(&sh->cmd);
+	ring_bell(sh);
+}
+
+static void ring_msg(struct shared *sh, const struct cmx_msgdesc *d, const void *in, int sync,
+		     uint32_t seq)
+{
+	size_t size = cmx_codec_size(d, in);
+	uint8_t buf[512];
+	struct cmx_hdr h = {
+	    .size = (uint32_t)size, .op = d->op, .flags = sync ? CMX_HDR_SYNC : 0, .seq = seq};
+
+	ck_assert_uint_le(CMX_HDR_SIZE + size, sizeof(buf));
+	memcpy(buf, &h, CMX_HDR_SIZE);
+	cmx_codec_encode(d, in, buf + CMX_HDR_SIZE);
+	ring_put(sh, buf, CMX_HDR_SIZE + size);
+}
+
+/* Reads one reply from the reply ring (polling: the daemon only rings a
+ * guest that said it sleeps); its status. */
+static int ring_reply(struct shared *sh, uint32_t seq)
+{
+	struct cmx_hdr h;
+	uint8_t args[256];
+	int64_t status;
+
+	for (int i = 0; i < 100000 && cmx_ring_readable(&sh->rep) < CMX_HDR_SIZE; i++)
+		usleep(100);
+	ck_assert_int_ge(cmx_ring_readable(&sh->rep), CMX_HDR_SIZE);
+	cmx_ring_read(&sh->rep, &h, CMX_HDR_SIZE);
+	ck_assert_uint_eq(h.op, CMX_OP_REPLY);
+	ck_assert_uint_eq(h.seq, seq);
+	ck_assert_uint_le(h.size, sizeof(args));
+	while (cmx_ring_readable(&sh->rep) < h.size)
+		usleep(100);
+	cmx_ring_read(&sh->rep, args, h.size);
+	cmx_ring_consume(&sh->rep);
+	memcpy(&status, args, 8);
+	return (int)status;
+}
+
+/* The daemon's pid (from the socket), then how many of its mappings are
+ * session areas and how many files it has open. */
+static void daemon_holds(int fd, int *areas, int *files)
+{
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	char path[64], line[512];
+	FILE *f;
+	DIR *d;
+
+	ck_assert_int_eq(getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len), 0);
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)cr.pid);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	*areas = 0;
+	while (fgets(line, sizeof(line), f))
+		*areas += strstr(line, "clmux-area") != NULL;
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)cr.pid);
+	d = opendir(path);
+	ck_assert_ptr_nonnull(d);
+	*files = 0;
+	while (readdir(d))
+		(*files)++;
+	closedir(d);
+}
+
+/* Objects, bytes, area mappings and files come back to base. */
+static void all_returned(uint64_t o0, uint64_t b0, int a0, int f0)
+{
+	struct client c;
+	int a = -1, f = -1;
+
+	counts_return(o0, b0);
+	for (int i = 0; i < 200; i++) {
+		hello(&c);
+		daemon_holds(c.fd, &a, &f);
+		close(c.fd);
+		if (a == a0 && f == f0)
+			return;
+		usleep(20000);
+	}
+	ck_abort_msg("daemon kept %d area mappings (was %d), %d files (was %d)", a, a0, f, f0);
+}
+
+static void baseline(uint64_t *o0, uint64_t *b0, int *a0, int *f0)
+{
+	struct client c;
+
+	daemon_counts(o0, b0);
+	hello(&c);
+	daemon_holds(c.fd, a0, f0);
+	close(c.fd);
+}
+
+/* A context, an in-order queue and a 1 MiB buffer at ids 0x10010..12. */
+static void make_buffer(struct client *c)
+{
+	uint64_t devs[1] = {1}, qprops[1] = {0};
+	struct cmx_CreateContext_in ctx = {.context = {0x10010}, .devices = {devs, 1}};
+	struct cmx_CreateQueue_in qu = {
+	    .queue = {0x10011}, .context = {0x10010}, .device = {1}, .props = {qprops, 1}};
+	struct cmx_CreateBuffer_in buf = {.mem = {0x10012}, .context = {0x10010}, .size = 1 << 20};
+
+	send_msg(c, &cmx_desc_CreateContext_in, &ctx, 0, NULL, 0);
+	send_msg(c, &cmx_desc_CreateQueue_in, &qu, 0, NULL, 0);
+	send_msg(c, &cmx_desc_CreateBuffer_in, &buf, 0, NULL, 0);
+}
+
+/* A call naming an area block: header with CMX_HDR_AREA. */
+static void send_area(struct client *c, const struct cmx_msgdesc *d, const void *in, int sync,
+		      uint32_t off, uint64_t len)
+{
+	size_t size = cmx_codec_size(d, in);
+	uint8_t buf[512];
+	struct cmx_hdr h = {.size = (uint32_t)size,
+			    .op = d->op,
+			    .flags = (sync ? CMX_HDR_SYNC : 0) | CMX_HDR_AREA,
+			    .seq = ++c->seq,
+			    .reserved = off,
+			    .bulk = len};
+
+	memcpy(buf, &h, CMX_HDR_SIZE);
+	cmx_codec_encode(d, in, buf + CMX_HDR_SIZE);
+	send_raw(c->fd, buf, CMX_HDR_SIZE + size);
+}
+
+START_TEST(area_roundtrip)
+{
+	struct client c;
+	struct shared sh;
+	struct cmx_WriteBufferSync_in wr = {
+	    .queue = {0x10011}, .mem = {0x10012}, .offset = 4096, .size = 8192};
+	struct cmx_ReadBufferSync_in rd = {
+	    .queue = {0x10011}, .mem = {0x10012}, .offset = 4096, .size = 8192};
+	struct cmx_hdr h;
+	uint64_t args[2], *done;
+	uint32_t woff, roff;
+
+	hello(&c);
+	open_area(&c, 0, &sh);
+	make_buffer(&c);
+	woff = (uint32_t)sh.h.data_off + CMX_AREA_BLK;
+	roff = woff + 8192 + CMX_AREA_BLK;
+	for (int i = 0; i < 8192; i++)
+		sh.base[woff + i] = (uint8_t)(i * 13);
+	send_area(&c, &cmx_desc_WriteBufferSync_in, &wr, 1, woff, 8192);
+	ck_assert_int_eq(recv_reply(&c, NULL, NULL, NULL), 0);
+	send_area(&c, &cmx_desc_ReadBufferSync_in, &rd, 1, roff, 8192);
+	/* The reply says where the data is; none of it is in the stream. */
+	ck_assert_int_eq(recv(c.fd, &h, CMX_HDR_SIZE, MSG_WAITALL), CMX_HDR_SIZE);
+	ck_assert_uint_eq(h.flags & CMX_HDR_AREA, CMX_HDR_AREA);
+	ck_assert_uint_eq(h.reserved, roff);
+	ck_assert_uint_eq(h.bulk, 8192);
+	ck_assert_int_eq(recv(c.fd, args, h.size, MSG_WAITALL), (ssize_t)h.size);
+	ck_assert_int_eq((int64_t)args[0], 0);
+	ck_assert_mem_eq(sh.base + woff, sh.base + roff, 8192);
+	/* Both blocks handed back through their done words. */
+	done = (uint64_t *)(sh.base + woff - CMX_AREA_DONE_AT);
+	for (int i = 0; i < 1000 && !__atomic_load_n(done, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	ck_assert_uint_eq(*done, 1);
+	ck_assert_uint_eq(*(uint64_t *)(sh.base + roff - CMX_AREA_DONE_AT), 1);
+	ping_ok(&c);
+	close(c.fd);
+}
+END_TEST
+
+START_TEST(area_lying_offsets)
+{
+	struct client other;
+	struct cmx_WriteBuffer_in wr = {.queue = {0x10011}, .mem = {0x10012}, .size = 4096};
+	struct cmx_Ping_in pin = {0};
+	uint64_t o0, b0;
+	int a0, f0;
+
+	baseline(&o0, &b0, &a0, &f0);
+	hello(&other);
+	for (int i = 0; i < 7; i++) {
+		struct client c;
+		struct shared sh;
+		uint32_t ok;
+		hello(&c);
+		if (i == 6) {
+			/* No area at all. */
+			send_area(&c, &cmx_desc_WriteBuffer_in, &wr, 0, 1 << 20, 4096);
+			ck_assert_msg(closed_by_daemon(c.fd), "area call without an area");
+			close(c.fd);
+			continue;
+		}
+		open_area(&c, 0, &sh);
+		make_buffer(&c);
+		ok = (uint32_t)sh.h.data_off + CMX_AREA_BLK;
+		switch (i) {
+		case 0: /* the header page */
+			send_area(&c, &cmx_desc_WriteBuffer_in, &wr, 0, 0, 4096);
+			break;
+		case 1: /* no room for the block header before it */
+			send_area(&c, &cmx_desc_WriteBuffer_in, &wr, 0, ok - 8, 4096);
+			break;
+		case 2: /* unaligned */
+			send_area(&c, &cmx_desc_WriteBuffer_in, &wr, 0, ok + 1, 4096);
+			break;
+		case 3: /* past the end */
+			send_area(&c, &cmx_desc_WriteBuffer_in, &wr, 0, (uint32_t)sh.h.size, 4096);
+			break;
+		case 4: /* running over the end */
+			send_area(&c, &cmx_desc_WriteBuffer_in, &wr, 0, ok, sh.h.data_len + 4096);
+			break;
+		case 5: /* an area flag on a call that moves no data */
+			send_area(&c, &cmx_desc_Ping_in, &pin, 1, ok, 64);
+			break;
+		}
+		ck_assert_msg(closed_by_daemon(c.fd), "lying area case %d not refused", i);
+		close(c.fd);
+		ping_ok(&other);
+	}
+	close(other.fd);
+	all_returned(o0, b0, a0, f0);
+}
+END_TEST
+
+START_TEST(ring_roundtrip_and_lies)
+{
+	struct client other;
+	struct cmx_Ping_in pin = {0};
+	uint64_t o0, b0;
+	int a0, f0;
+
+	baseline(&o0, &b0, &a0, &f0);
+	hello(&other);
+	for (int i = 0; i < 4; i++) {
+		struct client c;
+		struct shared sh;
+		struct cmx_hdr big = {
+		    .size = CMX_MAX_ARGS + 8, .op = CMX_OP_Ping, .flags = CMX_HDR_SYNC, .seq = 3};
+		hello(&c);
+		open_area(&c, CMX_AREA_RINGS, &sh);
+		/* Calls now go through the ring. */
+		ring_msg(&sh, &cmx_desc_Ping_in, &pin, 1, 2);
+		ck_assert_int_eq(ring_reply(&sh, 2), 0);
+		switch (i) {
+		case 0: /* a head more than the ring ahead */
+			__atomic_store_n(&sh.cmd.ctl->head, sh.cmd.pos + sh.cmd.size + 64,
+					 __ATOMIC_RELEASE);
+			ring_bell(&sh);
+			break;
+		case 1: /* a head behind the daemon's tail */
+			__atomic_store_n(&sh.cmd.ctl->head, sh.cmd.pos - 8, __ATOMIC_RELEASE);
+			ring_bell(&sh);
+			break;
+		case 2: /* an oversized message */
+			ring_put(&sh, &big, CMX_HDR_SIZE);
+			break;
+		case 3: /* a reply-ring tail ahead of the daemon's head */
+			__atomic_store_n(&sh.rep.ctl->tail, sh.rep.pos + 4096, __ATOMIC_RELEASE);
+			ring_msg(&sh, &cmx_desc_Ping_in, &pin, 1, 3);
+			break;
+		}
+		ck_assert_msg(closed_by_daemon(c.fd), "lying ring case %d not refused", i);
+		close(c.fd);
+		close(sh.bell);
+		ping_ok(&other);
+	}
+	close(other.fd);
+	all_returned(o0, b0, a0, f0);
+}
+END_TEST
+
+/* Killed with objects, area data and half a message in the ring. */
+START_TEST(killed_mid_ring)
+{
+	uint64_t o0, b0;
+	int a0, f0, status;
+	pid_t pid;
+
+	baseline(&o0, &b0, &a0, &f0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct client c;
+		struct shared sh;
+		struct cmx_Ping_in pin = {0};
+		struct cmx_hdr h = {.size = 48, .op = CMX_OP_WriteBuffer};
+
+		hello(&c);
+		open_area(&c, CMX_AREA_RINGS, &sh);
+		ring_msg(&sh, &cmx_desc_Ping_in, &pin, 1, 2);
+		if (ring_reply(&sh, 2))
+			_exit(3);
+		memset(sh.base + sh.h.data_off, 0xab, 1 << 20);
+		ring_put(&sh, &h, CMX_HDR_SIZE); /* the arguments never come */
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	all_returned(o0, b0, a0, f0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("shm");
+	TCase *tc = tcase_create("shm");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test(tc, area_roundtrip);
+	tcase_add_test(tc, area_lying_offsets);
+	tcase_add_test(tc, ring_roundtrip_and_lies);
+	tcase_add_test(tc, killed_mid_ring);
+	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+	if (e2e_daemon_start())
+		return 1;
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	if (e2e_daemon_stop())
+		failed++;
+	return failed ? 1 : 0;
+}
