@@ -18,6 +18,7 @@
 #define BATCH_SIZE (256u << 10)	 /* async calls gathered before a write */
 #define INLINE_BULK 4096u	 /* smaller payloads are copied into the batch */
 #define RX_SIZE (64u << 10)
+#define RECV_STEP (128u << 10)
 
 /* A buffered reader over one channel; only one thread reads at a time. */
 struct rx {
@@ -131,8 +132,11 @@ static int rx_take(struct rx *r, void *dst, uint64_t len)
 				return e;
 			continue;
 		}
+		/* AF_VSOCK refuses (ENOMEM) a MSG_WAITALL read of its receive
+		 * buffer's size (256 KiB) or more: large payloads come in steps. */
 		ssize_t got = recv(r->fd, dst ? dst : scratch,
-				   dst ? (size_t)len : sizeof(scratch), MSG_WAITALL);
+				   dst ? (size_t)(len < RECV_STEP ? len : RECV_STEP) : sizeof(scratch),
+				   MSG_WAITALL);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0)
