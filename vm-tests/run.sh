@@ -81,6 +81,10 @@ fi
 guest main "$@"
 wait "$qemu_pid" || true
 grep -q "CLMUX-VM-RESULT rc=0" "$tmp/serial.main" || fail "the guest's command failed"
+# The daemon's CPU time (clock ticks), all threads and its io_uring loop's
+# (the main thread): the cost of serving the guest.
+echo "run.sh: clmuxd cpu ticks $(awk '{print $14 + $15}' "/proc/$daemon_pid/stat")," \
+	"loop $(awk '{print $14 + $15}' "/proc/$daemon_pid/task/$daemon_pid/stat") of $(getconf CLK_TCK)/s"
 kill -TERM "$daemon_pid"
 wait "$daemon_pid" || fail "clmuxd did not exit cleanly"
 daemon_pid=""
