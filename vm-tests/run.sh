@@ -28,6 +28,8 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/clmux-vm-XXXXXX")
 port=7272
 daemon_pid=""
 cleanup() {
+	# No guest outlives the test, whatever ended it.
+	for f in "$tmp"/qemu.*.pid; do [ -e "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done
 	[ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null || true
 	rm -rf "$tmp"
 }
