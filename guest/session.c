@@ -25,6 +25,7 @@
 #define BATCH_SIZE (256u << 10)	 /* async calls gathered before a write */
 #define INLINE_BULK 4096u	 /* smaller payloads are copied into the batch */
 #define RX_SIZE (64u << 10)
+#define RECV_STEP (128u << 10)	    /* most bytes of one payload recv (AF_VSOCK) */
 #define AREA_DEFAULT (256ull << 20) /* shared data area asked for; CLMUX_AREA_MB */
 #define AREA_FLUSH (256u << 10)	    /* an async payload this large goes out at once */
 #define SPIN_NS 50000		    /* shm: a waiter spins this long before it sleeps */
@@ -263,8 +264,10 @@ static int rx_take(struct rx *r, void *dst, uint64_t len)
 				return e;
 			continue;
 		}
+		/* AF_VSOCK refuses (ENOMEM) a MSG_WAITALL read of its receive
+		 * buffer's size (256 KiB) or more: large payloads come in steps. */
 		ssize_t got = chan_recv(r, dst ? dst : scratch,
-					dst ? (size_t)len : sizeof(scratch), 1);
+					dst ? (size_t)(len < RECV_STEP ? len : RECV_STEP) : sizeof(scratch), 1);
 		if (got < 0 && errno == EINTR)
 			continue;
 		if (got <= 0)

@@ -55,3 +55,11 @@ host_tests_test_shm_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_shm_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la $(CHECK_LIBS) \
 	$(OPENCL_LIBS) -lpthread
 endif
+
+if HAVE_CHECK
+check_PROGRAMS += host/tests/test_vhost_badinput
+TESTS += host/tests/test_vhost_badinput
+host_tests_test_vhost_badinput_SOURCES = host/tests/test_vhost_badinput.c
+host_tests_test_vhost_badinput_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_vhost_badinput_LDADD = $(CHECK_LIBS)
+endif

@@ -328,11 +328,11 @@ static void sock_done(struct cmx_io *io, int res, unsigned flags)
 
 static void vm_destroy(struct vm *vm, const char *why)
 {
+	uint64_t objects = cmx_srv->objects, bytes = cmx_srv->bytes;
+
 	if (vm->dead_vm)
 		return;
 	vm->dead_vm = 1;
-	cmx_info("vhost-user-vsock %s: VM with CID %" PRIu64 " gone: %s", vm->l->path, vm->l->cid,
-		 why);
 	vm->l->vm = NULL;
 	vm->busy = 1;
 	/* Every session of the VM closes and returns what it held. */
@@ -346,6 +346,11 @@ static void vm_destroy(struct vm *vm, const char *why)
 		vm->dead = ch->next_dead;
 		free(ch);
 	}
+	/* Its sessions are closed: what they held is returned by now. */
+	cmx_info("vhost-user-vsock %s: VM with CID %" PRIu64 " gone: %s; its sessions returned %" PRIu64
+		 " objects, %" PRIu64 " bytes; daemon holds %" PRIu64 " objects, %" PRIu64 " bytes",
+		 vm->l->path, vm->l->cid, why, objects - cmx_srv->objects, bytes - cmx_srv->bytes,
+		 cmx_srv->objects, cmx_srv->bytes);
 	vm_put(vm);
 }
 

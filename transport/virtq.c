@@ -150,7 +150,9 @@ int cmx_virtq_should_notify(const struct cmx_virtq *q)
 	return !(rd16(&((struct vring_avail *)q->avail)->flags) & VRING_AVAIL_F_NO_INTERRUPT);
 }
 
-size_t cmx_iov_read(const struct iovec *iov, unsigned n, size_t off, void *dst, size_t len)
+/* Copies between an iovec (from off on) and a flat buffer, either way. */
+static size_t iov_copy(const struct iovec *iov, unsigned n, size_t off, void *buf, size_t len,
+		       int to_iov)
 {
 	size_t done = 0;
 
@@ -162,28 +164,22 @@ size_t cmx_iov_read(const struct iovec *iov, unsigned n, size_t off, void *dst, 
 		size_t k = iov[i].iov_len - off;
 		if (k > len - done)
 			k = len - done;
-		memcpy((char *)dst + done, (char *)iov[i].iov_base + off, k);
+		if (to_iov)
+			memcpy((char *)iov[i].iov_base + off, (char *)buf + done, k);
+		else
+			memcpy((char *)buf + done, (char *)iov[i].iov_base + off, k);
 		done += k;
 		off = 0;
 	}
 	return done;
 }
 
+size_t cmx_iov_read(const struct iovec *iov, unsigned n, size_t off, void *dst, size_t len)
+{
+	return iov_copy(iov, n, off, dst, len, 0);
+}
+
 size_t cmx_iov_write(const struct iovec *iov, unsigned n, size_t off, const void *src, size_t len)
 {
-	size_t done = 0;
-
-	for (unsigned i = 0; i < n && done < len; i++) {
-		if (off >= iov[i].iov_len) {
-			off -= iov[i].iov_len;
-			continue;
-		}
-		size_t k = iov[i].iov_len - off;
-		if (k > len - done)
-			k = len - done;
-		memcpy((char *)iov[i].iov_base + off, (const char *)src + done, k);
-		done += k;
-		off = 0;
-	}
-	return done;
+	return iov_copy(iov, n, off, (void *)src, len, 1);
 }

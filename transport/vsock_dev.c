@@ -179,6 +179,15 @@ static void stream_gone(struct cmx_vsock_dev *d, struct cmx_vsock_stream *st)
 	free(st);
 }
 
+/* Bytes taken from the guest after which it hears of them. */
+static uint32_t credit_step(const struct cmx_vsock_stream *st)
+{
+	uint32_t w = st->peer_buf_alloc < CMX_VSOCK_BUF_ALLOC ? st->peer_buf_alloc
+							       : CMX_VSOCK_BUF_ALLOC;
+
+	return w / 4 ? w / 4 : 1;
+}
+
 static void on_request(struct cmx_vsock_dev *d, const struct virtio_vsock_hdr *h)
 {
 	struct cmx_vsock_stream *st = calloc(1, sizeof(*st));
@@ -229,6 +238,8 @@ static int on_packet(struct cmx_vsock_dev *d, const struct cmx_virtq_elem *e)
 	}
 	st->peer_buf_alloc = h.buf_alloc;
 	st->peer_fwd_cnt = h.fwd_cnt;
+	cmx_dbg("vsock: port %u op %u len %u buf_alloc %u fwd_cnt %u", st->guest_port, h.op, h.len,
+		h.buf_alloc, h.fwd_cnt);
 	switch (h.op) {
 	case VIRTIO_VSOCK_OP_RW:
 		/* The guest may not exceed the window we granted. */
@@ -243,7 +254,9 @@ static int on_packet(struct cmx_vsock_dev *d, const struct cmx_virtq_elem *e)
 		if (stream_find(d, h.dst_port, h.src_port) != st)
 			return 0;
 		st->fwd_cnt += h.len;
-		if (st->fwd_cnt - st->fwd_reported >= CMX_VSOCK_BUF_ALLOC / 2)
+		/* The Linux driver stops sending once its own buffer size is
+		 * unacknowledged, whatever our window: report well before. */
+		if (st->fwd_cnt - st->fwd_reported >= credit_step(st))
 			send_ctl(d, st, VIRTIO_VSOCK_OP_CREDIT_UPDATE);
 		break;
 	case VIRTIO_VSOCK_OP_CREDIT_REQUEST:
@@ -298,14 +311,17 @@ int cmx_vsock_dev_rx(struct cmx_vsock_dev *d)
 		return -EINVAL;
 	if (ctl_flush(d))
 		return d->broken ? -EINVAL : 0;
-	/* Each writable() may close its own stream: restart the walk. */
+	/* Each blocked stream is woken once; writable() may close its own
+	 * stream, so the walk restarts after each. */
+	for (struct cmx_vsock_stream *st = d->streams; st; st = st->next)
+		st->wake = st->blocked;
 	for (;;) {
 		struct cmx_vsock_stream *st = d->streams;
-		for (; st && !st->blocked; st = st->next)
+		for (; st && !st->wake; st = st->next)
 			;
 		if (!st || !cmx_virtq_has_avail(d->rxq))
 			break;
-		st->blocked = 0;
+		st->wake = st->blocked = 0;
 		d->ops->writable(d->ctx, st);
 	}
 	return d->broken ? -EINVAL : 0;
@@ -338,8 +354,13 @@ long cmx_vsock_stream_write(struct cmx_vsock_dev *d, struct cmx_vsock_stream *st
 		st->tx_cnt += (uint32_t)k;
 		done += (size_t)k;
 	}
-	if (done < len)
+	if (done < len) {
+		cmx_dbg("vsock: port %u blocked after %zu of %zu bytes (credit %u, rx %s)",
+			st->guest_port, done, len,
+			st->peer_buf_alloc - (st->tx_cnt - st->peer_fwd_cnt),
+			cmx_virtq_has_avail(d->rxq) ? "has buffers" : "full");
 		st->blocked = 1;
+	}
 	return (long)done;
 }
 

@@ -25,6 +25,7 @@ struct cmx_vsock_stream {
 	uint32_t tx_cnt;		       /* bytes we sent the guest */
 	uint32_t fwd_cnt, fwd_reported;	       /* bytes of the guest's we took */
 	int blocked; /* a write stopped for want of credit or buffers */
+	int wake;    /* cmx_vsock_dev_rx(): still to be woken */
 	void *user;
 };
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "vhost_user.h"
+#include "vq_driver.h"
 
 #define MEM_SIZE (1u << 20)
 #define GPA_BASE 0x100000ull
@@ -254,10 +255,7 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("vhost_user");
 	TCase *tc = tcase_create("vhost_user");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, handshake);
@@ -270,10 +268,5 @@ int main(void)
 	tcase_add_test(tc, oversized_payload);
 	tcase_add_test(tc, unknown_request);
 	tcase_add_test(tc, peer_gone);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return vq_run("vhost_user", tc);
 }

@@ -160,10 +160,7 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("virtq");
 	TCase *tc = tcase_create("virtq");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, pop_chain);
@@ -176,10 +173,5 @@ int main(void)
 	tcase_add_test(tc, refuse_readable_after_writable);
 	tcase_add_test(tc, refuse_indirect);
 	tcase_add_test(tc, init_checks_size);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return vq_run("virtq", tc);
 }

@@ -311,10 +311,7 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("vsock_dev");
 	TCase *tc = tcase_create("vsock_dev");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, connect_and_data_in);
@@ -329,10 +326,5 @@ int main(void)
 	tcase_add_test(tc, lying_length_breaks_device);
 	tcase_add_test(tc, short_header_breaks_device);
 	tcase_add_test(tc, foreign_cid_dropped);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return vq_run("vsock_dev", tc);
 }

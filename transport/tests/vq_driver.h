@@ -4,6 +4,7 @@
 #ifndef CMX_TEST_VQ_DRIVER_H
 #define CMX_TEST_VQ_DRIVER_H
 
+#include <check.h>
 #include <linux/virtio_ring.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -95,6 +96,21 @@ static inline int drv_used(struct drv *d, uint16_t *id, uint32_t *len)
 	*len = d->used->ring[d->used_seen % QNUM].len;
 	d->used_seen++;
 	return 1;
+}
+
+/* Runs one test case's tests: the exit status of the test program. */
+static inline int vq_run(const char *name, TCase *tc)
+{
+	Suite *s = suite_create(name);
+	SRunner *sr;
+	int failed;
+
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
 }
 
 #endif

@@ -1,0 +1,38 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# make vm-check: OpenCL programs inside QEMU guests whose vsock device is
+# clmuxd, each with its own time limit. Run from the build directory.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+command -v qemu-system-x86_64 >/dev/null || { echo "vm-check: SKIP (no qemu-system-x86_64)"; exit 0; }
+export CLMUXD=${CLMUXD:-$PWD/host/clmuxd} VMDIR=${VMDIR:-$PWD/vm}
+pass=0
+failed=""
+
+# name, time limit (s), run.sh arguments. TCG runs the guest's CPU (~10x
+# slower than the host): the e2e programs compare clmux with itself there
+# (no native driver in the guest), so the device work is checked on both.
+run() {
+	name=$1 limit=$2
+	shift 2
+	start=$(date +%s)
+	if VM_TIMEOUT=$limit "$top/vm-tests/run.sh" "$@" >"vm/$name.log" 2>&1; then
+		echo "PASS: vm/$name ($(($(date +%s) - start)) s)"
+		pass=$((pass + 1))
+	else
+		echo "FAIL: vm/$name ($(($(date +%s) - start)) s)"
+		tail -30 "vm/$name.log"
+		failed="$failed $name"
+	fi
+}
+E2E="--env CMX_E2E_NATIVE=clmux --env CMX_E2E_REQUIRE=1"
+
+run clinfo 60 -- clinfo -l
+run transfer 120 -- vm-transfer 8
+run killed-mid-transfer 120 --kill-on transferring -- vm-transfer
+for t in e2e_compute e2e_memory e2e_program e2e_async e2e_multi e2e_events; do
+	# shellcheck disable=SC2086
+	run "$t" 240 $E2E -- "$t"
+done
+echo "# vm-check: $pass passed, failed:${failed:- none}"
+[ -z "$failed" ]
