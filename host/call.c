@@ -61,9 +61,15 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 	if (in.magic != CMX_PROTO_MAGIC || in.version != CMX_PROTO_VERSION)
 		return -EPROTONOSUPPORT;
 	if (in.role == 0) {
+		struct cmx_tenant *t = cmx_tenant_lookup(&c->srv->tenants, &c->ident);
 		if (c->srv->draining)
 			return -ESHUTDOWN;
-		s = cmx_session_create(c->srv, c);
+		if (!t) {
+			cmx_warn("connection refused: no tenant for uid %u gid %u", c->ident.uid,
+				 c->ident.gid);
+			return -EACCES;
+		}
+		s = cmx_session_create(c->srv, c, t);
 		if (!s)
 			return -ENOMEM;
 		c->role = CMX_ROLE_CALL;
@@ -71,7 +77,7 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 		out.session = s->id;
 		out.token = s->token;
 		reply(s, h->seq, CL_SUCCESS, &cmx_desc_Hello_out, &out, NULL, 0, NULL);
-		cmx_info("session %llu: connected", (unsigned long long)s->id);
+		cmx_info("session %llu: connected, tenant %s", (unsigned long long)s->id, t->name);
 		return 0;
 	}
 	s = in.role == 1 ? cmx_session_find(c->srv, in.session, in.token) : NULL;
@@ -159,6 +165,8 @@ static int32_t resolve_all(struct cmx_call *c)
 			if ((!id && !(f->flags & CMX_F_NULLOK)) ||
 			    (id && (id < CMX_FIRST_GUEST_ID || cmx_objtab_get(&c->s->objs, id))))
 				err = CL_INVALID_VALUE;
+			else if (id)
+				err = cmx_tenant_may_create(c->s->tenant);
 			break;
 		}
 		case CMX_T_IDS: {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Client connection: receives framed messages (payloads straight into their
 // staging buffers), dispatches them, and writes replies with gathered I/O.
+#define _GNU_SOURCE
 #include "conn.h"
 
 #include <errno.h>
@@ -189,9 +190,27 @@ static int rx_parse(struct cmx_conn *c)
 	return 0;
 }
 
+static void rate_done(struct cmx_io *io, int res, unsigned flags)
+{
+	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, rate_io));
+
+	rx_arm(c);
+	conn_put(c);
+}
+
+/* Over its tenant's rate: the next recv starts after ns. */
+static void rate_wait(struct cmx_conn *c, uint64_t ns)
+{
+	c->rate_ts.tv_sec = (long long)(ns / 1000000000ull);
+	c->rate_ts.tv_nsec = (long long)(ns % 1000000000ull);
+	io_uring_prep_timeout(cmx_loop_sqe(c->srv->loop, &c->rate_io), &c->rate_ts, 0, 0);
+	c->refs++;
+}
+
 static void rx_done(struct cmx_io *io, int res, unsigned flags)
 {
 	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, rx_io));
+	uint64_t wait_ns = 0;
 	int e = 0;
 
 	if (c->dead)
@@ -200,8 +219,10 @@ static void rx_done(struct cmx_io *io, int res, unsigned flags)
 		cmx_conn_kill(c, res == 0 ? "peer closed" : strerror(-res));
 		goto out;
 	}
-	if (c->sess)
+	if (c->sess) {
 		c->sess->recvs++;
+		wait_ns = cmx_tenant_rx(c->sess->tenant, (uint64_t)res, cmx_now_ns());
+	}
 	if (c->in_bulk) {
 		c->bulk_got += (uint64_t)res;
 		if (c->bulk_got == c->bulk_hdr.bulk) {
@@ -222,7 +243,10 @@ static void rx_done(struct cmx_io *io, int res, unsigned flags)
 		cmx_conn_kill(c, NULL);
 		goto out;
 	}
-	rx_arm(c);
+	if (wait_ns)
+		rate_wait(c, wait_ns);
+	else
+		rx_arm(c);
 out:
 	conn_put(c);
 }
@@ -331,9 +355,11 @@ void cmx_conn_send(struct cmx_conn *c, const struct cmx_hdr *h, const void *args
 	tx_kick(c);
 }
 
-int cmx_conn_create(struct cmx_server *srv, int fd)
+int cmx_conn_create(struct cmx_server *srv, int fd, const char *tenant)
 {
 	struct cmx_conn *c = calloc(1, sizeof(*c));
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
 
 	if (!c || !(c->rx = malloc(RX_INITIAL))) {
 		free(c);
@@ -344,8 +370,15 @@ int cmx_conn_create(struct cmx_server *srv, int fd)
 	c->srv = srv;
 	c->fd = fd;
 	c->refs = 1;
+	c->ident.listener_tenant = tenant;
+	if (!getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) && len == sizeof(cred)) {
+		c->ident.has_cred = 1;
+		c->ident.uid = cred.uid;
+		c->ident.gid = cred.gid;
+	}
 	c->rx_cap = RX_INITIAL;
 	c->rx_io.cb = rx_done;
+	c->rate_io.cb = rate_done;
 	c->tx_io.cb = tx_done;
 	c->tx_tail = &c->tx_head;
 	rx_arm(c);

@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 
 #include "loop.h"
+#include "tenant.h"
 #include "wire.h"
 
 struct cmx_server;
@@ -24,6 +25,7 @@ struct cmx_conn {
 	int dead;
 	enum cmx_conn_role role;
 	struct cmx_session *sess;
+	struct cmx_ident ident; /* who connected: decides the tenant at Hello */
 
 	struct cmx_io rx_io;
 	uint8_t *rx;
@@ -35,6 +37,10 @@ struct cmx_conn {
 	uint64_t bulk_got;
 	int in_bulk;
 
+	/* The tenant's rate quota: the next recv waits for this timeout. */
+	struct cmx_io rate_io;
+	struct __kernel_timespec rate_ts;
+
 	struct cmx_io tx_io;
 	struct seg *tx_head, **tx_tail;
 	int tx_busy;
@@ -43,8 +49,9 @@ struct cmx_conn {
 	uint64_t tx_bytes_queued;
 };
 
-/* Takes a connected socket. */
-int cmx_conn_create(struct cmx_server *srv, int fd);
+/* Takes a connected socket accepted on a listener bound to `tenant` (or
+ * NULL); a unix peer's credentials are read here. */
+int cmx_conn_create(struct cmx_server *srv, int fd, const char *tenant);
 /* Queues a message: header, encoded args (copied), and a payload that stays
  * referenced until written, then is passed to free_fn. */
 void cmx_conn_send(struct cmx_conn *c, const struct cmx_hdr *h, const void *args,

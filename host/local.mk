@@ -4,12 +4,21 @@ host_clmuxd_SOURCES = host/main.c host/loop.h host/loop.c host/conn.h host/conn.
 	host/call.h host/call.c host/session.h host/session.c host/object.h host/objtab.h \
 	host/objtab.c host/executor.h host/executor.c host/server.h host/device.c \
 	host/staging.h host/staging.c host/exec.h host/exec.c host/exec_session.c host/exec_context.c host/exec_queue.c \
-	host/exec_mem.c host/exec_program.c host/exec_kernel.c host/exec_event.c
+	host/exec_mem.c host/exec_program.c host/exec_kernel.c host/exec_event.c \
+	host/tenant.h host/tenant.c host/conffile.h host/conffile.c host/text.h host/text.c \
+	host/admin.h host/admin.c host/scheduler.h host/scheduler.c
 nodist_host_clmuxd_SOURCES = host/handlers.gen.h host/handlers.gen.c
 host_clmuxd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host -I$(top_builddir)/host $(URING_CFLAGS)
 host_clmuxd_LDADD = transport/libcmxtransport.la $(URING_LIBS) $(OPENCL_LIBS) -lpthread
 
 if HAVE_CHECK
+check_PROGRAMS += host/tests/test_config
+TESTS += host/tests/test_config
+host_tests_test_config_SOURCES = host/tests/test_config.c host/conffile.c host/tenant.c host/text.c
+host_tests_test_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host
+host_tests_test_config_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_config_LDADD = $(CHECK_LIBS)
+
 check_PROGRAMS += host/tests/test_objtab
 TESTS += host/tests/test_objtab
 host_tests_test_objtab_SOURCES = host/tests/test_objtab.c host/objtab.c
@@ -31,8 +40,18 @@ endif
 if HAVE_CHECK
 check_PROGRAMS += host/tests/test_badinput
 TESTS += host/tests/test_badinput
-host_tests_test_badinput_SOURCES = host/tests/test_badinput.c
+host_tests_test_badinput_SOURCES = host/tests/test_badinput.c host/tests/wire_client.h \
+	host/tests/wire_client.c
 host_tests_test_badinput_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_badinput_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la $(CHECK_LIBS) \
 	$(OPENCL_LIBS) -lpthread
+endif
+
+if HAVE_CHECK
+check_PROGRAMS += host/tests/test_tenant
+TESTS += host/tests/test_tenant
+host_tests_test_tenant_SOURCES = host/tests/test_tenant.c host/tests/wire_client.h \
+	host/tests/wire_client.c
+host_tests_test_tenant_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_tenant_LDADD = transport/libcmxtransport.la $(CHECK_LIBS) -lpthread
 endif

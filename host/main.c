@@ -8,12 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "addr.h"
+#include "admin.h"
+#include "conffile.h"
 #include "conn.h"
 #include "executor.h"
 #include "log.h"
+#include "scheduler.h"
 #include "server.h"
 #include "session.h"
 
@@ -25,6 +29,7 @@ struct listener {
 	struct cmx_io io;
 	int fd;
 	struct cmx_addr addr;
+	char tenant[CMX_TENANT_NAME]; /* ",tenant=NAME": every peer is NAME's */
 };
 
 static struct listener listeners[MAX_LISTEN];
@@ -48,7 +53,7 @@ static void accept_done(struct cmx_io *io, int res, unsigned flags)
 	if (res >= 0) {
 		if (cmx_srv->draining)
 			close(res);
-		else if (cmx_conn_create(cmx_srv, res))
+		else if (cmx_conn_create(cmx_srv, res, l->tenant[0] ? l->tenant : NULL))
 			cmx_err("out of memory accepting a connection");
 	} else if (res != -ECANCELED && !cmx_srv->draining) {
 		cmx_warn("accept on %s: %s", l->addr.path, strerror(-res));
@@ -70,6 +75,7 @@ static void tick_done(struct cmx_io *io, int res, unsigned flags)
 static void drain(void)
 {
 	cmx_srv->draining = 1;
+	cmx_admin_close(cmx_srv);
 	for (unsigned i = 0; i < nlisteners; i++) {
 		io_uring_prep_cancel_fd(cmx_loop_sqe(cmx_srv->loop, NULL), listeners[i].fd, 0);
 		close(listeners[i].fd);
@@ -102,10 +108,72 @@ static void sig_done(struct cmx_io *io, int res, unsigned flags)
 	io_uring_prep_read(cmx_loop_sqe(cmx_srv->loop, &sig_io), sig_fd, &sig_info, sizeof(sig_info), 0);
 }
 
+/*
+ * Tenants: from the config file when there is one (--config, or the default
+ * path if it exists); without one, every peer is tenant "default"'s, with
+ * no limits, as before tenants existed. A listener's tenant=NAME that the
+ * config does not define is created with the default quotas.
+ */
+static int tenants_setup(struct cmx_server *srv, const char *config)
+{
+	char why[200];
+
+	srv->started_ns = cmx_now_ns();
+	cmx_quota_unlimited(&srv->tenants.defaults);
+	if (config || !access(CMX_CONFIG_DEFAULT, F_OK)) {
+		const char *path = config ? config : CMX_CONFIG_DEFAULT;
+		if (cmx_config_load(path, &srv->tenants, why, sizeof(why))) {
+			fprintf(stderr, "clmuxd: %s: %s\n", path, why);
+			return -EINVAL;
+		}
+		srv->config_path = path;
+	} else {
+		strcpy(srv->tenants.fallback, "default");
+		cmx_tenant_get(&srv->tenants, "default");
+	}
+	for (unsigned i = 0; i < nlisteners; i++) {
+		struct listener *l = &listeners[i];
+		int e = cmx_addr_opt(&l->addr, "tenant", l->tenant, sizeof(l->tenant));
+		if (e == -ENOENT)
+			continue;
+		if (e || !cmx_tenant_get(&srv->tenants, l->tenant)) {
+			fprintf(stderr, "clmuxd: --listen unix:%s: bad tenant name\n", l->addr.path);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* The admin socket: asked for, or the default one when this daemon can have
+ * it (root, no other daemon serving it). */
+static void admin_setup(struct cmx_server *srv, const char *path)
+{
+	int e;
+
+	if (path && !strcmp(path, "none"))
+		return;
+	if (!path) {
+		path = CMX_ADMIN_DEFAULT;
+		mkdir("/run/clmux", 0755);
+	}
+	e = cmx_admin_listen(srv, path);
+	if (e)
+		cmx_warn("no admin socket at %s: %s", path, strerror(-e));
+	else
+		cmx_info("admin socket %s (root only)", path);
+}
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: clmuxd --listen unix:PATH [--listen ...] [--device SPEC] [--threads N]\n"
-		   "  --listen ADDR   where guests connect (unix:/run/clmux/clmuxd.sock)\n"
+	fprintf(f, "usage: clmuxd --listen unix:PATH[,tenant=NAME] [--listen ...] [--config FILE]\n"
+		   "              [--admin PATH] [--metrics ADDR] [--device SPEC] [--threads N]\n"
+		   "  --listen ADDR   where guests connect (unix:/run/clmux/clmuxd.sock); with\n"
+		   "                  ,tenant=NAME every peer of that socket is tenant NAME's\n"
+		   "  --config FILE   tenants and quotas (default " CMX_CONFIG_DEFAULT " if present)\n"
+		   "  --admin PATH    root-only socket for clmuxctl (default " CMX_ADMIN_DEFAULT ");\n"
+		   "                  'none' serves none\n"
+		   "  --metrics ADDR  Prometheus text on unix:PATH or tcp:127.0.0.1:PORT (default off)\n"
+		   "  --sched-window US  device time let onto the device at once (default 2000)\n"
 		   "  --device SPEC   gpu | cpu | N | PLATFORM[:N]  (default: first GPU, else first device)\n"
 		   "  --threads N     most threads for blocking calls (default 64)\n"
 		   "  CLMUX_LOG=debug|info|warn|err sets the log level (default info)\n");
@@ -116,10 +184,15 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, 'l' }, { "device", required_argument, NULL, 'd' },
 		{ "threads", required_argument, NULL, 't' }, { "help", no_argument, NULL, 'h' },
+		{ "config", required_argument, NULL, 'c' }, { "admin", required_argument, NULL, 'a' },
+		{ "metrics", required_argument, NULL, 'm' },
+		{ "sched-window", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *device = NULL;
+	const char *device = NULL, *config = NULL, *admin = NULL, *metrics = NULL;
+	char why[200];
 	unsigned threads = 64;
+	uint64_t window_us = CMX_SCHED_WINDOW_US;
 	struct cmx_server srv = { 0 };
 	sigset_t mask;
 	int opt, e;
@@ -128,7 +201,7 @@ int main(int argc, char **argv)
 	/* The clmux ICD, if installed here, must not connect back to us. */
 	setenv("CLMUX_DISABLE", "1", 1);
 	cmx_srv = &srv;
-	while ((opt = getopt_long(argc, argv, "l:d:t:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "l:d:t:hc:a:m:w:", opts, NULL)) != -1) {
 		char why[160];
 		switch (opt) {
 		case 'l':
@@ -142,6 +215,18 @@ int main(int argc, char **argv)
 			break;
 		case 'd':
 			device = optarg;
+			break;
+		case 'c':
+			config = optarg;
+			break;
+		case 'a':
+			admin = optarg;
+			break;
+		case 'm':
+			metrics = optarg;
+			break;
+		case 'w':
+			window_us = strtoull(optarg, NULL, 10);
 			break;
 		case 't':
 			threads = (unsigned)strtoul(optarg, NULL, 10);
@@ -160,6 +245,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (tenants_setup(&srv, config))
+		return 2;
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -169,7 +256,8 @@ int main(int argc, char **argv)
 	if (cmx_device_open(&srv, device))
 		return 1;
 	e = cmx_loop_create(&srv.loop);
-	if (e || cmx_executor_create(srv.loop, threads, &srv.exec)) {
+	if (e || cmx_executor_create(srv.loop, threads, &srv.exec) ||
+	    cmx_sched_create(&srv, window_us)) {
 		cmx_err("cannot start the io_uring loop: %s", strerror(-e));
 		return 1;
 	}
@@ -182,7 +270,13 @@ int main(int argc, char **argv)
 		}
 		l->io.cb = accept_done;
 		accept_arm(l);
-		cmx_info("listening on unix:%s", l->addr.path);
+		cmx_info("listening on unix:%s%s%s", l->addr.path, l->tenant[0] ? " for tenant " : "",
+			 l->tenant);
+	}
+	admin_setup(&srv, admin);
+	if (metrics && cmx_metrics_listen(&srv, metrics, why, sizeof(why))) {
+		cmx_err("--metrics %s: %s", metrics, why);
+		return 1;
 	}
 	sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
 	sig_io.cb = sig_done;
@@ -193,6 +287,8 @@ int main(int argc, char **argv)
 		cmx_err("loop: %s", strerror(-e));
 	cmx_executor_destroy(srv.exec);
 	cmx_loop_destroy(srv.loop);
+	cmx_sched_destroy(&srv);
+	cmx_tenants_fini(&srv.tenants);
 	cmx_info("stopped");
 	return e ? 1 : 0;
 }

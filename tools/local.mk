@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 # The benchmark: the same OpenCL work natively and through clmux, one run.
 bin_PROGRAMS += tools/clmux-bench tools/clmux-sample
+sbin_PROGRAMS += tools/clmuxctl
+tools_clmuxctl_SOURCES = tools/clmuxctl.c
 tools_clmux_sample_SOURCES = tools/sample.c
 tools_clmux_sample_LDADD = $(OPENCL_LIBS)
 tools_clmux_bench_SOURCES = tools/bench.c
