@@ -21,7 +21,7 @@
 #include "server.h"
 #include "session.h"
 
-#define MAX_LISTEN 16
+#define MAX_LISTEN 1024 /* one per tenant, bind-mounted into its container */
 
 struct cmx_server *cmx_srv;
 

@@ -3,18 +3,30 @@
 bin_PROGRAMS += tools/clmux-bench tools/clmux-sample
 sbin_PROGRAMS += tools/clmuxctl
 tools_clmuxctl_SOURCES = tools/clmuxctl.c
+# Tenants sharing the device (docs/performance.md): `make tenant-bench`.
+check_PROGRAMS += tools/tenant-bench
+tools_tenant_bench_SOURCES = tools/tenant-bench.c
+tools_tenant_bench_LDADD = $(OPENCL_LIBS)
+
+tenant-bench: tools/tenant-bench host/clmuxd icd/clmux.icd
+	for n in 1 8 64; do OCL_ICD_VENDORS=$(abs_top_builddir)/icd CLMUXD=$(abs_top_builddir)/host/clmuxd \
+		tools/tenant-bench --tenants $$n --seconds 10; done
+	OCL_ICD_VENDORS=$(abs_top_builddir)/icd CLMUXD=$(abs_top_builddir)/host/clmuxd \
+		tools/tenant-bench --tenants 2 --weights 1:3 --seconds 10
+.PHONY: tenant-bench
 tools_clmux_sample_SOURCES = tools/sample.c
 tools_clmux_sample_LDADD = $(OPENCL_LIBS)
 tools_clmux_bench_SOURCES = tools/bench.c
 tools_clmux_bench_LDADD = $(OPENCL_LIBS) -lm
 
-TESTS += tools/tests/test_cmxgen.sh tools/compat-clinfo.sh tools/compat-pyopencl.sh
+TESTS += tools/tests/test_cmxgen.sh tools/compat-clinfo.sh tools/compat-pyopencl.sh \
+	tools/tests/tenant-bench-slice.sh
 EXTRA_DIST += tools/tests/test_cmxgen.sh tools/tests/golden.schema \
 	tools/tests/golden/proto.gen.h.expected tools/tests/golden/proto.gen.c.expected \
 	tools/tests/golden/stubs.gen.h.expected tools/tests/golden/handlers.gen.h.expected \
 	tools/tests/golden/handlers.gen.c.expected tools/demo tools/check tools/setup.sh \
 	tools/compat-clinfo.sh tools/compat-pyopencl.sh tools/tests/compat_pyopencl.py \
-	tools/tests/compat-env.sh \
+	tools/tests/compat-env.sh tools/tests/tenant-bench-slice.sh \
 	tools/gpu-bundle tools/gpu-check
 
 # What every test sees: the build tree's vendors directory (clmux and the
