@@ -33,9 +33,26 @@ struct cmx_gate {
 	cl_event deps[MAX_DEPS]; /* guest user events it waits for, not yet set */
 	unsigned ndeps;
 	uint64_t released, est; /* when it went on the device; charged estimate */
-	int on_device;
-	struct cmx_gate *next_held;
+	cl_command_queue queue;
+	struct lane *lane;	    /* while on the device */
+	struct cmx_gate *next_held; /* while held: the tenant's queue; then its lane */
+	int has_cb;		    /* its completion is reported */
+	int finished;		    /* reported by a later one's: awaits its own */
+	int in_order;
 	cl_event wait_buf[]; /* the extended wait list */
+};
+
+/*
+ * What one native queue has on the device, in the order it was enqueued.
+ * An in-order queue finishes its commands in that order, so one completion
+ * callback, on the newest, reports them all: it is set once per loop turn,
+ * not per command (callbacks are what a driver makes expensive).
+ */
+struct lane {
+	cl_command_queue queue;
+	int in_order, dirty;
+	struct cmx_gate *head, **tail;
+	struct lane *next;
 };
 
 struct cmx_sched {
@@ -46,6 +63,8 @@ struct cmx_sched {
 	uint64_t vclock;    /* virtual time of the last command released */
 	uint64_t last_done; /* when the device last finished a command */
 	struct cmx_tenant *ready; /* tenants with held commands */
+	struct lane *lanes;
+	int flush_posted;
 	struct cmx_io timer_io;
 	struct __kernel_timespec timer_ts;
 	int timer_armed;
@@ -107,15 +126,77 @@ static int deps_done(struct cmx_gate *g)
 	return 1;
 }
 
+static void CL_CALLBACK done_cb(cl_event e, cl_int status, void *arg);
+static void done_post(void *arg);
+
+static void watch(struct cmx_gate *g)
+{
+	g->has_cb = 1;
+	/* Without a callback nothing would report it: count it done now. */
+	if (clSetEventCallback(g->done, CL_COMPLETE, done_cb, g))
+		done_post(g);
+}
+
+/* Once per loop turn: a callback on each in-order lane's newest command. */
+static void flush_post(void *arg)
+{
+	struct cmx_sched *sc = arg;
+
+	sc->flush_posted = 0;
+	for (struct lane *l = sc->lanes; l; l = l->next) {
+		struct cmx_gate *last;
+		if (!l->dirty || !l->head)
+			continue;
+		l->dirty = 0;
+		last = (struct cmx_gate *)((char *)l->tail - offsetof(struct cmx_gate, next_held));
+		if (!last->has_cb)
+			watch(last);
+	}
+}
+
+static void lane_add(struct cmx_sched *sc, struct cmx_gate *g, int in_order)
+{
+	struct lane *l;
+
+	for (l = sc->lanes; l && l->queue != g->queue; l = l->next)
+		;
+	if (!l) {
+		l = calloc(1, sizeof(*l));
+		if (!l) {
+			g->lane = NULL;
+			watch(g);
+			return;
+		}
+		l->queue = g->queue;
+		l->in_order = in_order;
+		l->tail = &l->head;
+		l->next = sc->lanes;
+		sc->lanes = l;
+	}
+	g->lane = l;
+	g->next_held = NULL;
+	*l->tail = g;
+	l->tail = &g->next_held;
+	if (!l->in_order) {
+		watch(g);
+		return;
+	}
+	l->dirty = 1;
+	if (!sc->flush_posted) {
+		sc->flush_posted = 1;
+		cmx_loop_post(sc->srv->loop, flush_post, sc);
+	}
+}
+
 static void charge_start(struct cmx_sched *sc, struct cmx_gate *g, uint64_t now)
 {
 	struct cmx_tenant *t = g->t;
 
-	g->on_device = 1;
 	g->released = now;
 	g->est = t->est_ns ? t->est_ns : EST_INITIAL_NS;
 	sc->running++;
 	sc->running_est += g->est;
+	lane_add(sc, g, g->in_order);
 	sc->vclock = t->vtime;
 	/* Charged an estimate now, corrected on completion, so a tenant does
 	 * not take the whole window before its first command is measured. */
@@ -201,37 +282,86 @@ static void kick(struct cmx_sched *sc)
 	}
 }
 
-static void done_post(void *arg)
+static void gate_free(struct cmx_gate *g)
 {
-	struct cmx_gate *g = arg;
-	struct cmx_sched *sc = cmx_srv->sched;
-	struct cmx_tenant *t = g->t;
-	uint64_t now = cmx_now_ns();
-
-	if (g->on_device) {
-		/* The device's time since it last finished something or since this
-		 * started, whichever is later: serial device time even with
-		 * several commands queued on it. */
-		uint64_t from = g->released > sc->last_done ? g->released : sc->last_done;
-		uint64_t ns = now > from ? now - from : 0;
-		sc->last_done = now;
-		sc->running--;
-		sc->running_est -= g->est;
-		t->est_ns = t->est_ns ? (t->est_ns * 7 + ns) / 8 : ns;
-		uint64_t undo = g->est / t->q.weight;
-		/* The estimate charged at release, replaced by the measure. */
-		t->vtime += ns / t->q.weight;
-		t->vtime -= undo < t->vtime ? undo : t->vtime;
-		if (t->q.cap)
-			t->cap_tokens -= (int64_t)ns - (int64_t)g->est;
-		cmx_tenant_account(t, ns, now);
-	}
-	t->inflight--;
-	t->completed++;
 	for (unsigned i = 0; i < g->ndeps; i++)
 		clReleaseEvent(g->deps[i]);
 	clReleaseEvent(g->done);
 	free(g);
+}
+
+/* g's command finished on the device, in ns of device time. */
+static void account(struct cmx_sched *sc, struct cmx_gate *g, uint64_t ns, uint64_t now)
+{
+	struct cmx_tenant *t = g->t;
+	uint64_t undo = g->est / t->q.weight;
+
+	sc->running--;
+	sc->running_est -= g->est;
+	t->est_ns = t->est_ns ? (t->est_ns * 7 + ns) / 8 : ns;
+	/* The estimate charged at release, replaced by the measure. */
+	t->vtime += ns / t->q.weight;
+	t->vtime -= undo < t->vtime ? undo : t->vtime;
+	if (t->q.cap)
+		t->cap_tokens -= (int64_t)ns - (int64_t)g->est;
+	cmx_tenant_account(t, ns, now);
+	t->inflight--;
+	t->completed++;
+}
+
+/* g completed: so did everything before it in its in-order lane. */
+static void done_post(void *arg)
+{
+	struct cmx_gate *g = arg, *x;
+	struct cmx_sched *sc = cmx_srv->sched;
+	struct lane *l = g->lane;
+	uint64_t now = cmx_now_ns(), from, total, k = 1;
+
+	if (g->finished) {
+		gate_free(g);
+		return;
+	}
+	if (!l) {
+		from = g->released > sc->last_done ? g->released : sc->last_done;
+		account(sc, g, now > from ? now - from : 0, now);
+		gate_free(g);
+		sc->last_done = now;
+		kick(sc);
+		return;
+	}
+	if (l->in_order)
+		for (x = l->head, k = 1; x != g; x = x->next_held)
+			k++;
+	/* The device's time since it last finished something, or since the
+	 * first of these started if later: serial device time, shared evenly
+	 * among the k commands this completion reports. */
+	x = l->in_order ? l->head : g;
+	from = x->released > sc->last_done ? x->released : sc->last_done;
+	total = now > from ? now - from : 0;
+	sc->last_done = now;
+	for (uint64_t i = 0; i < k; i++) {
+		struct cmx_gate **pp = &l->head;
+		if (!l->in_order)
+			while (*pp != g)
+				pp = &(*pp)->next_held;
+		x = *pp;
+		*pp = x->next_held;
+		if (l->tail == &x->next_held)
+			l->tail = pp;
+		account(sc, x, total / k, now);
+		/* One whose own callback is still to come is freed by it. */
+		if (x->has_cb && x != g)
+			x->finished = 1;
+		else
+			gate_free(x);
+	}
+	if (!l->head) {
+		struct lane **lp = &sc->lanes;
+		while (*lp != l)
+			lp = &(*lp)->next;
+		*lp = l->next;
+		free(l);
+	}
 	kick(sc);
 }
 
@@ -272,6 +402,8 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 		return CL_OUT_OF_HOST_MEMORY;
 	g->t = t;
 	g->session = c->s->id;
+	g->queue = q->h;
+	g->in_order = !(q->flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
 	for (cl_uint i = 0; i < nwait; i++) {
 		cl_command_type type = 0;
 		cl_int st = CL_COMPLETE;
@@ -313,7 +445,7 @@ void cmx_sched_end(struct cmx_sched_cmd *cmd, cl_int err, cl_event ev)
 	if (!g)
 		return;
 	t = g->t;
-	if (err || clSetEventCallback(ev, CL_COMPLETE, done_cb, g)) {
+	if (err) {
 		if (g->user) {
 			clSetUserEventStatus(g->user, CL_COMPLETE);
 			clReleaseEvent(g->user);
@@ -360,7 +492,9 @@ void cmx_sched_drop(struct cmx_session *s)
 		cmx_srv->sched->held--;
 		clSetUserEventStatus(g->user, CL_OUT_OF_RESOURCES);
 		clReleaseEvent(g->user);
-		g->user = NULL;
+		g->t->inflight--;
+		g->t->completed++;
+		gate_free(g);
 	}
 	t->held_tail = &t->held;
 	while (*t->held_tail)
