@@ -150,18 +150,28 @@ static uint64_t stat_counter(struct client *c, unsigned i)
 	return v;
 }
 
+/* The `value` blob of a *Info query (their outputs share one layout). */
+static void info_value(struct client *c, const struct cmx_msgdesc *din, const void *in,
+		       const struct cmx_msgdesc *dout, void *v, size_t len)
+{
+	struct cmx_GetDeviceInfo_out out;
+	uint8_t *keep;
+
+	_Static_assert(sizeof(struct cmx_GetDeviceInfo_out) == sizeof(struct cmx_GetEventInfo_out),
+		       "one layout");
+	send_msg(c, din, in, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(c, dout, &out, &keep), 0);
+	ck_assert_uint_eq(out.value.len, len);
+	memcpy(v, out.value.ptr, len);
+	free(keep);
+}
+
 static uint64_t device_u64(struct client *c, unsigned param)
 {
 	struct cmx_GetDeviceInfo_in in = { .device = { 1 }, .param = param };
-	struct cmx_GetDeviceInfo_out out;
-	uint8_t *keep;
 	uint64_t v;
 
-	send_msg(c, &cmx_desc_GetDeviceInfo_in, &in, 1, NULL, 0);
-	ck_assert_int_eq(recv_reply(c, &cmx_desc_GetDeviceInfo_out, &out, &keep), 0);
-	ck_assert_uint_eq(out.value.len, 8);
-	memcpy(&v, out.value.ptr, 8);
-	free(keep);
+	info_value(c, &cmx_desc_GetDeviceInfo_in, &in, &cmx_desc_GetDeviceInfo_out, &v, 8);
 	return v;
 }
 
@@ -241,14 +251,9 @@ static void launch(struct client *c, uint64_t event, uint64_t wait, uint64_t n)
 static int32_t event_status(struct client *c, uint64_t id)
 {
 	struct cmx_GetEventInfo_in in = { .event = { id }, .param = 0x11d3 /* EXECUTION_STATUS */ };
-	struct cmx_GetEventInfo_out out;
-	uint8_t *keep;
 	int32_t st;
 
-	send_msg(c, &cmx_desc_GetEventInfo_in, &in, 1, NULL, 0);
-	ck_assert_int_eq(recv_reply(c, &cmx_desc_GetEventInfo_out, &out, &keep), 0);
-	memcpy(&st, out.value.ptr, 4);
-	free(keep);
+	info_value(c, &cmx_desc_GetEventInfo_in, &in, &cmx_desc_GetEventInfo_out, &st, 4);
 	return st;
 }
 
@@ -595,6 +600,36 @@ START_TEST(metrics_and_tables)
 }
 END_TEST
 
+/* The command-line tool: tables, JSON, and one line and status 1 on error. */
+START_TEST(clmuxctl_cli)
+{
+	char ctl[512], cmd[1024], out[4096];
+	const char *d = getenv("CLMUXD");
+	size_t n;
+	FILE *p;
+
+	snprintf(ctl, sizeof(ctl), "%.*s/../tools/clmuxctl", (int)(strrchr(d, '/') - d), d);
+	snprintf(cmd, sizeof(cmd), "%s --admin %s --json tenants", ctl, admin);
+	p = popen(cmd, "r");
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	ck_assert_int_eq(pclose(p), 0);
+	ck_assert_msg(out[0] == '[' && strstr(out, "{\"name\":\"a\""), "%s", out);
+	snprintf(cmd, sizeof(cmd), "%s --admin %s quota get nosuch 2>&1", ctl, admin);
+	p = popen(cmd, "r");
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	ck_assert_int_eq(WEXITSTATUS(pclose(p)), 1);
+	ck_assert_str_eq(out, "clmuxctl: no tenant 'nosuch'\n");
+	snprintf(cmd, sizeof(cmd), "%s --admin %s.none stats 2>&1", ctl, admin);
+	p = popen(cmd, "r");
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	ck_assert_int_eq(WEXITSTATUS(pclose(p)), 1);
+	ck_assert_msg(!strncmp(out, "clmuxctl: cannot reach clmuxd", 29), "%s", out);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("tenant");
@@ -615,6 +650,7 @@ int main(void)
 	tcase_add_test(tc, rate_quota);
 	tcase_add_test(tc, cap_quota);
 	tcase_add_test(tc, metrics_and_tables);
+	tcase_add_test(tc, clmuxctl_cli);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	if (daemon_start())
