@@ -31,6 +31,7 @@ struct opts {
 	unsigned tenants, inflight, seconds, work, global;
 	unsigned weights[16], nweights;
 	const char *clmuxd, *device;
+	const char *client_vendors; /* OCL_ICD_VENDORS of the clients only */
 };
 
 static double now_s(void)
@@ -40,6 +41,8 @@ static double now_s(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
+
+static int native; /* --native: the clients use the device directly */
 
 static cl_platform_id find_clmux(void)
 {
@@ -51,7 +54,7 @@ static cl_platform_id find_clmux(void)
 		return NULL;
 	for (cl_uint i = 0; i < n; i++)
 		if (!clGetPlatformInfo(p[i], CL_PLATFORM_NAME, sizeof(name), name, NULL) &&
-		    strstr(name, "clmux"))
+		    (strstr(name, "clmux") == NULL) == native)
 			return p[i];
 	return NULL;
 }
@@ -212,6 +215,8 @@ static int run_clients(const struct opts *o, const char *dir, unsigned n, int id
 			char server[512];
 			snprintf(server, sizeof(server), "unix:%s/t%u.sock", dir, i);
 			setenv("CLMUX_SERVER", server, 1);
+			if (o->client_vendors && !native)
+				setenv("OCL_ICD_VENDORS", o->client_vendors, 1);
 			close(ready[0]);
 			close(go[1]);
 			close(out[0]);
@@ -234,10 +239,15 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: tenant-bench [--tenants N] [--weights W[:W...]] [--seconds S]\n"
 		   "                    [--inflight K] [--work N] [--device SPEC] [--clmuxd PATH]\n"
+		   "                    [--client-vendors PATH] [--native]\n"
 		   "  N tenants (default 8), each a client process keeping K (default 4)\n"
 		   "  kernels in flight for S seconds (default 10) through one clmuxd;\n"
 		   "  weights repeat over the tenants (default 1). OCL_ICD_VENDORS must\n"
-		   "  offer the clmux ICD; CLMUXD or --clmuxd names the daemon.\n");
+		   "  offer the clmux ICD; CLMUXD or --clmuxd names the daemon.\n"
+		   "  --client-vendors: the clients' OCL_ICD_VENDORS (e.g. only clmux.icd,\n"
+		   "  so 64 clients do not each load the native driver).\n"
+		   "  --native: the same clients on the native platform, no clmuxd (the\n"
+		   "  baseline: weights cannot apply there).\n");
 }
 
 int main(int argc, char **argv)
@@ -245,7 +255,8 @@ int main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "tenants", 1, NULL, 'n' }, { "weights", 1, NULL, 'w' }, { "seconds", 1, NULL, 's' },
 		{ "inflight", 1, NULL, 'k' }, { "work", 1, NULL, 'W' },	  { "device", 1, NULL, 'd' },
-		{ "clmuxd", 1, NULL, 'c' },   { "help", 0, NULL, 'h' },	  { NULL, 0, NULL, 0 },
+		{ "clmuxd", 1, NULL, 'c' },   { "help", 0, NULL, 'h' },	  { "client-vendors", 1, NULL, 'v' },
+		{ "native", 0, NULL, 'N' },   { NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .tenants = 8, .inflight = 4, .seconds = 10, .work = 2000, .global = 4096,
 			  .weights = { 1 }, .nweights = 1 };
@@ -258,7 +269,7 @@ int main(int argc, char **argv)
 	pid_t daemon;
 
 	o.clmuxd = getenv("CLMUXD") ? getenv("CLMUXD") : "clmuxd";
-	while ((opt = getopt_long(argc, argv, "n:w:s:k:W:d:c:h", lo, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:w:s:k:W:d:c:hv:N", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			o.tenants = (unsigned)atoi(optarg);
@@ -282,6 +293,12 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			o.clmuxd = optarg;
+			break;
+		case 'v':
+			o.client_vendors = optarg;
+			break;
+		case 'N':
+			native = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -310,15 +327,17 @@ int main(int argc, char **argv)
 	sleep(1);
 
 	/* Resident memory per idle tenant: a session each, nothing running. */
-	rss0 = rss_kib(daemon);
-	if (run_clients(&o, dir, o.tenants, 1, pids, &out_rd, &go_wr))
-		return 1;
-	sleep(1);
-	rss1 = rss_kib(daemon);
-	close(go_wr);
-	close(out_rd);
-	for (unsigned i = 0; i < o.tenants; i++)
-		waitpid(pids[i], NULL, 0);
+	rss0 = rss1 = rss_kib(daemon);
+	if (!native) {
+		if (run_clients(&o, dir, o.tenants, 1, pids, &out_rd, &go_wr))
+			return 1;
+		sleep(1);
+		rss1 = rss_kib(daemon);
+		close(go_wr);
+		close(out_rd);
+		for (unsigned i = 0; i < o.tenants; i++)
+			waitpid(pids[i], NULL, 0);
+	}
 
 	/* The contended window. */
 	if (run_clients(&o, dir, o.tenants, 0, pids, &out_rd, &go_wr))
@@ -358,7 +377,7 @@ int main(int argc, char **argv)
 		norm_sum += x;
 		norm_sq += x * x;
 	}
-	printf("tenant-bench: %u tenants, weights", o.tenants);
+	printf("tenant-bench: %u %s, weights", o.tenants, native ? "native clients" : "tenants");
 	for (unsigned i = 0; i < o.nweights; i++)
 		printf("%s%u", i ? ":" : " ", o.weights[i]);
 	printf(", %u in flight each, %u s, kernel %u x %u iterations\n", o.inflight, o.seconds,
@@ -382,6 +401,10 @@ int main(int argc, char **argv)
 		printf("achieved ratio t1/t0: %.3f (configured %.3f)\n",
 		       done[0] ? (double)done[1] / (double)done[0] : 0,
 		       (double)o.weights[1] / o.weights[0]);
+	if (native) {
+		printf("native: no clmuxd, no weights\n");
+		return 0;
+	}
 	printf("clmuxd resident memory: %ld KiB with no session, %ld KiB with %u idle tenants: "
 	       "%.1f KiB per idle tenant\n",
 	       rss0, rss1, o.tenants, (double)(rss1 - rss0) / o.tenants);
