@@ -11,7 +11,7 @@ tools_tenant_bench_LDADD = $(OPENCL_LIBS)
 TENANT_BENCH = OCL_ICD_VENDORS=$(abs_top_builddir)/icd CLMUXD=$(abs_top_builddir)/host/clmuxd \
 	tools/tenant-bench --client-vendors $(abs_top_builddir)/icd/clmux.icd $(TENANT_BENCH_FLAGS)
 tenant-bench: tools/tenant-bench host/clmuxd icd/clmux.icd
-	for n in 1 8 64; do $(TENANT_BENCH) --tenants $$n --seconds 10; done
+	for n in 1 8 64; do $(TENANT_BENCH) --tenants $$n --seconds 10 --probe; done
 	$(TENANT_BENCH) --tenants 2 --weights 1:3 --seconds 10
 .PHONY: tenant-bench
 tools_clmux_sample_SOURCES = tools/sample.c

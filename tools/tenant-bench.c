@@ -32,6 +32,7 @@ struct opts {
 	unsigned weights[16], nweights;
 	const char *clmuxd, *device;
 	const char *client_vendors; /* OCL_ICD_VENDORS of the clients only */
+	int probe; /* one more tenant, measuring a small call's latency */
 };
 
 static double now_s(void)
@@ -66,12 +67,40 @@ static cl_platform_id find_clmux(void)
  */
 struct result {
 	unsigned long long tenant, done;
+	double med_us, p99_us, base_med_us, base_p99_us; /* the probe's latencies */
 };
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The probe: one tiny kernel and clFinish at a time, every millisecond,
+ * until `end`; the median and 99th percentile in us. */
+static void probe_run(cl_command_queue q, cl_kernel k, double end, double *med, double *p99)
+{
+	static double lat[20000];
+	size_t n = 0, one = 1;
+
+	while (now_s() < end && n < 20000) {
+		double t0 = now_s();
+		clEnqueueNDRangeKernel(q, k, 1, NULL, &one, NULL, 0, NULL, NULL);
+		clFinish(q);
+		lat[n++] = (now_s() - t0) * 1e6;
+		usleep(1000);
+	}
+	qsort(lat, n, sizeof(lat[0]), cmp_double);
+	*med = n ? lat[n / 2] : 0;
+	*p99 = n ? lat[n * 99 / 100] : 0;
+}
 
 static int client(const struct opts *o, unsigned idx, int ready_fd, int go_fd, int out_fd,
 		  int idle)
 {
-	struct result r = { idx, 0 };
+	struct result r = { idx, 0, 0, 0, 0, 0 };
+	int probe = o->probe && idx == o->tenants;
 	cl_platform_id plat = find_clmux();
 	cl_device_id dev;
 	cl_context ctx;
@@ -107,6 +136,15 @@ static int client(const struct opts *o, unsigned idx, int ready_fd, int go_fd, i
 	if (write(ready_fd, "r", 1) != 1 || read(go_fd, &c, 1) < 0)
 		return 3;
 	end = now_s() + o->seconds;
+	if (probe) {
+		cl_uint tiny = 1;
+		clSetKernelArg(k, 1, sizeof(cl_uint), &tiny);
+		probe_run(q, k, end, &r.med_us, &r.p99_us);
+		/* Alone, once the others have stopped. */
+		sleep(2);
+		probe_run(q, k, now_s() + 2, &r.base_med_us, &r.base_p99_us);
+		return write(out_fd, &r, sizeof(r)) == sizeof(r) ? 0 : 6;
+	}
 	size_t gl = o->global;
 	while (now_s() < end) {
 		if (n == o->inflight) {
@@ -166,12 +204,13 @@ static pid_t daemon_start(const struct opts *o, const char *dir)
 	f = fopen(conf, "w");
 	if (!f)
 		return -1;
-	for (unsigned i = 0; i < o->tenants; i++)
-		fprintf(f, "[tenant t%u]\nweight = %u\n", i, o->weights[i % o->nweights]);
+	for (unsigned i = 0; i < o->tenants + o->probe; i++)
+		fprintf(f, "[tenant t%u]\nweight = %u\n", i,
+			i < o->tenants ? o->weights[i % o->nweights] : 1);
 	fclose(f);
-	argv = calloc(2 * o->tenants + 12, sizeof(*argv));
+	argv = calloc(2 * (o->tenants + 1) + 12, sizeof(*argv));
 	argv[a++] = (char *)o->clmuxd;
-	for (unsigned i = 0; i < o->tenants; i++) {
+	for (unsigned i = 0; i < o->tenants + o->probe; i++) {
 		argv[a++] = "--listen";
 		if (asprintf(&argv[a++], "unix:%s/t%u.sock,tenant=t%u", dir, i, i) < 0)
 			return -1;
@@ -190,7 +229,7 @@ static pid_t daemon_start(const struct opts *o, const char *dir)
 		fprintf(stderr, "tenant-bench: %s: %s\n", o->clmuxd, strerror(errno));
 		_exit(127);
 	}
-	for (unsigned i = 0; i < o->tenants; i++) {
+	for (unsigned i = 0; i < o->tenants + o->probe; i++) {
 		char sock[512];
 		snprintf(sock, sizeof(sock), "%s/t%u.sock", dir, i);
 		for (int t = 0; t < 1000 && access(sock, F_OK); t++)
@@ -239,7 +278,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: tenant-bench [--tenants N] [--weights W[:W...]] [--seconds S]\n"
 		   "                    [--inflight K] [--work N] [--device SPEC] [--clmuxd PATH]\n"
-		   "                    [--client-vendors PATH] [--native]\n"
+		   "                    [--client-vendors PATH] [--native] [--probe]\n"
 		   "  N tenants (default 8), each a client process keeping K (default 4)\n"
 		   "  kernels in flight for S seconds (default 10) through one clmuxd;\n"
 		   "  weights repeat over the tenants (default 1). OCL_ICD_VENDORS must\n"
@@ -247,7 +286,9 @@ static void usage(FILE *f)
 		   "  --client-vendors: the clients' OCL_ICD_VENDORS (e.g. only clmux.icd,\n"
 		   "  so 64 clients do not each load the native driver).\n"
 		   "  --native: the same clients on the native platform, no clmuxd (the\n"
-		   "  baseline: weights cannot apply there).\n");
+		   "  baseline: weights cannot apply there).\n"
+		   "  --probe: one more tenant launching a 1-item kernel and waiting for it,\n"
+		   "  every ms: its latency under the load and alone.\n");
 }
 
 int main(int argc, char **argv)
@@ -256,20 +297,21 @@ int main(int argc, char **argv)
 		{ "tenants", 1, NULL, 'n' }, { "weights", 1, NULL, 'w' }, { "seconds", 1, NULL, 's' },
 		{ "inflight", 1, NULL, 'k' }, { "work", 1, NULL, 'W' },	  { "device", 1, NULL, 'd' },
 		{ "clmuxd", 1, NULL, 'c' },   { "help", 0, NULL, 'h' },	  { "client-vendors", 1, NULL, 'v' },
-		{ "native", 0, NULL, 'N' },   { NULL, 0, NULL, 0 },
+		{ "native", 0, NULL, 'N' },   { "probe", 0, NULL, 'p' },	  { NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .tenants = 8, .inflight = 4, .seconds = 10, .work = 2000, .global = 4096,
 			  .weights = { 1 }, .nweights = 1 };
 	char dir[] = "/tmp/clmux-tenant-bench-XXXXXX", *tok;
-	static pid_t pids[MAX_TENANTS];
+	static pid_t pids[MAX_TENANTS + 1];
 	unsigned long long done[MAX_TENANTS] = { 0 }, sum = 0;
 	double norm_sum = 0, norm_sq = 0, wsum = 0;
 	long rss0, rss1;
+	struct result probe = { 0 };
 	int opt, out_rd, go_wr, failed = 0;
 	pid_t daemon;
 
 	o.clmuxd = getenv("CLMUXD") ? getenv("CLMUXD") : "clmuxd";
-	while ((opt = getopt_long(argc, argv, "n:w:s:k:W:d:c:hv:N", lo, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:w:s:k:W:d:c:hv:Np", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			o.tenants = (unsigned)atoi(optarg);
@@ -299,6 +341,9 @@ int main(int argc, char **argv)
 			break;
 		case 'N':
 			native = 1;
+			break;
+		case 'p':
+			o.probe = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -340,10 +385,10 @@ int main(int argc, char **argv)
 	}
 
 	/* The contended window. */
-	if (run_clients(&o, dir, o.tenants, 0, pids, &out_rd, &go_wr))
+	if (run_clients(&o, dir, o.tenants + o.probe, 0, pids, &out_rd, &go_wr))
 		return 1;
 	close(go_wr);
-	for (unsigned i = 0; i < o.tenants; i++) {
+	for (unsigned i = 0; i < o.tenants + o.probe; i++) {
 		int st;
 		waitpid(pids[i], &st, 0);
 		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
@@ -352,10 +397,12 @@ int main(int argc, char **argv)
 		}
 	}
 	/* Results arrive in any order; each names its tenant. */
-	for (unsigned i = 0; i < o.tenants && !failed; i++) {
+	for (unsigned i = 0; i < o.tenants + o.probe && !failed; i++) {
 		struct result r;
-		if (read(out_rd, &r, sizeof(r)) != sizeof(r) || r.tenant >= o.tenants)
+		if (read(out_rd, &r, sizeof(r)) != sizeof(r) || r.tenant > o.tenants)
 			failed = 1;
+		else if (r.tenant == o.tenants)
+			probe = r;
 		else
 			done[r.tenant] = r.done;
 	}
@@ -401,6 +448,10 @@ int main(int argc, char **argv)
 		printf("achieved ratio t1/t0: %.3f (configured %.3f)\n",
 		       done[0] ? (double)done[1] / (double)done[0] : 0,
 		       (double)o.weights[1] / o.weights[0]);
+	if (o.probe)
+		printf("probe tenant (1-item kernel + clFinish every ms): median %.0f us, p99 %.0f us "
+		       "under the load; alone %.0f us, p99 %.0f us\n",
+		       probe.med_us, probe.p99_us, probe.base_med_us, probe.base_p99_us);
 	if (native) {
 		printf("native: no clmuxd, no weights\n");
 		return 0;
