@@ -62,10 +62,15 @@ static void accept_done(struct cmx_io *io, int res, unsigned flags)
 		accept_arm(l);
 }
 
-/* While draining: exit once no session and no job is left. */
+/* While draining: exit once no session and no job is left, and the device
+ * has finished what the scheduler let onto it (for at most 5 s: a command
+ * stuck behind a user event nobody will set must not hold the exit). */
 static void tick_done(struct cmx_io *io, int res, unsigned flags)
 {
-	if (!cmx_srv->nsessions && !cmx_executor_busy(cmx_srv->exec)) {
+	static unsigned ticks;
+
+	if (!cmx_srv->nsessions && !cmx_executor_busy(cmx_srv->exec) &&
+	    (!cmx_sched_busy(cmx_srv) || ++ticks > 250)) {
 		cmx_loop_stop(cmx_srv->loop);
 		return;
 	}
@@ -285,9 +290,9 @@ int main(int argc, char **argv)
 	e = cmx_loop_run(srv.loop);
 	if (e)
 		cmx_err("loop: %s", strerror(-e));
+	cmx_sched_destroy(&srv);
 	cmx_executor_destroy(srv.exec);
 	cmx_loop_destroy(srv.loop);
-	cmx_sched_destroy(&srv);
 	cmx_tenants_fini(&srv.tenants);
 	cmx_info("stopped");
 	return e ? 1 : 0;

@@ -7,6 +7,7 @@
 #include "scheduler.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,6 +73,10 @@ struct cmx_sched {
 
 static void kick(struct cmx_sched *sc);
 
+/* Cleared once the daemon has stopped its loop: a driver thread's late
+ * callback then posts nothing. */
+static atomic_int alive = 1;
+
 int cmx_sched_create(struct cmx_server *srv, uint64_t window_us)
 {
 	struct cmx_sched *sc = calloc(1, sizeof(*sc));
@@ -91,8 +96,16 @@ static int room(struct cmx_sched *sc, uint64_t est)
 	return !sc->running || (sc->running < MAX_RUNNING && sc->running_est + est <= sc->window_ns);
 }
 
+int cmx_sched_busy(struct cmx_server *srv)
+{
+	struct cmx_sched *sc = srv->sched;
+
+	return sc && (sc->running || sc->held || sc->lanes);
+}
+
 void cmx_sched_destroy(struct cmx_server *srv)
 {
+	atomic_store(&alive, 0);
 	free(srv->sched);
 	srv->sched = NULL;
 }
@@ -367,7 +380,8 @@ static void done_post(void *arg)
 
 static void CL_CALLBACK done_cb(cl_event e, cl_int status, void *arg)
 {
-	cmx_loop_post(cmx_srv->loop, done_post, arg);
+	if (atomic_load(&alive)) /* pairs with the store in cmx_sched_destroy() */
+		cmx_loop_post(cmx_srv->loop, done_post, arg);
 }
 
 static void kick_post(void *arg)
@@ -377,7 +391,8 @@ static void kick_post(void *arg)
 
 static void CL_CALLBACK dep_cb(cl_event e, cl_int status, void *arg)
 {
-	cmx_loop_post(cmx_srv->loop, kick_post, NULL);
+	if (atomic_load(&alive))
+		cmx_loop_post(cmx_srv->loop, kick_post, NULL);
 }
 
 int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct cmx_sched_cmd *cmd)

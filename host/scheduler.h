@@ -32,7 +32,10 @@ struct cmx_sched_cmd {
 };
 
 int cmx_sched_create(struct cmx_server *srv, uint64_t window_us);
+/* Stops reporting completions; call before the loop is destroyed. */
 void cmx_sched_destroy(struct cmx_server *srv);
+/* Commands still held or on the device (the daemon drains them first). */
+int cmx_sched_busy(struct cmx_server *srv);
 
 /* 0, or CL_OUT_OF_RESOURCES when the tenant has its in-flight quota's worth
  * of commands already. */
