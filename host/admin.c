@@ -45,7 +45,7 @@ struct client {
 	size_t sent;
 };
 
-static struct endpoint admin_ep = { .fd = -1 }, metrics_ep = { .fd = -1, .metrics = 1 };
+static struct endpoint admin_ep = {.fd = -1}, metrics_ep = {.fd = -1, .metrics = 1};
 
 /* ---- requests ---- */
 
@@ -60,7 +60,7 @@ static unsigned split_words(char *line, char **w, unsigned max)
 
 static void fmt_bytes(uint64_t v, char *out, size_t len)
 {
-	static const char *const units[] = { "B", "K", "M", "G", "T" };
+	static const char *const units[] = {"B", "K", "M", "G", "T"};
 	double d = (double)v;
 	int u = 0;
 
@@ -126,8 +126,8 @@ static void tenants_table(struct cmx_server *srv, int json, struct cmx_text *out
 		snprintf(mem, sizeof(mem), "%s/%s", mu, mq);
 		snprintf(obj, sizeof(obj), "%" PRIu64 "/%s", t->objects, oq);
 		snprintf(inf, sizeof(inf), "%" PRIu64 "/%s", t->inflight, iq);
-		cmx_text_add(out, "%-16s %8" PRIu64 " %21s %15s %15s %6" PRIu64 " %6.1f%%\n", t->name,
-			     t->sessions, mem, obj, inf, t->q.weight, share);
+		cmx_text_add(out, "%-16s %8" PRIu64 " %21s %15s %15s %6" PRIu64 " %6.1f%%\n",
+			     t->name, t->sessions, mem, obj, inf, t->q.weight, share);
 	}
 	if (json)
 		cmx_text_add(out, "]\n");
@@ -174,9 +174,9 @@ static void stats_show(struct cmx_server *srv, int json, struct cmx_text *out)
 	}
 	cmx_text_add(out,
 		     "uptime      %.1f s\ntenants     %u\nsessions    %" PRIu64
-		     "\nobjects     %" PRIu64 "\nmemory      %" PRIu64 " bytes\ninflight    %" PRIu64
-		     "\nlaunched    %" PRIu64 "\ncompleted   %" PRIu64 "\nrefused     %" PRIu64
-		     "\ndevice time %.3f s\n",
+		     "\nobjects     %" PRIu64 "\nmemory      %" PRIu64
+		     " bytes\ninflight    %" PRIu64 "\nlaunched    %" PRIu64
+		     "\ncompleted   %" PRIu64 "\nrefused     %" PRIu64 "\ndevice time %.3f s\n",
 		     up, srv->tenants.count, srv->nsessions, srv->objects, srv->bytes, inflight,
 		     launched, completed, refused, (double)ns / 1e9);
 }
@@ -211,7 +211,8 @@ static void quota_set(struct cmx_server *srv, const char *name, char **kv, unsig
 	t = cmx_tenant_find(&srv->tenants, name);
 	q = t ? t->q : srv->tenants.defaults;
 	if (!n) {
-		cmx_text_add(out, "error: nothing to set (mem= objects= inflight= weight= cap= rate=)\n");
+		cmx_text_add(
+		    out, "error: nothing to set (mem= objects= inflight= weight= cap= rate=)\n");
 		return;
 	}
 	/* All or nothing: every setting is checked before any applies. */
@@ -236,8 +237,8 @@ static void quota_set(struct cmx_server *srv, const char *name, char **kv, unsig
 	if (srv->config_path) {
 		int e = cmx_config_save(srv->config_path, t->name, &q);
 		if (e) {
-			cmx_text_add(out, "error: applied, but %s not written: %s\n", srv->config_path,
-				     strerror(-e));
+			cmx_text_add(out, "error: applied, but %s not written: %s\n",
+				     srv->config_path, strerror(-e));
 			return;
 		}
 	}
@@ -285,13 +286,14 @@ void cmx_admin_exec(struct cmx_server *srv, char *line, struct cmx_text *out)
 			cmx_text_add(out, "%u session%s of %s closed\n", k, k == 1 ? "" : "s",
 				     t->name);
 	} else {
-		cmx_text_add(out, "error: unknown request '%s' (tenants, stats, quota get|set, evict)\n",
+		cmx_text_add(out,
+			     "error: unknown request '%s' (tenants, stats, quota get|set, evict)\n",
 			     w[i]);
 	}
 }
 
-static void metric(struct cmx_server *srv, struct cmx_text *out, const char *name,
-		   const char *type, const char *help, size_t off, double scale)
+static void metric(struct cmx_server *srv, struct cmx_text *out, const char *name, const char *type,
+		   const char *help, size_t off, double scale)
 {
 	cmx_text_add(out, "# HELP clmux_tenant_%s %s\n# TYPE clmux_tenant_%s %s\n", name, help,
 		     name, type);
@@ -355,14 +357,15 @@ static void client_recv(struct client *c)
 static void client_answer(struct client *c)
 {
 	if (c->metrics) {
-		struct cmx_text body = { 0 };
+		struct cmx_text body = {0};
 		cmx_metrics_write(cmx_srv, &body);
 		/* Plain text for a unix socket reader; HTTP for a scraper. */
 		if (!strncmp(c->req, "GET ", 4))
-			cmx_text_add(&c->out,
-				     "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
-				     "Content-Length: %zu\r\nConnection: close\r\n\r\n",
-				     body.len);
+			cmx_text_add(
+			    &c->out,
+			    "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
+			    "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+			    body.len);
 		cmx_text_put(&c->out, body.s ? body.s : "", body.len);
 		cmx_text_fini(&body);
 	} else {
@@ -419,11 +422,12 @@ static void accept_done(struct cmx_io *io, int res, unsigned flags)
 	if (res >= 0) {
 		struct ucred cred;
 		socklen_t len = sizeof(cred);
-		static const char refused[] = "error: permission denied: the admin socket is root's\n";
+		static const char refused[] =
+		    "error: permission denied: the admin socket is root's\n";
 
 		/* The admin socket answers root only, whatever its file mode. */
-		if (!ep->metrics && (getsockopt(res, SOL_SOCKET, SO_PEERCRED, &cred, &len) ||
-				     cred.uid != 0)) {
+		if (!ep->metrics &&
+		    (getsockopt(res, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.uid != 0)) {
 			cmx_warn("admin: refused a peer with uid %u", len ? cred.uid : ~0u);
 			send(res, refused, sizeof(refused) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 			close(res);
@@ -449,7 +453,7 @@ static void endpoint_accept(struct endpoint *ep)
 
 int cmx_admin_listen(struct cmx_server *srv, const char *path)
 {
-	struct cmx_addr a = { .type = CMX_ADDR_UNIX };
+	struct cmx_addr a = {.type = CMX_ADDR_UNIX};
 	int fd;
 
 	if (strlen(path) >= sizeof(a.path))
@@ -476,12 +480,13 @@ int cmx_metrics_listen(struct cmx_server *srv, const char *spec, char *why, size
 	int fd;
 
 	if (!strncmp(spec, "tcp:", 4)) {
-		struct sockaddr_in sin = { .sin_family = AF_INET };
+		struct sockaddr_in sin = {.sin_family = AF_INET};
 		char host[64];
 		const char *colon = strrchr(spec + 4, ':');
 		size_t n = colon ? (size_t)(colon - spec - 4) : 0;
 		int one = 1;
-		if (!colon || !n || n >= sizeof(host) || !atoi(colon + 1) || atoi(colon + 1) > 65535) {
+		if (!colon || !n || n >= sizeof(host) || !atoi(colon + 1) ||
+		    atoi(colon + 1) > 65535) {
 			snprintf(why, whylen, "expected tcp:HOST:PORT");
 			return -EINVAL;
 		}
@@ -520,7 +525,7 @@ int cmx_metrics_listen(struct cmx_server *srv, const char *spec, char *why, size
 
 void cmx_admin_close(struct cmx_server *srv)
 {
-	struct endpoint *eps[2] = { &admin_ep, &metrics_ep };
+	struct endpoint *eps[2] = {&admin_ep, &metrics_ep};
 
 	for (int i = 0; i < 2; i++) {
 		if (eps[i]->fd < 0)

@@ -107,8 +107,8 @@ static int parse_pass(char *text, struct cmx_tenants *ts, int pass, char *why, s
 			} else if (name) {
 				sec = SEC_TENANT;
 				if (!cmx_tenant_name_ok(name)) {
-					snprintf(why, whylen, "line %u: bad tenant name '%s'", lineno,
-						 name);
+					snprintf(why, whylen, "line %u: bad tenant name '%s'",
+						 lineno, name);
 					return -EINVAL;
 				}
 				if (pass == 1 && !(t = cmx_tenant_get(ts, name))) {
@@ -132,7 +132,8 @@ static int parse_pass(char *text, struct cmx_tenants *ts, int pass, char *why, s
 				continue;
 			if (!strcmp(a, "default-tenant")) {
 				if (!cmx_tenant_name_ok(b)) {
-					snprintf(why, whylen, "line %u: bad tenant name '%s'", lineno, b);
+					snprintf(why, whylen, "line %u: bad tenant name '%s'",
+						 lineno, b);
 					return -EINVAL;
 				}
 				strcpy(ts->fallback, b);
@@ -229,7 +230,7 @@ static void put_quota_line(struct cmx_text *b, const struct cmx_quota *q, const 
 
 char *cmx_config_edit(const char *text, const char *tenant, const struct cmx_quota *q)
 {
-	struct cmx_text b = { 0 };
+	struct cmx_text b = {0};
 	int in_sec = 0, found = 0;
 	unsigned done = 0; /* bit per quota key written */
 	const char *line = text;

@@ -29,8 +29,8 @@
 struct cmx_gate {
 	struct cmx_tenant *t;
 	uint64_t session;
-	cl_event user; /* the gate, while held; NULL when enqueued ungated */
-	cl_event done; /* the command's own event */
+	cl_event user;		 /* the gate, while held; NULL when enqueued ungated */
+	cl_event done;		 /* the command's own event */
 	cl_event deps[MAX_DEPS]; /* guest user events it waits for, not yet set */
 	unsigned ndeps;
 	uint64_t released, est; /* when it went on the device; charged estimate */
@@ -58,11 +58,11 @@ struct lane {
 
 struct cmx_sched {
 	struct cmx_server *srv;
-	uint64_t window_ns;  /* estimated device time let onto the device */
+	uint64_t window_ns;   /* estimated device time let onto the device */
 	uint64_t running_est; /* estimated device time of what is there */
 	unsigned running, held;
-	uint64_t vclock;    /* virtual time of the last command released */
-	uint64_t last_done; /* when the device last finished a command */
+	uint64_t vclock;	  /* virtual time of the last command released */
+	uint64_t last_done;	  /* when the device last finished a command */
 	struct cmx_tenant *ready; /* tenants with held commands */
 	struct lane *lanes;
 	int flush_posted;
@@ -93,7 +93,8 @@ int cmx_sched_create(struct cmx_server *srv, uint64_t window_us)
  * while the estimates of what is there fit the window. */
 static int room(struct cmx_sched *sc, uint64_t est)
 {
-	return !sc->running || (sc->running < MAX_RUNNING && sc->running_est + est <= sc->window_ns);
+	return !sc->running ||
+	       (sc->running < MAX_RUNNING && sc->running_est + est <= sc->window_ns);
 }
 
 int cmx_sched_busy(struct cmx_server *srv)
@@ -130,8 +131,8 @@ static int deps_done(struct cmx_gate *g)
 {
 	while (g->ndeps) {
 		cl_int st = CL_COMPLETE;
-		clGetEventInfo(g->deps[g->ndeps - 1], CL_EVENT_COMMAND_EXECUTION_STATUS,
-			       sizeof(st), &st, NULL);
+		clGetEventInfo(g->deps[g->ndeps - 1], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st),
+			       &st, NULL);
 		if (st > CL_COMPLETE)
 			return 0;
 		clReleaseEvent(g->deps[--g->ndeps]);
@@ -229,7 +230,8 @@ static void ready_add(struct cmx_sched *sc, struct cmx_tenant *t)
 
 static void timer_done(struct cmx_io *io, int res, unsigned flags)
 {
-	struct cmx_sched *sc = (struct cmx_sched *)((char *)io - offsetof(struct cmx_sched, timer_io));
+	struct cmx_sched *sc =
+	    (struct cmx_sched *)((char *)io - offsetof(struct cmx_sched, timer_io));
 
 	sc->timer_armed = 0;
 	kick(sc);
@@ -266,8 +268,7 @@ static void kick(struct cmx_sched *sc)
 			if (!cap_ok(t, now)) {
 				capped = 1;
 				t->capped++;
-			}
-			else if (deps_done(t->held) && (!best || t->vtime < best->vtime)) {
+			} else if (deps_done(t->held) && (!best || t->vtime < best->vtime)) {
 				best = t;
 				best_pp = pp;
 			}
@@ -427,7 +428,8 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 		if (type != CL_COMMAND_USER || g->ndeps == MAX_DEPS)
 			continue;
 		clGetEventInfo(wait[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL);
-		if (st > CL_COMPLETE && clSetEventCallback(wait[i], CL_COMPLETE, dep_cb, NULL) == 0) {
+		if (st > CL_COMPLETE &&
+		    clSetEventCallback(wait[i], CL_COMPLETE, dep_cb, NULL) == 0) {
 			clRetainEvent(wait[i]);
 			g->deps[g->ndeps++] = wait[i];
 		}

@@ -39,8 +39,7 @@ int cmx_sched_busy(struct cmx_server *srv);
 
 /* 0, or CL_OUT_OF_RESOURCES when the tenant has its in-flight quota's worth
  * of commands already. */
-int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait,
-		    struct cmx_sched_cmd *sc);
+int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct cmx_sched_cmd *sc);
 /* After the native enqueue: err its result, ev its event (not consumed). */
 void cmx_sched_end(struct cmx_sched_cmd *sc, cl_int err, cl_event ev);
 

@@ -11,10 +11,10 @@
 #include <string.h>
 #include <time.h>
 
-#define WIN_SLOTS 6
+#define WIN_SLOTS   6
 #define WIN_SLOT_NS (10ull * 1000 * 1000 * 1000)
 
-const char *const cmx_quota_keys[6] = { "mem", "objects", "inflight", "weight", "cap", "rate" };
+const char *const cmx_quota_keys[6] = {"mem", "objects", "inflight", "weight", "cap", "rate"};
 
 uint64_t cmx_now_ns(void)
 {
@@ -123,7 +123,7 @@ int cmx_tenant_may_alloc(const struct cmx_tenant *t, uint64_t bytes)
 int cmx_tenant_may_create(const struct cmx_tenant *t)
 {
 	return t->q.objects != CMX_UNLIMITED && t->objects >= t->q.objects ? CL_OUT_OF_RESOURCES
-									    : CL_SUCCESS;
+									   : CL_SUCCESS;
 }
 
 /* The window is six 10-second slots, each stamped with the slot it counts. */
@@ -201,8 +201,7 @@ static int parse_uint(const char *s, uint64_t *out)
 	return errno || *end ? -EINVAL : 0;
 }
 
-int cmx_quota_set(struct cmx_quota *q, const char *key, const char *value, char *why,
-		  size_t whylen)
+int cmx_quota_set(struct cmx_quota *q, const char *key, const char *value, char *why, size_t whylen)
 {
 	char buf[64];
 	uint64_t v;
@@ -243,8 +242,8 @@ int cmx_quota_set(struct cmx_quota *q, const char *key, const char *value, char 
 		else if (parse_size(buf, &q->rate) || !q->rate)
 			goto bad;
 	} else {
-		snprintf(why, whylen, "unknown quota '%s' (mem, objects, inflight, weight, cap, rate)",
-			 key);
+		snprintf(why, whylen,
+			 "unknown quota '%s' (mem, objects, inflight, weight, cap, rate)", key);
 		return -EINVAL;
 	}
 	return 0;

@@ -7,9 +7,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define CMX_TENANT_NAME 64
+#define CMX_TENANT_NAME	   64
 #define CMX_TENANT_MAX_IDS 16
-#define CMX_UNLIMITED UINT64_MAX
+#define CMX_UNLIMITED	   UINT64_MAX
 
 /* Limits; CMX_UNLIMITED where there is none. */
 struct cmx_quota {
@@ -31,17 +31,17 @@ struct cmx_tenant {
 	/* Usage, touched on the loop only. */
 	uint64_t sessions, bytes, objects, inflight;
 	uint64_t launched, completed, refused;
-	uint64_t throttled, capped; /* times the rate or the cap held it back */
-	uint64_t device_ns;		   /* measured device time, ever */
-	uint64_t rx_bytes;		   /* bytes received from its sessions */
+	uint64_t throttled, capped;	  /* times the rate or the cap held it back */
+	uint64_t device_ns;		  /* measured device time, ever */
+	uint64_t rx_bytes;		  /* bytes received from its sessions */
 	uint64_t win_ns[6], win_start[6]; /* device time per 10 s slot, last minute */
 
 	/* Scheduler state (host/scheduler.c). */
-	uint64_t vtime;	      /* virtual time: device ns / weight */
-	uint64_t est_ns;      /* running average of its commands' device time */
-	int64_t cap_tokens;   /* ns of device time it may still use (cap) */
-	uint64_t cap_stamp;   /* when cap_tokens was last refilled */
-	int64_t rate_tokens;  /* bytes it may still send (rate) */
+	uint64_t vtime;	     /* virtual time: device ns / weight */
+	uint64_t est_ns;     /* running average of its commands' device time */
+	int64_t cap_tokens;  /* ns of device time it may still use (cap) */
+	uint64_t cap_stamp;  /* when cap_tokens was last refilled */
+	int64_t rate_tokens; /* bytes it may still send (rate) */
 	uint64_t rate_stamp;
 	struct cmx_gate *held, **held_tail; /* commands waiting for the device */
 	struct cmx_tenant *next_ready;	    /* on the scheduler's list */
@@ -64,7 +64,7 @@ struct cmx_ident {
 struct cmx_tenants {
 	struct cmx_tenant *list;
 	unsigned count;
-	struct cmx_quota defaults; /* for tenants created without a section */
+	struct cmx_quota defaults;	/* for tenants created without a section */
 	char fallback[CMX_TENANT_NAME]; /* default tenant for unknown peers; "" none */
 };
 

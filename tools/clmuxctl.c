@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #define ADMIN_DEFAULT "/run/clmux/admin.sock"
-#define REQ_MAX 4000
+#define REQ_MAX	      4000
 
 static void usage(FILE *f)
 {
@@ -37,13 +37,13 @@ static int fail(const char *fmt, const char *a, const char *b)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "admin", required_argument, NULL, 'a' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
+	    {"admin", required_argument, NULL, 'a'},
+	    {"json", no_argument, NULL, 'j'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
 	};
 	const char *path = getenv("CLMUX_ADMIN") ? getenv("CLMUX_ADMIN") : ADMIN_DEFAULT;
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	char req[REQ_MAX + 2], *buf = NULL;
 	size_t len = 0, got = 0, cap = 0;
 	int opt, json = 0, fd;
@@ -76,7 +76,8 @@ int main(int argc, char **argv)
 		size_t w = strlen(argv[i]);
 		if (strpbrk(argv[i], " \t\n") || len + w + 2 > REQ_MAX)
 			return fail("bad argument '%s'%s", argv[i], "");
-		len += (size_t)snprintf(req + len, sizeof(req) - len, "%s%s", len ? " " : "", argv[i]);
+		len +=
+		    (size_t)snprintf(req + len, sizeof(req) - len, "%s%s", len ? " " : "", argv[i]);
 	}
 	req[len++] = '\n';
 	if (strlen(path) >= sizeof(sun.sun_path))

@@ -17,22 +17,22 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_TENANTS 256
+#define MAX_TENANTS  256
 #define MAX_INFLIGHT 64
 
 static const char src[] =
-	"kernel void spin(global uint *p, uint n) {\n"
-	"  uint x = get_global_id(0);\n"
-	"  for (uint i = 0; i < n; i++) x = x * 1664525u + 1013904223u + (x >> 13);\n"
-	"  p[get_global_id(0)] = x;\n"
-	"}\n";
+    "kernel void spin(global uint *p, uint n) {\n"
+    "  uint x = get_global_id(0);\n"
+    "  for (uint i = 0; i < n; i++) x = x * 1664525u + 1013904223u + (x >> 13);\n"
+    "  p[get_global_id(0)] = x;\n"
+    "}\n";
 
 struct opts {
 	unsigned tenants, inflight, seconds, work, global;
 	unsigned weights[16], nweights;
 	const char *clmuxd, *device;
 	const char *client_vendors; /* OCL_ICD_VENDORS of the clients only */
-	int probe; /* one more tenant, measuring a small call's latency */
+	int probe;		    /* one more tenant, measuring a small call's latency */
 };
 
 static double now_s(void)
@@ -96,10 +96,9 @@ static void probe_run(cl_command_queue q, cl_kernel k, double end, double *med, 
 	*p99 = n ? lat[n * 99 / 100] : 0;
 }
 
-static int client(const struct opts *o, unsigned idx, int ready_fd, int go_fd, int out_fd,
-		  int idle)
+static int client(const struct opts *o, unsigned idx, int ready_fd, int go_fd, int out_fd, int idle)
 {
-	struct result r = { idx, 0, 0, 0, 0, 0 };
+	struct result r = {idx, 0, 0, 0, 0, 0};
 	int probe = o->probe && idx == o->tenants;
 	cl_platform_id plat = find_clmux();
 	cl_device_id dev;
@@ -294,19 +293,24 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-		{ "tenants", 1, NULL, 'n' }, { "weights", 1, NULL, 'w' }, { "seconds", 1, NULL, 's' },
-		{ "inflight", 1, NULL, 'k' }, { "work", 1, NULL, 'W' },	  { "device", 1, NULL, 'd' },
-		{ "clmuxd", 1, NULL, 'c' },   { "help", 0, NULL, 'h' },	  { "client-vendors", 1, NULL, 'v' },
-		{ "native", 0, NULL, 'N' },   { "probe", 0, NULL, 'p' },	  { NULL, 0, NULL, 0 },
+	    {"tenants", 1, NULL, 'n'},	{"weights", 1, NULL, 'w'}, {"seconds", 1, NULL, 's'},
+	    {"inflight", 1, NULL, 'k'}, {"work", 1, NULL, 'W'},	   {"device", 1, NULL, 'd'},
+	    {"clmuxd", 1, NULL, 'c'},	{"help", 0, NULL, 'h'},	   {"client-vendors", 1, NULL, 'v'},
+	    {"native", 0, NULL, 'N'},	{"probe", 0, NULL, 'p'},   {NULL, 0, NULL, 0},
 	};
-	struct opts o = { .tenants = 8, .inflight = 4, .seconds = 10, .work = 2000, .global = 4096,
-			  .weights = { 1 }, .nweights = 1 };
+	struct opts o = {.tenants = 8,
+			 .inflight = 4,
+			 .seconds = 10,
+			 .work = 2000,
+			 .global = 4096,
+			 .weights = {1},
+			 .nweights = 1};
 	char dir[] = "/tmp/clmux-tenant-bench-XXXXXX", *tok;
 	static pid_t pids[MAX_TENANTS + 1];
-	unsigned long long done[MAX_TENANTS] = { 0 }, sum = 0;
+	unsigned long long done[MAX_TENANTS] = {0}, sum = 0;
 	double norm_sum = 0, norm_sq = 0, wsum = 0;
 	long rss0, rss1;
-	struct result probe = { 0 };
+	struct result probe = {0};
 	int opt, out_rd, go_wr, failed = 0;
 	pid_t daemon;
 
@@ -318,7 +322,8 @@ int main(int argc, char **argv)
 			break;
 		case 'w':
 			o.nweights = 0;
-			for (tok = strtok(optarg, ":"); tok && o.nweights < 16; tok = strtok(NULL, ":"))
+			for (tok = strtok(optarg, ":"); tok && o.nweights < 16;
+			     tok = strtok(NULL, ":"))
 				o.weights[o.nweights++] = (unsigned)atoi(tok);
 			break;
 		case 's':
@@ -449,9 +454,10 @@ int main(int argc, char **argv)
 		       done[0] ? (double)done[1] / (double)done[0] : 0,
 		       (double)o.weights[1] / o.weights[0]);
 	if (o.probe)
-		printf("probe tenant (1-item kernel + clFinish every ms): median %.0f us, p99 %.0f us "
-		       "under the load; alone %.0f us, p99 %.0f us\n",
-		       probe.med_us, probe.p99_us, probe.base_med_us, probe.base_p99_us);
+		printf(
+		    "probe tenant (1-item kernel + clFinish every ms): median %.0f us, p99 %.0f us "
+		    "under the load; alone %.0f us, p99 %.0f us\n",
+		    probe.med_us, probe.p99_us, probe.base_med_us, probe.base_p99_us);
 	if (native) {
 		printf("native: no clmuxd, no weights\n");
 		return 0;

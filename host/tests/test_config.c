@@ -8,23 +8,22 @@
 #include "conffile.h"
 #include "tenant.h"
 
-static const char conf[] =
-	"# clmuxd.conf\n"
-	"[clmuxd]\n"
-	"default-tenant = guests\n"
-	"\n"
-	"[tenant alice]\n"
-	"mem = 2G   \n"
-	"weight = 3\n"
-	"uid = 1000\n"
-	"; a comment\n"
-	"[defaults]\n"
-	"objects = 500\n"
-	"[tenant bob]\n"
-	"cap = 50%\n"
-	"rate = 1G/s\n"
-	"gid = 100\n"
-	"cid = 7\n";
+static const char conf[] = "# clmuxd.conf\n"
+			   "[clmuxd]\n"
+			   "default-tenant = guests\n"
+			   "\n"
+			   "[tenant alice]\n"
+			   "mem = 2G   \n"
+			   "weight = 3\n"
+			   "uid = 1000\n"
+			   "; a comment\n"
+			   "[defaults]\n"
+			   "objects = 500\n"
+			   "[tenant bob]\n"
+			   "cap = 50%\n"
+			   "rate = 1G/s\n"
+			   "gid = 100\n"
+			   "cid = 7\n";
 
 static void load(struct cmx_tenants *ts, const char *text)
 {
@@ -63,22 +62,22 @@ END_TEST
 START_TEST(errors)
 {
 	static const char *bad[] = {
-		"mem = 1G\n",			    /* outside a section */
-		"[tenant a]\nmem = lots\n",	    /* bad size */
-		"[tenant a]\nweight = 0\n",	    /* weight 1..1000 */
-		"[tenant a]\ncap = 101%\n",	    /* cap 1..100 */
-		"[tenant a]\ncolour = blue\n",	    /* unknown key */
-		"[tenant a/b]\n",		    /* bad name */
-		"[tenant a]\nuid = -1\n",	    /* bad uid */
-		"[nonsense]\n",			    /* unknown section */
-		"[tenant a]\nmem\n",		    /* no '=' */
-		"[tenant a\n",			    /* unclosed */
-		"[clmuxd]\ndefault-tenant = a b\n", /* bad name */
+	    "mem = 1G\n",			/* outside a section */
+	    "[tenant a]\nmem = lots\n",		/* bad size */
+	    "[tenant a]\nweight = 0\n",		/* weight 1..1000 */
+	    "[tenant a]\ncap = 101%\n",		/* cap 1..100 */
+	    "[tenant a]\ncolour = blue\n",	/* unknown key */
+	    "[tenant a/b]\n",			/* bad name */
+	    "[tenant a]\nuid = -1\n",		/* bad uid */
+	    "[nonsense]\n",			/* unknown section */
+	    "[tenant a]\nmem\n",		/* no '=' */
+	    "[tenant a\n",			/* unclosed */
+	    "[clmuxd]\ndefault-tenant = a b\n", /* bad name */
 	};
 	char why[160];
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		struct cmx_tenants ts = { 0 };
+		struct cmx_tenants ts = {0};
 		cmx_quota_unlimited(&ts.defaults);
 		why[0] = '\0';
 		ck_assert_msg(cmx_config_parse(bad[i], &ts, why, sizeof(why)) != 0, "accepted: %s",
@@ -92,7 +91,7 @@ END_TEST
 START_TEST(lookup)
 {
 	struct cmx_tenants ts;
-	struct cmx_ident id = { 0 };
+	struct cmx_ident id = {0};
 
 	load(&ts, conf);
 	id.has_cred = 1;
@@ -116,7 +115,7 @@ START_TEST(lookup)
 	ck_assert_str_eq(cmx_tenant_lookup(&ts, &id)->name, "alice");
 	/* No default tenant: refused. */
 	ts.fallback[0] = '\0';
-	id = (struct cmx_ident){ .has_cred = 1, .uid = 4242, .gid = 4242 };
+	id = (struct cmx_ident){.has_cred = 1, .uid = 4242, .gid = 4242};
 	ck_assert_ptr_null(cmx_tenant_lookup(&ts, &id));
 	cmx_tenants_fini(&ts);
 }

@@ -19,15 +19,14 @@
 
 #include "wire_client.h"
 
-static char dir[64], conf[128], sock_a[128], sock_b[128], sock_any[128], admin[128],
-	metrics[128];
+static char dir[64], conf[128], sock_a[128], sock_b[128], sock_any[128], admin[128], metrics[128];
 static pid_t daemon_pid;
 
 /* ---- the daemon and its admin socket ---- */
 
 static char *ask(const char *path, const char *line)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	size_t cap = 1 << 16, got = 0;
 	char *buf = malloc(cap);
 	ssize_t n;
@@ -95,8 +94,9 @@ static int daemon_start(void)
 	f = fopen(conf, "w");
 	if (!f)
 		return -errno;
-	fprintf(f, "# test tenants\n[tenant a]\nmem = 1M\nobjects = 12\ninflight = 4\n\n"
-		   "[tenant b]\nweight = 3\nrate = 1M/s\n\n[tenant c]\nuid = %u\ncap = 20%%\n",
+	fprintf(f,
+		"# test tenants\n[tenant a]\nmem = 1M\nobjects = 12\ninflight = 4\n\n"
+		"[tenant b]\nweight = 3\nrate = 1M/s\n\n[tenant c]\nuid = %u\ncap = 20%%\n",
 		(unsigned)getuid());
 	fclose(f);
 	daemon_pid = fork();
@@ -138,7 +138,7 @@ static int daemon_stop(void)
 
 static uint64_t stat_counter(struct client *c, unsigned i)
 {
-	struct cmx_GetStats_in in = { 0 };
+	struct cmx_GetStats_in in = {0};
 	struct cmx_GetStats_out out;
 	uint8_t *keep;
 	uint64_t v;
@@ -168,7 +168,7 @@ static void info_value(struct client *c, const struct cmx_msgdesc *din, const vo
 
 static uint64_t device_u64(struct client *c, unsigned param)
 {
-	struct cmx_GetDeviceInfo_in in = { .device = { 1 }, .param = param };
+	struct cmx_GetDeviceInfo_in in = {.device = {1}, .param = param};
 	uint64_t v;
 
 	info_value(c, &cmx_desc_GetDeviceInfo_in, &in, &cmx_desc_GetDeviceInfo_out, &v, 8);
@@ -177,15 +177,15 @@ static uint64_t device_u64(struct client *c, unsigned param)
 
 static void context(struct client *c, uint64_t id)
 {
-	uint64_t devs[1] = { 1 };
-	struct cmx_CreateContext_in in = { .context = { id }, .devices = { devs, 1 } };
+	uint64_t devs[1] = {1};
+	struct cmx_CreateContext_in in = {.context = {id}, .devices = {devs, 1}};
 
 	send_msg(c, &cmx_desc_CreateContext_in, &in, 0, NULL, 0);
 }
 
 static int context_ok(struct client *c, uint64_t id)
 {
-	struct cmx_GetContextInfo_in q = { .context = { id }, .param = 0x1082 /* NUM_DEVICES */ };
+	struct cmx_GetContextInfo_in q = {.context = {id}, .param = 0x1082 /* NUM_DEVICES */};
 	struct cmx_GetContextInfo_out out;
 
 	send_msg(c, &cmx_desc_GetContextInfo_in, &q, 1, NULL, 0);
@@ -194,14 +194,14 @@ static int context_ok(struct client *c, uint64_t id)
 
 static void buffer(struct client *c, uint64_t id, uint64_t ctx, uint64_t size)
 {
-	struct cmx_CreateBuffer_in in = { .mem = { id }, .context = { ctx }, .size = size };
+	struct cmx_CreateBuffer_in in = {.mem = {id}, .context = {ctx}, .size = size};
 
 	send_msg(c, &cmx_desc_CreateBuffer_in, &in, 0, NULL, 0);
 }
 
 static int mem_ok(struct client *c, uint64_t id)
 {
-	struct cmx_GetMemInfo_in q = { .mem = { id }, .param = 0x1102 /* CL_MEM_SIZE */ };
+	struct cmx_GetMemInfo_in q = {.mem = {id}, .param = 0x1102 /* CL_MEM_SIZE */};
 	struct cmx_GetMemInfo_out out;
 
 	send_msg(c, &cmx_desc_GetMemInfo_in, &q, 1, NULL, 0);
@@ -210,7 +210,7 @@ static int mem_ok(struct client *c, uint64_t id)
 
 static void ping(struct client *c)
 {
-	struct cmx_Ping_in in = { 0 };
+	struct cmx_Ping_in in = {0};
 	struct cmx_Ping_out out;
 
 	send_msg(c, &cmx_desc_Ping_in, &in, 1, NULL, 0);
@@ -220,15 +220,15 @@ static void ping(struct client *c)
 /* Context 0x10100, queue 0x10101, and kernel 0x10103 built from src. */
 static void kernel_setup(struct client *c, const char *src, const char *name)
 {
-	uint64_t devs[1] = { 1 }, qprops[1] = { 0 };
-	struct cmx_CreateQueue_in qu = { .queue = { 0x10101 }, .context = { 0x10100 }, .device = { 1 },
-					 .props = { qprops, 1 } };
-	struct cmx_CreateProgramWithSource_in pr = { .program = { 0x10102 }, .context = { 0x10100 },
-						     .source = { src, strlen(src) } };
-	struct cmx_BuildProgram_in bu = { .program = { 0x10102 }, .devices = { devs, 1 } };
+	uint64_t devs[1] = {1}, qprops[1] = {0};
+	struct cmx_CreateQueue_in qu = {
+	    .queue = {0x10101}, .context = {0x10100}, .device = {1}, .props = {qprops, 1}};
+	struct cmx_CreateProgramWithSource_in pr = {
+	    .program = {0x10102}, .context = {0x10100}, .source = {src, strlen(src)}};
+	struct cmx_BuildProgram_in bu = {.program = {0x10102}, .devices = {devs, 1}};
 	struct cmx_BuildProgram_out bout;
-	struct cmx_CreateKernel_in kn = { .kernel = { 0x10103 }, .program = { 0x10102 },
-					  .name = { name, strlen(name) + 1 } };
+	struct cmx_CreateKernel_in kn = {
+	    .kernel = {0x10103}, .program = {0x10102}, .name = {name, strlen(name) + 1}};
 
 	context(c, 0x10100);
 	send_msg(c, &cmx_desc_CreateQueue_in, &qu, 0, NULL, 0);
@@ -240,17 +240,19 @@ static void kernel_setup(struct client *c, const char *src, const char *name)
 
 static void launch(struct client *c, uint64_t event, uint64_t wait, uint64_t n)
 {
-	uint64_t gl[1] = { n }, w[1] = { wait };
-	struct cmx_EnqueueKernel_in in = { .queue = { 0x10101 }, .kernel = { 0x10103 },
-					   .global = { gl, 1 }, .wait = { w, wait ? 1 : 0 },
-					   .event = { event } };
+	uint64_t gl[1] = {n}, w[1] = {wait};
+	struct cmx_EnqueueKernel_in in = {.queue = {0x10101},
+					  .kernel = {0x10103},
+					  .global = {gl, 1},
+					  .wait = {w, wait ? 1 : 0},
+					  .event = {event}};
 
 	send_msg(c, &cmx_desc_EnqueueKernel_in, &in, 0, NULL, 0);
 }
 
 static int32_t event_status(struct client *c, uint64_t id)
 {
-	struct cmx_GetEventInfo_in in = { .event = { id }, .param = 0x11d3 /* EXECUTION_STATUS */ };
+	struct cmx_GetEventInfo_in in = {.event = {id}, .param = 0x11d3 /* EXECUTION_STATUS */};
 	int32_t st;
 
 	info_value(c, &cmx_desc_GetEventInfo_in, &in, &cmx_desc_GetEventInfo_out, &st, 4);
@@ -259,7 +261,7 @@ static int32_t event_status(struct client *c, uint64_t id)
 
 static void wait_events(struct client *c, const uint64_t *ids, uint64_t n)
 {
-	struct cmx_WaitForEvents_in in = { .events = { ids, n } };
+	struct cmx_WaitForEvents_in in = {.events = {ids, n}};
 	struct cmx_WaitForEvents_out out;
 
 	send_msg(c, &cmx_desc_WaitForEvents_in, &in, 1, NULL, 0);
@@ -334,9 +336,9 @@ END_TEST
 START_TEST(inflight_quota)
 {
 	static const char src[] = "kernel void k(void) { }\n";
-	struct cmx_CreateUserEvent_in ue = { .event = { 0x10300 }, .context = { 0x10100 } };
-	struct cmx_SetUserEventStatus_in go = { .event = { 0x10300 }, .status = 0 };
-	uint64_t done[4] = { 0x10301, 0x10302, 0x10303, 0x10304 };
+	struct cmx_CreateUserEvent_in ue = {.event = {0x10300}, .context = {0x10100}};
+	struct cmx_SetUserEventStatus_in go = {.event = {0x10300}, .status = 0};
+	uint64_t done[4] = {0x10301, 0x10302, 0x10303, 0x10304};
 	struct client a;
 
 	field_becomes("a", "objects", 0);
@@ -354,7 +356,7 @@ START_TEST(inflight_quota)
 	field_becomes("a", "inflight", 0);
 	/* Room again. */
 	launch(&a, 0x10307, 0, 1);
-	wait_events(&a, (uint64_t[]){ 0x10307 }, 1);
+	wait_events(&a, (uint64_t[]){0x10307}, 1);
 	close(a.fd);
 	field_becomes("a", "objects", 0);
 }
@@ -376,7 +378,7 @@ START_TEST(forged_ids_across_tenants)
 	buffer(&b, 0x10402, 0x10400, 4096);
 	ck_assert_int_eq(mem_ok(&b, 0x10402), -38);
 	/* Stale: released in a, then used. */
-	send_msg(&a, &cmx_desc_ReleaseContext_in, &(struct cmx_ReleaseContext_in){ { 0x10400 } }, 0,
+	send_msg(&a, &cmx_desc_ReleaseContext_in, &(struct cmx_ReleaseContext_in){{0x10400}}, 0,
 		 NULL, 0);
 	ck_assert_int_eq(context_ok(&a, 0x10400), -34);
 	ck_assert_int_eq(mem_ok(&a, 0x10401), 0);
@@ -445,8 +447,8 @@ START_TEST(non_root_refused)
 		if (strncmp(r, "error: permission denied", 24))
 			_exit(3);
 		fd = dial_at(sock_any);
-		struct client n = { .fd = fd };
-		struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION };
+		struct client n = {.fd = fd};
+		struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION};
 		send_msg(&n, &cmx_desc_Hello_in, &in, 1, NULL, 0);
 		_exit(closed_by_daemon(fd) ? 0 : 4);
 	}
@@ -486,7 +488,7 @@ START_TEST(live_quota_change)
 	fclose(f);
 	ck_assert_int_gt(n, 0);
 	ck_assert_msg(strstr(text, "# test tenants\n") && strstr(text, "[tenant a]\nmem = 2M\n") &&
-			      strstr(text, "uid = "),
+			  strstr(text, "uid = "),
 		      "%s", text);
 	free(text);
 	/* Bad requests change nothing. */
@@ -530,10 +532,10 @@ START_TEST(rate_quota)
 {
 	struct client b;
 	static uint8_t data[3 << 20];
-	struct cmx_WriteBuffer_in wr = { .queue = { 0x10101 }, .mem = { 0x10200 }, .size = sizeof(data) };
-	uint64_t qprops[1] = { 0 };
-	struct cmx_CreateQueue_in qu = { .queue = { 0x10101 }, .context = { 0x10100 }, .device = { 1 },
-					 .props = { qprops, 1 } };
+	struct cmx_WriteBuffer_in wr = {.queue = {0x10101}, .mem = {0x10200}, .size = sizeof(data)};
+	uint64_t qprops[1] = {0};
+	struct cmx_CreateQueue_in qu = {
+	    .queue = {0x10101}, .context = {0x10100}, .device = {1}, .props = {qprops, 1}};
 	uint64_t before = metric("throttled_total", "b");
 
 	hello_at(&b, sock_b);
@@ -557,8 +559,8 @@ START_TEST(cap_quota)
 				  "  int x = (int)get_global_id(0);\n"
 				  "  for (int i = 0; i < 1000000; i++) x = x * 3 + (x >> 7) + i;\n"
 				  "  p[get_global_id(0)] = x; }\n";
-	struct cmx_SetKernelArg_in arg = { .kernel = { 0x10103 }, .index = 0, .kind = 1,
-					   .mem = { 0x10104 } };
+	struct cmx_SetKernelArg_in arg = {
+	    .kernel = {0x10103}, .index = 0, .kind = 1, .mem = {0x10104}};
 	uint64_t ev[16], n = 0, before = metric("commands_completed_total", "c");
 	struct client c;
 
@@ -630,6 +632,34 @@ START_TEST(clmuxctl_cli)
 }
 END_TEST
 
+/* Evicted with launches held behind a user event: they are failed, not
+ * run, and the tenant's usage returns to nothing. */
+START_TEST(evict_held)
+{
+	static const char src[] = "kernel void k(void) { }\n";
+	struct cmx_CreateUserEvent_in ue = { .event = { 0x10300 }, .context = { 0x10100 } };
+	struct client a;
+	char *r;
+
+	field_becomes("a", "objects", 0);
+	hello_at(&a, sock_a);
+	kernel_setup(&a, src, "k");
+	send_msg(&a, &cmx_desc_CreateUserEvent_in, &ue, 0, NULL, 0);
+	for (uint64_t i = 0; i < 3; i++)
+		launch(&a, 0x10301 + i, 0x10300, 1);
+	ping(&a);
+	ck_assert_uint_eq(tenant_field("a", "inflight"), 3);
+	r = ask(admin, "evict a\n");
+	ck_assert_msg(!strcmp(r, "ok\n1 session of a closed\n"), "%s", r);
+	free(r);
+	ck_assert(closed_by_daemon(a.fd));
+	close(a.fd);
+	field_becomes("a", "inflight", 0);
+	field_becomes("a", "objects", 0);
+	field_becomes("a", "sessions", 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("tenant");
@@ -647,6 +677,7 @@ int main(void)
 	tcase_add_test(tc, non_root_refused);
 	tcase_add_test(tc, live_quota_change);
 	tcase_add_test(tc, evict);
+	tcase_add_test(tc, evict_held);
 	tcase_add_test(tc, rate_quota);
 	tcase_add_test(tc, cap_quota);
 	tcase_add_test(tc, metrics_and_tables);

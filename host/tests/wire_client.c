@@ -14,7 +14,7 @@
 int dial_at(const char *path)
 {
 	const char *spec = getenv("CLMUX_SERVER");
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	int fd;
 
 	if (!path) {
@@ -34,12 +34,15 @@ void send_raw(int fd, const void *p, size_t n)
 }
 
 void send_msg(struct client *c, const struct cmx_msgdesc *d, const void *in, int sync,
-		     const void *bulk, uint64_t bulk_len)
+	      const void *bulk, uint64_t bulk_len)
 {
 	size_t size = cmx_codec_size(d, in);
 	uint8_t *buf = malloc(CMX_HDR_SIZE + size);
-	struct cmx_hdr h = { .size = (uint32_t)size, .op = d->op, .flags = sync ? CMX_HDR_SYNC : 0,
-			     .seq = ++c->seq, .bulk = bulk_len };
+	struct cmx_hdr h = {.size = (uint32_t)size,
+			    .op = d->op,
+			    .flags = sync ? CMX_HDR_SYNC : 0,
+			    .seq = ++c->seq,
+			    .bulk = bulk_len};
 
 	memcpy(buf, &h, CMX_HDR_SIZE);
 	cmx_codec_encode(d, in, buf + CMX_HDR_SIZE);
@@ -73,7 +76,7 @@ int recv_reply(struct client *c, const struct cmx_msgdesc *d, void *out, uint8_t
 
 void hello_at(struct client *c, const char *path)
 {
-	struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION };
+	struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION};
 	struct cmx_Hello_out out;
 
 	c->fd = dial_at(path);
@@ -97,7 +100,7 @@ int dial(void)
 int closed_by_daemon(int fd)
 {
 	char b;
-	struct timeval tv = { 10, 0 };
+	struct timeval tv = {10, 0};
 
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	for (;;) {
