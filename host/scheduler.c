@@ -21,8 +21,6 @@
 #define MAX_DEPS 4
 /* The cap's bucket holds at most this much device time (its window). */
 #define CAP_WINDOW_NS (200ull * 1000 * 1000)
-/* First estimate of a command's device time, before any was measured. */
-#define EST_INITIAL_NS (100ull * 1000)
 /* Commands on the device at once, whatever their estimates. */
 #define MAX_RUNNING 1024
 
@@ -87,6 +85,14 @@ int cmx_sched_create(struct cmx_server *srv, uint64_t window_us)
 	sc->window_ns = (window_us ? window_us : 1) * 1000;
 	srv->sched = sc;
 	return 0;
+}
+
+/* A tenant's next command's device time: its running average, or, before
+ * anything of it was measured, the whole window (one at a time until then:
+ * a newcomer cannot flood the device with commands of unknown length). */
+static uint64_t estimate(const struct cmx_sched *sc, const struct cmx_tenant *t)
+{
+	return t->est_ns ? t->est_ns : sc->window_ns;
 }
 
 /* Room on the device for a command estimated at est: always for one, then
@@ -207,7 +213,7 @@ static void charge_start(struct cmx_sched *sc, struct cmx_gate *g, uint64_t now)
 	struct cmx_tenant *t = g->t;
 
 	g->released = now;
-	g->est = t->est_ns ? t->est_ns : EST_INITIAL_NS;
+	g->est = estimate(sc, t);
 	sc->running++;
 	sc->running_est += g->est;
 	lane_add(sc, g, g->in_order);
@@ -279,7 +285,7 @@ static void kick(struct cmx_sched *sc)
 				timer_arm(sc, 2 * 1000 * 1000);
 			return;
 		}
-		if (!room(sc, best->est_ns ? best->est_ns : EST_INITIAL_NS))
+		if (!room(sc, estimate(sc, best)))
 			return;
 		struct cmx_gate *g = best->held;
 		best->held = g->next_held;
@@ -436,7 +442,7 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	}
 	cmd->g = g;
 	/* The device has room and nobody waits: straight on, no gate. */
-	if (!sc->held && !g->ndeps && room(sc, t->est_ns ? t->est_ns : EST_INITIAL_NS) &&
+	if (!sc->held && !g->ndeps && room(sc, estimate(sc, t)) &&
 	    cap_ok(t, cmx_now_ns()))
 		return CL_SUCCESS;
 	g->user = clCreateUserEvent(q->ctx, &e);
