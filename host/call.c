@@ -106,6 +106,7 @@ int cmx_call_auth(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *ar
 		return -ECONNABORTED;
 	}
 	c->authed = 1;
+	c->ident.token_tenant = c->peer.tenant;
 	cmx_dbg("%s: token of tenant %s", c->peer.name, c->peer.tenant);
 	reply_on(c, NULL, h->seq, CL_SUCCESS, NULL, NULL, NULL, 0, NULL, NULL);
 	return 0;
@@ -122,9 +123,14 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 	if (in.magic != CMX_PROTO_MAGIC || in.version != CMX_PROTO_VERSION)
 		return -EPROTONOSUPPORT;
 	if (in.role == 0) {
+		struct cmx_tenant *t = cmx_tenant_lookup(&c->srv->tenants, &c->ident);
 		if (c->srv->draining)
 			return -ESHUTDOWN;
-		s = cmx_session_create(c->srv, c);
+		if (!t) {
+			cmx_warn("%s: refused: no tenant for this peer", c->peer.name);
+			return -EACCES;
+		}
+		s = cmx_session_create(c->srv, c, t);
 		if (!s)
 			return -ENOMEM;
 		c->role = CMX_ROLE_CALL;
@@ -132,8 +138,8 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 		out.session = s->id;
 		out.token = s->token;
 		reply(s, h->seq, CL_SUCCESS, &cmx_desc_Hello_out, &out, NULL, 0, NULL, NULL);
-		cmx_info("session %llu: connected (%s%s%s)", (unsigned long long)s->id, c->peer.name,
-			 c->peer.tenant[0] ? ", tenant " : "", c->peer.tenant);
+		cmx_info("session %llu: connected (%s), tenant %s", (unsigned long long)s->id,
+			 c->peer.name, t->name);
 		return 0;
 	}
 	s = in.role == 1 ? cmx_session_find(c->srv, in.session, in.token) : NULL;
@@ -218,6 +224,8 @@ static int32_t resolve_all(struct cmx_call *c)
 			if ((!id && !(f->flags & CMX_F_NULLOK)) ||
 			    (id && (id < CMX_FIRST_GUEST_ID || cmx_objtab_get(&c->s->objs, id))))
 				err = CL_INVALID_VALUE;
+			else if (id)
+				err = cmx_tenant_may_create(c->s->tenant);
 			break;
 		}
 		case CMX_T_IDS: {

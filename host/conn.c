@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Client connection: receives framed messages (payloads straight into their
 // staging buffers), dispatches them, and writes replies with gathered I/O.
+#define _GNU_SOURCE
 #include "conn.h"
 
 #include <errno.h>
@@ -240,6 +241,23 @@ static int rx_parse(struct cmx_conn *c)
 	return 0;
 }
 
+static void rate_done(struct cmx_io *io, int res, unsigned flags)
+{
+	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, rate_io));
+
+	rx_arm(c);
+	conn_put(c);
+}
+
+/* Over its tenant's rate: the next recv starts after ns. */
+static void rate_wait(struct cmx_conn *c, uint64_t ns)
+{
+	c->rate_ts.tv_sec = (long long)(ns / 1000000000ull);
+	c->rate_ts.tv_nsec = (long long)(ns % 1000000000ull);
+	io_uring_prep_timeout(cmx_loop_sqe(c->srv->loop, &c->rate_io), &c->rate_ts, 0, 0);
+	c->refs++;
+}
+
 /* n bytes arrived where rx_arm() (or a mover, or the ring) put them: acts
  * on every complete message. 0, or -errno when the connection ended. */
 static int rx_got(struct cmx_conn *c, size_t n)
@@ -286,6 +304,7 @@ static int rx_got(struct cmx_conn *c, size_t n)
 static void rx_done(struct cmx_io *io, int res, unsigned flags)
 {
 	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, rx_io));
+	uint64_t wait_ns = 0;
 
 	if (c->dead)
 		goto out;
@@ -297,7 +316,13 @@ static void rx_done(struct cmx_io *io, int res, unsigned flags)
 		cmx_conn_kill(c, "data on the socket of a shm session");
 		goto out;
 	}
-	if (!rx_got(c, (size_t)res))
+	if (c->sess)
+		wait_ns = cmx_tenant_rx(c->sess->tenant, (uint64_t)res, cmx_now_ns());
+	if (rx_got(c, (size_t)res))
+		goto out;
+	if (wait_ns)
+		rate_wait(c, wait_ns);
+	else
 		rx_arm(c);
 out:
 	conn_put(c);
@@ -594,9 +619,22 @@ static struct cmx_conn *conn_new(struct cmx_server *srv, int fd)
 	c->refs = 1;
 	c->rx_cap = RX_INITIAL;
 	c->rx_io.cb = rx_done;
+	c->rate_io.cb = rate_done;
 	c->tx_io.cb = tx_done;
 	c->tx_tail = &c->tx_head;
 	return c;
+}
+
+/* What host/tenant.c needs to know of the peer (the token's tenant is
+ * added by an accepted Auth, host/call.c). */
+static void ident_init(struct cmx_conn *c, const char *tenant)
+{
+	c->ident.listener_tenant = tenant;
+	c->ident.has_cred = c->peer.has_cred;
+	c->ident.uid = c->peer.uid;
+	c->ident.gid = c->peer.gid;
+	c->ident.has_cid = c->peer.cid != CMX_PEER_CID_NONE;
+	c->ident.cid = c->peer.cid;
 }
 
 int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l)
@@ -613,12 +651,13 @@ int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l
 	else
 		cmx_peer_init(&c->peer, fd, CMX_PEER_UNIX, CMX_PEER_CID_NONE);
 	c->auth = l ? l->auth : NULL;
+	ident_init(c, l && l->tenant[0] ? l->tenant : NULL);
 	rx_arm(c);
 	return 0;
 }
 
 struct cmx_conn *cmx_conn_create_moved(struct cmx_server *srv, const struct cmx_conn_mover *m,
-				       void *ctx, uint32_t cid)
+				       void *ctx, uint32_t cid, const char *tenant)
 {
 	struct cmx_conn *c = conn_new(srv, -1);
 
@@ -628,6 +667,7 @@ struct cmx_conn *cmx_conn_create_moved(struct cmx_server *srv, const struct cmx_
 		/* The VM's CID names it: the device is the transport. */
 		cmx_peer_init(&c->peer, -1, CMX_PEER_VSOCK_UDS, cid);
 		snprintf(c->peer.name, sizeof(c->peer.name), "vhost-user-vsock cid %u", cid);
+		ident_init(c, tenant);
 	}
 	return c;
 }

@@ -8,6 +8,7 @@
 
 #include "loop.h"
 #include "peer.h"
+#include "tenant.h"
 #include "wire.h"
 
 struct cmx_auth;
@@ -53,6 +54,7 @@ struct cmx_conn {
 	struct cmx_ring *rx_ring, *tx_ring, *tx_ring_next;
 	int last_sync; /* the last call taken in was sync: its sender now waits */
 	uint8_t probe[16];
+	struct cmx_ident ident; /* who connected: decides the tenant at Hello */
 
 	struct cmx_io rx_io;
 	uint8_t *rx;
@@ -64,6 +66,10 @@ struct cmx_conn {
 	uint64_t bulk_got;
 	int in_bulk;
 
+	/* The tenant's rate quota: the next recv waits for this timeout. */
+	struct cmx_io rate_io;
+	struct __kernel_timespec rate_ts;
+
 	struct cmx_io tx_io;
 	struct seg *tx_head, **tx_tail;
 	int tx_busy;
@@ -73,14 +79,13 @@ struct cmx_conn {
 	uint64_t tx_bytes_queued;
 };
 
-/* Takes a connected socket (a unix peer, no token asked). */
-int cmx_conn_create(struct cmx_server *srv, int fd);
-/* Takes a socket accepted on l: its peer identity and tokens. */
+/* Takes a socket accepted on l (NULL: a unix peer, no token, no tenant):
+ * its peer identity, tokens and tenant. */
 int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l);
-/* A connection whose bytes a mover carries, from the VM with vsock CID cid;
- * NULL when out of memory. */
+/* A connection whose bytes a mover carries, from the VM with vsock CID cid,
+ * the tenant's named (or NULL: the CID decides); NULL when out of memory. */
 struct cmx_conn *cmx_conn_create_moved(struct cmx_server *srv, const struct cmx_conn_mover *m,
-				       void *ctx, uint32_t cid);
+				       void *ctx, uint32_t cid, const char *tenant);
 /* Bytes from the peer of a moved connection; all are taken. */
 void cmx_conn_input(struct cmx_conn *c, const void *buf, size_t len);
 /* The mover can take bytes again. */

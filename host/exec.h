@@ -57,8 +57,6 @@ int cmx_defer_work(struct cmx_call *c, int (*work)(struct cmx_call *c),
 		e_;                                                                                \
 	})
 
-/* Charges o's device memory to its session (buffers and images). */
-void cmx_mem_charge(struct cmx_session *s, struct cmx_obj *o, uint64_t bytes);
 
 /* A payload command's native part is enqueued (host/exec_mem.c): a write's
  * staging is freed, or a read's staged data sent (reply or ReadDone), when

@@ -7,6 +7,21 @@
 
 #include "buf.h"
 #include "log.h"
+#include "tenant.h"
+
+/* A tenant's memory quota is its device's memory: the two sizes are
+ * answered no larger than what it may allocate. */
+static void tenant_view(struct cmx_call *c, unsigned param, void *v, size_t size)
+{
+	uint64_t quota = c->s->tenant->q.mem, val;
+
+	if ((param != CL_DEVICE_GLOBAL_MEM_SIZE && param != CL_DEVICE_MAX_MEM_ALLOC_SIZE) ||
+	    size != sizeof(val) || quota == CMX_UNLIMITED)
+		return;
+	memcpy(&val, v, sizeof(val));
+	if (val > quota)
+		memcpy(v, &quota, sizeof(quota));
+}
 
 int cmx_h_GetDeviceIDs(struct cmx_call *c, struct cmx_GetDeviceIDs_in *in,
 		       struct cmx_GetDeviceIDs_out *out)
@@ -54,6 +69,7 @@ int cmx_h_GetDeviceInfoAll(struct cmx_call *c, struct cmx_GetDeviceInfoAll_in *i
 			}
 			v = malloc(size ? size : 1);
 			if (v && clGetDeviceInfo(dev, p, size, v, NULL) == CL_SUCCESS) {
+				tenant_view(c, p, v, size);
 				cmx_buf_put_u64(&b, p);
 				cmx_buf_put_bytes(&b, v, size);
 			}
@@ -73,7 +89,11 @@ int cmx_h_GetDeviceInfoAll(struct cmx_call *c, struct cmx_GetDeviceInfoAll_in *i
 int cmx_h_GetDeviceInfo(struct cmx_call *c, struct cmx_GetDeviceInfo_in *in,
 			struct cmx_GetDeviceInfo_out *out)
 {
-	return CMX_INFO(c, &out->value, clGetDeviceInfo, in->device.h, (cl_uint)in->param);
+	cl_int e = CMX_INFO(c, &out->value, clGetDeviceInfo, in->device.h, (cl_uint)in->param);
+
+	if (e == CL_SUCCESS)
+		tenant_view(c, (unsigned)in->param, c->scratch, out->value.len);
+	return e;
 }
 
 struct ctx_note {

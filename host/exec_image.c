@@ -66,6 +66,14 @@ int cmx_h_CreateImage(struct cmx_call *c, struct cmx_CreateImage_in *in,
 	d.buffer = in->buffer.h;
 	if (c->bulk_len && (image_host_bytes(&d, &need) || need != c->bulk_len))
 		return CL_INVALID_HOST_PTR;
+	/* The tenant's memory quota, before the device sees the request (an
+	 * image over a buffer uses memory charged already). */
+	if (!in->buffer.h) {
+		e = image_host_bytes(&d, &need) ? CL_INVALID_IMAGE_DESCRIPTOR
+						: cmx_tenant_may_alloc(c->s->tenant, need);
+		if (e)
+			return e;
+	}
 	/* USE_HOST_PTR lives in the guest; here the contents are copied in. */
 	flags = c->bulk_len ? flags | CL_MEM_COPY_HOST_PTR
 			    : flags & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
@@ -73,13 +81,18 @@ int cmx_h_CreateImage(struct cmx_call *c, struct cmx_CreateImage_in *in,
 	if (!m)
 		return e ? e : CL_OUT_OF_RESOURCES;
 	clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof(size), &size, NULL);
+	/* The estimate above knows pitches only when the guest gave them. */
+	if (!in->buffer.h && (e = cmx_tenant_may_alloc(c->s->tenant, size))) {
+		clReleaseMemObject(m);
+		return e;
+	}
 	if (cmx_session_add(c->s, in->mem.id, CMX_K_MEM, m, in->context.h, 0, &o)) {
 		clReleaseMemObject(m);
 		return CL_OUT_OF_HOST_MEMORY;
 	}
 	o->size = size;
 	/* An image over a buffer uses the buffer's memory, charged already. */
-	cmx_mem_charge(c->s, o, in->buffer.h ? 0 : size);
+	cmx_session_charge(c->s, o, in->buffer.h ? 0 : size);
 	out->size = size;
 	return CL_SUCCESS;
 }

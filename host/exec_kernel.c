@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Handlers: kernels, their arguments and launches.
 #include "exec.h"
+#include "scheduler.h"
 
 #include <stdlib.h>
 
@@ -82,7 +83,8 @@ int cmx_h_EnqueueKernel(struct cmx_call *c, struct cmx_EnqueueKernel_in *in)
 {
 	size_t off[3], gl[3], lo[3];
 	cl_uint dim = (cl_uint)in->global.n;
-	cl_event ev;
+	struct cmx_sched_cmd sc;
+	cl_event ev = NULL;
 	cl_int e;
 
 	if (dim < 1 || dim > 3 || (in->offset.n && in->offset.n != dim) ||
@@ -93,9 +95,14 @@ int cmx_h_EnqueueKernel(struct cmx_call *c, struct cmx_EnqueueKernel_in *in)
 		off[i] = in->offset.n ? in->offset.v[i] : 0;
 		lo[i] = in->local.n ? in->local.v[i] : 0;
 	}
+	/* The tenant's turn on the device (host/scheduler.c). */
+	e = cmx_sched_begin(c, (cl_uint)in->wait.n, in->wait.h, &sc);
+	if (e)
+		return e;
 	e = clEnqueueNDRangeKernel(in->queue.h, in->kernel.h, dim, in->offset.n ? off : NULL, gl,
-				   in->local.n ? lo : NULL, WAIT(in->wait),
+				   in->local.n ? lo : NULL, sc.nwait, sc.nwait ? sc.wait : NULL,
 				   &ev);
+	cmx_sched_end(&sc, e, ev);
 	if (!e)
 		cmx_event_bind(c, &in->event, ev);
 	return e;

@@ -3,6 +3,7 @@
 // leave from staging; staging is freed when the native command completes.
 #include "exec.h"
 #include "staging.h"
+#include "tenant.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -10,13 +11,6 @@
 /* Host-access flags only bind the guest (which enforces them); the daemon
  * itself must be able to read and write every buffer. */
 #define HOST_ACCESS (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
-
-void cmx_mem_charge(struct cmx_session *s, struct cmx_obj *o, uint64_t bytes)
-{
-	o->bytes = bytes;
-	s->bytes += bytes;
-	s->srv->bytes += bytes;
-}
 
 int cmx_h_CreateBuffer(struct cmx_call *c, struct cmx_CreateBuffer_in *in)
 {
@@ -28,6 +22,10 @@ int cmx_h_CreateBuffer(struct cmx_call *c, struct cmx_CreateBuffer_in *in)
 
 	if (c->bulk_len && c->bulk_len != in->size)
 		return CL_INVALID_VALUE;
+	/* The tenant's memory quota, before the device sees the request. */
+	e = cmx_tenant_may_alloc(c->s->tenant, in->size);
+	if (e)
+		return e;
 	/* USE_HOST_PTR lives in the guest; here the contents are copied in. */
 	flags = c->bulk_len ? flags | CL_MEM_COPY_HOST_PTR
 			    : flags & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
@@ -48,7 +46,7 @@ int cmx_h_CreateBuffer(struct cmx_call *c, struct cmx_CreateBuffer_in *in)
 		return CL_OUT_OF_HOST_MEMORY;
 	}
 	o->size = in->size;
-	cmx_mem_charge(c->s, o, in->size);
+	cmx_session_charge(c->s, o, in->size);
 	return CL_SUCCESS;
 }
 

@@ -17,7 +17,7 @@
 /* Which options each transport takes; anything else is a typo to report. */
 static int opt_known(enum cmx_addr_type t, const char *key, size_t n)
 {
-	static const char *const common[] = { "tokens" };
+	static const char *const common[] = { "tokens", "tenant" };
 	static const char *const uds[] = { "cid" };
 
 	for (size_t i = 0; i < sizeof(common) / sizeof(common[0]); i++)

@@ -21,6 +21,7 @@ struct cmx_listener {
 	uint32_t cid;		/* vsock-uds cid=, else CMX_PEER_CID_NONE */
 	struct cmx_auth *auth;	/* tokens=: every connection sends Auth first */
 	char name[128];		/* the address, for log lines */
+	char tenant[64];	/* tenant=: every peer is this tenant's, else "" */
 };
 
 /* Parses "ADDR[,opt=value...]" and loads its token file. 0, or -errno with

@@ -6,7 +6,9 @@ host_clmuxd_SOURCES = host/main.c host/loop.h host/loop.c host/conn.h host/conn.
 	host/staging.h host/staging.c host/area.h host/area.c host/shm.h host/shm.c host/exec.h host/exec.c host/exec_session.c host/exec_context.c host/exec_queue.c \
 	host/exec_mem.c host/exec_image.c host/exec_program.c host/incdir.h host/incdir.c host/exec_kernel.c host/exec_event.c \
 	host/peer.h host/peer.c host/auth.h host/auth.c host/listener.h host/listener.c \
-	host/reaper.h host/reaper.c host/vhost.h host/vhost.c
+	host/reaper.h host/reaper.c host/vhost.h host/vhost.c \
+	host/tenant.h host/tenant.c host/conffile.h host/conffile.c host/text.h host/text.c \
+	host/admin.h host/admin.c host/scheduler.h host/scheduler.c
 nodist_host_clmuxd_SOURCES = host/handlers.gen.h host/handlers.gen.c
 host_clmuxd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host -I$(top_builddir)/host $(URING_CFLAGS)
 host_clmuxd_LDADD = transport/libcmxtransport.la $(URING_LIBS) $(OPENCL_LIBS) -lpthread
@@ -18,6 +20,12 @@ host_tests_test_auth_SOURCES = host/tests/test_auth.c host/auth.c
 host_tests_test_auth_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host
 host_tests_test_auth_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_auth_LDADD = $(CHECK_LIBS)
+check_PROGRAMS += host/tests/test_config
+TESTS += host/tests/test_config
+host_tests_test_config_SOURCES = host/tests/test_config.c host/conffile.c host/tenant.c host/text.c
+host_tests_test_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host
+host_tests_test_config_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_config_LDADD = $(CHECK_LIBS)
 
 check_PROGRAMS += host/tests/test_objtab
 TESTS += host/tests/test_objtab
@@ -62,4 +70,13 @@ TESTS += host/tests/test_vhost_badinput
 host_tests_test_vhost_badinput_SOURCES = host/tests/test_vhost_badinput.c
 host_tests_test_vhost_badinput_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_vhost_badinput_LDADD = $(CHECK_LIBS)
+endif
+
+if HAVE_CHECK
+check_PROGRAMS += host/tests/test_tenant
+TESTS += host/tests/test_tenant
+host_tests_test_tenant_SOURCES = host/tests/test_tenant.c host/tests/wire_client.h \
+	host/tests/wire_client.c
+host_tests_test_tenant_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_tenant_LDADD = transport/libcmxtransport.la $(CHECK_LIBS) -lpthread
 endif

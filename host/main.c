@@ -8,18 +8,23 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "addr.h"
+#include "admin.h"
+#include "conffile.h"
 #include "conn.h"
 #include "executor.h"
 #include "listener.h"
 #include "reaper.h"
 #include "log.h"
+#include "scheduler.h"
 #include "server.h"
 #include "session.h"
 #include "vhost.h"
 
-#define MAX_LISTEN 16
+#define MAX_LISTEN 1024 /* one per tenant, bind-mounted into its container */
 #define MAX_VHOST_SPECS 16
 
 struct cmx_server *cmx_srv;
@@ -31,10 +36,15 @@ static struct signalfd_siginfo sig_info;
 static int sig_fd = -1;
 static struct __kernel_timespec tick = { .tv_nsec = 20 * 1000 * 1000 };
 
-/* While draining: exit once no session and no job is left. */
+/* While draining: exit once no session and no job is left, and the device
+ * has finished what the scheduler let onto it (for at most 5 s: a command
+ * stuck behind a user event nobody will set must not hold the exit). */
 static void tick_done(struct cmx_io *io, int res, unsigned flags)
 {
-	if (!cmx_srv->nsessions && !cmx_executor_busy(cmx_srv->exec) && !cmx_reap_busy()) {
+	static unsigned ticks;
+
+	if (!cmx_srv->nsessions && !cmx_executor_busy(cmx_srv->exec) && !cmx_reap_busy() &&
+	    (!cmx_sched_busy(cmx_srv) || ++ticks > 250)) {
 		cmx_loop_stop(cmx_srv->loop);
 		return;
 	}
@@ -44,6 +54,7 @@ static void tick_done(struct cmx_io *io, int res, unsigned flags)
 static void drain(void)
 {
 	cmx_srv->draining = 1;
+	cmx_admin_close(cmx_srv);
 	for (unsigned i = 0; i < nlisteners; i++)
 		cmx_listener_close(&listeners[i]);
 	cmx_vhost_drain();
@@ -72,15 +83,77 @@ static void sig_done(struct cmx_io *io, int res, unsigned flags)
 	io_uring_prep_read(cmx_loop_sqe(cmx_srv->loop, &sig_io), sig_fd, &sig_info, sizeof(sig_info), 0);
 }
 
+/*
+ * Tenants: from the config file when there is one (--config, or the default
+ * path if it exists); without one, every peer is tenant "default"'s, with
+ * no limits, as before tenants existed. A listener's tenant=NAME that the
+ * config does not define is created with the default quotas.
+ */
+static int tenants_setup(struct cmx_server *srv, const char *config)
+{
+	char why[200];
+
+	srv->started_ns = cmx_now_ns();
+	cmx_quota_unlimited(&srv->tenants.defaults);
+	if (config || !access(CMX_CONFIG_DEFAULT, F_OK)) {
+		const char *path = config ? config : CMX_CONFIG_DEFAULT;
+		if (cmx_config_load(path, &srv->tenants, why, sizeof(why))) {
+			fprintf(stderr, "clmuxd: %s: %s\n", path, why);
+			return -EINVAL;
+		}
+		srv->config_path = path;
+	} else {
+		strcpy(srv->tenants.fallback, "default");
+		cmx_tenant_get(&srv->tenants, "default");
+	}
+	for (unsigned i = 0; i < nlisteners; i++) {
+		struct cmx_listener *l = &listeners[i];
+		int e = cmx_addr_opt(&l->addr, "tenant", l->tenant, sizeof(l->tenant));
+		if (e == -ENOENT)
+			continue;
+		if (e || !cmx_tenant_get(&srv->tenants, l->tenant)) {
+			fprintf(stderr, "clmuxd: --listen %s: bad tenant name\n", l->name);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* The admin socket: asked for, or the default one when this daemon can have
+ * it (root, no other daemon serving it). */
+static void admin_setup(struct cmx_server *srv, const char *path)
+{
+	int e;
+
+	if (path && !strcmp(path, "none"))
+		return;
+	if (!path) {
+		path = CMX_ADMIN_DEFAULT;
+		mkdir("/run/clmux", 0755);
+	}
+	e = cmx_admin_listen(srv, path);
+	if (e)
+		cmx_warn("no admin socket at %s: %s", path, strerror(-e));
+	else
+		cmx_info("admin socket %s (root only)", path);
+}
+
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: clmuxd --listen ADDR [--listen ...] [--device SPEC] [--threads N]\n"
+	fprintf(f, "usage: clmuxd --listen ADDR [--listen ...] [--config FILE] [--admin PATH]\n"
+		   "              [--metrics ADDR] [--device SPEC] [--threads N]\n"
 		   "  --listen ADDR   where guests connect, one of\n"
 		   "                    unix:PATH[,tokens=FILE]\n"
 		   "                    vsock:PORT[,tokens=FILE]            (AF_VSOCK, any CID)\n"
 		   "                    vsock-uds:UDS_PORT[,cid=N][,tokens=FILE]  (Firecracker,\n"
 		   "                                      Cloud Hypervisor hybrid vsock)\n"
 		   "                    tcp:ADDR:PORT,tokens=FILE          (IPv6: tcp:[ADDR]:PORT)\n"
+		   "                  each may end in ,tenant=NAME: every peer of it is NAME's\n"
+		   "  --config FILE   tenants and quotas (default " CMX_CONFIG_DEFAULT " if present)\n"
+		   "  --admin PATH    root-only socket for clmuxctl (default " CMX_ADMIN_DEFAULT ");\n"
+		   "                  'none' serves none\n"
+		   "  --metrics ADDR  Prometheus text on unix:PATH or tcp:127.0.0.1:PORT (default off)\n"
+		   "  --sched-window US  device time let onto the device at once (default 2000)\n"
 		   "  --device SPEC   gpu | cpu | N | PLATFORM[:N]  (default: first GPU, else first device)\n"
 		   "  --threads N     most threads for blocking calls (default 64)\n"
 		   "  CLMUX_LOG=debug|info|warn|err sets the log level (default info)\n");
@@ -91,11 +164,17 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "listen", required_argument, NULL, 'l' }, { "device", required_argument, NULL, 'd' },
 		{ "threads", required_argument, NULL, 't' }, { "help", no_argument, NULL, 'h' },
+		{ "config", required_argument, NULL, 'c' }, { "admin", required_argument, NULL, 'a' },
+		{ "metrics", required_argument, NULL, 'm' },
+		{ "sched-window", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *device = NULL, *vhost_specs[MAX_VHOST_SPECS];
+	const char *config = NULL, *admin = NULL, *metrics = NULL;
+	char why[200];
 	unsigned nvhost = 0;
 	unsigned threads = 64;
+	uint64_t window_us = CMX_SCHED_WINDOW_US;
 	struct cmx_server srv = { 0 };
 	sigset_t mask;
 	int opt, e;
@@ -104,7 +183,7 @@ int main(int argc, char **argv)
 	/* The clmux ICD, if installed here, must not connect back to us. */
 	setenv("CLMUX_DISABLE", "1", 1);
 	cmx_srv = &srv;
-	while ((opt = getopt_long(argc, argv, "l:d:t:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "l:d:t:hc:a:m:w:", opts, NULL)) != -1) {
 		char why[256];
 		switch (opt) {
 		case 'l':
@@ -123,6 +202,18 @@ int main(int argc, char **argv)
 		case 'd':
 			device = optarg;
 			break;
+		case 'c':
+			config = optarg;
+			break;
+		case 'a':
+			admin = optarg;
+			break;
+		case 'm':
+			metrics = optarg;
+			break;
+		case 'w':
+			window_us = strtoull(optarg, NULL, 10);
+			break;
 		case 't':
 			threads = (unsigned)strtoul(optarg, NULL, 10);
 			if (!threads)
@@ -140,6 +231,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (tenants_setup(&srv, config))
+		return 2;
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -149,7 +242,8 @@ int main(int argc, char **argv)
 	if (cmx_device_open(&srv, device))
 		return 1;
 	e = cmx_loop_create(&srv.loop);
-	if (e || cmx_executor_create(srv.loop, threads, &srv.exec)) {
+	if (e || cmx_executor_create(srv.loop, threads, &srv.exec) ||
+	    cmx_sched_create(&srv, window_us)) {
 		cmx_err("cannot start the io_uring loop: %s", strerror(-e));
 		return 1;
 	}
@@ -163,6 +257,11 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	admin_setup(&srv, admin);
+	if (metrics && cmx_metrics_listen(&srv, metrics, why, sizeof(why))) {
+		cmx_err("--metrics %s: %s", metrics, why);
+		return 1;
+	}
 	sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
 	sig_io.cb = sig_done;
 	tick_io.cb = tick_done;
@@ -170,10 +269,12 @@ int main(int argc, char **argv)
 	e = cmx_loop_run(srv.loop);
 	if (e)
 		cmx_err("loop: %s", strerror(-e));
+	cmx_sched_destroy(&srv);
 	cmx_executor_destroy(srv.exec);
 	cmx_loop_destroy(srv.loop);
 	for (unsigned i = 0; i < nlisteners; i++)
 		cmx_listener_fini(&listeners[i]);
+	cmx_tenants_fini(&srv.tenants);
 	cmx_info("stopped");
 	return e ? 1 : 0;
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "loop.h"
+#include "tenant.h"
 
 struct cmx_session;
 struct cmx_executor;
@@ -28,6 +29,13 @@ struct cmx_server {
 
 	/* Daemon-wide counters (clmuxctl stats, tests). */
 	uint64_t objects, bytes;
+
+	/* Tenants (host/tenant.c), and the file their quotas are saved to
+	 * (NULL: none, quota changes live only in memory). */
+	struct cmx_tenants tenants;
+	const char *config_path;
+	uint64_t started_ns;
+	struct cmx_sched *sched;
 };
 
 extern struct cmx_server *cmx_srv;

@@ -16,14 +16,20 @@
 #include "reaper.h"
 #include "server.h"
 #include "shm.h"
+#include "scheduler.h"
+#include "server.h"
+#include "tenant.h"
 
-struct cmx_session *cmx_session_create(struct cmx_server *srv, struct cmx_conn *conn)
+struct cmx_session *cmx_session_create(struct cmx_server *srv, struct cmx_conn *conn,
+				       struct cmx_tenant *t)
 {
 	struct cmx_session *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return NULL;
 	s->srv = srv;
+	s->tenant = t;
+	t->sessions++;
 	s->conn = conn;
 	s->refs = 1;
 	s->id = ++srv->next_session;
@@ -77,6 +83,8 @@ int cmx_session_add(struct cmx_session *s, uint64_t id, unsigned kind, void *h, 
 		return e;
 	}
 	s->srv->objects++;
+	if (kind != CMX_K_DEVICE)
+		s->tenant->objects++;
 	if (out)
 		*out = o;
 	return 0;
@@ -129,8 +137,19 @@ static void free_obj(struct cmx_session *s, struct cmx_obj *o)
 	release_native(o);
 	s->bytes -= o->bytes;
 	s->srv->bytes -= o->bytes;
+	s->tenant->bytes -= o->bytes;
 	s->srv->objects--;
+	if (o->kind != CMX_K_DEVICE)
+		s->tenant->objects--;
 	free(o);
+}
+
+void cmx_session_charge(struct cmx_session *s, struct cmx_obj *o, uint64_t bytes)
+{
+	o->bytes += bytes;
+	s->bytes += bytes;
+	s->srv->bytes += bytes;
+	s->tenant->bytes += bytes;
 }
 
 void cmx_session_release(struct cmx_session *s, uint64_t id, unsigned kind)
@@ -157,6 +176,7 @@ void cmx_session_close(struct cmx_session *s)
 		return;
 	s->closed = 1;
 	s->conn = NULL;
+	cmx_sched_drop(s);
 	if (s->nconn) {
 		struct cmx_conn *nc = s->nconn;
 		s->nconn = NULL;
@@ -204,6 +224,7 @@ void cmx_session_unref(struct cmx_session *s)
 	if (s->next)
 		s->next->pprev = s->pprev;
 	s->srv->nsessions--;
+	s->tenant->sessions--;
 	free(s);
 }
 

@@ -12,12 +12,14 @@ struct cmx_area;
 struct cmx_shm;
 struct cmx_conn;
 struct cmx_server;
+struct cmx_tenant;
 
 struct cmx_session {
 	uint64_t id, token;
 	int refs; /* the call connection, calls in flight, callbacks pending */
 	int closed;
 	struct cmx_server *srv;
+	struct cmx_tenant *tenant; /* whose quotas it draws on */
 	struct cmx_conn *conn;	/* calls and replies */
 	struct cmx_conn *nconn; /* notifications */
 	struct cmx_objtab objs;
@@ -30,7 +32,8 @@ struct cmx_session {
 	uint64_t messages, sync_calls, recvs, async_errors;
 };
 
-struct cmx_session *cmx_session_create(struct cmx_server *srv, struct cmx_conn *conn);
+struct cmx_session *cmx_session_create(struct cmx_server *srv, struct cmx_conn *conn,
+				       struct cmx_tenant *t);
 void cmx_session_ref(struct cmx_session *s);
 void cmx_session_unref(struct cmx_session *s);
 /* The call connection went away: release every object, drop the session. */
@@ -42,6 +45,9 @@ struct cmx_obj *cmx_session_obj(struct cmx_session *s, uint64_t id, unsigned kin
 /* Registers a new object (h NULL and err set: a poisoned one). 0 or -errno. */
 int cmx_session_add(struct cmx_session *s, uint64_t id, unsigned kind, void *h, void *ctx,
 		    int32_t err, struct cmx_obj **out);
+/* Charges o's device memory to the session, its tenant and the daemon;
+ * returned when o is freed. */
+void cmx_session_charge(struct cmx_session *s, struct cmx_obj *o, uint64_t bytes);
 /* Forgets id and releases its native object. */
 void cmx_session_release(struct cmx_session *s, uint64_t id, unsigned kind);
 

@@ -176,7 +176,8 @@ static int vs_accept(void *ctx, struct cmx_vsock_stream *st)
 		return -ENOMEM;
 	ch->vm = vm;
 	ch->st = st;
-	ch->conn = cmx_conn_create_moved(cmx_srv, &chan_mover, ch, (uint32_t)vm->l->cid);
+	ch->conn = cmx_conn_create_moved(cmx_srv, &chan_mover, ch, (uint32_t)vm->l->cid,
+					  vm->l->tenant[0] ? vm->l->tenant : NULL);
 	if (!ch->conn) {
 		free(ch);
 		return -ENOMEM;
@@ -413,9 +414,13 @@ int cmx_vhost_listen(struct cmx_server *srv, const char *spec, char *err, size_t
 		}
 		l->port = (uint32_t)p;
 	}
-	/* Tenants (a CID names one) come with the tenancy work; kept here. */
+	/* tenant=NAME: the VM is NAME's; else its CID decides (host/tenant.c). */
 	if (cmx_addr_opt(&a, "tenant", l->tenant, sizeof(l->tenant)))
-		snprintf(l->tenant, sizeof(l->tenant), "cid%" PRIu64, l->cid);
+		l->tenant[0] = '\0';
+	else if (!cmx_tenant_get(&srv->tenants, l->tenant)) {
+		snprintf(err, errlen, "bad tenant name in %s", spec);
+		return -EINVAL;
+	}
 	l->fd = cmx_addr_listen(&a);
 	if (l->fd < 0) {
 		snprintf(err, errlen, "cannot listen on %s: %s", a.path, strerror(-l->fd));

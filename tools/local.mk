@@ -1,6 +1,19 @@
 # SPDX-License-Identifier: MIT
 # The benchmark: the same OpenCL work natively and through clmux, one run.
 bin_PROGRAMS += tools/clmux-bench tools/clmux-sample
+sbin_PROGRAMS += tools/clmuxctl
+tools_clmuxctl_SOURCES = tools/clmuxctl.c
+# Tenants sharing the device (docs/performance.md): `make tenant-bench`.
+check_PROGRAMS += tools/tenant-bench
+tools_tenant_bench_SOURCES = tools/tenant-bench.c
+tools_tenant_bench_LDADD = $(OPENCL_LIBS)
+
+TENANT_BENCH = OCL_ICD_VENDORS=$(abs_top_builddir)/icd CLMUXD=$(abs_top_builddir)/host/clmuxd \
+	tools/tenant-bench --client-vendors $(abs_top_builddir)/icd/clmux.icd $(TENANT_BENCH_FLAGS)
+tenant-bench: tools/tenant-bench host/clmuxd icd/clmux.icd
+	for n in 1 8 64; do $(TENANT_BENCH) --tenants $$n --seconds 10 --probe; done
+	$(TENANT_BENCH) --tenants 2 --weights 1:3 --seconds 10
+.PHONY: tenant-bench
 tools_clmux_sample_SOURCES = tools/sample.c
 tools_clmux_sample_LDADD = $(OPENCL_LIBS)
 tools_clmux_bench_SOURCES = tools/bench.c
@@ -11,13 +24,13 @@ tools_clmux_hol_bench_SOURCES = tools/hol-bench.c
 tools_clmux_hol_bench_LDADD = $(OPENCL_LIBS)
 
 TESTS += tools/tests/test_cmxgen.sh tools/compat-clinfo.sh tools/compat-pyopencl.sh \
-	tools/tests/transports.sh
+	tools/tests/transports.sh tools/tests/tenant-bench-slice.sh
 EXTRA_DIST += tools/tests/test_cmxgen.sh tools/tests/golden.schema \
 	tools/tests/golden/proto.gen.h.expected tools/tests/golden/proto.gen.c.expected \
 	tools/tests/golden/stubs.gen.h.expected tools/tests/golden/handlers.gen.h.expected \
 	tools/tests/golden/handlers.gen.c.expected tools/demo tools/check tools/setup.sh \
 	tools/compat-clinfo.sh tools/compat-pyopencl.sh tools/tests/compat_pyopencl.py \
-	tools/tests/compat-env.sh tools/tests/transports.sh \
+	tools/tests/compat-env.sh tools/tests/transports.sh tools/tests/tenant-bench-slice.sh \
 	tools/gpu-bundle tools/gpu-check tools/transport-bench
 
 # What every test sees: the build tree's vendors directory (clmux and the

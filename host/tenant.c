@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: MIT
+// Tenants: lookup by identity, quota parsing, quota checks, usage windows.
+#include "tenant.h"
+
+#include <CL/cl.h>
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define WIN_SLOTS   6
+#define WIN_SLOT_NS (10ull * 1000 * 1000 * 1000)
+
+const char *const cmx_quota_keys[6] = {"mem", "objects", "inflight", "weight", "cap", "rate"};
+
+uint64_t cmx_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void cmx_quota_unlimited(struct cmx_quota *q)
+{
+	q->mem = q->objects = q->inflight = q->rate = CMX_UNLIMITED;
+	q->weight = 1;
+	q->cap = 0;
+}
+
+int cmx_tenant_name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (!n || n >= CMX_TENANT_NAME)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)name[i]) && !strchr("_.-", name[i]))
+			return 0;
+	return 1;
+}
+
+struct cmx_tenant *cmx_tenant_find(struct cmx_tenants *ts, const char *name)
+{
+	for (struct cmx_tenant *t = ts->list; t; t = t->next)
+		if (!strcmp(t->name, name))
+			return t;
+	return NULL;
+}
+
+struct cmx_tenant *cmx_tenant_get(struct cmx_tenants *ts, const char *name)
+{
+	struct cmx_tenant *t = cmx_tenant_find(ts, name), **tail;
+
+	if (t || !cmx_tenant_name_ok(name))
+		return t;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return NULL;
+	strcpy(t->name, name);
+	t->q = ts->defaults;
+	t->held_tail = &t->held;
+	t->cap_stamp = t->rate_stamp = cmx_now_ns();
+	/* In creation order, so tables list tenants as the config does. */
+	for (tail = &ts->list; *tail; tail = &(*tail)->next)
+		;
+	*tail = t;
+	ts->count++;
+	return t;
+}
+
+void cmx_tenants_fini(struct cmx_tenants *ts)
+{
+	while (ts->list) {
+		struct cmx_tenant *t = ts->list;
+		ts->list = t->next;
+		free(t);
+	}
+	ts->count = 0;
+}
+
+static int has(const uint32_t *v, unsigned n, uint32_t x)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (v[i] == x)
+			return 1;
+	return 0;
+}
+
+struct cmx_tenant *cmx_tenant_lookup(struct cmx_tenants *ts, const struct cmx_ident *id)
+{
+	struct cmx_tenant *t;
+
+	if (id->listener_tenant)
+		return cmx_tenant_get(ts, id->listener_tenant);
+	if (id->token_tenant)
+		return cmx_tenant_get(ts, id->token_tenant);
+	if (id->has_cid)
+		for (t = ts->list; t; t = t->next)
+			if (has(t->cids, t->ncids, id->cid))
+				return t;
+	if (id->has_cred) {
+		for (t = ts->list; t; t = t->next)
+			if (has(t->uids, t->nuids, id->uid))
+				return t;
+		for (t = ts->list; t; t = t->next)
+			if (has(t->gids, t->ngids, id->gid))
+				return t;
+	}
+	return ts->fallback[0] ? cmx_tenant_get(ts, ts->fallback) : NULL;
+}
+
+int cmx_tenant_may_alloc(const struct cmx_tenant *t, uint64_t bytes)
+{
+	if (t->q.mem != CMX_UNLIMITED && (bytes > t->q.mem || t->bytes > t->q.mem - bytes))
+		return CL_MEM_OBJECT_ALLOCATION_FAILURE;
+	return CL_SUCCESS;
+}
+
+int cmx_tenant_may_create(const struct cmx_tenant *t)
+{
+	return t->q.objects != CMX_UNLIMITED && t->objects >= t->q.objects ? CL_OUT_OF_RESOURCES
+									   : CL_SUCCESS;
+}
+
+/* The window is six 10-second slots, each stamped with the slot it counts. */
+void cmx_tenant_account(struct cmx_tenant *t, uint64_t ns, uint64_t now)
+{
+	uint64_t slot = now / WIN_SLOT_NS;
+	unsigned i = (unsigned)(slot % WIN_SLOTS);
+
+	if (t->win_start[i] != slot) {
+		t->win_start[i] = slot;
+		t->win_ns[i] = 0;
+	}
+	t->win_ns[i] += ns;
+	t->device_ns += ns;
+}
+
+uint64_t cmx_tenant_minute_ns(const struct cmx_tenant *t, uint64_t now)
+{
+	uint64_t slot = now / WIN_SLOT_NS, sum = 0;
+
+	for (unsigned i = 0; i < WIN_SLOTS; i++)
+		if (t->win_start[i] + WIN_SLOTS > slot)
+			sum += t->win_ns[i];
+	return sum;
+}
+
+/* "2G", "512M", "1.5G", "4096", "1GiB": bytes (binary multiples). */
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	double v;
+	uint64_t mul = 1;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -EINVAL;
+	switch (toupper((unsigned char)*end)) {
+	case 'K':
+		mul = 1ull << 10;
+		break;
+	case 'M':
+		mul = 1ull << 20;
+		break;
+	case 'G':
+		mul = 1ull << 30;
+		break;
+	case 'T':
+		mul = 1ull << 40;
+		break;
+	}
+	if (mul > 1) {
+		end++;
+		if (*end == 'i')
+			end++;
+		if (*end == 'B')
+			end++;
+	} else if (*end == 'B') {
+		end++;
+	}
+	if (*end || v * (double)mul >= 18446744073709549568.0)
+		return -EINVAL;
+	*out = (uint64_t)(v * (double)mul);
+	return 0;
+}
+
+static int parse_uint(const char *s, uint64_t *out)
+{
+	char *end;
+
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return errno || *end ? -EINVAL : 0;
+}
+
+int cmx_quota_set(struct cmx_quota *q, const char *key, const char *value, char *why, size_t whylen)
+{
+	char buf[64];
+	uint64_t v;
+	size_t n = strlen(value);
+	int none = !strcmp(value, "none") || !strcmp(value, "unlimited");
+
+	if (n >= sizeof(buf))
+		goto bad;
+	strcpy(buf, value);
+	if (!strcmp(key, "mem")) {
+		if (none)
+			q->mem = CMX_UNLIMITED;
+		else if (parse_size(buf, &q->mem))
+			goto bad;
+	} else if (!strcmp(key, "objects") || !strcmp(key, "inflight")) {
+		if (!none && (parse_uint(buf, &v) || !v))
+			goto bad;
+		*(!strcmp(key, "objects") ? &q->objects : &q->inflight) = none ? CMX_UNLIMITED : v;
+	} else if (!strcmp(key, "weight")) {
+		if (parse_uint(buf, &v) || !v || v > 1000)
+			goto bad;
+		q->weight = v;
+	} else if (!strcmp(key, "cap")) {
+		if (n && buf[n - 1] == '%')
+			buf[n - 1] = '\0';
+		if (none) {
+			q->cap = 0;
+		} else {
+			if (parse_uint(buf, &v) || !v || v > 100)
+				goto bad;
+			q->cap = v == 100 ? 0 : v;
+		}
+	} else if (!strcmp(key, "rate")) {
+		if (n > 2 && !strcmp(buf + n - 2, "/s"))
+			buf[n - 2] = '\0';
+		if (none)
+			q->rate = CMX_UNLIMITED;
+		else if (parse_size(buf, &q->rate) || !q->rate)
+			goto bad;
+	} else {
+		snprintf(why, whylen,
+			 "unknown quota '%s' (mem, objects, inflight, weight, cap, rate)", key);
+		return -EINVAL;
+	}
+	return 0;
+bad:
+	snprintf(why, whylen, "bad value '%s' for %s", value, key);
+	return -EINVAL;
+}
+
+static void format_size(uint64_t v, char *out, size_t len)
+{
+	static const char units[] = "KMGT";
+	int u = -1;
+
+	while (u < 3 && v && v % 1024 == 0) {
+		v /= 1024;
+		u++;
+	}
+	if (u < 0)
+		snprintf(out, len, "%" PRIu64, v);
+	else
+		snprintf(out, len, "%" PRIu64 "%c", v, units[u]);
+}
+
+void cmx_quota_format(const struct cmx_quota *q, const char *key, char *out, size_t len)
+{
+	uint64_t v = 0;
+
+	if (!strcmp(key, "weight")) {
+		snprintf(out, len, "%" PRIu64, q->weight);
+		return;
+	}
+	if (!strcmp(key, "cap")) {
+		if (q->cap)
+			snprintf(out, len, "%" PRIu64 "%%", q->cap);
+		else
+			snprintf(out, len, "none");
+		return;
+	}
+	if (!strcmp(key, "mem"))
+		v = q->mem;
+	else if (!strcmp(key, "objects"))
+		v = q->objects;
+	else if (!strcmp(key, "inflight"))
+		v = q->inflight;
+	else if (!strcmp(key, "rate"))
+		v = q->rate;
+	if (v == CMX_UNLIMITED) {
+		snprintf(out, len, "none");
+	} else if (!strcmp(key, "mem") || !strcmp(key, "rate")) {
+		format_size(v, out, len);
+		if (!strcmp(key, "rate") && strlen(out) + 3 <= len)
+			strcat(out, "/s");
+	} else {
+		snprintf(out, len, "%" PRIu64, v);
+	}
+}
+
+/* A token bucket holding at most one second's worth of bytes. */
+uint64_t cmx_tenant_rx(struct cmx_tenant *t, uint64_t n, uint64_t now)
+{
+	double elapsed = (double)(now - t->rate_stamp) / 1e9, rate = (double)t->q.rate;
+	double tokens = (double)t->rate_tokens;
+
+	t->rx_bytes += n;
+	t->rate_stamp = now;
+	if (t->q.rate == CMX_UNLIMITED)
+		return 0;
+	tokens += elapsed * rate;
+	if (tokens > rate)
+		tokens = rate;
+	tokens -= (double)n;
+	t->rate_tokens = tokens < -9e18 ? INT64_MIN : (int64_t)tokens;
+	if (tokens >= 0)
+		return 0;
+	t->throttled++;
+	return (uint64_t)(-tokens / rate * 1e9);
+}

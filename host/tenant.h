@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: MIT
+// Tenants: names with quotas and usage, and how a connection maps to one.
+#ifndef CMX_HOST_TENANT_H
+#define CMX_HOST_TENANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CMX_TENANT_NAME	   64
+#define CMX_TENANT_MAX_IDS 16
+#define CMX_UNLIMITED	   UINT64_MAX
+
+/* Limits; CMX_UNLIMITED where there is none. */
+struct cmx_quota {
+	uint64_t mem;	   /* device memory bytes */
+	uint64_t objects;  /* live objects of every kind */
+	uint64_t inflight; /* commands held or on the device */
+	uint64_t weight;   /* share of device time, 1..1000 */
+	uint64_t cap;	   /* percent of device time, 1..100; 0 none */
+	uint64_t rate;	   /* bytes per second received from the tenant */
+};
+
+struct cmx_tenant {
+	char name[CMX_TENANT_NAME];
+	struct cmx_quota q;
+	/* Who belongs here (config: uid =, gid =, cid =). */
+	uint32_t uids[CMX_TENANT_MAX_IDS], gids[CMX_TENANT_MAX_IDS], cids[CMX_TENANT_MAX_IDS];
+	unsigned nuids, ngids, ncids;
+
+	/* Usage, touched on the loop only. */
+	uint64_t sessions, bytes, objects, inflight;
+	uint64_t launched, completed, refused;
+	uint64_t throttled, capped;	  /* times the rate or the cap held it back */
+	uint64_t device_ns;		  /* measured device time, ever */
+	uint64_t rx_bytes;		  /* bytes received from its sessions */
+	uint64_t win_ns[6], win_start[6]; /* device time per 10 s slot, last minute */
+
+	/* Scheduler state (host/scheduler.c). */
+	uint64_t vtime;	     /* virtual time: device ns / weight */
+	uint64_t est_ns;     /* running average of its commands' device time */
+	int64_t cap_tokens;  /* ns of device time it may still use (cap) */
+	uint64_t cap_stamp;  /* when cap_tokens was last refilled */
+	int64_t rate_tokens; /* bytes it may still send (rate) */
+	uint64_t rate_stamp;
+	struct cmx_gate *held, **held_tail; /* commands waiting for the device */
+	struct cmx_tenant *next_ready;	    /* on the scheduler's list */
+	int ready;
+
+	struct cmx_tenant *next;
+};
+
+/* Who is at the other end of a connection, as far as the daemon knows. */
+struct cmx_ident {
+	const char *listener_tenant; /* the listening socket's tenant=, or NULL */
+	int has_cred;		     /* unix: SO_PEERCRED read */
+	uid_t uid;
+	gid_t gid;
+	int has_cid; /* vsock: the guest's CID */
+	uint32_t cid;
+	const char *token_tenant; /* tcp: the tenant its token names */
+};
+
+struct cmx_tenants {
+	struct cmx_tenant *list;
+	unsigned count;
+	struct cmx_quota defaults;	/* for tenants created without a section */
+	char fallback[CMX_TENANT_NAME]; /* default tenant for unknown peers; "" none */
+};
+
+/* No limits, weight 1. */
+void cmx_quota_unlimited(struct cmx_quota *q);
+
+struct cmx_tenant *cmx_tenant_find(struct cmx_tenants *ts, const char *name);
+/* Finds or creates (with the default quotas) the tenant `name`; NULL when
+ * the name is invalid or memory is short. */
+struct cmx_tenant *cmx_tenant_get(struct cmx_tenants *ts, const char *name);
+void cmx_tenants_fini(struct cmx_tenants *ts);
+/* Valid tenant names: [A-Za-z0-9_.-]{1,63}. */
+int cmx_tenant_name_ok(const char *name);
+
+/*
+ * The one place a connection becomes a tenant's. In order: the listening
+ * socket's tenant; the token's tenant (tcp); the vsock CID; the peer's uid,
+ * then gid; else the default tenant. NULL: refused.
+ */
+struct cmx_tenant *cmx_tenant_lookup(struct cmx_tenants *ts, const struct cmx_ident *id);
+
+/* Quota checks before anything reaches the device; 0 or a cl_int error. */
+int cmx_tenant_may_alloc(const struct cmx_tenant *t, uint64_t bytes);
+int cmx_tenant_may_create(const struct cmx_tenant *t);
+
+/* Device time accounting: adds ns to the tenant's totals and its window. */
+void cmx_tenant_account(struct cmx_tenant *t, uint64_t ns, uint64_t now);
+/* Device time in the last minute. */
+uint64_t cmx_tenant_minute_ns(const struct cmx_tenant *t, uint64_t now);
+
+/* "key=value" quota settings (clmuxctl, config): mem=2G objects=10000
+ * inflight=256 weight=3 cap=50% rate=1G/s; "none" or "unlimited" lifts a
+ * limit. 0, or -EINVAL with a reason in why. */
+int cmx_quota_set(struct cmx_quota *q, const char *key, const char *value, char *why,
+		  size_t whylen);
+/* The value of one quota as text, as cmx_quota_set reads it back. */
+void cmx_quota_format(const struct cmx_quota *q, const char *key, char *out, size_t len);
+extern const char *const cmx_quota_keys[6];
+
+/* Charges n bytes received from the tenant to its rate quota; returns how
+ * long (ns) to wait before reading more from that connection, or 0. */
+uint64_t cmx_tenant_rx(struct cmx_tenant *t, uint64_t n, uint64_t now);
+
+/* A monotonic clock in ns. */
+uint64_t cmx_now_ns(void);
+
+#endif

@@ -1,0 +1,696 @@
+// SPDX-License-Identifier: MIT
+// Tenants against a live clmuxd with a config: each quota breached and
+// enforced, memory returned when a client dies, ids that mean nothing in
+// another tenant, identity mapping, the root-only admin socket, live quota
+// changes written back, eviction, and the metrics endpoint.
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "wire_client.h"
+
+static char dir[64], conf[128], sock_a[128], sock_b[128], sock_any[128], admin[128], metrics[128];
+static pid_t daemon_pid;
+
+/* ---- the daemon and its admin socket ---- */
+
+static char *ask(const char *path, const char *line)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	size_t cap = 1 << 16, got = 0;
+	char *buf = malloc(cap);
+	ssize_t n;
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	strcpy(sun.sun_path, path);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	/* The daemon may have answered and closed already (a refusal). */
+	if (line && send(fd, line, strlen(line), MSG_NOSIGNAL) < 0)
+		ck_assert_msg(errno == EPIPE || errno == ECONNRESET, "send: %s", strerror(errno));
+	while ((n = recv(fd, buf + got, cap - 1 - got, 0)) > 0)
+		got += (size_t)n;
+	buf[got] = '\0';
+	close(fd);
+	return buf;
+}
+
+/* A number from `clmuxctl --json tenants`: field of tenant name. */
+static uint64_t tenant_field(const char *name, const char *field)
+{
+	char *all = ask(admin, "json tenants\n"), key[96], *p;
+	uint64_t v;
+
+	ck_assert_msg(!strncmp(all, "ok\n", 3), "admin: %s", all);
+	snprintf(key, sizeof(key), "{\"name\":\"%s\"", name);
+	p = strstr(all, key);
+	ck_assert_msg(p, "no tenant %s in %s", name, all);
+	snprintf(key, sizeof(key), ",\"%s\":", field);
+	p = strstr(p, key);
+	ck_assert_msg(p, "no %s in %s", field, all);
+	v = strtoull(p + strlen(key), NULL, 10);
+	free(all);
+	return v;
+}
+
+/* Waits for a tenant's usage to settle at want (closes are async). */
+static void field_becomes(const char *name, const char *field, uint64_t want)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 500; i++) {
+		v = tenant_field(name, field);
+		if (v == want)
+			return;
+		usleep(20000);
+	}
+	ck_abort_msg("tenant %s: %s stayed %" PRIu64 ", want %" PRIu64, name, field, v, want);
+}
+
+static int daemon_start(void)
+{
+	const char *bin = getenv("CLMUXD");
+	FILE *f;
+
+	strcpy(dir, "/tmp/clmux-tenant-XXXXXX");
+	if (!mkdtemp(dir))
+		return -errno;
+	chmod(dir, 0755);
+	snprintf(conf, sizeof(conf), "%s/clmuxd.conf", dir);
+	snprintf(sock_a, sizeof(sock_a), "%s/a.sock", dir);
+	snprintf(sock_b, sizeof(sock_b), "%s/b.sock", dir);
+	snprintf(sock_any, sizeof(sock_any), "%s/any.sock", dir);
+	snprintf(admin, sizeof(admin), "%s/admin.sock", dir);
+	snprintf(metrics, sizeof(metrics), "%s/metrics.sock", dir);
+	f = fopen(conf, "w");
+	if (!f)
+		return -errno;
+	fprintf(f,
+		"# test tenants\n[tenant a]\nmem = 1M\nobjects = 12\ninflight = 4\n\n"
+		"[tenant b]\nweight = 3\nrate = 1M/s\n\n[tenant c]\nuid = %u\ncap = 20%%\n",
+		(unsigned)getuid());
+	fclose(f);
+	daemon_pid = fork();
+	if (daemon_pid < 0)
+		return -errno;
+	if (!daemon_pid) {
+		char la[160], lb[160], lany[160], m[160];
+		snprintf(la, sizeof(la), "unix:%s,tenant=a", sock_a);
+		snprintf(lb, sizeof(lb), "unix:%s,tenant=b", sock_b);
+		snprintf(lany, sizeof(lany), "unix:%s", sock_any);
+		snprintf(m, sizeof(m), "unix:%s", metrics);
+		execl(bin, bin, "--listen", la, "--listen", lb, "--listen", lany, "--config", conf,
+		      "--admin", admin, "--metrics", m, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 500 && access(metrics, F_OK); i++)
+		usleep(20000);
+	if (access(metrics, F_OK)) {
+		fprintf(stderr, "clmuxd did not start\n");
+		return -EIO;
+	}
+	return 0;
+}
+
+static int daemon_stop(void)
+{
+	int status = 0;
+	char cmd[160];
+
+	kill(daemon_pid, SIGTERM);
+	waitpid(daemon_pid, &status, 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd))
+		fprintf(stderr, "could not remove %s\n", dir);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* ---- calls ---- */
+
+static uint64_t stat_counter(struct client *c, unsigned i)
+{
+	struct cmx_GetStats_in in = {0};
+	struct cmx_GetStats_out out;
+	uint8_t *keep;
+	uint64_t v;
+
+	send_msg(c, &cmx_desc_GetStats_in, &in, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(c, &cmx_desc_GetStats_out, &out, &keep), 0);
+	v = out.counters.v[i];
+	free(keep);
+	return v;
+}
+
+/* The `value` blob of a *Info query (their outputs share one layout). */
+static void info_value(struct client *c, const struct cmx_msgdesc *din, const void *in,
+		       const struct cmx_msgdesc *dout, void *v, size_t len)
+{
+	struct cmx_GetDeviceInfo_out out;
+	uint8_t *keep;
+
+	_Static_assert(sizeof(struct cmx_GetDeviceInfo_out) == sizeof(struct cmx_GetEventInfo_out),
+		       "one layout");
+	send_msg(c, din, in, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(c, dout, &out, &keep), 0);
+	ck_assert_uint_eq(out.value.len, len);
+	memcpy(v, out.value.ptr, len);
+	free(keep);
+}
+
+static uint64_t device_u64(struct client *c, unsigned param)
+{
+	struct cmx_GetDeviceInfo_in in = {.device = {1}, .param = param};
+	uint64_t v;
+
+	info_value(c, &cmx_desc_GetDeviceInfo_in, &in, &cmx_desc_GetDeviceInfo_out, &v, 8);
+	return v;
+}
+
+static void context(struct client *c, uint64_t id)
+{
+	uint64_t devs[1] = {1};
+	struct cmx_CreateContext_in in = {.context = {id}, .devices = {devs, 1}};
+
+	send_msg(c, &cmx_desc_CreateContext_in, &in, 0, NULL, 0);
+}
+
+static int context_ok(struct client *c, uint64_t id)
+{
+	struct cmx_GetContextInfo_in q = {.context = {id}, .param = 0x1082 /* NUM_DEVICES */};
+	struct cmx_GetContextInfo_out out;
+
+	send_msg(c, &cmx_desc_GetContextInfo_in, &q, 1, NULL, 0);
+	return recv_reply(c, &cmx_desc_GetContextInfo_out, &out, NULL);
+}
+
+static void buffer(struct client *c, uint64_t id, uint64_t ctx, uint64_t size)
+{
+	struct cmx_CreateBuffer_in in = {.mem = {id}, .context = {ctx}, .size = size};
+
+	send_msg(c, &cmx_desc_CreateBuffer_in, &in, 0, NULL, 0);
+}
+
+static int mem_ok(struct client *c, uint64_t id)
+{
+	struct cmx_GetMemInfo_in q = {.mem = {id}, .param = 0x1102 /* CL_MEM_SIZE */};
+	struct cmx_GetMemInfo_out out;
+
+	send_msg(c, &cmx_desc_GetMemInfo_in, &q, 1, NULL, 0);
+	return recv_reply(c, &cmx_desc_GetMemInfo_out, &out, NULL);
+}
+
+static void ping(struct client *c)
+{
+	struct cmx_Ping_in in = {0};
+	struct cmx_Ping_out out;
+
+	send_msg(c, &cmx_desc_Ping_in, &in, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(c, &cmx_desc_Ping_out, &out, NULL), 0);
+}
+
+/* Context 0x10100, queue 0x10101, and kernel 0x10103 built from src. */
+static void kernel_setup(struct client *c, const char *src, const char *name)
+{
+	uint64_t devs[1] = {1}, qprops[1] = {0};
+	struct cmx_CreateQueue_in qu = {
+	    .queue = {0x10101}, .context = {0x10100}, .device = {1}, .props = {qprops, 1}};
+	struct cmx_CreateProgramWithSource_in pr = {
+	    .program = {0x10102}, .context = {0x10100}, .source = {src, strlen(src)}};
+	struct cmx_BuildProgram_in bu = {.program = {0x10102}, .devices = {devs, 1}};
+	struct cmx_BuildProgram_out bout;
+	struct cmx_CreateKernel_in kn = {
+	    .kernel = {0x10103}, .program = {0x10102}, .name = {name, strlen(name) + 1}};
+
+	context(c, 0x10100);
+	send_msg(c, &cmx_desc_CreateQueue_in, &qu, 0, NULL, 0);
+	send_msg(c, &cmx_desc_CreateProgramWithSource_in, &pr, 0, NULL, 0);
+	send_msg(c, &cmx_desc_BuildProgram_in, &bu, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(c, &cmx_desc_BuildProgram_out, &bout, NULL), 0);
+	send_msg(c, &cmx_desc_CreateKernel_in, &kn, 0, NULL, 0);
+}
+
+static void launch(struct client *c, uint64_t event, uint64_t wait, uint64_t n)
+{
+	uint64_t gl[1] = {n}, w[1] = {wait};
+	struct cmx_EnqueueKernel_in in = {.queue = {0x10101},
+					  .kernel = {0x10103},
+					  .global = {gl, 1},
+					  .wait = {w, wait ? 1 : 0},
+					  .event = {event}};
+
+	send_msg(c, &cmx_desc_EnqueueKernel_in, &in, 0, NULL, 0);
+}
+
+static int32_t event_status(struct client *c, uint64_t id)
+{
+	struct cmx_GetEventInfo_in in = {.event = {id}, .param = 0x11d3 /* EXECUTION_STATUS */};
+	int32_t st;
+
+	info_value(c, &cmx_desc_GetEventInfo_in, &in, &cmx_desc_GetEventInfo_out, &st, 4);
+	return st;
+}
+
+static void wait_events(struct client *c, const uint64_t *ids, uint64_t n)
+{
+	struct cmx_WaitForEvents_in in = {.events = {ids, n}};
+	struct cmx_WaitForEvents_out out;
+
+	send_msg(c, &cmx_desc_WaitForEvents_in, &in, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(c, &cmx_desc_WaitForEvents_out, &out, NULL), 0);
+}
+
+static uint64_t metric(const char *name, const char *tenant)
+{
+	char *all = ask(metrics, "GET /metrics HTTP/1.0\r\n\r\n"), key[128], *p;
+	uint64_t v;
+
+	snprintf(key, sizeof(key), "\nclmux_tenant_%s{tenant=\"%s\"} ", name, tenant);
+	p = strstr(all, key);
+	ck_assert_msg(p, "no %s in metrics:\n%s", key + 1, all);
+	v = strtoull(p + strlen(key), NULL, 10);
+	free(all);
+	return v;
+}
+
+/* ---- tests ---- */
+
+START_TEST(memory_quota)
+{
+	struct client a, b;
+
+	field_becomes("a", "mem", 0);
+	hello_at(&a, sock_a);
+	/* The quota is the tenant's device memory. */
+	ck_assert_uint_eq(device_u64(&a, 0x101F /* GLOBAL_MEM_SIZE */), 1 << 20);
+	ck_assert_uint_le(device_u64(&a, 0x1010 /* MAX_MEM_ALLOC_SIZE */), 1 << 20);
+	context(&a, 0x10100);
+	buffer(&a, 0x10200, 0x10100, 768 << 10);
+	buffer(&a, 0x10201, 0x10100, 512 << 10); /* 1.25 MiB in all: refused */
+	buffer(&a, 0x10202, 0x10100, 256 << 10); /* exactly 1 MiB: fits */
+	ck_assert_int_eq(mem_ok(&a, 0x10200), 0);
+	ck_assert_int_eq(mem_ok(&a, 0x10201), -38 /* CL_INVALID_MEM_OBJECT */);
+	ck_assert_int_eq(mem_ok(&a, 0x10202), 0);
+	ck_assert_uint_eq(stat_counter(&a, 4), 1 << 20);
+	ck_assert_uint_eq(stat_counter(&a, 5), 1); /* one async failure */
+	ck_assert_uint_eq(tenant_field("a", "mem"), 1 << 20);
+	/* Another tenant is not held to a's quota. */
+	hello_at(&b, sock_b);
+	context(&b, 0x10100);
+	buffer(&b, 0x10200, 0x10100, 2 << 20);
+	ck_assert_int_eq(mem_ok(&b, 0x10200), 0);
+	ck_assert_uint_eq(device_u64(&b, 0x101F), device_u64(&b, 0x101F));
+	close(a.fd);
+	close(b.fd);
+	field_becomes("a", "mem", 0);
+	field_becomes("b", "mem", 0);
+}
+END_TEST
+
+START_TEST(object_quota)
+{
+	struct client a;
+	int ok = 0;
+
+	field_becomes("a", "objects", 0);
+	hello_at(&a, sock_a);
+	for (uint64_t i = 0; i < 20; i++)
+		context(&a, 0x10100 + i);
+	for (uint64_t i = 0; i < 20; i++)
+		ok += context_ok(&a, 0x10100 + i) == 0;
+	ck_assert_int_eq(ok, 12);
+	ck_assert_uint_eq(stat_counter(&a, 5), 8);
+	close(a.fd);
+	field_becomes("a", "objects", 0);
+}
+END_TEST
+
+START_TEST(inflight_quota)
+{
+	static const char src[] = "kernel void k(void) { }\n";
+	struct cmx_CreateUserEvent_in ue = {.event = {0x10300}, .context = {0x10100}};
+	struct cmx_SetUserEventStatus_in go = {.event = {0x10300}, .status = 0};
+	uint64_t done[4] = {0x10301, 0x10302, 0x10303, 0x10304};
+	struct client a;
+
+	field_becomes("a", "objects", 0);
+	hello_at(&a, sock_a);
+	kernel_setup(&a, src, "k");
+	send_msg(&a, &cmx_desc_CreateUserEvent_in, &ue, 0, NULL, 0);
+	/* Held by the user event: four fit the quota, the rest are refused. */
+	for (uint64_t i = 0; i < 6; i++)
+		launch(&a, 0x10301 + i, 0x10300, 1);
+	ck_assert_int_eq(event_status(&a, 0x10305), -5 /* CL_OUT_OF_RESOURCES */);
+	ck_assert_int_eq(event_status(&a, 0x10306), -5);
+	ck_assert_uint_eq(tenant_field("a", "inflight"), 4);
+	send_msg(&a, &cmx_desc_SetUserEventStatus_in, &go, 0, NULL, 0);
+	wait_events(&a, done, 4);
+	field_becomes("a", "inflight", 0);
+	/* Room again. */
+	launch(&a, 0x10307, 0, 1);
+	wait_events(&a, (uint64_t[]){0x10307}, 1);
+	close(a.fd);
+	field_becomes("a", "objects", 0);
+}
+END_TEST
+
+START_TEST(forged_ids_across_tenants)
+{
+	struct client a, b;
+
+	hello_at(&a, sock_a);
+	hello_at(&b, sock_b);
+	context(&a, 0x10400);
+	buffer(&a, 0x10401, 0x10400, 4096);
+	ck_assert_int_eq(context_ok(&a, 0x10400), 0);
+	/* a's ids mean nothing to b: forged, wrong kind, used to create. */
+	ck_assert_int_eq(context_ok(&b, 0x10400), -34 /* CL_INVALID_CONTEXT */);
+	ck_assert_int_eq(mem_ok(&b, 0x10401), -38);
+	ck_assert_int_eq(context_ok(&b, 1), -34); /* a device id as a context */
+	buffer(&b, 0x10402, 0x10400, 4096);
+	ck_assert_int_eq(mem_ok(&b, 0x10402), -38);
+	/* Stale: released in a, then used. */
+	send_msg(&a, &cmx_desc_ReleaseContext_in, &(struct cmx_ReleaseContext_in){{0x10400}}, 0,
+		 NULL, 0);
+	ck_assert_int_eq(context_ok(&a, 0x10400), -34);
+	ck_assert_int_eq(mem_ok(&a, 0x10401), 0);
+	ping(&b);
+	close(a.fd);
+	close(b.fd);
+	field_becomes("a", "objects", 0);
+	field_becomes("b", "objects", 0);
+}
+END_TEST
+
+START_TEST(killed_client_returns_memory)
+{
+	int pipefd[2];
+	pid_t pid;
+	char x;
+
+	field_becomes("a", "mem", 0);
+	ck_assert_int_eq(pipe(pipefd), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		struct client a;
+		hello_at(&a, sock_a);
+		context(&a, 0x10100);
+		buffer(&a, 0x10101, 0x10100, 512 << 10);
+		ping(&a);
+		if (write(pipefd[1], "x", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	ck_assert_int_eq(read(pipefd[0], &x, 1), 1);
+	ck_assert_uint_eq(tenant_field("a", "mem"), 512 << 10);
+	ck_assert_uint_eq(tenant_field("a", "sessions"), 1);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	field_becomes("a", "mem", 0);
+	field_becomes("a", "objects", 0);
+	field_becomes("a", "sessions", 0);
+}
+END_TEST
+
+/* In a child that gave up root: the admin socket says no, and a socket
+ * with no tenant and no default tenant refuses the unknown uid. */
+START_TEST(non_root_refused)
+{
+	struct client c;
+	pid_t pid;
+	int status;
+
+	if (getuid() != 0) {
+		fprintf(stderr, "non_root_refused: not root, skipped\n");
+		return;
+	}
+	chmod(admin, 0666);
+	chmod(sock_any, 0666);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		char *r;
+		int fd;
+		if (setgid(65534) || setuid(65534))
+			_exit(2);
+		r = ask(admin, "tenants\n");
+		if (strncmp(r, "error: permission denied", 24))
+			_exit(3);
+		fd = dial_at(sock_any);
+		struct client n = {.fd = fd};
+		struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION};
+		send_msg(&n, &cmx_desc_Hello_in, &in, 1, NULL, 0);
+		_exit(closed_by_daemon(fd) ? 0 : 4);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+	chmod(admin, 0600);
+	/* Root's uid is tenant c's in the config. */
+	hello_at(&c, sock_any);
+	ck_assert_uint_eq(tenant_field("c", "sessions"), 1);
+	close(c.fd);
+	field_becomes("c", "sessions", 0);
+}
+END_TEST
+
+START_TEST(live_quota_change)
+{
+	struct client a;
+	char *r, *text;
+	FILE *f;
+	long n;
+
+	r = ask(admin, "quota set a mem=2M objects=20\n");
+	ck_assert_str_eq(r, "ok\n");
+	free(r);
+	hello_at(&a, sock_a);
+	ck_assert_uint_eq(device_u64(&a, 0x101F), 2 << 20);
+	context(&a, 0x10100);
+	buffer(&a, 0x10101, 0x10100, 1536 << 10);
+	ck_assert_int_eq(mem_ok(&a, 0x10101), 0);
+	r = ask(admin, "quota get a\n");
+	ck_assert_msg(strstr(r, "mem       2M\n") && strstr(r, "objects   20\n"), "%s", r);
+	free(r);
+	/* Written back, the rest of the file kept. */
+	f = fopen(conf, "r");
+	text = calloc(1, 8192);
+	n = (long)fread(text, 1, 8191, f);
+	fclose(f);
+	ck_assert_int_gt(n, 0);
+	ck_assert_msg(strstr(text, "# test tenants\n") && strstr(text, "[tenant a]\nmem = 2M\n") &&
+			  strstr(text, "uid = "),
+		      "%s", text);
+	free(text);
+	/* Bad requests change nothing. */
+	r = ask(admin, "quota set a mem=lots inflight=1\n");
+	ck_assert_msg(!strncmp(r, "error: bad value 'lots' for mem", 31), "%s", r);
+	free(r);
+	r = ask(admin, "quota get nosuch\n");
+	ck_assert_msg(!strncmp(r, "error: no tenant", 16), "%s", r);
+	free(r);
+	ck_assert_uint_eq(tenant_field("a", "inflight_quota"), 4);
+	r = ask(admin, "quota set a mem=1M objects=12\n");
+	ck_assert_str_eq(r, "ok\n");
+	free(r);
+	close(a.fd);
+	field_becomes("a", "mem", 0);
+}
+END_TEST
+
+START_TEST(evict)
+{
+	struct client b1, b2, a;
+	char *r;
+
+	hello_at(&b1, sock_b);
+	hello_at(&b2, sock_b);
+	hello_at(&a, sock_a);
+	r = ask(admin, "evict b\n");
+	ck_assert_msg(!strcmp(r, "ok\n2 sessions of b closed\n"), "%s", r);
+	free(r);
+	ck_assert(closed_by_daemon(b1.fd));
+	ck_assert(closed_by_daemon(b2.fd));
+	ping(&a);
+	close(a.fd);
+	close(b1.fd);
+	close(b2.fd);
+}
+END_TEST
+
+/* b may send 1 MiB/s: a 3 MiB write is paused on the way in. */
+START_TEST(rate_quota)
+{
+	struct client b;
+	static uint8_t data[3 << 20];
+	struct cmx_WriteBuffer_in wr = {.queue = {0x10101}, .mem = {0x10200}, .size = sizeof(data)};
+	uint64_t qprops[1] = {0};
+	struct cmx_CreateQueue_in qu = {
+	    .queue = {0x10101}, .context = {0x10100}, .device = {1}, .props = {qprops, 1}};
+	uint64_t before = metric("throttled_total", "b");
+
+	hello_at(&b, sock_b);
+	context(&b, 0x10100);
+	send_msg(&b, &cmx_desc_CreateQueue_in, &qu, 0, NULL, 0);
+	buffer(&b, 0x10200, 0x10100, sizeof(data));
+	send_msg(&b, &cmx_desc_WriteBuffer_in, &wr, 0, data, sizeof(data));
+	ping(&b);
+	ck_assert_uint_gt(metric("throttled_total", "b"), before);
+	ck_assert_uint_ge(metric("received_bytes_total", "b"), sizeof(data));
+	close(b.fd);
+}
+END_TEST
+
+/* c may use 20% of the device: once its burst allowance is spent, its
+ * kernels are held back. Batches run until that is seen (or far past it:
+ * the allowance is 40 ms of device time). */
+START_TEST(cap_quota)
+{
+	static const char src[] = "kernel void spin(global int *p) {\n"
+				  "  int x = (int)get_global_id(0);\n"
+				  "  for (int i = 0; i < 1000000; i++) x = x * 3 + (x >> 7) + i;\n"
+				  "  p[get_global_id(0)] = x; }\n";
+	struct cmx_SetKernelArg_in arg = {
+	    .kernel = {0x10103}, .index = 0, .kind = 1, .mem = {0x10104}};
+	uint64_t ev[16], n = 0, before = metric("commands_completed_total", "c");
+	struct client c;
+
+	hello_at(&c, sock_any);
+	kernel_setup(&c, src, "spin");
+	buffer(&c, 0x10104, 0x10100, 64 * 4);
+	send_msg(&c, &cmx_desc_SetKernelArg_in, &arg, 0, NULL, 0);
+	for (unsigned batch = 0; batch < 200 && !metric("capped_total", "c"); batch++) {
+		for (unsigned i = 0; i < 16; i++) {
+			ev[i] = 0x10200 + n++;
+			launch(&c, ev[i], 0, 64);
+		}
+		wait_events(&c, ev, 16);
+	}
+	ck_assert_uint_gt(metric("capped_total", "c"), 0);
+	ck_assert_uint_eq(metric("commands_completed_total", "c") - before, n);
+	close(c.fd);
+}
+END_TEST
+
+START_TEST(metrics_and_tables)
+{
+	char *m = ask(metrics, "GET /metrics HTTP/1.0\r\n\r\n"), *t;
+
+	ck_assert_msg(!strncmp(m, "HTTP/1.0 200 OK\r\n", 17), "%s", m);
+	ck_assert_ptr_nonnull(strstr(m, "# TYPE clmux_tenant_memory_bytes gauge\n"));
+	ck_assert_ptr_nonnull(strstr(m, "clmux_tenant_memory_quota_bytes{tenant=\"a\"} 1048576\n"));
+	ck_assert_ptr_nonnull(strstr(m, "clmux_tenant_weight{tenant=\"b\"} 3\n"));
+	free(m);
+	t = ask(admin, "tenants\n");
+	ck_assert_msg(!strncmp(t, "ok\nTENANT ", 10) && strstr(t, "\na "), "%s", t);
+	free(t);
+	t = ask(admin, "json stats\n");
+	ck_assert_msg(!strncmp(t, "ok\n{\"uptime_s\":", 15), "%s", t);
+	free(t);
+	t = ask(admin, "frobnicate\n");
+	ck_assert_msg(!strncmp(t, "error: unknown request", 22), "%s", t);
+	free(t);
+}
+END_TEST
+
+/* The command-line tool: tables, JSON, and one line and status 1 on error. */
+START_TEST(clmuxctl_cli)
+{
+	char ctl[512], cmd[1024], out[4096];
+	const char *d = getenv("CLMUXD");
+	size_t n;
+	FILE *p;
+
+	snprintf(ctl, sizeof(ctl), "%.*s/../tools/clmuxctl", (int)(strrchr(d, '/') - d), d);
+	snprintf(cmd, sizeof(cmd), "%s --admin %s --json tenants", ctl, admin);
+	p = popen(cmd, "r");
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	ck_assert_int_eq(pclose(p), 0);
+	ck_assert_msg(out[0] == '[' && strstr(out, "{\"name\":\"a\""), "%s", out);
+	snprintf(cmd, sizeof(cmd), "%s --admin %s quota get nosuch 2>&1", ctl, admin);
+	p = popen(cmd, "r");
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	ck_assert_int_eq(WEXITSTATUS(pclose(p)), 1);
+	ck_assert_str_eq(out, "clmuxctl: no tenant 'nosuch'\n");
+	snprintf(cmd, sizeof(cmd), "%s --admin %s.none stats 2>&1", ctl, admin);
+	p = popen(cmd, "r");
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	ck_assert_int_eq(WEXITSTATUS(pclose(p)), 1);
+	ck_assert_msg(!strncmp(out, "clmuxctl: cannot reach clmuxd", 29), "%s", out);
+}
+END_TEST
+
+/* Evicted with launches held behind a user event: they are failed, not
+ * run, and the tenant's usage returns to nothing. */
+START_TEST(evict_held)
+{
+	static const char src[] = "kernel void k(void) { }\n";
+	struct cmx_CreateUserEvent_in ue = { .event = { 0x10300 }, .context = { 0x10100 } };
+	struct client a;
+	char *r;
+
+	field_becomes("a", "objects", 0);
+	hello_at(&a, sock_a);
+	kernel_setup(&a, src, "k");
+	send_msg(&a, &cmx_desc_CreateUserEvent_in, &ue, 0, NULL, 0);
+	for (uint64_t i = 0; i < 3; i++)
+		launch(&a, 0x10301 + i, 0x10300, 1);
+	ping(&a);
+	ck_assert_uint_eq(tenant_field("a", "inflight"), 3);
+	r = ask(admin, "evict a\n");
+	ck_assert_msg(!strcmp(r, "ok\n1 session of a closed\n"), "%s", r);
+	free(r);
+	ck_assert(closed_by_daemon(a.fd));
+	close(a.fd);
+	field_becomes("a", "inflight", 0);
+	field_becomes("a", "objects", 0);
+	field_becomes("a", "sessions", 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("tenant");
+	TCase *tc = tcase_create("tenant");
+	SRunner *sr;
+	int failed;
+
+	if (!getenv("CLMUXD"))
+		return 77;
+	tcase_add_test(tc, memory_quota);
+	tcase_add_test(tc, object_quota);
+	tcase_add_test(tc, inflight_quota);
+	tcase_add_test(tc, forged_ids_across_tenants);
+	tcase_add_test(tc, killed_client_returns_memory);
+	tcase_add_test(tc, non_root_refused);
+	tcase_add_test(tc, live_quota_change);
+	tcase_add_test(tc, evict);
+	tcase_add_test(tc, evict_held);
+	tcase_add_test(tc, rate_quota);
+	tcase_add_test(tc, cap_quota);
+	tcase_add_test(tc, metrics_and_tables);
+	tcase_add_test(tc, clmuxctl_cli);
+	tcase_set_timeout(tc, 120);
+	suite_add_tcase(s, tc);
+	if (daemon_start())
+		return 1;
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	if (daemon_stop())
+		failed++;
+	return failed ? 1 : 0;
+}
