@@ -303,8 +303,6 @@ int cmx_addr_listen(const struct cmx_addr *a)
 {
 	struct stat st;
 
-	if (a->type != CMX_ADDR_UNIX)
-		return -EAFNOSUPPORT; /* listening on AF_VSOCK is not here yet */
 	/* Replace a socket file left by a daemon that died; never another file. */
 	if ((a->type == CMX_ADDR_UNIX || a->type == CMX_ADDR_VSOCK_UDS) && !lstat(a->path, &st) &&
 	    S_ISSOCK(st.st_mode))
