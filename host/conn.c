@@ -22,6 +22,11 @@
 #include "staging.h"
 
 #define RX_INITIAL (256u << 10)
+/* Before its token is accepted a peer gets a receive buffer that holds an
+ * Auth and no more, and HANDSHAKE_S seconds to send it: idle or slow
+ * strangers cannot pin the daemon's memory or descriptors. */
+#define RX_PREAUTH (CMX_HDR_SIZE + CMX_AUTH_MSG_MAX)
+#define HANDSHAKE_S 10
 /* Most bytes of a payload one recv may take. A stream recv copies for as
  * long as the sender keeps the socket fed, and it runs inside the loop's
  * submit: unbounded, one 1 GiB write held every other client's calls for
@@ -59,6 +64,16 @@ static void conn_put(struct cmx_conn *c)
 	free(c);
 }
 
+/* The handshake timer is done with: accepted, or the connection ends. */
+static void handshake_disarm(struct cmx_conn *c)
+{
+	if (!c->hs_armed)
+		return;
+	c->hs_armed = 0;
+	io_uring_prep_timeout_remove(cmx_loop_sqe(c->srv->loop, NULL), (uint64_t)(uintptr_t)&c->hs_io,
+				     0);
+}
+
 void cmx_conn_kill(struct cmx_conn *c, const char *why)
 {
 	struct cmx_session *s = c->sess;
@@ -66,6 +81,7 @@ void cmx_conn_kill(struct cmx_conn *c, const char *why)
 	if (c->dead)
 		return;
 	c->dead = 1;
+	handshake_disarm(c);
 	if (why)
 		cmx_info("session %llu: connection closed (%s): %s",
 			 s ? (unsigned long long)s->id : 0ull, c->peer.name, why);
@@ -124,8 +140,20 @@ static int check_header(struct cmx_conn *c, const struct cmx_hdr *h)
 
 static int deliver(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args, void *bulk)
 {
-	if (h->op == CMX_OP_Auth)
-		return cmx_call_auth(c, h, args);
+	if (h->op == CMX_OP_Auth) {
+		int e = cmx_call_auth(c, h, args);
+		uint8_t *rx;
+		if (e || c->rx_cap >= RX_INITIAL)
+			return e;
+		handshake_disarm(c);
+		/* args lie in rx: not used after this. */
+		rx = realloc(c->rx, RX_INITIAL);
+		if (!rx)
+			return -ENOMEM;
+		c->rx = rx;
+		c->rx_cap = RX_INITIAL;
+		return 0;
+	}
 	if (c->role == CMX_ROLE_NEW)
 		return cmx_call_hello(c, h, args);
 	c->sess->messages++;
@@ -363,6 +391,18 @@ void cmx_conn_send(struct cmx_conn *c, const struct cmx_hdr *h, const void *args
 	tx_kick(c);
 }
 
+static void handshake_expired(struct cmx_io *io, int res, unsigned flags)
+{
+	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, hs_io));
+
+	if (res == -ETIME && c->hs_armed && !c->dead) {
+		c->hs_armed = 0;
+		cmx_warn("%s: refused: no Auth within %d s", c->peer.name, HANDSHAKE_S);
+		cmx_conn_kill(c, NULL);
+	}
+	conn_put(c);
+}
+
 int cmx_conn_create(struct cmx_server *srv, int fd)
 {
 	return cmx_conn_accept(srv, fd, NULL);
@@ -370,9 +410,11 @@ int cmx_conn_create(struct cmx_server *srv, int fd)
 
 int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l)
 {
+	static struct __kernel_timespec handshake = { .tv_sec = HANDSHAKE_S };
 	struct cmx_conn *c = calloc(1, sizeof(*c));
+	size_t rx_cap = l && l->auth ? RX_PREAUTH : RX_INITIAL;
 
-	if (!c || !(c->rx = malloc(RX_INITIAL))) {
+	if (!c || !(c->rx = malloc(rx_cap))) {
 		free(c);
 		close(fd);
 		return -ENOMEM;
@@ -386,10 +428,16 @@ int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l
 	c->srv = srv;
 	c->fd = fd;
 	c->refs = 1;
-	c->rx_cap = RX_INITIAL;
+	c->rx_cap = rx_cap;
 	c->rx_io.cb = rx_done;
 	c->tx_io.cb = tx_done;
 	c->tx_tail = &c->tx_head;
+	if (c->auth) {
+		c->hs_io.cb = handshake_expired;
+		io_uring_prep_timeout(cmx_loop_sqe(srv->loop, &c->hs_io), &handshake, 0, 0);
+		c->hs_armed = 1;
+		c->refs++;
+	}
 	rx_arm(c);
 	return 0;
 }

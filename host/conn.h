@@ -33,6 +33,8 @@ struct cmx_conn {
 	struct cmx_peer peer;
 	struct cmx_auth *auth;
 	int authed;
+	struct cmx_io hs_io; /* the time allowed for Auth (host/conn.c) */
+	int hs_armed;
 
 	struct cmx_io rx_io;
 	uint8_t *rx;
