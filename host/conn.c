@@ -32,6 +32,9 @@
  * submit: unbounded, one 1 GiB write held every other client's calls for
  * hundreds of milliseconds (tools/hol-bench.c). */
 #define RX_BULK_STEP (1u << 20)
+/* The same bound for one gathered send: a stream send copies for as long
+ * as the reader keeps draining the socket. */
+#define TX_STEP (1u << 20)
 /* Output a peer may leave unread before it is taken for dead: a guest that
  * stops reading must not make the daemon hold its replies without bound. */
 #define TX_LIMIT (4ull << 30)
@@ -322,13 +325,18 @@ static void tx_done(struct cmx_io *io, int res, unsigned flags)
 static void tx_kick(struct cmx_conn *c)
 {
 	struct io_uring_sqe *sqe;
+	size_t total = 0;
 	int n = 0;
 
 	if (c->tx_busy || !c->tx_head || c->dead)
 		return;
-	for (struct seg *s = c->tx_head; s && n < CMX_CONN_IOV; s = s->next, n++) {
+	for (struct seg *s = c->tx_head; s && n < CMX_CONN_IOV && total < TX_STEP;
+	     s = s->next, n++) {
 		c->iov[n].iov_base = (char *)s->ptr + s->off;
 		c->iov[n].iov_len = s->len - s->off;
+		if (c->iov[n].iov_len > TX_STEP - total)
+			c->iov[n].iov_len = TX_STEP - total;
+		total += c->iov[n].iov_len;
 	}
 	memset(&c->mh, 0, sizeof(c->mh));
 	c->mh.msg_iov = c->iov;
