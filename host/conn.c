@@ -26,11 +26,19 @@
 #include "staging.h"
 
 #define RX_INITIAL (256u << 10)
+/* Before its token is accepted a peer gets a receive buffer that holds an
+ * Auth and no more, and HANDSHAKE_S seconds to send it: idle or slow
+ * strangers cannot pin the daemon's memory or descriptors. */
+#define RX_PREAUTH (CMX_HDR_SIZE + CMX_AUTH_MSG_MAX)
+#define HANDSHAKE_S 10
 /* Most bytes of a payload one recv may take. A stream recv copies for as
  * long as the sender keeps the socket fed, and it runs inside the loop's
  * submit: unbounded, one 1 GiB write held every other client's calls for
  * hundreds of milliseconds (tools/hol-bench.c). */
 #define RX_BULK_STEP (1u << 20)
+/* The same bound for one gathered send: a stream send copies for as long
+ * as the reader keeps draining the socket. */
+#define TX_STEP (1u << 20)
 /* Output a peer may leave unread before it is taken for dead: a guest that
  * stops reading must not make the daemon hold its replies without bound. */
 #define TX_LIMIT (4ull << 30)
@@ -74,6 +82,16 @@ static void conn_put(struct cmx_conn *c)
 	free(c);
 }
 
+/* The handshake timer is done with: accepted, or the connection ends. */
+static void handshake_disarm(struct cmx_conn *c)
+{
+	if (!c->hs_armed)
+		return;
+	c->hs_armed = 0;
+	io_uring_prep_timeout_remove(cmx_loop_sqe(c->srv->loop, NULL), (uint64_t)(uintptr_t)&c->hs_io,
+				     0);
+}
+
 void cmx_conn_kill(struct cmx_conn *c, const char *why)
 {
 	struct cmx_session *s = c->sess;
@@ -81,6 +99,7 @@ void cmx_conn_kill(struct cmx_conn *c, const char *why)
 	if (c->dead)
 		return;
 	c->dead = 1;
+	handshake_disarm(c);
 	if (why)
 		cmx_info("session %llu: connection closed (%s): %s",
 			 s ? (unsigned long long)s->id : 0ull, c->peer.name, why);
@@ -144,8 +163,20 @@ static int check_header(struct cmx_conn *c, const struct cmx_hdr *h)
 
 static int deliver(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args, void *bulk)
 {
-	if (h->op == CMX_OP_Auth)
-		return cmx_call_auth(c, h, args);
+	if (h->op == CMX_OP_Auth) {
+		int e = cmx_call_auth(c, h, args);
+		uint8_t *rx;
+		if (e || c->rx_cap >= RX_INITIAL)
+			return e;
+		handshake_disarm(c);
+		/* args lie in rx: not used after this. */
+		rx = realloc(c->rx, RX_INITIAL);
+		if (!rx)
+			return -ENOMEM;
+		c->rx = rx;
+		c->rx_cap = RX_INITIAL;
+		return 0;
+	}
 	if (c->role == CMX_ROLE_NEW)
 		return cmx_call_hello(c, h, args);
 	c->last_sync = (h->flags & CMX_HDR_SYNC) != 0;
@@ -493,6 +524,7 @@ void cmx_conn_kick(struct cmx_conn *c)
 static void tx_kick(struct cmx_conn *c)
 {
 	struct io_uring_sqe *sqe;
+	size_t total = 0;
 	int n = 0;
 
 	/* The socket's last set-up reply has gone: output moves to the ring. */
@@ -511,7 +543,8 @@ static void tx_kick(struct cmx_conn *c)
 		return;
 	}
 	memset(&c->mh, 0, sizeof(c->mh));
-	for (struct seg *s = c->tx_head; s && n < CMX_CONN_IOV; s = s->next, n++) {
+	for (struct seg *s = c->tx_head; s && n < CMX_CONN_IOV && total < TX_STEP;
+	     s = s->next, n++) {
 		/* A passed fd rides on its segment's first byte: that segment
 		 * starts a sendmsg of its own. */
 		int nfd = (s->fd[0] >= 0) + (s->fd[1] >= 0);
@@ -529,6 +562,9 @@ static void tx_kick(struct cmx_conn *c)
 		}
 		c->iov[n].iov_base = (char *)s->ptr + s->off;
 		c->iov[n].iov_len = s->len - s->off;
+		if (c->iov[n].iov_len > TX_STEP - total)
+			c->iov[n].iov_len = TX_STEP - total;
+		total += c->iov[n].iov_len;
 	}
 	c->mh.msg_iov = c->iov;
 	c->mh.msg_iovlen = (size_t)n;
@@ -606,18 +642,30 @@ void cmx_conn_send_fd(struct cmx_conn *c, const struct cmx_hdr *h, const void *a
 	tx_kick(c);
 }
 
-static struct cmx_conn *conn_new(struct cmx_server *srv, int fd)
+static void handshake_expired(struct cmx_io *io, int res, unsigned flags)
+{
+	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, hs_io));
+
+	if (res == -ETIME && c->hs_armed && !c->dead) {
+		c->hs_armed = 0;
+		cmx_warn("%s: refused: no Auth within %d s", c->peer.name, HANDSHAKE_S);
+		cmx_conn_kill(c, NULL);
+	}
+	conn_put(c);
+}
+
+static struct cmx_conn *conn_new(struct cmx_server *srv, int fd, size_t rx_cap)
 {
 	struct cmx_conn *c = calloc(1, sizeof(*c));
 
-	if (!c || !(c->rx = malloc(RX_INITIAL))) {
+	if (!c || !(c->rx = malloc(rx_cap))) {
 		free(c);
 		return NULL;
 	}
 	c->srv = srv;
 	c->fd = fd;
 	c->refs = 1;
-	c->rx_cap = RX_INITIAL;
+	c->rx_cap = rx_cap;
 	c->rx_io.cb = rx_done;
 	c->rate_io.cb = rate_done;
 	c->tx_io.cb = tx_done;
@@ -639,7 +687,9 @@ static void ident_init(struct cmx_conn *c, const char *tenant)
 
 int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l)
 {
-	struct cmx_conn *c = conn_new(srv, fd);
+	static struct __kernel_timespec handshake = { .tv_sec = HANDSHAKE_S };
+	/* A stranger on a token listener gets little until it authenticates. */
+	struct cmx_conn *c = conn_new(srv, fd, l && l->auth ? RX_PREAUTH : RX_INITIAL);
 
 	if (!c) {
 		close(fd);
@@ -652,6 +702,12 @@ int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l
 		cmx_peer_init(&c->peer, fd, CMX_PEER_UNIX, CMX_PEER_CID_NONE);
 	c->auth = l ? l->auth : NULL;
 	ident_init(c, l && l->tenant[0] ? l->tenant : NULL);
+	if (c->auth) {
+		c->hs_io.cb = handshake_expired;
+		io_uring_prep_timeout(cmx_loop_sqe(srv->loop, &c->hs_io), &handshake, 0, 0);
+		c->hs_armed = 1;
+		c->refs++;
+	}
 	rx_arm(c);
 	return 0;
 }
@@ -659,7 +715,7 @@ int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l
 struct cmx_conn *cmx_conn_create_moved(struct cmx_server *srv, const struct cmx_conn_mover *m,
 				       void *ctx, uint32_t cid, const char *tenant)
 {
-	struct cmx_conn *c = conn_new(srv, -1);
+	struct cmx_conn *c = conn_new(srv, -1, RX_INITIAL);
 
 	if (c) {
 		c->mover = m;

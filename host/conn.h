@@ -55,6 +55,8 @@ struct cmx_conn {
 	int last_sync; /* the last call taken in was sync: its sender now waits */
 	uint8_t probe[16];
 	struct cmx_ident ident; /* who connected: decides the tenant at Hello */
+	struct cmx_io hs_io; /* the time allowed for Auth (host/conn.c) */
+	int hs_armed;
 
 	struct cmx_io rx_io;
 	uint8_t *rx;

@@ -39,21 +39,25 @@ void cmx_peer_init(struct cmx_peer *p, int fd, enum cmx_peer_kind kind, uint32_t
 	memset(p, 0, sizeof(*p));
 	p->kind = kind;
 	p->cid = cid;
-	switch (kind) {
-	case CMX_PEER_UNIX: {
+	if (kind == CMX_PEER_UNIX || kind == CMX_PEER_VSOCK_UDS) {
+		/* vsock-uds: the VMM's process, which connected for its guest. */
 		struct ucred cr;
 		socklen_t len = sizeof(cr);
-		snprintf(p->name, sizeof(p->name), "unix");
 		if (!getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len)) {
 			p->has_cred = 1;
 			p->uid = cr.uid;
 			p->gid = cr.gid;
 			p->pid = cr.pid;
-			snprintf(p->name, sizeof(p->name), "unix uid %u pid %d", (unsigned)cr.uid,
-				 (int)cr.pid);
 		}
-		break;
 	}
+	switch (kind) {
+	case CMX_PEER_UNIX:
+		if (p->has_cred)
+			snprintf(p->name, sizeof(p->name), "unix uid %u pid %d", (unsigned)p->uid,
+				 (int)p->pid);
+		else
+			snprintf(p->name, sizeof(p->name), "unix");
+		break;
 	case CMX_PEER_VSOCK: {
 		struct sockaddr_vm svm;
 		socklen_t len = sizeof(svm);

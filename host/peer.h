@@ -20,12 +20,14 @@ enum cmx_peer_kind {
 /*
  * Filled when a connection is accepted (cmx_peer_init()), then by an
  * accepted Auth (tenant). Everything here is known before the peer has sent
- * a byte, except `tenant`, which only an accepted token sets.
+ * a byte, except `tenant`, which only an accepted token sets. Each
+ * connection holds one (struct cmx_conn's `peer`; a session's is
+ * s->conn->peer, its call channel's).
  */
 struct cmx_peer {
 	enum cmx_peer_kind kind;
 	uint32_t cid;	   /* vsock, vsock-uds with cid=: the guest's CID; else NONE */
-	int has_cred;	   /* unix: uid, gid, pid from SO_PEERCRED */
+	int has_cred;	   /* unix, vsock-uds (the VMM): uid, gid, pid from SO_PEERCRED */
 	uid_t uid;
 	gid_t gid;
 	pid_t pid;

@@ -121,26 +121,29 @@ static void release_native(struct cmx_obj *o)
 	}
 }
 
-static void release_mem(void *m)
+static void reap_obj(void *arg)
 {
-	clReleaseMemObject(m);
+	release_native(arg);
+	free(arg);
 }
 
 static void free_obj(struct cmx_session *s, struct cmx_obj *o)
 {
-	/* A large buffer's native release unmaps it, for tens of milliseconds
-	 * (PoCL: 80 ms a GiB): not on the loop. */
-	if (o->kind == CMX_K_MEM && o->h && o->size >= CMX_REAP_MIN) {
-		cmx_reap(release_mem, o->h);
-		o->h = NULL;
-	}
-	release_native(o);
 	s->bytes -= o->bytes;
 	s->srv->bytes -= o->bytes;
 	s->tenant->bytes -= o->bytes;
 	s->srv->objects--;
 	if (o->kind != CMX_K_DEVICE)
 		s->tenant->objects--;
+	/* A large buffer's native release unmaps it, for tens of milliseconds
+	 * (PoCL: 80 ms a GiB), and the releases of a closing session may wait
+	 * for it on the driver's locks: neither on the loop. The reaper keeps
+	 * their order. */
+	if (s->closed || (o->kind == CMX_K_MEM && o->size >= CMX_REAP_MIN)) {
+		cmx_reap(reap_obj, o);
+		return;
+	}
+	release_native(o);
 	free(o);
 }
 

@@ -69,9 +69,17 @@ static void cl_open(struct cl *c, const char *match)
 	exit(1);
 }
 
-/* The bulk client: `rounds` blocking writes of `size` bytes; tells the
- * prober when it starts (a byte on `go`) and reports its time on `done`. */
-static void bulk_main(const char *match, uint64_t size, int rounds, int go, int done)
+/* One blocking transfer of the whole buffer, in the chosen direction. */
+static cl_int bulk_move(struct cl *c, cl_mem m, uint64_t size, char *host, int rd)
+{
+	return rd ? clEnqueueReadBuffer(c->q, m, CL_TRUE, 0, size, host, 0, NULL, NULL)
+		  : clEnqueueWriteBuffer(c->q, m, CL_TRUE, 0, size, host, 0, NULL, NULL);
+}
+
+/* The bulk client: `rounds` blocking writes (or reads) of `size` bytes;
+ * tells the prober when it starts (a byte on `go`) and reports its time on
+ * `done`. */
+static void bulk_main(const char *match, uint64_t size, int rounds, int rd, int go, int done)
 {
 	struct cl c;
 	cl_int err;
@@ -88,14 +96,14 @@ static void bulk_main(const char *match, uint64_t size, int rounds, int go, int 
 		die("clCreateBuffer (bulk)", err);
 	/* One round first, untimed: the device memory and the daemon's
 	 * staging are touched once before the prober starts. */
-	if ((err = clEnqueueWriteBuffer(c.q, m, CL_TRUE, 0, size, src, 0, NULL, NULL)))
-		die("clEnqueueWriteBuffer (bulk)", err);
+	if ((err = bulk_move(&c, m, size, src, 0)) || (rd && (err = bulk_move(&c, m, size, src, 1))))
+		die("bulk transfer", err);
 	if (write(go, "g", 1) != 1)
 		exit(1);
 	t0 = now_us();
 	for (int i = 0; i < rounds; i++)
-		if ((err = clEnqueueWriteBuffer(c.q, m, CL_TRUE, 0, size, src, 0, NULL, NULL)))
-			die("clEnqueueWriteBuffer (bulk)", err);
+		if ((err = bulk_move(&c, m, size, src, rd)))
+			die("bulk transfer", err);
 	t = now_us() - t0;
 	if (write(done, &t, sizeof(t)) != sizeof(t))
 		exit(1);
@@ -154,9 +162,10 @@ static int probe(struct cl *c, cl_mem m, int stop, int max, double *wr, double *
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: hol-bench [--size MIB] [--rounds N] [--platform NAME]\n"
-		   "  --size MIB      each bulk write (default 1024)\n"
-		   "  --rounds N      timed bulk writes (default 3)\n"
+	fprintf(f, "usage: hol-bench [--size MIB] [--rounds N] [--read] [--platform NAME]\n"
+		   "  --size MIB      each bulk transfer (default 1024)\n"
+		   "  --rounds N      timed bulk transfers (default 3)\n"
+		   "  --read          the bulk client reads instead of writing\n"
 		   "  --platform NAME platform name substring (default \"clmux\")\n"
 		   "  The server is CLMUX_SERVER (and CLMUX_TOKEN), as for any clmux client.\n");
 }
@@ -165,12 +174,13 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "size", required_argument, NULL, 's' }, { "rounds", required_argument, NULL, 'r' },
-		{ "platform", required_argument, NULL, 'p' }, { "help", no_argument, NULL, 'h' },
+		{ "platform", required_argument, NULL, 'p' }, { "read", no_argument, NULL, 'R' },
+		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *match = "clmux";
 	uint64_t size = 1024 * MIB;
-	int rounds = 3, opt, go[2], done[2], status, nw, nr, idle = 2000;
+	int rounds = 3, opt, go[2], done[2], status, nw, nr, idle = 2000, reads = 0;
 	double *wr = calloc(MAX_SAMPLES, sizeof(double)), *rd = calloc(MAX_SAMPLES, sizeof(double));
 	double bulk_us = 0;
 	struct cl c;
@@ -179,7 +189,7 @@ int main(int argc, char **argv)
 	pid_t pid;
 	char b;
 
-	while ((opt = getopt_long(argc, argv, "s:r:p:h", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:r:p:Rh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 's':
 			size = strtoull(optarg, NULL, 10) * MIB;
@@ -189,6 +199,9 @@ int main(int argc, char **argv)
 			break;
 		case 'p':
 			match = optarg;
+			break;
+		case 'R':
+			reads = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -205,16 +218,16 @@ int main(int argc, char **argv)
 	/* Forked before any OpenCL call: each process is its own clmux session. */
 	pid = fork();
 	if (pid == 0)
-		bulk_main(match, size, rounds, go[1], done[1]);
+		bulk_main(match, size, rounds, reads, go[1], done[1]);
 	if (pid < 0)
 		return 1;
 	cl_open(&c, match);
 	m = clCreateBuffer(c.ctx, CL_MEM_READ_WRITE, 64, NULL, &err);
 	if (!m)
 		die("clCreateBuffer (probe)", err);
-	printf("hol-bench: %s, bulk %d x %llu MiB blocking writes\n",
+	printf("hol-bench: %s, bulk %d x %llu MiB blocking %s\n",
 	       getenv("CLMUX_SERVER") ? getenv("CLMUX_SERVER") : "(default server)", rounds,
-	       (unsigned long long)(size / MIB));
+	       (unsigned long long)(size / MIB), reads ? "reads" : "writes");
 	printf("%-28s %8s %9s %9s %9s\n", "probe (64 B, blocking)", "n", "p50 us", "p99 us", "max us");
 	nw = probe(&c, m, -1, idle, wr, rd, &nr);
 	report("write, alone", wr, nw);

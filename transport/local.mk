@@ -15,6 +15,12 @@ TESTS += transport/tests/test_codec
 transport_tests_test_codec_SOURCES = transport/tests/test_codec.c
 transport_tests_test_codec_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 transport_tests_test_codec_LDADD = transport/libcmxtransport.la $(CHECK_LIBS)
+
+check_PROGRAMS += transport/tests/test_addr
+TESTS += transport/tests/test_addr
+transport_tests_test_addr_SOURCES = transport/tests/test_addr.c
+transport_tests_test_addr_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+transport_tests_test_addr_LDADD = transport/libcmxtransport.la $(CHECK_LIBS)
 endif
 
 if HAVE_CHECK

@@ -38,6 +38,28 @@ for bad in "tcp:127.0.0.1:1" "tcp:127.0.0.1:1,tokens=$tmp/open-tokens" "tcp:loca
 	fi
 done
 
+# AF_VSOCK: where the kernel has a vsock transport the daemon listens and
+# stops cleanly; where it has none it says so in one line and exits 1.
+CLMUX_LOG=info "$clmuxd" --listen vsock:47447 >"$tmp/out" 2>&1 &
+vpid=$!
+i=0
+until grep -q "listening on vsock:47447\|cannot listen on vsock" "$tmp/out" || [ $i -ge 100 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+kill "$vpid" 2>/dev/null
+wait "$vpid"
+rc=$?
+if grep -q "listening on vsock:47447" "$tmp/out" && [ $rc = 0 ]; then
+	echo "PASS: --listen vsock:47447 listens and stops cleanly"
+elif grep -q "cannot listen on vsock:47447" "$tmp/out" && [ $rc = 1 ]; then
+	echo "PASS: --listen vsock:47447: $(grep 'cannot listen' "$tmp/out")"
+else
+	echo "FAIL: --listen vsock:47447 (exit $rc):"
+	cat "$tmp/out"
+	fail=1
+fi
+
 for t in tcp vsock-uds; do
 	for p in guest/tests/e2e_memory guest/tests/e2e_multi guest/tests/e2e_events \
 		host/tests/test_badinput; do
