@@ -204,6 +204,48 @@ static void host_pitches(cl_image_desc *d, size_t elem)
 		d->image_slice_pitch = d->image_row_pitch * d->image_height;
 }
 
+/* The rows of the contents, packed: *out is host_ptr itself when they
+ * already are, else a copy (freed by the caller); d's pitches and *bytes
+ * then describe the packed layout. */
+static cl_int contents_pack(cl_image_desc *d, size_t elem, void *host_ptr, void **out,
+			   uint64_t *bytes)
+{
+	size_t w = d->image_width * elem, rows = 1, slices = 1, row = d->image_row_pitch;
+	size_t slice = d->image_slice_pitch;
+
+	switch (d->image_type) {
+	case CL_MEM_OBJECT_IMAGE2D:
+		rows = d->image_height;
+		break;
+	case CL_MEM_OBJECT_IMAGE3D:
+		rows = d->image_height, slices = d->image_depth;
+		break;
+	case CL_MEM_OBJECT_IMAGE2D_ARRAY:
+		rows = d->image_height, slices = d->image_array_size;
+		break;
+	case CL_MEM_OBJECT_IMAGE1D_ARRAY:
+		rows = d->image_array_size, row = slice;
+		break;
+	}
+	*out = host_ptr;
+	/* A pitch smaller than a row is the driver's to refuse, as given. */
+	if (row < w || (slices > 1 && slice < row * rows) ||
+	    ((rows == 1 || row == w) && (slices == 1 || slice == w * rows)))
+		return CL_SUCCESS;
+	*out = malloc(w * rows * slices);
+	if (!*out)
+		return CL_OUT_OF_HOST_MEMORY;
+	cmx_pitched_copy(host_ptr, *out, w, rows, slices, row, slice, 1);
+	d->image_row_pitch = w;
+	d->image_slice_pitch = d->image_type == CL_MEM_OBJECT_IMAGE1D_ARRAY ? w
+			       : d->image_type == CL_MEM_OBJECT_IMAGE3D ||
+					 d->image_type == CL_MEM_OBJECT_IMAGE2D_ARRAY
+				   ? w * rows
+				   : 0;
+	*bytes = w * rows * slices;
+	return CL_SUCCESS;
+}
+
 /* Bytes of host memory the contents take; nonzero when that overflows. */
 static int host_bytes(const cl_image_desc *d, uint64_t *out)
 {
@@ -231,6 +273,7 @@ static cl_mem image_create(cl_context ctx, const cl_mem_properties *props, cl_me
 	struct cmx_CreateImage_in in;
 	const struct cmx_formats *fl;
 	struct cmx_image *img;
+	void *packed = NULL;
 	cl_mem buf = NULL, m;
 	struct cmx_reply r;
 	cl_image_desc d;
@@ -269,18 +312,24 @@ static cl_mem image_create(cl_context ctx, const cl_mem_properties *props, cl_me
 	}
 	if (has_host != (host_ptr != NULL))
 		return fail(errcode_ret, CL_INVALID_HOST_PTR);
-	/* Contents travel with explicit pitches, so the daemon knows how many
-	 * bytes the driver will read. */
+	/* Contents travel packed, with explicit pitches, so the daemon knows
+	 * how many bytes the driver will read (and a driver that mishandles
+	 * pitched host memory, as Oclgrind 21.10 does, never sees any). */
 	if (has_host) {
 		host_pitches(&d, elem);
 		if (host_bytes(&d, &bytes) || bytes > SIZE_MAX)
 			return fail(errcode_ret, CL_INVALID_IMAGE_SIZE);
+		e = contents_pack(&d, elem, host_ptr, &packed, &bytes);
+		if (e)
+			return fail(errcode_ret, e);
 	}
 
 	img = calloc(1, sizeof(*img));
 	m = img ? cmx_mem_new(ctx, flags, 0) : NULL;
 	if (!m) {
 		free(img);
+		if (packed != host_ptr)
+			free(packed);
 		return fail(errcode_ret, CL_OUT_OF_HOST_MEMORY);
 	}
 	img->format = *format;
@@ -290,6 +339,8 @@ static cl_mem image_create(cl_context ctx, const cl_mem_properties *props, cl_me
 	m->type = desc->image_type;
 	if (props && !(m->props = calloc(1, sizeof(*m->props)))) {
 		cmx_mem_free(m);
+		if (packed != host_ptr)
+			free(packed);
 		return fail(errcode_ret, CL_OUT_OF_HOST_MEMORY);
 	}
 	m->nprops = props ? 1 : 0;
@@ -304,7 +355,9 @@ static cl_mem image_create(cl_context ctx, const cl_mem_properties *props, cl_me
 					 .format = {fmt, 2},
 					 .desc = {dv, 9},
 					 .buffer = {buf ? buf->id : 0}};
-	e = cmx_rpc_CreateImage(cmx_icd.s, &in, has_host ? host_ptr : NULL, bytes, &out, &r);
+	e = cmx_rpc_CreateImage(cmx_icd.s, &in, packed, bytes, &out, &r);
+	if (packed != host_ptr)
+		free(packed);
 	if (e) {
 		e = cmx_transport_err(e);
 	} else {

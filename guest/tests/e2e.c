@@ -105,6 +105,7 @@ int e2e_plat_init(struct e2e_plat *p, const char *role, const char *match)
 	cl_queue_properties prof[] = {CL_QUEUE_PROPERTIES,
 				      CL_QUEUE_PROFILING_ENABLE, 0};
 	cl_context_properties cprops[3];
+	char version[128] = "";
 	cl_int err;
 	int ret;
 
@@ -130,13 +131,26 @@ int e2e_plat_init(struct e2e_plat *p, const char *role, const char *match)
 	p->context = clCreateContext(cprops, 1, &p->device, NULL, NULL, &err);
 	if (!p->context)
 		goto fail;
-	p->queue = clCreateCommandQueueWithProperties(p->context, p->device,
-						      NULL, &err);
-	if (!p->queue)
+	/* A 1.x platform (oclgrind) has no clCreateCommandQueueWithProperties:
+	 * the loader must not be asked for it. */
+	err = clGetPlatformInfo(p->platform, CL_PLATFORM_VERSION,
+				sizeof(version) - 1, version, NULL);
+	if (err != CL_SUCCESS)
 		goto fail;
-	p->queue_prof = clCreateCommandQueueWithProperties(
-		p->context, p->device, prof, &err);
-	if (!p->queue_prof)
+	if (!strncmp(version, "OpenCL 1.", 9)) {
+		p->queue = clCreateCommandQueue(p->context, p->device, 0, &err);
+		if (p->queue)
+			p->queue_prof = clCreateCommandQueue(p->context, p->device,
+							     CL_QUEUE_PROFILING_ENABLE,
+							     &err);
+	} else {
+		p->queue = clCreateCommandQueueWithProperties(p->context, p->device,
+							      NULL, &err);
+		if (p->queue)
+			p->queue_prof = clCreateCommandQueueWithProperties(
+				p->context, p->device, prof, &err);
+	}
+	if (!p->queue || !p->queue_prof)
 		goto fail;
 	return 0;
 fail:
@@ -508,12 +522,21 @@ int e2e_daemon_start(void)
 	}
 	if (pid == 0) {
 		/* Do not outlive a test program that crashes. */
+		const char *extra = getenv("CMX_E2E_DAEMON_ARGS");
+		char *argv[16] = {(char *)bin, "--listen", addr}, *words;
+		int argc = 3;
+
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (e2e_extra_listen[0])
-			execl(bin, bin, "--listen", addr, "--listen", e2e_extra_listen,
-			      (char *)NULL);
-		else
-			execl(bin, bin, "--listen", addr, (char *)NULL);
+		if (e2e_extra_listen[0]) {
+			argv[argc++] = "--listen";
+			argv[argc++] = e2e_extra_listen;
+		}
+		/* More daemon options, split at spaces (e.g. "--device oclgrind"). */
+		if (extra && (words = strdup(extra)))
+			for (char *w = strtok(words, " "); w && argc < 15; w = strtok(NULL, " "))
+				argv[argc++] = w;
+		argv[argc] = NULL;
+		execv(bin, argv);
 		fprintf(stderr, "e2e: exec %s: %s\n", bin, strerror(errno));
 		_exit(127);
 	}

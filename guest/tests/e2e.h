@@ -75,7 +75,8 @@ TCase *e2e_tcase(const char *name);
  * for main(): 0, 1, or 77 when a platform is missing. */
 int e2e_main(Suite *s);
 
-/* Daemon: starts $CLMUXD --listen unix:DIR/clmuxd.sock if CLMUXD is set and
+/* Daemon: starts $CLMUXD --listen unix:DIR/clmuxd.sock (then the words of
+ * $CMX_E2E_DAEMON_ARGS, e.g. "--device oclgrind") if CLMUXD is set and
  * points CLMUX_SERVER at it; 0 or -errno.  Stop sends SIGTERM and returns 0
  * only if the daemon exited with status 0.  Both do nothing without CLMUXD. */
 int e2e_daemon_start(void);
