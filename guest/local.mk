@@ -56,9 +56,21 @@ guest_tests_e2e_image_CFLAGS = $(E2E_CFLAGS)
 guest_tests_e2e_image_LDADD = $(E2E_LDADD)
 endif
 
-# The end-to-end set a second time over shm: (guest/tests/e2e-shm.sh).
+# The end-to-end set a second time over shm:, and the memory tests with
+# payloads in the stream (guest/tests/e2e-shm.sh).
 if HAVE_CHECK
 TESTS += guest/tests/e2e-shm.sh
 endif
 EXTRA_DIST += guest/tests/e2e-shm.sh
-CLEANFILES += guest/tests/*-shm.out
+CLEANFILES += guest/tests/e2e_*.out
+
+# The guest session when the daemon dies, over unix: and shm:.
+if HAVE_CHECK
+check_PROGRAMS += guest/tests/test_session_dead
+TESTS += guest/tests/test_session_dead
+guest_tests_test_session_dead_SOURCES = guest/tests/test_session_dead.c guest/session.c \
+	guest/area.c
+guest_tests_test_session_dead_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/guest -I$(top_builddir)/guest
+guest_tests_test_session_dead_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+guest_tests_test_session_dead_LDADD = transport/libcmxtransport.la $(CHECK_LIBS) -lpthread
+endif

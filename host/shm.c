@@ -18,7 +18,7 @@
 #include "server.h"
 #include "session.h"
 
-#define SPIN_NS	  50000	  /* spin this long after the last call before sleeping */
+#define SPIN_NS	  10000	  /* spin this long after the last call before sleeping */
 #define BUDGET_NS 1000000 /* at most this long in one turn: other sessions wait */
 
 static uint64_t now_ns(void)

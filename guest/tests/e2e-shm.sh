@@ -1,17 +1,25 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # The end-to-end programs again, the ICD speaking the shm transport (rings
-# in shared memory, upgraded from the daemon's Unix socket).
+# in shared memory, upgraded from the daemon's Unix socket); then the
+# memory tests with payloads in the stream: over unix: without a shared
+# area, and over shm: with an area too small for most of them.
 set -u
-export CMX_E2E_TRANSPORT=shm
 rc=0
-for t in e2e_compute e2e_memory e2e_events e2e_program e2e_multi e2e_async; do
-	./guest/tests/$t >guest/tests/$t-shm.out 2>&1
+run() { # NAME ENV... PROGRAM
+	name=$1
+	shift
+	env "$@" >"guest/tests/$name.out" 2>&1
 	s=$?
 	case $s in
-	0) echo "shm: $t passed" ;;
-	77) echo "shm: $t skipped" ;;
-	*) echo "shm: $t FAILED ($s)"; tail -40 guest/tests/$t-shm.out; rc=1 ;;
+	0) echo "$name: passed" ;;
+	77) echo "$name: skipped" ;;
+	*) echo "$name: FAILED ($s)"; tail -40 "guest/tests/$name.out"; rc=1 ;;
 	esac
+}
+for t in e2e_compute e2e_memory e2e_events e2e_program e2e_multi e2e_async; do
+	run "$t-shm" CMX_E2E_TRANSPORT=shm "./guest/tests/$t"
 done
+run e2e_memory-unix-no-area CLMUX_AREA_MB=0 ./guest/tests/e2e_memory
+run e2e_memory-shm-small-area CMX_E2E_TRANSPORT=shm CLMUX_AREA_MB=1 ./guest/tests/e2e_memory
 exit $rc
