@@ -445,8 +445,7 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	}
 	cmd->g = g;
 	/* The device has room and nobody waits: straight on, no gate. */
-	if (!sc->held && !g->ndeps && room(sc, estimate(sc, t)) &&
-	    cap_ok(t, cmx_now_ns()))
+	if (!sc->held && !g->ndeps && room(sc, estimate(sc, t)) && cap_ok(t, cmx_now_ns()))
 		return CL_SUCCESS;
 	g->user = clCreateUserEvent(q->ctx, &e);
 	if (!g->user) {

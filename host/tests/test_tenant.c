@@ -24,7 +24,15 @@ static pid_t daemon_pid;
 
 /* ---- the daemon and its admin socket ---- */
 
+static char *ask_n(const char *path, const char *line, size_t len);
+
 static char *ask(const char *path, const char *line)
+{
+	return ask_n(path, line, line ? strlen(line) : 0);
+}
+
+/* Sends len bytes to the socket at path, returns all it answers. */
+static char *ask_n(const char *path, const char *line, size_t len)
 {
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	size_t cap = 1 << 16, got = 0;
@@ -35,7 +43,7 @@ static char *ask(const char *path, const char *line)
 	strcpy(sun.sun_path, path);
 	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
 	/* The daemon may have answered and closed already (a refusal). */
-	if (line && send(fd, line, strlen(line), MSG_NOSIGNAL) < 0)
+	if (len && send(fd, line, len, MSG_NOSIGNAL) < 0)
 		ck_assert_msg(errno == EPIPE || errno == ECONNRESET, "send: %s", strerror(errno));
 	while ((n = recv(fd, buf + got, cap - 1 - got, 0)) > 0)
 		got += (size_t)n;
@@ -637,7 +645,7 @@ END_TEST
 START_TEST(evict_held)
 {
 	static const char src[] = "kernel void k(void) { }\n";
-	struct cmx_CreateUserEvent_in ue = { .event = { 0x10300 }, .context = { 0x10100 } };
+	struct cmx_CreateUserEvent_in ue = {.event = {0x10300}, .context = {0x10100}};
 	struct client a;
 	char *r;
 
@@ -657,6 +665,32 @@ START_TEST(evict_held)
 	field_becomes("a", "inflight", 0);
 	field_becomes("a", "objects", 0);
 	field_becomes("a", "sessions", 0);
+}
+END_TEST
+
+/* Bad admin requests end that request only. */
+START_TEST(admin_garbage)
+{
+	static char big[6000];
+	char *r;
+	struct client a;
+
+	r = ask_n(admin, "\0\0\n", 3);
+	ck_assert_str_eq(r, "error: empty request\n");
+	free(r);
+	r = ask(admin, "\x01\xff quota\n");
+	ck_assert_msg(!strncmp(r, "error: ", 7), "%s", r);
+	free(r);
+	r = ask(admin, "quota set a mem\n");
+	ck_assert_msg(!strncmp(r, "error: expected key=value", 25), "%s", r);
+	free(r);
+	memset(big, 'x', sizeof(big) - 1);
+	r = ask(admin, big); /* no newline within the limit: closed */
+	ck_assert_str_eq(r, "");
+	free(r);
+	hello_at(&a, sock_a);
+	ping(&a);
+	close(a.fd);
 }
 END_TEST
 
@@ -682,6 +716,7 @@ int main(void)
 	tcase_add_test(tc, cap_quota);
 	tcase_add_test(tc, metrics_and_tables);
 	tcase_add_test(tc, clmuxctl_cli);
+	tcase_add_test(tc, admin_garbage);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	if (daemon_start())
