@@ -610,33 +610,40 @@ START_TEST(metrics_and_tables)
 }
 END_TEST
 
-/* The command-line tool: tables, JSON, and one line and status 1 on error. */
-START_TEST(clmuxctl_cli)
+/* Runs clmuxctl (beside the daemon's build) with args; its output (stdout
+ * and stderr) into out, its exit status returned. */
+static int clmuxctl(const char *args, char *out, size_t len)
 {
-	char ctl[512], cmd[1024], out[4096];
 	const char *d = getenv("CLMUXD");
+	char cmd[1024];
 	size_t n;
 	FILE *p;
 
-	snprintf(ctl, sizeof(ctl), "%.*s/../tools/clmuxctl", (int)(strrchr(d, '/') - d), d);
-	snprintf(cmd, sizeof(cmd), "%s --admin %s --json tenants", ctl, admin);
+	snprintf(cmd, sizeof(cmd), "%.*s/../tools/clmuxctl %s 2>&1", (int)(strrchr(d, '/') - d), d,
+		 args);
 	p = popen(cmd, "r");
-	n = fread(out, 1, sizeof(out) - 1, p);
+	ck_assert_ptr_nonnull(p);
+	n = fread(out, 1, len - 1, p);
 	out[n] = '\0';
-	ck_assert_int_eq(pclose(p), 0);
+	return WEXITSTATUS(pclose(p));
+}
+
+/* The command-line tool: tables, JSON, and one line and status 1 on error. */
+START_TEST(clmuxctl_cli)
+{
+	char args[512], out[4096];
+
+	snprintf(args, sizeof(args), "--admin %s --json tenants", admin);
+	ck_assert_int_eq(clmuxctl(args, out, sizeof(out)), 0);
 	ck_assert_msg(out[0] == '[' && strstr(out, "{\"name\":\"a\""), "%s", out);
-	snprintf(cmd, sizeof(cmd), "%s --admin %s quota get nosuch 2>&1", ctl, admin);
-	p = popen(cmd, "r");
-	n = fread(out, 1, sizeof(out) - 1, p);
-	out[n] = '\0';
-	ck_assert_int_eq(WEXITSTATUS(pclose(p)), 1);
+	snprintf(args, sizeof(args), "--admin %s quota get nosuch", admin);
+	ck_assert_int_eq(clmuxctl(args, out, sizeof(out)), 1);
 	ck_assert_str_eq(out, "clmuxctl: no tenant 'nosuch'\n");
-	snprintf(cmd, sizeof(cmd), "%s --admin %s.none stats 2>&1", ctl, admin);
-	p = popen(cmd, "r");
-	n = fread(out, 1, sizeof(out) - 1, p);
-	out[n] = '\0';
-	ck_assert_int_eq(WEXITSTATUS(pclose(p)), 1);
+	snprintf(args, sizeof(args), "--admin %s.none stats", admin);
+	ck_assert_int_eq(clmuxctl(args, out, sizeof(out)), 1);
 	ck_assert_msg(!strncmp(out, "clmuxctl: cannot reach clmuxd", 29), "%s", out);
+	ck_assert_int_eq(clmuxctl("quota", out, sizeof(out)), 1);
+	ck_assert_int_eq(clmuxctl("", out, sizeof(out)), 2);
 }
 END_TEST
 
