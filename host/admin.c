@@ -369,8 +369,8 @@ static void client_answer(struct client *c)
 		cmx_text_put(&c->out, body.s ? body.s : "", body.len);
 		cmx_text_fini(&body);
 	} else {
-		c->req[c->len] = '\0';
-		*strchr(c->req, '\n') = '\0';
+		/* The request is the first line; a NUL ends it sooner. */
+		*(char *)memchr(c->req, '\n', c->len) = '\0';
 		cmx_admin_exec(cmx_srv, c->req, &c->out);
 	}
 	if (c->out.oom || !c->out.len) {
@@ -396,14 +396,14 @@ static void client_io(struct cmx_io *io, int res, unsigned flags)
 			client_end(c);
 		return;
 	}
-	if (res <= 0 && !(c->metrics && c->len)) {
+	if (res <= 0) {
 		client_end(c);
 		return;
 	}
 	c->len += res > 0 ? (size_t)res : 0;
 	c->req[c->len] = '\0';
-	/* Admin: one line. Metrics: any request, or end of input. */
-	if (memchr(c->req, '\n', c->len) || (c->metrics && res <= 0)) {
+	/* Admin: one line. Metrics: whatever arrives first (a scrape's GET). */
+	if (c->metrics || memchr(c->req, '\n', c->len)) {
 		client_answer(c);
 	} else if (c->len >= sizeof(c->req) - 1) {
 		client_end(c);

@@ -100,8 +100,7 @@ int cmx_h_EnqueueKernel(struct cmx_call *c, struct cmx_EnqueueKernel_in *in)
 	if (e)
 		return e;
 	e = clEnqueueNDRangeKernel(in->queue.h, in->kernel.h, dim, in->offset.n ? off : NULL, gl,
-				   in->local.n ? lo : NULL, sc.nwait, sc.nwait ? sc.wait : NULL,
-				   &ev);
+				   in->local.n ? lo : NULL, CMX_SCHED_WAIT(sc), &ev);
 	cmx_sched_end(&sc, e, ev);
 	if (!e)
 		cmx_event_bind(c, &in->event, ev);

@@ -2,6 +2,7 @@
 // Handlers: buffers and transfers. Payloads arrive staged (c->bulk) and
 // leave from staging; staging is freed when the native command completes.
 #include "exec.h"
+#include "scheduler.h"
 #include "staging.h"
 #include "tenant.h"
 
@@ -318,13 +319,18 @@ int cmx_h_ReadBufferRect(struct cmx_call *c, struct cmx_ReadBufferRect_in *in)
 	return read_rect(c, (struct cmx_ReadBufferRectSync_in *)in, 0);
 }
 
+/* Copies and fills take the device like kernels: scheduled (host/scheduler.c). */
 int cmx_h_CopyBuffer(struct cmx_call *c, struct cmx_CopyBuffer_in *in)
 {
-	cl_event ev;
-	cl_int e =
-	    clEnqueueCopyBuffer(in->queue.h, in->src.h, in->dst.h, in->src_offset, in->dst_offset,
-				in->size, WAIT(in->wait), &ev);
+	struct cmx_sched_cmd sc;
+	cl_event ev = NULL;
+	cl_int e = cmx_sched_begin(c, (cl_uint)in->wait.n, in->wait.h, &sc);
 
+	if (e)
+		return e;
+	e = clEnqueueCopyBuffer(in->queue.h, in->src.h, in->dst.h, in->src_offset, in->dst_offset,
+				in->size, CMX_SCHED_WAIT(sc), &ev);
+	cmx_sched_end(&sc, e, ev);
 	if (!e)
 		cmx_event_bind(c, &in->event, ev);
 	return e;
@@ -333,14 +339,17 @@ int cmx_h_CopyBuffer(struct cmx_call *c, struct cmx_CopyBuffer_in *in)
 int cmx_h_CopyBufferRect(struct cmx_call *c, struct cmx_CopyBufferRect_in *in)
 {
 	size_t so[3], dO[3], r[3];
-	cl_event ev;
+	struct cmx_sched_cmd sc;
+	cl_event ev = NULL;
 	cl_int e = rect_args(&in->src_origin, &in->region, so, r);
 
-	if (e || (e = rect_args(&in->dst_origin, &in->region, dO, r)))
+	if (e || (e = rect_args(&in->dst_origin, &in->region, dO, r)) ||
+	    (e = cmx_sched_begin(c, (cl_uint)in->wait.n, in->wait.h, &sc)))
 		return e;
 	e = clEnqueueCopyBufferRect(in->queue.h, in->src.h, in->dst.h, so, dO, r, in->src_row_pitch,
 				    in->src_slice_pitch, in->dst_row_pitch, in->dst_slice_pitch,
-				    WAIT(in->wait), &ev);
+				    CMX_SCHED_WAIT(sc), &ev);
+	cmx_sched_end(&sc, e, ev);
 	if (!e)
 		cmx_event_bind(c, &in->event, ev);
 	return e;
@@ -348,11 +357,15 @@ int cmx_h_CopyBufferRect(struct cmx_call *c, struct cmx_CopyBufferRect_in *in)
 
 int cmx_h_FillBuffer(struct cmx_call *c, struct cmx_FillBuffer_in *in)
 {
-	cl_event ev;
-	cl_int e =
-	    clEnqueueFillBuffer(in->queue.h, in->mem.h, in->pattern.ptr, in->pattern.len,
-				in->offset, in->size, WAIT(in->wait), &ev);
+	struct cmx_sched_cmd sc;
+	cl_event ev = NULL;
+	cl_int e = cmx_sched_begin(c, (cl_uint)in->wait.n, in->wait.h, &sc);
 
+	if (e)
+		return e;
+	e = clEnqueueFillBuffer(in->queue.h, in->mem.h, in->pattern.ptr, in->pattern.len,
+				in->offset, in->size, CMX_SCHED_WAIT(sc), &ev);
+	cmx_sched_end(&sc, e, ev);
 	if (!e)
 		cmx_event_bind(c, &in->event, ev);
 	return e;

@@ -216,13 +216,14 @@ static void charge_start(struct cmx_sched *sc, struct cmx_gate *g, uint64_t now)
 	g->est = estimate(sc, t);
 	sc->running++;
 	sc->running_est += g->est;
-	lane_add(sc, g, g->in_order);
 	sc->vclock = t->vtime;
 	/* Charged an estimate now, corrected on completion, so a tenant does
 	 * not take the whole window before its first command is measured. */
 	t->vtime += g->est / t->q.weight;
 	if (t->q.cap)
 		t->cap_tokens -= (int64_t)g->est;
+	/* Last: when no callback can be set, this completes (and frees) g. */
+	lane_add(sc, g, g->in_order);
 }
 
 static void ready_add(struct cmx_sched *sc, struct cmx_tenant *t)
@@ -262,6 +263,7 @@ static void kick(struct cmx_sched *sc)
 
 	for (;;) {
 		struct cmx_tenant *best = NULL, **pp, **best_pp = NULL;
+		cl_event user;
 		int capped = 0;
 
 		for (pp = &sc->ready; *pp;) {
@@ -295,10 +297,11 @@ static void kick(struct cmx_sched *sc)
 			best->ready = 0;
 		}
 		sc->held--;
-		charge_start(sc, g, now);
-		clSetUserEventStatus(g->user, CL_COMPLETE);
-		clReleaseEvent(g->user);
+		user = g->user;
 		g->user = NULL;
+		charge_start(sc, g, now);
+		clSetUserEventStatus(user, CL_COMPLETE);
+		clReleaseEvent(user);
 	}
 }
 
@@ -442,8 +445,7 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	}
 	cmd->g = g;
 	/* The device has room and nobody waits: straight on, no gate. */
-	if (!sc->held && !g->ndeps && room(sc, estimate(sc, t)) &&
-	    cap_ok(t, cmx_now_ns()))
+	if (!sc->held && !g->ndeps && room(sc, estimate(sc, t)) && cap_ok(t, cmx_now_ns()))
 		return CL_SUCCESS;
 	g->user = clCreateUserEvent(q->ctx, &e);
 	if (!g->user) {

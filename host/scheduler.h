@@ -37,6 +37,9 @@ void cmx_sched_destroy(struct cmx_server *srv);
 /* Commands still held or on the device (the daemon drains them first). */
 int cmx_sched_busy(struct cmx_server *srv);
 
+/* The wait list arguments of the native enqueue, as WAIT() (host/exec.h). */
+#define CMX_SCHED_WAIT(sc) (sc).nwait, (sc).nwait ? (sc).wait : NULL
+
 /* 0, or CL_OUT_OF_RESOURCES when the tenant has its in-flight quota's worth
  * of commands already. */
 int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct cmx_sched_cmd *sc);

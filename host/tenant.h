@@ -50,7 +50,13 @@ struct cmx_tenant {
 	struct cmx_tenant *next;
 };
 
-/* Who is at the other end of a connection, as far as the daemon knows. */
+/*
+ * Who is at the other end of a connection, as far as the daemon knows
+ * (struct cmx_conn's `ident`, read by cmx_tenant_lookup() at Hello). Each
+ * transport fills what it knows when it accepts: unix sockets the
+ * listener's tenant= and SO_PEERCRED (cmx_conn_create()); vsock listeners
+ * has_cid and cid; TCP the tenant its token names (token_tenant).
+ */
 struct cmx_ident {
 	const char *listener_tenant; /* the listening socket's tenant=, or NULL */
 	int has_cred;		     /* unix: SO_PEERCRED read */

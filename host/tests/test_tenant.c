@@ -24,7 +24,15 @@ static pid_t daemon_pid;
 
 /* ---- the daemon and its admin socket ---- */
 
+static char *ask_n(const char *path, const char *line, size_t len);
+
 static char *ask(const char *path, const char *line)
+{
+	return ask_n(path, line, line ? strlen(line) : 0);
+}
+
+/* Sends len bytes to the socket at path, returns all it answers. */
+static char *ask_n(const char *path, const char *line, size_t len)
 {
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	size_t cap = 1 << 16, got = 0;
@@ -35,7 +43,7 @@ static char *ask(const char *path, const char *line)
 	strcpy(sun.sun_path, path);
 	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
 	/* The daemon may have answered and closed already (a refusal). */
-	if (line && send(fd, line, strlen(line), MSG_NOSIGNAL) < 0)
+	if (len && send(fd, line, len, MSG_NOSIGNAL) < 0)
 		ck_assert_msg(errno == EPIPE || errno == ECONNRESET, "send: %s", strerror(errno));
 	while ((n = recv(fd, buf + got, cap - 1 - got, 0)) > 0)
 		got += (size_t)n;
@@ -602,33 +610,40 @@ START_TEST(metrics_and_tables)
 }
 END_TEST
 
-/* The command-line tool: tables, JSON, and one line and status 1 on error. */
-START_TEST(clmuxctl_cli)
+/* Runs clmuxctl (beside the daemon's build) with args; its output (stdout
+ * and stderr) into out, its exit status returned. */
+static int clmuxctl(const char *args, char *out, size_t len)
 {
-	char ctl[512], cmd[1024], out[4096];
 	const char *d = getenv("CLMUXD");
+	char cmd[1024];
 	size_t n;
 	FILE *p;
 
-	snprintf(ctl, sizeof(ctl), "%.*s/../tools/clmuxctl", (int)(strrchr(d, '/') - d), d);
-	snprintf(cmd, sizeof(cmd), "%s --admin %s --json tenants", ctl, admin);
+	snprintf(cmd, sizeof(cmd), "%.*s/../tools/clmuxctl %s 2>&1", (int)(strrchr(d, '/') - d), d,
+		 args);
 	p = popen(cmd, "r");
-	n = fread(out, 1, sizeof(out) - 1, p);
+	ck_assert_ptr_nonnull(p);
+	n = fread(out, 1, len - 1, p);
 	out[n] = '\0';
-	ck_assert_int_eq(pclose(p), 0);
+	return WEXITSTATUS(pclose(p));
+}
+
+/* The command-line tool: tables, JSON, and one line and status 1 on error. */
+START_TEST(clmuxctl_cli)
+{
+	char args[512], out[4096];
+
+	snprintf(args, sizeof(args), "--admin %s --json tenants", admin);
+	ck_assert_int_eq(clmuxctl(args, out, sizeof(out)), 0);
 	ck_assert_msg(out[0] == '[' && strstr(out, "{\"name\":\"a\""), "%s", out);
-	snprintf(cmd, sizeof(cmd), "%s --admin %s quota get nosuch 2>&1", ctl, admin);
-	p = popen(cmd, "r");
-	n = fread(out, 1, sizeof(out) - 1, p);
-	out[n] = '\0';
-	ck_assert_int_eq(WEXITSTATUS(pclose(p)), 1);
+	snprintf(args, sizeof(args), "--admin %s quota get nosuch", admin);
+	ck_assert_int_eq(clmuxctl(args, out, sizeof(out)), 1);
 	ck_assert_str_eq(out, "clmuxctl: no tenant 'nosuch'\n");
-	snprintf(cmd, sizeof(cmd), "%s --admin %s.none stats 2>&1", ctl, admin);
-	p = popen(cmd, "r");
-	n = fread(out, 1, sizeof(out) - 1, p);
-	out[n] = '\0';
-	ck_assert_int_eq(WEXITSTATUS(pclose(p)), 1);
+	snprintf(args, sizeof(args), "--admin %s.none stats", admin);
+	ck_assert_int_eq(clmuxctl(args, out, sizeof(out)), 1);
 	ck_assert_msg(!strncmp(out, "clmuxctl: cannot reach clmuxd", 29), "%s", out);
+	ck_assert_int_eq(clmuxctl("quota", out, sizeof(out)), 1);
+	ck_assert_int_eq(clmuxctl("", out, sizeof(out)), 2);
 }
 END_TEST
 
@@ -637,7 +652,7 @@ END_TEST
 START_TEST(evict_held)
 {
 	static const char src[] = "kernel void k(void) { }\n";
-	struct cmx_CreateUserEvent_in ue = { .event = { 0x10300 }, .context = { 0x10100 } };
+	struct cmx_CreateUserEvent_in ue = {.event = {0x10300}, .context = {0x10100}};
 	struct client a;
 	char *r;
 
@@ -657,6 +672,32 @@ START_TEST(evict_held)
 	field_becomes("a", "inflight", 0);
 	field_becomes("a", "objects", 0);
 	field_becomes("a", "sessions", 0);
+}
+END_TEST
+
+/* Bad admin requests end that request only. */
+START_TEST(admin_garbage)
+{
+	static char big[6000];
+	char *r;
+	struct client a;
+
+	r = ask_n(admin, "\0\0\n", 3);
+	ck_assert_str_eq(r, "error: empty request\n");
+	free(r);
+	r = ask(admin, "\x01\xff quota\n");
+	ck_assert_msg(!strncmp(r, "error: ", 7), "%s", r);
+	free(r);
+	r = ask(admin, "quota set a mem\n");
+	ck_assert_msg(!strncmp(r, "error: expected key=value", 25), "%s", r);
+	free(r);
+	memset(big, 'x', sizeof(big) - 1);
+	r = ask(admin, big); /* no newline within the limit: closed */
+	ck_assert_str_eq(r, "");
+	free(r);
+	hello_at(&a, sock_a);
+	ping(&a);
+	close(a.fd);
 }
 END_TEST
 
@@ -682,6 +723,7 @@ int main(void)
 	tcase_add_test(tc, cap_quota);
 	tcase_add_test(tc, metrics_and_tables);
 	tcase_add_test(tc, clmuxctl_cli);
+	tcase_add_test(tc, admin_garbage);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	if (daemon_start())
