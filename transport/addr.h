@@ -8,6 +8,9 @@
 
 enum cmx_addr_type { CMX_ADDR_UNIX, CMX_ADDR_VSOCK };
 
+/* clmux's vsock port: a guest's server is vsock:2:CMX_VSOCK_PORT. */
+#define CMX_VSOCK_PORT 7447u
+
 struct cmx_addr {
 	enum cmx_addr_type type;
 	char path[108]; /* sun_path */

@@ -25,11 +25,13 @@ command -v qemu-system-x86_64 >/dev/null || { echo "run.sh: no qemu-system-x86_6
 : "${CLMUXD:?}" "${VMDIR:?}"
 timeout=${VM_TIMEOUT:-120}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/clmux-vm-XXXXXX")
-port=7272
+port=7447
 daemon_pid=""
 cleanup() {
 	# No guest outlives the test, whatever ended it.
-	for f in "$tmp"/qemu.*.pid; do [ -e "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done
+	for f in "$tmp"/qemu.*.pid; do
+		[ -e "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null || true
+	done
 	[ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null || true
 	rm -rf "$tmp"
 }
@@ -73,6 +75,7 @@ if [ -n "$kill_on" ]; then
 	# The VMM dies at once, as on a host OOM kill: no vhost-user goodbye.
 	kill -9 "$(cat "$tmp/qemu.victim.pid")"
 	wait "$qemu_pid" || true
+	rm -f "$tmp/qemu.victim.pid"
 	# The daemon notices the VMM gone, closes the VM's sessions and
 	# returns their charges; a new guest then gets the GPU as before.
 	for _ in $(seq 100); do grep -q "gone:" "$tmp/clmuxd.log" && break; sleep 0.1; done
