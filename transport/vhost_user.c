@@ -104,6 +104,10 @@ static void vring_stop(struct cmx_vhu_dev *d, unsigned i)
 		return;
 	v->started = 0;
 	v->base = v->q.last_avail;
+	/* A stopped ring is not touched again (the front end may unmap or
+	 * reuse it): pops find nothing until it starts anew. */
+	v->q.num = 0;
+	v->q.desc = v->q.avail = v->q.used = NULL;
 	d->ops->queue_state(d, i, 0);
 }
 

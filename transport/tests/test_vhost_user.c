@@ -179,6 +179,10 @@ START_TEST(vring_lifecycle)
 	ck_assert_uint_eq(reply(11, st), 8);
 	ck_assert_uint_eq(st[1], 5);
 	ck_assert_int_eq(running[1], 0);
+	/* Stopped: nothing reads the ring any more. */
+	ck_assert_int_eq(cmx_virtq_pop(&D.vring[1].q, &(struct cmx_virtq_elem){ 0 }), 0);
+	ck_assert(!cmx_virtq_has_avail(&D.vring[1].q));
+	ck_assert(!cmx_virtq_should_notify(&D.vring[1].q));
 	close(kick);
 	close(call);
 }
