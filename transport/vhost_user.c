@@ -161,6 +161,9 @@ static int vring_try_start(struct cmx_vhu_dev *d, unsigned i)
 
 	if (v->started || v->kick_fd < 0 || !v->enabled || !v->num)
 		return 0;
+	/* The alignments virtio requires of the three areas (2.7). */
+	if ((v->desc_uva & 15) || (v->avail_uva & 1) || (v->used_uva & 3))
+		return -EINVAL;
 	desc = uva_to_host(d, v->desc_uva, cmx_virtq_desc_size(v->num));
 	avail = uva_to_host(d, v->avail_uva, cmx_virtq_avail_size(v->num));
 	used = uva_to_host(d, v->used_uva, cmx_virtq_used_size(v->num));

@@ -209,6 +209,24 @@ START_TEST(ring_outside_memory_refused)
 }
 END_TEST
 
+START_TEST(misaligned_ring_refused)
+{
+	uint32_t st[2] = { 0, 256 };
+	uint64_t addr[5] = { 0, UVA_BASE + 8, UVA_BASE + 0x2000, UVA_BASE + 0x1000, 0 };
+	uint64_t v = 1ull << 32;
+	int kick = eventfd(0, EFD_CLOEXEC);
+
+	ck_assert_int_eq(msg(2, &v, 8, NULL, 0), 0);
+	set_mem();
+	ck_assert_int_eq(msg(8, st, 8, NULL, 0), 0);
+	ck_assert_int_eq(msg(9, addr, 40, NULL, 0), 0);
+	v = 0;
+	ck_assert_int_eq(msg(12, &v, 8, &kick, 1), -EINVAL);
+	ck_assert_int_eq(running[0], 0);
+	close(kick);
+}
+END_TEST
+
 START_TEST(bad_messages_break)
 {
 	uint32_t st[2] = { 7, 256 };
@@ -266,6 +284,7 @@ int main(void)
 	tcase_add_test(tc, memory_bounds);
 	tcase_add_test(tc, vring_lifecycle);
 	tcase_add_test(tc, ring_outside_memory_refused);
+	tcase_add_test(tc, misaligned_ring_refused);
 	tcase_add_test(tc, bad_messages_break);
 	tcase_add_test(tc, bad_ring_size);
 	tcase_add_test(tc, mem_table_fd_count);
