@@ -82,7 +82,8 @@ static void vmm_send(int fd, uint32_t req, const void *p, uint32_t size, int pas
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 	memcpy(buf, hdr, 12);
-	memcpy(buf + 12, p, size);
+	if (size)
+		memcpy(buf + 12, p, size);
 	if (passfd >= 0) {
 		mh.msg_control = cb.c;
 		mh.msg_controllen = sizeof(cb.c);

@@ -63,7 +63,8 @@ static int msg(uint32_t req, const void *payload, uint32_t size, const int *fds,
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 
 	memcpy(buf, hdr, 12);
-	memcpy(buf + 12, payload, size);
+	if (size)
+		memcpy(buf + 12, payload, size);
 	if (nfds) {
 		mh.msg_control = cb.c;
 		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
