@@ -21,7 +21,7 @@ if HAVE_CHECK
 VQ_TESTS = transport/tests/test_virtq transport/tests/test_vsock_dev transport/tests/test_vhost_user
 check_PROGRAMS += $(VQ_TESTS)
 TESTS += $(VQ_TESTS)
-EXTRA_DIST += transport/tests/vq_driver.h
+EXTRA_DIST += transport/tests/vq_driver.h transport/tests/vhu_frontend.h
 transport_tests_test_virtq_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 transport_tests_test_virtq_LDADD = transport/libcmxtransport.la $(CHECK_LIBS)
 transport_tests_test_vsock_dev_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
