@@ -68,6 +68,7 @@ if HAVE_CHECK
 check_PROGRAMS += host/tests/test_vhost_badinput
 TESTS += host/tests/test_vhost_badinput
 host_tests_test_vhost_badinput_SOURCES = host/tests/test_vhost_badinput.c
+host_tests_test_vhost_badinput_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/transport/tests
 host_tests_test_vhost_badinput_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_vhost_badinput_LDADD = $(CHECK_LIBS)
 endif

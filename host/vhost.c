@@ -405,7 +405,7 @@ int cmx_vhost_listen(struct cmx_server *srv, const char *spec, char *err, size_t
 		snprintf(err, errlen, "needs cid=N (3 or more): %s", spec);
 		return -EINVAL;
 	}
-	l->port = CMX_VSOCK_PORT_DEFAULT;
+	l->port = CMX_VSOCK_PORT;
 	if (!cmx_addr_opt(&a, "port", val, sizeof(val))) {
 		unsigned long p = strtoul(val, &end, 10);
 		if (*end || !p || p > 0xffffffffu) {

@@ -5,9 +5,6 @@
 
 #include "server.h"
 
-/* clmux's vsock port in a guest: CLMUX_SERVER=vsock:2:PORT. */
-#define CMX_VSOCK_PORT_DEFAULT CMX_VSOCK_PORT /* the guest's default too (transport/addr.h) */
-
 /* 1 when spec is a vhost-user-vsock address. */
 int cmx_vhost_is_spec(const char *spec);
 /* Parses "vhost-user-vsock:PATH,cid=N[,port=P][,tenant=NAME]" and listens

@@ -20,6 +20,9 @@ enum cmx_addr_type {
 #define CMX_VSOCK_CID_HOST 2u
 #define CMX_VSOCK_CID_ANY 0xffffffffu
 
+/* clmux's vsock port: a guest's server is vsock:2:CMX_VSOCK_PORT. */
+#define CMX_VSOCK_PORT 7447u
+
 struct cmx_addr {
 	enum cmx_addr_type type;
 	char path[108]; /* unix, vsock-uds: sun_path */

@@ -104,6 +104,10 @@ static void vring_stop(struct cmx_vhu_dev *d, unsigned i)
 		return;
 	v->started = 0;
 	v->base = v->q.last_avail;
+	/* A stopped ring is not touched again (the front end may unmap or
+	 * reuse it): pops find nothing until it starts anew. */
+	v->q.num = 0;
+	v->q.desc = v->q.avail = v->q.used = NULL;
 	d->ops->queue_state(d, i, 0);
 }
 
@@ -157,6 +161,9 @@ static int vring_try_start(struct cmx_vhu_dev *d, unsigned i)
 
 	if (v->started || v->kick_fd < 0 || !v->enabled || !v->num)
 		return 0;
+	/* The alignments virtio requires of the three areas (2.7). */
+	if ((v->desc_uva & 15) || (v->avail_uva & 1) || (v->used_uva & 3))
+		return -EINVAL;
 	desc = uva_to_host(d, v->desc_uva, cmx_virtq_desc_size(v->num));
 	avail = uva_to_host(d, v->avail_uva, cmx_virtq_avail_size(v->num));
 	used = uva_to_host(d, v->used_uva, cmx_virtq_used_size(v->num));

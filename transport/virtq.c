@@ -144,6 +144,8 @@ void cmx_virtq_push(struct cmx_virtq *q, uint16_t head, uint32_t len)
 
 int cmx_virtq_should_notify(const struct cmx_virtq *q)
 {
+	if (!q->num)
+		return 0;
 	/* Orders the used->idx store before reading the driver's flag (the
 	 * driver clears the flag, then re-checks used->idx). */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);

@@ -30,6 +30,7 @@ E2E="--env CMX_E2E_NATIVE=clmux --env CMX_E2E_REQUIRE=1"
 run clinfo 60 -- clinfo -l
 run transfer 120 -- vm-transfer 8
 run killed-mid-transfer 120 --kill-on transferring -- vm-transfer
+run two-vms 180 --vms 2 -- vm-transfer 4
 for t in e2e_compute e2e_memory e2e_program e2e_async e2e_multi e2e_events; do
 	# shellcheck disable=SC2086
 	run "$t" 240 $E2E -- "$t"

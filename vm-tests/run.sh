@@ -3,19 +3,22 @@
 # Runs one command inside a QEMU guest whose vsock device is clmuxd (the
 # vhost-user-vsock back end), and checks the daemon came through healthy.
 #
-#   vm-tests/run.sh [--kill-on TEXT] [--env K=V]... -- COMMAND [ARG...]
+#   vm-tests/run.sh [--vms N] [--kill-on TEXT] [--env K=V]... -- COMMAND [ARG...]
 #
 # CLMUXD names the daemon, VMDIR holds vmlinux and initrd.img (mkguest.sh),
 # VM_TIMEOUT bounds the guest (seconds). Exit 0 when the guest's command
 # succeeded (or, with --kill-on, when the guest printed TEXT, was killed,
 # and a second guest then still got the clmux platform), 77 when QEMU is
-# missing.
+# missing. --vms 2 runs the command in two guests at once, each with its
+# own device (socket) and CID in the one daemon.
 set -eu
 kill_on=""
 envs=""
+vms=1
 while [ $# -gt 0 ]; do
 	case $1 in
 	--kill-on) kill_on=$2; shift 2 ;;
+	--vms) vms=$2; shift 2 ;;
 	--env) envs="$envs clmux.$2"; shift 2 ;;
 	--) shift; break ;;
 	*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
@@ -25,28 +28,37 @@ command -v qemu-system-x86_64 >/dev/null || { echo "run.sh: no qemu-system-x86_6
 : "${CLMUXD:?}" "${VMDIR:?}"
 timeout=${VM_TIMEOUT:-120}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/clmux-vm-XXXXXX")
-port=7272
+port=7447
 daemon_pid=""
 cleanup() {
 	# No guest outlives the test, whatever ended it.
-	for f in "$tmp"/qemu.*.pid; do [ -e "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null; done
+	for f in "$tmp"/qemu.*.pid; do
+		[ -e "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null || true
+	done
 	[ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null || true
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
 
-CLMUX_LOG=${CLMUX_LOG:-info} "$CLMUXD" --listen "vhost-user-vsock:$tmp/vhost.sock,cid=3,port=$port" \
-	>"$tmp/clmuxd.log" 2>&1 &
+# VM i (1..vms) is CID 2+i on socket vhost.i (a tenant per CID, once
+# tenants exist).
+listen=""
+for i in $(seq "$vms"); do
+	listen="$listen --listen vhost-user-vsock:$tmp/vhost.$i,cid=$((2 + i)),port=$port"
+done
+# shellcheck disable=SC2086
+CLMUX_LOG=${CLMUX_LOG:-info} "$CLMUXD" $listen >"$tmp/clmuxd.log" 2>&1 &
 daemon_pid=$!
-for _ in $(seq 100); do [ -S "$tmp/vhost.sock" ] && break; sleep 0.1; done
+for _ in $(seq 100); do [ -S "$tmp/vhost.$vms" ] && break; sleep 0.1; done
 
-# Boots one guest running "$@"; its console goes to $tmp/serial.$1.
+# Boots a guest on device $2 running the rest; its console goes to
+# $tmp/serial.$1.
 guest() {
-	name=$1
-	shift
+	name=$1 dev=$2
+	shift 2
 	timeout -k 5 "$timeout" qemu-system-x86_64 -accel tcg -m 1024 -smp 1 \
 		-object memory-backend-memfd,id=mem,size=1024M,share=on -numa node,memdev=mem \
-		-chardev socket,id=vsock,path="$tmp/vhost.sock" \
+		-chardev socket,id=vsock,path="$tmp/vhost.$dev" \
 		-device vhost-user-vsock-pci,chardev=vsock \
 		-display none -nodefaults -no-reboot -serial "file:$tmp/serial.$name" \
 		-pidfile "$tmp/qemu.$name.pid" \
@@ -64,7 +76,7 @@ fail() {
 }
 
 if [ -n "$kill_on" ]; then
-	guest victim "$@"
+	guest victim 1 "$@"
 	for _ in $(seq $((timeout * 10))); do
 		grep -q "$kill_on" "$tmp/serial.victim" 2>/dev/null && break
 		sleep 0.1
@@ -73,6 +85,7 @@ if [ -n "$kill_on" ]; then
 	# The VMM dies at once, as on a host OOM kill: no vhost-user goodbye.
 	kill -9 "$(cat "$tmp/qemu.victim.pid")"
 	wait "$qemu_pid" || true
+	rm -f "$tmp/qemu.victim.pid"
 	# The daemon notices the VMM gone, closes the VM's sessions and
 	# returns their charges; a new guest then gets the GPU as before.
 	for _ in $(seq 100); do grep -q "gone:" "$tmp/clmuxd.log" && break; sleep 0.1; done
@@ -80,9 +93,15 @@ if [ -n "$kill_on" ]; then
 		"$tmp/clmuxd.log" || fail "the killed VM's charges were not all returned"
 	set -- clinfo -l
 fi
-guest main "$@"
-wait "$qemu_pid" || true
-grep -q "CLMUX-VM-RESULT rc=0" "$tmp/serial.main" || fail "the guest's command failed"
+pids=""
+for i in $(seq "$vms"); do
+	guest "main$i" "$i" "$@"
+	pids="$pids $qemu_pid"
+done
+for p in $pids; do wait "$p" || true; done
+for i in $(seq "$vms"); do
+	grep -q "CLMUX-VM-RESULT rc=0" "$tmp/serial.main$i" || fail "the command failed in guest $i"
+done
 # The daemon's CPU time (clock ticks), all threads and its io_uring loop's
 # (the main thread): the cost of serving the guest.
 echo "run.sh: clmuxd cpu ticks $(awk '{print $14 + $15}' "/proc/$daemon_pid/stat")," \
@@ -90,6 +109,7 @@ echo "run.sh: clmuxd cpu ticks $(awk '{print $14 + $15}' "/proc/$daemon_pid/stat
 kill -TERM "$daemon_pid"
 wait "$daemon_pid" || fail "clmuxd did not exit cleanly"
 daemon_pid=""
-grep -q "connected" "$tmp/clmuxd.log" || fail "no session came over vhost-user-vsock"
-sed -n '/CLMUX-VM-RESULT/!p' "$tmp/serial.main" | tr -d '\r' | grep -v '^\[' | tail -n 30
+[ "$(grep -c "VMM connected" "$tmp/clmuxd.log")" -ge "$vms" ] || fail "a VMM never connected"
+grep -q "session [0-9]*: connected" "$tmp/clmuxd.log" || fail "no session came over vhost-user-vsock"
+sed -n '/CLMUX-VM-RESULT/!p' "$tmp/serial.main1" | tr -d '\r' | grep -v '^\[' | tail -n 30
 echo "run.sh: passed"

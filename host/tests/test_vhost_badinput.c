@@ -20,6 +20,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "vhu_frontend.h"
+#include "vq_driver.h"
+
 #define MEM (1u << 20)
 #define UVA 0x7f0000000000ull /* what QEMU's address of guest RAM would be */
 #define QN 16
@@ -72,27 +75,7 @@ static int vmm_connect(void)
 
 static void vmm_send(int fd, uint32_t req, const void *p, uint32_t size, int passfd)
 {
-	uint8_t buf[12 + 256];
-	uint32_t hdr[3] = { req, 1, size };
-	union {
-		char c[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr a;
-	} cb;
-	struct iovec iov = { buf, 12 + size };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	memcpy(buf, hdr, 12);
-	memcpy(buf + 12, p, size);
-	if (passfd >= 0) {
-		mh.msg_control = cb.c;
-		mh.msg_controllen = sizeof(cb.c);
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &passfd, sizeof(int));
-	}
-	ck_assert_int_eq(sendmsg(fd, &mh, MSG_NOSIGNAL), 12 + size);
+	vhu_send(fd, req, p, size, &passfd, passfd >= 0);
 }
 
 /* 1 when the daemon answers GET_FEATURES on a fresh connection. */
@@ -219,10 +202,7 @@ END_TEST
 
 int main(void)
 {
-	Suite *s = suite_create("vhost_badinput");
 	TCase *tc = tcase_create("vhost_badinput");
-	SRunner *sr;
-	int failed;
 
 	if (!getenv("CLMUXD"))
 		return 77;
@@ -232,10 +212,5 @@ int main(void)
 	tcase_add_test(tc, buffer_outside_memory);
 	tcase_add_test(tc, short_packet);
 	tcase_add_test(tc, bad_vring_index);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? 1 : 0;
+	return vq_run("vhost_badinput", tc);
 }

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "vhost_user.h"
+#include "vhu_frontend.h"
 #include "vq_driver.h"
 
 #define MEM_SIZE (1u << 20)
@@ -53,27 +54,7 @@ static void teardown(void)
 /* Sends one front-end message (with fds) and lets the device handle it. */
 static int msg(uint32_t req, const void *payload, uint32_t size, const int *fds, unsigned nfds)
 {
-	uint8_t buf[12 + 512];
-	uint32_t hdr[3] = { req, 1, size };
-	union {
-		char c[CMSG_SPACE(8 * sizeof(int))];
-		struct cmsghdr align;
-	} cb;
-	struct iovec iov = { buf, 12 + size };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	memcpy(buf, hdr, 12);
-	memcpy(buf + 12, payload, size);
-	if (nfds) {
-		mh.msg_control = cb.c;
-		mh.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(c), fds, nfds * sizeof(int));
-	}
-	ck_assert_int_eq(sendmsg(sv[0], &mh, 0), 12 + size);
+	vhu_send(sv[0], req, payload, size, fds, nfds);
 	return cmx_vhu_dev_handle(&D);
 }
 
@@ -179,29 +160,43 @@ START_TEST(vring_lifecycle)
 	ck_assert_uint_eq(reply(11, st), 8);
 	ck_assert_uint_eq(st[1], 5);
 	ck_assert_int_eq(running[1], 0);
+	/* Stopped: nothing reads the ring any more. */
+	ck_assert_int_eq(cmx_virtq_pop(&D.vring[1].q, &(struct cmx_virtq_elem){ 0 }), 0);
+	ck_assert(!cmx_virtq_has_avail(&D.vring[1].q));
+	ck_assert(!cmx_virtq_should_notify(&D.vring[1].q));
 	close(kick);
 	close(call);
 }
 END_TEST
 
-START_TEST(ring_outside_memory_refused)
+/* Queue 0 with its descriptor table at desc: the kick that would start it
+ * is refused, and the ring never runs. */
+static void ring_refused(uint64_t desc)
 {
 	uint32_t st[2] = { 0, 256 };
-	uint64_t addr[5] = { 0 };
+	uint64_t addr[5] = { 0, desc, UVA_BASE + 0x2000, UVA_BASE + 0x1000, 0 };
 	uint64_t v = 1ull << 32; /* no protocol features: enabled at once */
 	int kick = eventfd(0, EFD_CLOEXEC);
 
 	ck_assert_int_eq(msg(2, &v, 8, NULL, 0), 0);
 	set_mem();
 	ck_assert_int_eq(msg(8, st, 8, NULL, 0), 0);
-	addr[1] = UVA_BASE + MEM_SIZE - 4096 - 16; /* the table runs past the end */
-	addr[2] = UVA_BASE + 0x2000;
-	addr[3] = UVA_BASE + 0x1000;
 	ck_assert_int_eq(msg(9, addr, 40, NULL, 0), 0);
 	v = 0;
 	ck_assert_int_eq(msg(12, &v, 8, &kick, 1), -EINVAL);
 	ck_assert_int_eq(running[0], 0);
 	close(kick);
+}
+
+START_TEST(ring_outside_memory_refused)
+{
+	ring_refused(UVA_BASE + MEM_SIZE - 4096 - 16); /* the table runs past the end */
+}
+END_TEST
+
+START_TEST(misaligned_ring_refused)
+{
+	ring_refused(UVA_BASE + 8);
 }
 END_TEST
 
@@ -262,6 +257,7 @@ int main(void)
 	tcase_add_test(tc, memory_bounds);
 	tcase_add_test(tc, vring_lifecycle);
 	tcase_add_test(tc, ring_outside_memory_refused);
+	tcase_add_test(tc, misaligned_ring_refused);
 	tcase_add_test(tc, bad_messages_break);
 	tcase_add_test(tc, bad_ring_size);
 	tcase_add_test(tc, mem_table_fd_count);
