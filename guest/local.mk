@@ -69,7 +69,7 @@ if HAVE_CHECK
 check_PROGRAMS += guest/tests/test_session_dead
 TESTS += guest/tests/test_session_dead
 guest_tests_test_session_dead_SOURCES = guest/tests/test_session_dead.c guest/session.c \
-	guest/area.c
+	guest/area.c guest/dial.c
 guest_tests_test_session_dead_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/guest -I$(top_builddir)/guest
 guest_tests_test_session_dead_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 guest_tests_test_session_dead_LDADD = transport/libcmxtransport.la $(CHECK_LIBS) -lpthread
