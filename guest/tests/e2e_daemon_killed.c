@@ -50,7 +50,7 @@ static pid_t daemon_start(char *dir)
 
 START_TEST(daemon_killed)
 {
-	char dir[] = "/tmp/clmux-killed-XXXXXX", data[4096] = {1};
+	char dir[] = "/tmp/clmux-killed-XXXXXX", sock[64], data[4096] = {1};
 	pid_t pid = daemon_start(dir);
 	struct e2e_plat p;
 	cl_int e;
@@ -73,7 +73,9 @@ START_TEST(daemon_killed)
 	ck_assert_int_ne(
 	    clEnqueueWriteBuffer(p.queue, m, CL_TRUE, 0, sizeof(data), data, 0, NULL, NULL),
 	    CL_SUCCESS);
-	unlink(strcat(dir, "/s.sock"));
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	unlink(sock);
+	rmdir(dir);
 }
 END_TEST
 
