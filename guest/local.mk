@@ -64,13 +64,10 @@ endif
 EXTRA_DIST += guest/tests/e2e-shm.sh
 CLEANFILES += guest/tests/e2e_*.out
 
-# The guest session when the daemon dies, over unix: and shm:.
+# An application whose daemon is killed (e2e-shm.sh runs it over shm: too).
 if HAVE_CHECK
-check_PROGRAMS += guest/tests/test_session_dead
-TESTS += guest/tests/test_session_dead
-guest_tests_test_session_dead_SOURCES = guest/tests/test_session_dead.c guest/session.c \
-	guest/area.c guest/dial.c
-guest_tests_test_session_dead_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/guest -I$(top_builddir)/guest
-guest_tests_test_session_dead_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-guest_tests_test_session_dead_LDADD = transport/libcmxtransport.la $(CHECK_LIBS) -lpthread
+check_PROGRAMS += guest/tests/e2e_daemon_killed
+TESTS += guest/tests/e2e_daemon_killed
+guest_tests_e2e_daemon_killed_CFLAGS = $(E2E_CFLAGS)
+guest_tests_e2e_daemon_killed_LDADD = $(E2E_LDADD)
 endif

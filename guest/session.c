@@ -844,7 +844,8 @@ int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *c
 		goto fail;
 	}
 	e = hello(s, s->fd, 0);
-	if (!e)
+	/* The area is a memfd passed over the socket: Unix sockets only. */
+	if (!e && a.type == CMX_ADDR_UNIX)
 		e = open_area(s, shm);
 	if (e)
 		goto fail;

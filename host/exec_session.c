@@ -2,9 +2,11 @@
 // Handlers: session housekeeping (Ping, GetStats, OpenArea).
 #include "exec.h"
 #include "area.h"
+#include "conn.h"
 #include "shm.h"
 
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 int cmx_h_Hello(struct cmx_call *c, struct cmx_Hello_in *in, struct cmx_Hello_out *out)
@@ -54,7 +56,13 @@ int cmx_h_OpenArea(struct cmx_call *c, struct cmx_OpenArea_in *in, struct cmx_Op
 	unsigned flags = (unsigned)(in->flags & CMX_AREA_RINGS);
 	int fd;
 
-	if (c->s->area || (in->flags & ~(uint64_t)CMX_AREA_RINGS))
+	struct sockaddr_storage sa = { 0 };
+	socklen_t len = sizeof(sa);
+
+	/* Only a Unix socket can carry the memfd, and only a peer on this
+	 * host can map it. */
+	if (c->s->area || (in->flags & ~(uint64_t)CMX_AREA_RINGS) || !c->s->conn ||
+	    getsockname(c->s->conn->fd, (struct sockaddr *)&sa, &len) || sa.ss_family != AF_UNIX)
 		return CL_INVALID_OPERATION;
 	if (cmx_area_create(in->size, flags, &c->s->area, &fd))
 		return CL_OUT_OF_HOST_MEMORY;
