@@ -296,7 +296,20 @@ static void vhu_queue_state(struct cmx_vhu_dev *d, unsigned idx, int running)
 		cmx_vsock_dev_tx(&vm->vsock);
 }
 
-static const struct cmx_vhu_ops vhu_ops = { .queue_state = vhu_queue_state };
+/* The guest reset or shut down its device: its connections are gone, and
+ * the sessions they carried close (a rebooted guest starts afresh). */
+static void vhu_stopped(struct cmx_vhu_dev *d)
+{
+	struct vm *vm = d->user;
+
+	if (vm->vsock.streams)
+		cmx_info("vhost-user-vsock %s: device stopped; closing the guest's sessions",
+			 vm->l->path);
+	cmx_vsock_dev_fini(&vm->vsock);
+}
+
+static const struct cmx_vhu_ops vhu_ops = { .queue_state = vhu_queue_state,
+					    .stopped = vhu_stopped };
 
 static void sock_arm(struct vm *vm)
 {
