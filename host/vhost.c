@@ -412,6 +412,15 @@ int cmx_vhost_listen(struct cmx_server *srv, const char *spec, char *err, size_t
 	snprintf(unix_spec, sizeof(unix_spec), "unix:%s", spec + 17);
 	if (cmx_addr_parse(unix_spec, &a, err, errlen))
 		return -EINVAL;
+	/* A typo in an option is reported, not ignored. */
+	for (const char *p = a.opts; (p = strchr(p, ',')); ) {
+		size_t n = strcspn(++p, "=,");
+		if (!((n == 3 && !strncmp(p, "cid", 3)) || (n == 4 && !strncmp(p, "port", 4)) ||
+		      (n == 6 && !strncmp(p, "tenant", 6)))) {
+			snprintf(err, errlen, "unknown option '%.*s' (cid, port, tenant)", (int)n, p);
+			return -EINVAL;
+		}
+	}
 	if (cmx_addr_opt(&a, "cid", val, sizeof(val)) ||
 	    (l->cid = strtoull(val, &end, 10)) < 3 || *end || l->cid > 0xffffffffu) {
 		snprintf(err, errlen, "needs cid=N (3 or more): %s", spec);
