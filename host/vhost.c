@@ -297,7 +297,20 @@ static void vhu_queue_state(struct cmx_vhu_dev *d, unsigned idx, int running)
 		cmx_vsock_dev_tx(&vm->vsock);
 }
 
-static const struct cmx_vhu_ops vhu_ops = { .queue_state = vhu_queue_state };
+/* The guest reset or shut down its device: its connections are gone, and
+ * the sessions they carried close (a rebooted guest starts afresh). */
+static void vhu_stopped(struct cmx_vhu_dev *d)
+{
+	struct vm *vm = d->user;
+
+	if (vm->vsock.streams)
+		cmx_info("vhost-user-vsock %s: device stopped; closing the guest's sessions",
+			 vm->l->path);
+	cmx_vsock_dev_fini(&vm->vsock);
+}
+
+static const struct cmx_vhu_ops vhu_ops = { .queue_state = vhu_queue_state,
+					    .stopped = vhu_stopped };
 
 static void sock_arm(struct vm *vm)
 {
@@ -400,6 +413,15 @@ int cmx_vhost_listen(struct cmx_server *srv, const char *spec, char *err, size_t
 	snprintf(unix_spec, sizeof(unix_spec), "unix:%s", spec + 17);
 	if (cmx_addr_parse(unix_spec, &a, err, errlen))
 		return -EINVAL;
+	/* A typo in an option is reported, not ignored. */
+	for (const char *p = a.opts; (p = strchr(p, ',')); ) {
+		size_t n = strcspn(++p, "=,");
+		if (!((n == 3 && !strncmp(p, "cid", 3)) || (n == 4 && !strncmp(p, "port", 4)) ||
+		      (n == 6 && !strncmp(p, "tenant", 6)))) {
+			snprintf(err, errlen, "unknown option '%.*s' (cid, port, tenant)", (int)n, p);
+			return -EINVAL;
+		}
+	}
 	if (cmx_addr_opt(&a, "cid", val, sizeof(val)) ||
 	    (l->cid = strtoull(val, &end, 10)) < 3 || *end || l->cid > 0xffffffffu) {
 		snprintf(err, errlen, "needs cid=N (3 or more): %s", spec);

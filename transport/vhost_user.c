@@ -345,7 +345,10 @@ static int handle(struct cmx_vhu_dev *d, struct vhu_msg *m, int *fds, unsigned *
 		/* Stopped until kicked anew: the front end sends a fresh kick fd. */
 		close_fd(&d->vring[i].kick_fd);
 		m->state.num = d->vring[i].base;
-		return reply(d, m, 8);
+		e = reply(d, m, 8);
+		if (!e && d->ops->stopped && !d->vring[0].started && !d->vring[1].started)
+			d->ops->stopped(d);
+		return e;
 	case VHU_SET_VRING_KICK:
 	case VHU_SET_VRING_CALL:
 	case VHU_SET_VRING_ERR:

@@ -39,6 +39,9 @@ struct cmx_vhu_ops {
 	void (*queue_state)(struct cmx_vhu_dev *d, unsigned idx, int running);
 	/* The memory table is about to change: rings were just stopped. */
 	void (*mem_changed)(struct cmx_vhu_dev *d);
+	/* The front end stopped the device (every ring fetched back, as on a
+	 * guest reset or shutdown): what the guest had open is gone. */
+	void (*stopped)(struct cmx_vhu_dev *d);
 };
 
 struct cmx_vhu_dev {

@@ -58,7 +58,8 @@ struct cmx_vsock_dev {
 
 void cmx_vsock_dev_init(struct cmx_vsock_dev *d, uint64_t guest_cid, struct cmx_virtq *rxq,
 			struct cmx_virtq *txq, const struct cmx_vsock_ops *ops, void *ctx);
-/* Closes every stream (ops->closed) and drops queued packets. */
+/* Closes every stream (ops->closed) and drops queued packets, writing
+ * nothing to the guest; the device may then start afresh (a reset). */
 void cmx_vsock_dev_fini(struct cmx_vsock_dev *d);
 /* The guest kicked the tx queue: handles its packets. 0, or -EINVAL when
  * the device is broken. */

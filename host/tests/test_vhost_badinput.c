@@ -200,6 +200,30 @@ START_TEST(bad_vring_index)
 }
 END_TEST
 
+/* The daemon refuses to start on a listen address it cannot honour. */
+START_TEST(bad_listen_options)
+{
+	static const char *const bad[] = {
+		"vhost-user-vsock:/tmp/clmux-vhost-x.sock",		  /* no cid */
+		"vhost-user-vsock:/tmp/clmux-vhost-x.sock,cid=2",	  /* the host's */
+		"vhost-user-vsock:/tmp/clmux-vhost-x.sock,cid=3,port=0",
+		"vhost-user-vsock:/tmp/clmux-vhost-x.sock,cid=3,porrt=9", /* a typo */
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int status;
+		pid_t pid = fork();
+		if (!pid) {
+			execl(getenv("CLMUXD"), "clmuxd", "--listen", bad[i], (char *)NULL);
+			_exit(127);
+		}
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 1, "%s: accepted", bad[i]);
+	}
+	ck_assert_int_ne(access("/tmp/clmux-vhost-x.sock", F_OK), 0);
+}
+END_TEST
+
 int main(void)
 {
 	TCase *tc = tcase_create("vhost_badinput");
@@ -212,5 +236,6 @@ int main(void)
 	tcase_add_test(tc, buffer_outside_memory);
 	tcase_add_test(tc, short_packet);
 	tcase_add_test(tc, bad_vring_index);
+	tcase_add_test(tc, bad_listen_options);
 	return vq_run("vhost_badinput", tc);
 }

@@ -22,7 +22,7 @@
 
 static int sv[2], memfd;
 static struct cmx_vhu_dev D;
-static int running[CMX_VHU_MAX_QUEUES], nstate;
+static int running[CMX_VHU_MAX_QUEUES], nstate, nstopped;
 
 static void queue_state(struct cmx_vhu_dev *d, unsigned idx, int run)
 {
@@ -30,7 +30,12 @@ static void queue_state(struct cmx_vhu_dev *d, unsigned idx, int run)
 	nstate++;
 }
 
-static const struct cmx_vhu_ops ops = { .queue_state = queue_state };
+static void stopped(struct cmx_vhu_dev *d)
+{
+	nstopped++;
+}
+
+static const struct cmx_vhu_ops ops = { .queue_state = queue_state, .stopped = stopped };
 
 static void setup(void)
 {
@@ -41,7 +46,7 @@ static void setup(void)
 	ck_assert_int_eq(ftruncate(memfd, MEM_SIZE), 0);
 	cmx_vhu_dev_init(&D, sv[1], 0, &cid, sizeof(cid), &ops, NULL);
 	memset(running, 0, sizeof(running));
-	nstate = 0;
+	nstate = nstopped = 0;
 }
 
 static void teardown(void)
@@ -164,6 +169,8 @@ START_TEST(vring_lifecycle)
 	ck_assert_int_eq(cmx_virtq_pop(&D.vring[1].q, &(struct cmx_virtq_elem){ 0 }), 0);
 	ck_assert(!cmx_virtq_has_avail(&D.vring[1].q));
 	ck_assert(!cmx_virtq_should_notify(&D.vring[1].q));
+	/* No ring runs any more: the device as a whole stopped. */
+	ck_assert_int_eq(nstopped, 1);
 	close(kick);
 	close(call);
 }
