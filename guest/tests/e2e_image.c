@@ -549,6 +549,8 @@ static Suite *image_suite(void)
 	suite_add_tcase(s, tc);
 	tc = e2e_tcase("query");
 	tcase_add_test(tc, test_queries);
+	suite_add_tcase(s, tc);
+	tc = e2e_tcase("errors");
 	tcase_add_test(tc, test_errors);
 	suite_add_tcase(s, tc);
 	return s;
