@@ -12,7 +12,7 @@ EXTRA_DIST += tools/tests/test_cmxgen.sh tools/tests/golden.schema \
 	tools/tests/golden/stubs.gen.h.expected tools/tests/golden/handlers.gen.h.expected \
 	tools/tests/golden/handlers.gen.c.expected tools/demo tools/check tools/setup.sh \
 	tools/compat-clinfo.sh tools/compat-pyopencl.sh tools/tests/compat_pyopencl.py \
-	tools/tests/compat-env.sh tools/compat-oclgrind.sh tools/compat-piglit.sh \
+	tools/tests/compat-env.sh tools/compat-oclgrind.sh tools/compat-piglit.sh tools/compat-apps.sh \
 	tools/gpu-bundle tools/gpu-check
 
 # What every test sees: the build tree's vendors directory (clmux and the
@@ -33,4 +33,8 @@ check-oclgrind: all $(check_PROGRAMS) icd/clmux.icd
 check-piglit: all icd/clmux.icd
 	OCL_ICD_VENDORS=$(abs_top_builddir)/icd CLMUXD=$(abs_top_builddir)/host/clmuxd \
 	  srcdir=$(top_srcdir) $(top_srcdir)/tools/compat-piglit.sh; rc=$$?; [ $$rc = 77 ] || exit $$rc
-.PHONY: check-oclgrind check-piglit
+# clpeak and hashcat natively and through clmux: minutes, not in check.
+bench-apps: all icd/clmux.icd
+	OCL_ICD_VENDORS=$(abs_top_builddir)/icd CLMUXD=$(abs_top_builddir)/host/clmuxd \
+	  srcdir=$(top_srcdir) $(top_srcdir)/tools/compat-apps.sh
+.PHONY: check-oclgrind check-piglit bench-apps
