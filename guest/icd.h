@@ -244,6 +244,22 @@ static inline cl_int cmx_info_reply(int rc, struct cmx_reply *reply, const struc
 	return e;
 }
 
+/* The end of an entry point that returns an object: *errcode_ret (when
+ * given) and the object, NULL on failure. */
+static inline void *cmx_fail(cl_int *errcode_ret, cl_int e)
+{
+	if (errcode_ret)
+		*errcode_ret = e;
+	return NULL;
+}
+
+static inline void *cmx_succeed(cl_int *errcode_ret, void *p)
+{
+	if (errcode_ret)
+		*errcode_ret = CL_SUCCESS;
+	return p;
+}
+
 /* Fresh object of a kind, dispatch and magic set, refs 1, a new id. */
 void *cmx_object_new(size_t size, uint32_t magic);
 

@@ -17,20 +17,6 @@ struct cmx_formats {
 	cl_image_format v[];
 };
 
-static void *fail(cl_int *errcode_ret, cl_int e)
-{
-	if (errcode_ret)
-		*errcode_ret = e;
-	return NULL;
-}
-
-static void *succeed(cl_int *errcode_ret, void *p)
-{
-	if (errcode_ret)
-		*errcode_ret = CL_SUCCESS;
-	return p;
-}
-
 static int is_image_type(cl_mem_object_type t)
 {
 	switch (t) {
@@ -281,47 +267,47 @@ static cl_mem image_create(cl_context ctx, const cl_mem_properties *props, cl_me
 	cl_int e;
 
 	if (!CMX_IS(ctx, CMX_MAGIC_CONTEXT))
-		return fail(errcode_ret, CL_INVALID_CONTEXT);
+		return cmx_fail(errcode_ret, CL_INVALID_CONTEXT);
 	if (props && props[0])
-		return fail(errcode_ret, CL_INVALID_PROPERTY);
+		return cmx_fail(errcode_ret, CL_INVALID_PROPERTY);
 	if (cmx_mem_flags_check(flags & ~(cl_mem_flags)CL_MEM_KERNEL_READ_AND_WRITE))
-		return fail(errcode_ret, CL_INVALID_VALUE);
+		return cmx_fail(errcode_ret, CL_INVALID_VALUE);
 	if (!format || !(elem = cmx_image_elem_size(format)))
-		return fail(errcode_ret, CL_INVALID_IMAGE_FORMAT_DESCRIPTOR);
+		return cmx_fail(errcode_ret, CL_INVALID_IMAGE_FORMAT_DESCRIPTOR);
 	if (!desc || !is_image_type(desc->image_type))
-		return fail(errcode_ret, CL_INVALID_IMAGE_DESCRIPTOR);
+		return cmx_fail(errcode_ret, CL_INVALID_IMAGE_DESCRIPTOR);
 	if (!ctx_has_images(ctx))
-		return fail(errcode_ret, CL_INVALID_OPERATION);
+		return cmx_fail(errcode_ret, CL_INVALID_OPERATION);
 	if ((e = dims_check(ctx, desc)))
-		return fail(errcode_ret, e);
+		return cmx_fail(errcode_ret, e);
 	/* The spec's error for a format the device lacks (a driver may give
 	 * another), from the cached list. */
 	if ((e = formats_get(ctx, flags, desc->image_type, &fl)))
-		return fail(errcode_ret, e);
+		return cmx_fail(errcode_ret, e);
 	if (!format_listed(fl, format))
-		return fail(errcode_ret, CL_IMAGE_FORMAT_NOT_SUPPORTED);
+		return cmx_fail(errcode_ret, CL_IMAGE_FORMAT_NOT_SUPPORTED);
 	d = *desc;
 	if (d.buffer) {
 		buf = d.buffer;
 		if (!CMX_IS(buf, CMX_MAGIC_MEM) || buf->ctx != ctx ||
 		    (d.image_type != CL_MEM_OBJECT_IMAGE1D_BUFFER &&
 		     d.image_type != CL_MEM_OBJECT_IMAGE2D))
-			return fail(errcode_ret, CL_INVALID_IMAGE_DESCRIPTOR);
+			return cmx_fail(errcode_ret, CL_INVALID_IMAGE_DESCRIPTOR);
 	} else if (d.image_type == CL_MEM_OBJECT_IMAGE1D_BUFFER) {
-		return fail(errcode_ret, CL_INVALID_IMAGE_DESCRIPTOR);
+		return cmx_fail(errcode_ret, CL_INVALID_IMAGE_DESCRIPTOR);
 	}
 	if (has_host != (host_ptr != NULL))
-		return fail(errcode_ret, CL_INVALID_HOST_PTR);
+		return cmx_fail(errcode_ret, CL_INVALID_HOST_PTR);
 	/* Contents travel packed, with explicit pitches, so the daemon knows
 	 * how many bytes the driver will read (and a driver that mishandles
 	 * pitched host memory, as Oclgrind 21.10 does, never sees any). */
 	if (has_host) {
 		host_pitches(&d, elem);
 		if (host_bytes(&d, &bytes) || bytes > SIZE_MAX)
-			return fail(errcode_ret, CL_INVALID_IMAGE_SIZE);
+			return cmx_fail(errcode_ret, CL_INVALID_IMAGE_SIZE);
 		e = contents_pack(&d, elem, host_ptr, &packed, &bytes);
 		if (e)
-			return fail(errcode_ret, e);
+			return cmx_fail(errcode_ret, e);
 	}
 
 	img = calloc(1, sizeof(*img));
@@ -330,7 +316,7 @@ static cl_mem image_create(cl_context ctx, const cl_mem_properties *props, cl_me
 		free(img);
 		if (packed != host_ptr)
 			free(packed);
-		return fail(errcode_ret, CL_OUT_OF_HOST_MEMORY);
+		return cmx_fail(errcode_ret, CL_OUT_OF_HOST_MEMORY);
 	}
 	img->format = *format;
 	img->desc = *desc;
@@ -341,7 +327,7 @@ static cl_mem image_create(cl_context ctx, const cl_mem_properties *props, cl_me
 		cmx_mem_free(m);
 		if (packed != host_ptr)
 			free(packed);
-		return fail(errcode_ret, CL_OUT_OF_HOST_MEMORY);
+		return cmx_fail(errcode_ret, CL_OUT_OF_HOST_MEMORY);
 	}
 	m->nprops = props ? 1 : 0;
 	fmt[0] = format->image_channel_order;
@@ -367,7 +353,7 @@ static cl_mem image_create(cl_context ctx, const cl_mem_properties *props, cl_me
 	}
 	if (e) {
 		cmx_mem_free(m);
-		return fail(errcode_ret, e);
+		return cmx_fail(errcode_ret, e);
 	}
 	if (flags & CL_MEM_USE_HOST_PTR)
 		m->host_ptr = host_ptr;
@@ -378,7 +364,7 @@ static cl_mem image_create(cl_context ctx, const cl_mem_properties *props, cl_me
 		cmx_clRetainMemObject(buf);
 	}
 	cmx_clRetainContext(ctx);
-	return succeed(errcode_ret, m);
+	return cmx_succeed(errcode_ret, m);
 }
 
 cl_mem cmx_clCreateImage(cl_context ctx, cl_mem_flags flags, const cl_image_format *format,
@@ -888,12 +874,20 @@ cl_int cmx_clEnqueueFillImage(cl_command_queue q, cl_mem m, const void *color, c
 	return cmx_cmd_end(&c, CMX_SEND(FillImage, &in));
 }
 
-/* The buffer side of an image <-> buffer copy. */
-static cl_int buffer_side(cl_command_queue q, cl_mem img, cl_mem buf, size_t off,
-			  const size_t *region)
+/* The checks of an image <-> buffer copy, then its command: the image
+ * box, and the buffer's range from off. */
+static cl_int image_buffer_begin(struct cmx_cmd *c, cl_command_queue q, cl_mem img, cl_mem buf,
+				 size_t off, const size_t *origin, const size_t *region,
+				 cl_uint n, const cl_event *list, cl_event *event,
+				 cl_command_type type)
 {
 	size_t bytes;
+	cl_int e = cmx_image_check(q, img);
 
+	if (!e)
+		e = cmx_image_region_check(img, origin, region);
+	if (e)
+		return e;
 	if (!CMX_IS(buf, CMX_MAGIC_MEM) || buf->type != CL_MEM_OBJECT_BUFFER)
 		return CL_INVALID_MEM_OBJECT;
 	if (buf->ctx != q->ctx)
@@ -902,7 +896,7 @@ static cl_int buffer_side(cl_command_queue q, cl_mem img, cl_mem buf, size_t off
 	bytes = img->image->elem * region[0] * region[1] * region[2];
 	if (off > buf->size || bytes > buf->size - off)
 		return CL_INVALID_VALUE;
-	return CL_SUCCESS;
+	return cmx_cmd_begin(c, q, n, list, event, type);
 }
 
 cl_int cmx_clEnqueueCopyImageToBuffer(cl_command_queue q, cl_mem src, cl_mem dst, const size_t *so,
@@ -912,13 +906,10 @@ cl_int cmx_clEnqueueCopyImageToBuffer(cl_command_queue q, cl_mem src, cl_mem dst
 	struct cmx_CopyImageToBuffer_in in;
 	uint64_t o64[3], r64[3];
 	struct cmx_cmd c;
-	cl_int e = cmx_image_check(q, src);
+	cl_int e = image_buffer_begin(&c, q, src, dst, doff, so, region, n, list, event,
+				      CL_COMMAND_COPY_IMAGE_TO_BUFFER);
 
-	if (!e)
-		e = cmx_image_region_check(src, so, region);
-	if (!e)
-		e = buffer_side(q, src, dst, doff, region);
-	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_COPY_IMAGE_TO_BUFFER)))
+	if (e)
 		return e;
 	u64x3(o64, so), u64x3(r64, region);
 	in = (struct cmx_CopyImageToBuffer_in){.queue = {q->id},
@@ -939,13 +930,10 @@ cl_int cmx_clEnqueueCopyBufferToImage(cl_command_queue q, cl_mem src, cl_mem dst
 	struct cmx_CopyBufferToImage_in in;
 	uint64_t o64[3], r64[3];
 	struct cmx_cmd c;
-	cl_int e = cmx_image_check(q, dst);
+	cl_int e = image_buffer_begin(&c, q, dst, src, soff, dor, region, n, list, event,
+				      CL_COMMAND_COPY_BUFFER_TO_IMAGE);
 
-	if (!e)
-		e = cmx_image_region_check(dst, dor, region);
-	if (!e)
-		e = buffer_side(q, dst, src, soff, region);
-	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_COPY_BUFFER_TO_IMAGE)))
+	if (e)
 		return e;
 	u64x3(o64, dor), u64x3(r64, region);
 	in = (struct cmx_CopyBufferToImage_in){.queue = {q->id},
@@ -972,18 +960,18 @@ static cl_sampler sampler_create(cl_context ctx, cl_bool norm, cl_addressing_mod
 	cl_int e;
 
 	if (!CMX_IS(ctx, CMX_MAGIC_CONTEXT))
-		return fail(errcode_ret, CL_INVALID_CONTEXT);
+		return cmx_fail(errcode_ret, CL_INVALID_CONTEXT);
 	if ((norm != CL_TRUE && norm != CL_FALSE) ||
 	    (addr != CL_ADDRESS_NONE && addr != CL_ADDRESS_CLAMP_TO_EDGE &&
 	     addr != CL_ADDRESS_CLAMP && addr != CL_ADDRESS_REPEAT &&
 	     addr != CL_ADDRESS_MIRRORED_REPEAT) ||
 	    (filter != CL_FILTER_NEAREST && filter != CL_FILTER_LINEAR))
-		return fail(errcode_ret, CL_INVALID_VALUE);
+		return cmx_fail(errcode_ret, CL_INVALID_VALUE);
 	if (!ctx_has_images(ctx))
-		return fail(errcode_ret, CL_INVALID_OPERATION);
+		return cmx_fail(errcode_ret, CL_INVALID_OPERATION);
 	s = cmx_object_new(sizeof(*s), CMX_MAGIC_SAMPLER);
 	if (!s)
-		return fail(errcode_ret, CL_OUT_OF_HOST_MEMORY);
+		return cmx_fail(errcode_ret, CL_OUT_OF_HOST_MEMORY);
 	s->ctx = ctx;
 	s->normalized = norm;
 	s->addressing = addr;
@@ -996,10 +984,10 @@ static cl_sampler sampler_create(cl_context ctx, cl_bool norm, cl_addressing_mod
 	e = CMX_SEND(CreateSampler, &in);
 	if (e) {
 		free(s);
-		return fail(errcode_ret, e);
+		return cmx_fail(errcode_ret, e);
 	}
 	cmx_clRetainContext(ctx);
-	return succeed(errcode_ret, s);
+	return cmx_succeed(errcode_ret, s);
 }
 
 cl_sampler cmx_clCreateSampler(cl_context ctx, cl_bool normalized, cl_addressing_mode addressing,
@@ -1018,7 +1006,7 @@ cl_sampler cmx_clCreateSamplerWithProperties(cl_context ctx, const cl_sampler_pr
 	size_t n = 0;
 
 	if (!CMX_IS(ctx, CMX_MAGIC_CONTEXT))
-		return fail(errcode_ret, CL_INVALID_CONTEXT);
+		return cmx_fail(errcode_ret, CL_INVALID_CONTEXT);
 	for (; props && props[n]; n += 2) {
 		unsigned bit;
 
@@ -1033,10 +1021,10 @@ cl_sampler cmx_clCreateSamplerWithProperties(cl_context ctx, const cl_sampler_pr
 			bit = 4, filter = (cl_filter_mode)props[n + 1];
 			break;
 		default:
-			return fail(errcode_ret, CL_INVALID_VALUE);
+			return cmx_fail(errcode_ret, CL_INVALID_VALUE);
 		}
 		if (seen & bit)
-			return fail(errcode_ret, CL_INVALID_VALUE);
+			return cmx_fail(errcode_ret, CL_INVALID_VALUE);
 		seen |= bit;
 	}
 	return sampler_create(ctx, norm, addr, filter, props, props ? n + 1 : 0, errcode_ret);

@@ -614,6 +614,20 @@ cl_int CL_API_CALL cmx_clGetKernelInfo(cl_kernel kernel, cl_kernel_info param_na
 	return CL_INVALID_VALUE;
 }
 
+/* The daemon always builds with -cl-kernel-arg-info (the guest checks
+ * arguments with it); the application sees argument info only where it
+ * asked for it, as natively: a program from source or IL built without
+ * the option has none. */
+static int arg_info_asked(cl_program p)
+{
+	int asked;
+
+	pthread_mutex_lock(&p->lock);
+	asked = !(p->source || p->il) || (p->options && strstr(p->options, "-cl-kernel-arg-info"));
+	pthread_mutex_unlock(&p->lock);
+	return asked;
+}
+
 cl_int CL_API_CALL cmx_clGetKernelArgInfo(cl_kernel kernel, cl_uint arg_index,
 					  cl_kernel_arg_info param_name, size_t param_value_size,
 					  void *param_value, size_t *param_value_size_ret)
@@ -626,6 +640,8 @@ cl_int CL_API_CALL cmx_clGetKernelArgInfo(cl_kernel kernel, cl_uint arg_index,
 		return CL_INVALID_KERNEL;
 	if (arg_index >= kernel->info->nargs)
 		return CL_INVALID_ARG_INDEX;
+	if (!arg_info_asked(kernel->program))
+		return CL_KERNEL_ARG_INFO_NOT_AVAILABLE;
 	ai = &kernel->info->args[arg_index];
 	switch (param_name) {
 	case CL_KERNEL_ARG_ADDRESS_QUALIFIER:

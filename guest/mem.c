@@ -47,20 +47,6 @@ struct mem_destructor {
 static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t map_cond = PTHREAD_COND_INITIALIZER;
 
-static void *fail(cl_int *errcode_ret, cl_int e)
-{
-	if (errcode_ret)
-		*errcode_ret = e;
-	return NULL;
-}
-
-static void *succeed(cl_int *errcode_ret, void *p)
-{
-	if (errcode_ret)
-		*errcode_ret = CL_SUCCESS;
-	return p;
-}
-
 static size_t align_bytes(cl_device_id d)
 {
 	return d->mem_base_addr_align >= 8 ? d->mem_base_addr_align / 8 : 1;
@@ -375,29 +361,29 @@ static cl_mem buffer_create(cl_context ctx, const cl_mem_properties *props, cl_m
 	cl_int e;
 
 	if (!CMX_IS(ctx, CMX_MAGIC_CONTEXT))
-		return fail(errcode_ret, CL_INVALID_CONTEXT);
+		return cmx_fail(errcode_ret, CL_INVALID_CONTEXT);
 	/* No buffer property is supported: only an empty list passes. */
 	if (props && props[0])
-		return fail(errcode_ret, CL_INVALID_PROPERTY);
+		return cmx_fail(errcode_ret, CL_INVALID_PROPERTY);
 	if (cmx_mem_flags_check(flags))
-		return fail(errcode_ret, CL_INVALID_VALUE);
+		return cmx_fail(errcode_ret, CL_INVALID_VALUE);
 	for (cl_uint i = 0; i < ctx->ndevices; i++)
 		if (ctx->devices[i]->max_alloc > max_alloc)
 			max_alloc = ctx->devices[i]->max_alloc;
 	if (!size || (max_alloc && size > max_alloc))
-		return fail(errcode_ret, CL_INVALID_BUFFER_SIZE);
+		return cmx_fail(errcode_ret, CL_INVALID_BUFFER_SIZE);
 	if (has_host != (host_ptr != NULL))
-		return fail(errcode_ret, CL_INVALID_HOST_PTR);
+		return cmx_fail(errcode_ret, CL_INVALID_HOST_PTR);
 
 	m = cmx_mem_new(ctx, flags, size);
 	if (!m)
-		return fail(errcode_ret, CL_OUT_OF_HOST_MEMORY);
+		return cmx_fail(errcode_ret, CL_OUT_OF_HOST_MEMORY);
 	if (props) {
 		m->props = calloc(1, sizeof(*m->props));
 		m->nprops = 1;
 		if (!m->props) {
 			cmx_mem_free(m);
-			return fail(errcode_ret, CL_OUT_OF_HOST_MEMORY);
+			return cmx_fail(errcode_ret, CL_OUT_OF_HOST_MEMORY);
 		}
 	}
 	if (flags & CL_MEM_USE_HOST_PTR)
@@ -410,10 +396,10 @@ static cl_mem buffer_create(cl_context ctx, const cl_mem_properties *props, cl_m
 	e = CMX_SEND(CreateBuffer, &in, has_host ? host_ptr : NULL, has_host ? size : 0);
 	if (e) {
 		cmx_mem_free(m);
-		return fail(errcode_ret, e);
+		return cmx_fail(errcode_ret, e);
 	}
 	cmx_clRetainContext(ctx);
-	return succeed(errcode_ret, m);
+	return cmx_succeed(errcode_ret, m);
 }
 
 cl_mem cmx_clCreateBuffer(cl_context ctx, cl_mem_flags flags, size_t size, void *host_ptr,
@@ -449,19 +435,19 @@ cl_mem cmx_clCreateSubBuffer(cl_mem parent, cl_mem_flags flags, cl_buffer_create
 
 	if (!CMX_IS(parent, CMX_MAGIC_MEM) || parent->type != CL_MEM_OBJECT_BUFFER ||
 	    parent->parent)
-		return fail(errcode_ret, CL_INVALID_MEM_OBJECT);
+		return cmx_fail(errcode_ret, CL_INVALID_MEM_OBJECT);
 	if (sub_flags(parent->flags, flags, &all) || type != CL_BUFFER_CREATE_TYPE_REGION || !r)
-		return fail(errcode_ret, CL_INVALID_VALUE);
+		return cmx_fail(errcode_ret, CL_INVALID_VALUE);
 	if (r->origin > parent->size || r->size > parent->size - r->origin)
-		return fail(errcode_ret, CL_INVALID_VALUE);
+		return cmx_fail(errcode_ret, CL_INVALID_VALUE);
 	if (!r->size)
-		return fail(errcode_ret, CL_INVALID_BUFFER_SIZE);
+		return cmx_fail(errcode_ret, CL_INVALID_BUFFER_SIZE);
 	if (!origin_aligned(parent->ctx, r->origin))
-		return fail(errcode_ret, CL_MISALIGNED_SUB_BUFFER_OFFSET);
+		return cmx_fail(errcode_ret, CL_MISALIGNED_SUB_BUFFER_OFFSET);
 
 	m = cmx_mem_new(parent->ctx, all, r->size);
 	if (!m)
-		return fail(errcode_ret, CL_OUT_OF_HOST_MEMORY);
+		return cmx_fail(errcode_ret, CL_OUT_OF_HOST_MEMORY);
 	m->parent = parent;
 	m->origin = r->origin;
 	if (parent->host_ptr)
@@ -475,13 +461,13 @@ cl_mem cmx_clCreateSubBuffer(cl_mem parent, cl_mem_flags flags, cl_buffer_create
 	e = CMX_SEND(CreateSubBuffer, &in);
 	if (e) {
 		cmx_mem_free(m);
-		return fail(errcode_ret, e);
+		return cmx_fail(errcode_ret, e);
 	}
 	/* The parent outlives its sub-buffers, here and (by this order of
 	 * releases) in the daemon. */
 	cmx_clRetainMemObject(parent);
 	cmx_clRetainContext(m->ctx);
-	return succeed(errcode_ret, m);
+	return cmx_succeed(errcode_ret, m);
 }
 
 cl_int cmx_clRetainMemObject(cl_mem m)
@@ -1256,6 +1242,23 @@ static int map_flags_bad(cl_map_flags f)
 	return (f & CL_MAP_WRITE_INVALIDATE_REGION) && (f & (CL_MAP_READ | CL_MAP_WRITE));
 }
 
+/* The end of a map whose read (or marker) was sent with status e. */
+static void *map_end(cl_command_queue q, cl_mem m, struct cmx_mapping *mp, struct cmx_cmd *c,
+		     cl_int e, cl_bool blocking, cl_uint n, const cl_event *list,
+		     cl_int *errcode_ret)
+{
+	e = cmx_cmd_end(c, e);
+	if (e) {
+		mapping_free(mp);
+		return cmx_fail(errcode_ret, e);
+	}
+	mapping_link(m, mp);
+	atomic_fetch_add(&m->map_count, 1);
+	if (blocking)
+		cmx_blocking_done(q, n, list);
+	return cmx_succeed(errcode_ret, mp->ptr);
+}
+
 void *cmx_clEnqueueMapBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, cl_map_flags flags,
 			     size_t off, size_t size, cl_uint n, const cl_event *list,
 			     cl_event *event, cl_int *errcode_ret)
@@ -1269,11 +1272,11 @@ void *cmx_clEnqueueMapBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, cl_
 	if (!e)
 		e = cmx_mem_host_access(m, (flags & CL_MAP_READ) != 0, (flags & MAP_WRITES) != 0);
 	if (e || (e = mapping_new(m, off, size, flags, &mp)))
-		return fail(errcode_ret, e);
+		return cmx_fail(errcode_ret, e);
 	e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_MAP_BUFFER);
 	if (e) {
 		mapping_free(mp);
-		return fail(errcode_ret, e);
+		return cmx_fail(errcode_ret, e);
 	}
 	if (flags & CL_MAP_WRITE_INVALIDATE_REGION) {
 		/* Nothing to read: a marker gives the event its place in order. */
@@ -1282,16 +1285,7 @@ void *cmx_clEnqueueMapBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, cl_
 		mp->landing = !blocking; /* not shared yet: no lock needed */
 		e = read_region(q, m, blocking, off, size, mp->ptr, &c, map_landed, mp);
 	}
-	e = cmx_cmd_end(&c, e);
-	if (e) {
-		mapping_free(mp);
-		return fail(errcode_ret, e);
-	}
-	mapping_link(m, mp);
-	atomic_fetch_add(&m->map_count, 1);
-	if (blocking)
-		cmx_blocking_done(q, n, list);
-	return succeed(errcode_ret, mp->ptr);
+	return map_end(q, m, mp, &c, e, blocking, n, list, errcode_ret);
 }
 
 /* An image's map is its box packed in guest memory: rows of region[0]
@@ -1310,22 +1304,22 @@ void *cmx_clEnqueueMapImage(cl_command_queue q, cl_mem m, cl_bool blocking, cl_m
 	if (!e)
 		e = cmx_image_region_check(m, origin, region);
 	if (e)
-		return fail(errcode_ret, e);
+		return cmx_fail(errcode_ret, e);
 	slices = m->type == CL_MEM_OBJECT_IMAGE3D || m->type == CL_MEM_OBJECT_IMAGE2D_ARRAY ||
 		 m->type == CL_MEM_OBJECT_IMAGE1D_ARRAY;
 	if (map_flags_bad(flags) || !row_pitch || (slices && !slice_pitch))
-		return fail(errcode_ret, CL_INVALID_VALUE);
+		return cmx_fail(errcode_ret, CL_INVALID_VALUE);
 	e = cmx_mem_host_access(m, (flags & CL_MAP_READ) != 0, (flags & MAP_WRITES) != 0);
 	/* The region was checked: its byte count does not overflow. */
 	row = m->image->elem * region[0];
 	if (e || (e = mapping_new(m, 0, row * region[1] * region[2], flags, &mp)))
-		return fail(errcode_ret, e);
+		return cmx_fail(errcode_ret, e);
 	for (int i = 0; i < 3; i++)
 		mp->origin[i] = origin[i], mp->region[i] = region[i];
 	e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_MAP_IMAGE);
 	if (e) {
 		mapping_free(mp);
-		return fail(errcode_ret, e);
+		return cmx_fail(errcode_ret, e);
 	}
 	if (flags & CL_MAP_WRITE_INVALIDATE_REGION) {
 		e = send_marker(q, &c);
@@ -1334,15 +1328,6 @@ void *cmx_clEnqueueMapImage(cl_command_queue q, cl_mem m, cl_bool blocking, cl_m
 		e = cmx_image_read_packed(q, m, blocking, origin, region, mp->ptr, &c, map_landed,
 					  mp);
 	}
-	e = cmx_cmd_end(&c, e);
-	if (e) {
-		mapping_free(mp);
-		return fail(errcode_ret, e);
-	}
-	mapping_link(m, mp);
-	atomic_fetch_add(&m->map_count, 1);
-	if (blocking)
-		cmx_blocking_done(q, n, list);
 	if (m->type == CL_MEM_OBJECT_IMAGE1D_ARRAY)
 		slice = row;
 	else if (slices)
@@ -1350,7 +1335,7 @@ void *cmx_clEnqueueMapImage(cl_command_queue q, cl_mem m, cl_bool blocking, cl_m
 	*row_pitch = row;
 	if (slice_pitch)
 		*slice_pitch = slice;
-	return succeed(errcode_ret, mp->ptr);
+	return map_end(q, m, mp, &c, e, blocking, n, list, errcode_ret);
 }
 
 cl_int cmx_clEnqueueUnmapMemObject(cl_command_queue q, cl_mem m, void *ptr, cl_uint n,
@@ -1463,7 +1448,7 @@ cl_int cmx_clSetKernelArgSVMPointer(cl_kernel k, cl_uint index, const void *valu
 cl_mem cmx_clCreatePipe(cl_context ctx, cl_mem_flags flags, cl_uint packet_size,
 			cl_uint max_packets, const cl_pipe_properties *props, cl_int *errcode_ret)
 {
-	return fail(errcode_ret,
+	return cmx_fail(errcode_ret,
 		    CMX_IS(ctx, CMX_MAGIC_CONTEXT) ? CL_INVALID_OPERATION : CL_INVALID_CONTEXT);
 }
 

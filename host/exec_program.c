@@ -228,7 +228,7 @@ static int compile_work(struct cmx_call *c)
 	struct cmx_CompileProgram_in *in = c->in;
 	size_t nh = in->headers.n;
 	const char **names = nh ? calloc(nh, sizeof(*names)) : NULL;
-	const char *p = in->header_names.ptr, *end = p + in->header_names.len;
+	const char *p = in->header_names.ptr, *end = p ? p + in->header_names.len : p;
 	char *opts = cmx_incdir_options(c->s->id, in->program.id,
 					in->options.len ? in->options.ptr : NULL);
 	cl_int e = CL_SUCCESS;

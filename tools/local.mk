@@ -31,6 +31,7 @@ EXTRA_DIST += tools/tests/test_cmxgen.sh tools/tests/golden.schema \
 	tools/tests/golden/handlers.gen.c.expected tools/demo tools/check tools/setup.sh \
 	tools/compat-clinfo.sh tools/compat-pyopencl.sh tools/tests/compat_pyopencl.py \
 	tools/tests/compat-env.sh tools/tests/transports.sh tools/tests/tenant-bench-slice.sh \
+	tools/compat-oclgrind.sh tools/compat-piglit.sh tools/compat-apps.sh \
 	tools/gpu-bundle tools/gpu-check tools/transport-bench
 
 # What every test sees: the build tree's vendors directory (clmux and the
@@ -40,3 +41,19 @@ AM_TESTS_ENVIRONMENT = srcdir=$(srcdir); PYTHON=$(PYTHON); \
 	OCL_ICD_VENDORS=$(abs_top_builddir)/icd; CLMUXD=$(abs_top_builddir)/host/clmuxd; \
 	CMX_E2E_REQUIRE=1; CLMUX_LOG=$${CLMUX_LOG:-warn}; \
 	export srcdir PYTHON OCL_ICD_VENDORS CLMUXD CMX_E2E_REQUIRE CLMUX_LOG;
+
+# The same end-to-end programs with clmuxd serving Oclgrind (a second
+# OpenCL implementation), and piglit's OpenCL tests natively and through
+# clmux; tools/check runs both after make check (docs/compatibility.md).
+# A skip (77: Oclgrind or piglit missing) passes.
+check-oclgrind: all $(check_PROGRAMS) icd/clmux.icd
+	OCL_ICD_VENDORS=$(abs_top_builddir)/icd CLMUXD=$(abs_top_builddir)/host/clmuxd \
+	  $(top_srcdir)/tools/compat-oclgrind.sh; rc=$$?; [ $$rc = 77 ] || exit $$rc
+check-piglit: all icd/clmux.icd
+	OCL_ICD_VENDORS=$(abs_top_builddir)/icd CLMUXD=$(abs_top_builddir)/host/clmuxd \
+	  srcdir=$(top_srcdir) $(top_srcdir)/tools/compat-piglit.sh; rc=$$?; [ $$rc = 77 ] || exit $$rc
+# clpeak and hashcat natively and through clmux: minutes, not in check.
+bench-apps: all icd/clmux.icd
+	OCL_ICD_VENDORS=$(abs_top_builddir)/icd CLMUXD=$(abs_top_builddir)/host/clmuxd \
+	  srcdir=$(top_srcdir) $(top_srcdir)/tools/compat-apps.sh
+.PHONY: check-oclgrind check-piglit bench-apps

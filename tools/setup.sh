@@ -6,7 +6,7 @@ set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 PACKAGES="build-essential autoconf automake libtool pkg-config python3 opencl-headers
 ocl-icd-opencl-dev ocl-icd-libopencl1 liburing-dev check pocl-opencl-icd clinfo clang
-libclang-rt-14-dev python3-pyopencl python3-numpy
+libclang-rt-14-dev python3-pyopencl python3-numpy oclgrind piglit
 qemu-system-x86 xz-utils"
 
 missing=""

@@ -467,6 +467,11 @@ static void e2e_daemon_describe(const char *what, int status)
 			WTERMSIG(status), strsignal(WTERMSIG(status)));
 }
 
+const char *e2e_daemon_tmpdir(void)
+{
+	return e2e_daemon_dir[0] ? e2e_daemon_dir : NULL;
+}
+
 int e2e_daemon_start(void)
 {
 	const char *bin = getenv("CLMUXD");
@@ -536,6 +541,9 @@ int e2e_daemon_start(void)
 			for (char *w = strtok(words, " "); w && argc < 15; w = strtok(NULL, " "))
 				argv[argc++] = w;
 		argv[argc] = NULL;
+		/* The daemon's temporary files go in the harness's directory,
+		 * where tests can look at them (and rmdir finds them). */
+		setenv("TMPDIR", e2e_daemon_dir, 1);
 		execv(bin, argv);
 		fprintf(stderr, "e2e: exec %s: %s\n", bin, strerror(errno));
 		_exit(127);

@@ -80,6 +80,8 @@ int e2e_main(Suite *s);
  * points CLMUX_SERVER at it; 0 or -errno.  Stop sends SIGTERM and returns 0
  * only if the daemon exited with status 0.  Both do nothing without CLMUXD. */
 int e2e_daemon_start(void);
+/* The daemon's TMPDIR (the harness's private directory), NULL without one. */
+const char *e2e_daemon_tmpdir(void);
 int e2e_daemon_stop(void);
 
 const char *e2e_cl_strerror(cl_int err);

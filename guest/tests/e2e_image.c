@@ -316,7 +316,7 @@ START_TEST(test_queries)
 	struct e2e_plat *ps[2] = {&e2e_native, &e2e_virtual};
 	cl_image_format *fmts[2];
 	cl_uint nf[2];
-	size_t vals[2][9], size[2];
+	size_t vals[2][9] = {{0}}, size[2]; /* some answers are cl_uint: the rest stays 0 */
 	cl_image_format fmt[2];
 	cl_mem m[2];
 
@@ -549,6 +549,8 @@ static Suite *image_suite(void)
 	suite_add_tcase(s, tc);
 	tc = e2e_tcase("query");
 	tcase_add_test(tc, test_queries);
+	suite_add_tcase(s, tc);
+	tc = e2e_tcase("errors");
 	tcase_add_test(tc, test_errors);
 	suite_add_tcase(s, tc);
 	return s;
