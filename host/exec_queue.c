@@ -66,15 +66,18 @@ int cmx_h_Finish(struct cmx_call *c, struct cmx_Finish_in *in, struct cmx_Finish
 				   NULL);
 		if (e == CL_SUCCESS && status <= CL_COMPLETE)
 			return CL_SUCCESS;
-		return cmx_defer_event(c, q->last, finish_done);
+		return cmx_defer_wait(c, q->last, finish_done);
 	}
 	/* Out of order: a marker with an empty wait list completes after all
-	 * commands before it. Either way no thread blocks in clFinish. */
+	 * commands before it. Either way an executor thread waits, not the
+	 * loop: a driver may run its queue only while someone waits on it
+	 * (Oclgrind never completes a command, nor calls its callback,
+	 * otherwise). */
 	e = clEnqueueMarkerWithWaitList(in->queue.h, 0, NULL, &ev);
 	if (e)
 		return e;
 	clFlush(in->queue.h);
-	e = cmx_defer_event(c, ev, finish_done);
+	e = cmx_defer_wait(c, ev, finish_done);
 	clReleaseEvent(ev);
 	return e;
 }
