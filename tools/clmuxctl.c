@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -86,6 +87,10 @@ int main(int argc, char **argv)
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0)
 		return fail("cannot reach clmuxd at %s: %s", path, strerror(errno));
+	/* A daemon that accepted but never answers (stopped, wedged) must not
+	 * hang the tool. */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ .tv_sec = 10 },
+		   sizeof(struct timeval));
 	if (send(fd, req, len, MSG_NOSIGNAL) != (ssize_t)len)
 		return fail("sending to %s: %s", path, strerror(errno));
 	/* The first line says ok or why not; the rest is the answer. */

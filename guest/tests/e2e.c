@@ -528,8 +528,10 @@ int e2e_daemon_start(void)
 	if (pid == 0) {
 		/* Do not outlive a test program that crashes. */
 		const char *extra = getenv("CMX_E2E_DAEMON_ARGS");
-		char *argv[16] = {(char *)bin, "--listen", addr}, *words;
-		int argc = 3;
+		/* --admin none: a test daemon must not take the host's
+		 * default admin socket. */
+		char *argv[16] = {(char *)bin, "--listen", addr, "--admin", "none"}, *words;
+		int argc = 5;
 
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		if (e2e_extra_listen[0]) {

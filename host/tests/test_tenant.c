@@ -642,7 +642,8 @@ START_TEST(clmuxctl_cli)
 	snprintf(args, sizeof(args), "--admin %s.none stats", admin);
 	ck_assert_int_eq(clmuxctl(args, out, sizeof(out)), 1);
 	ck_assert_msg(!strncmp(out, "clmuxctl: cannot reach clmuxd", 29), "%s", out);
-	ck_assert_int_eq(clmuxctl("quota", out, sizeof(out)), 1);
+	snprintf(args, sizeof(args), "--admin %s quota", admin);
+	ck_assert_int_eq(clmuxctl(args, out, sizeof(out)), 1);
 	ck_assert_int_eq(clmuxctl("", out, sizeof(out)), 2);
 }
 END_TEST
