@@ -281,8 +281,12 @@ static cl_mem image_create(cl_context ctx, const cl_mem_properties *props, cl_me
 	if ((e = dims_check(ctx, desc)))
 		return cmx_fail(errcode_ret, e);
 	/* The spec's error for a format the device lacks (a driver may give
-	 * another), from the cached list. */
-	if ((e = formats_get(ctx, flags, desc->image_type, &fl)))
+	 * another), from the cached list for the kernel access asked for:
+	 * NVIDIA lists formats for no host pointer flags (CL_INVALID_VALUE). */
+	if ((e = formats_get(ctx,
+			     flags & (CL_MEM_READ_WRITE | CL_MEM_WRITE_ONLY | CL_MEM_READ_ONLY |
+				      CL_MEM_KERNEL_READ_AND_WRITE),
+			     desc->image_type, &fl)))
 		return cmx_fail(errcode_ret, e);
 	if (!format_listed(fl, format))
 		return cmx_fail(errcode_ret, CL_IMAGE_FORMAT_NOT_SUPPORTED);
