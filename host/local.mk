@@ -76,8 +76,7 @@ endif
 if HAVE_CHECK
 check_PROGRAMS += host/tests/test_tenant
 TESTS += host/tests/test_tenant
-host_tests_test_tenant_SOURCES = host/tests/test_tenant.c host/tests/wire_client.h \
-	host/tests/wire_client.c
+host_tests_test_tenant_SOURCES = host/tests/test_tenant.c host/tests/rawclient.h
 host_tests_test_tenant_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_tenant_LDADD = transport/libcmxtransport.la $(CHECK_LIBS) -lpthread
 endif

@@ -106,17 +106,36 @@ static inline int auth(int fd, const char *token)
 	return recv_reply(&c, NULL, NULL, NULL);
 }
 
-static inline void hello(struct client *c)
+/* Connects to the Unix socket at path (no token). */
+static inline int dial_at(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_uint_lt(strlen(path), sizeof(sun.sun_path));
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	return fd;
+}
+
+/* Says Hello on the socket at path, or at $CLMUX_SERVER when path is NULL. */
+static inline void hello_at(struct client *c, const char *path)
 {
 	struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION };
 	struct cmx_Hello_out out;
 
-	c->fd = dial();
+	c->fd = path ? dial_at(path) : dial();
 	c->seq = 0;
 	send_msg(c, &cmx_desc_Hello_in, &in, 1, NULL, 0);
 	ck_assert_int_eq(recv_reply(c, &cmx_desc_Hello_out, &out, NULL), 0);
 	c->session = out.session;
 	c->token = out.token;
+}
+
+static inline void hello(struct client *c)
+{
+	hello_at(c, NULL);
 }
 
 /* True when the daemon has ended this connection. */

@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "wire_client.h"
+#include "rawclient.h"
 
 static char dir[64], conf[128], sock_a[128], sock_b[128], sock_any[128], admin[128], metrics[128];
 static pid_t daemon_pid;
