@@ -313,6 +313,22 @@ int e2e_main(Suite *s)
 	return rc;
 }
 
+int e2e_daemon_run(Suite *s)
+{
+	SRunner *sr;
+	int failed;
+
+	if (e2e_daemon_start())
+		return 1;
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	if (e2e_daemon_stop())
+		failed++;
+	return failed ? 1 : 0;
+}
+
 /* ---- daemon ---- */
 
 static pid_t e2e_daemon_pid;

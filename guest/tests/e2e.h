@@ -74,6 +74,9 @@ TCase *e2e_tcase(const char *name);
 /* Probe, daemon start, srunner_run_all, daemon stop; returns the exit status
  * for main(): 0, 1, or 77 when a platform is missing. */
 int e2e_main(Suite *s);
+/* Daemon start, srunner_run_all, daemon stop, no platform probe (tests that
+ * speak the wire protocol themselves); the exit status for main(). */
+int e2e_daemon_run(Suite *s);
 
 /* Daemon: starts $CLMUXD --listen unix:DIR/clmuxd.sock (then the words of
  * $CMX_E2E_DAEMON_ARGS, e.g. "--device oclgrind") if CLMUXD is set and

@@ -406,8 +406,6 @@ int main(void)
 {
 	Suite *s = suite_create("badinput");
 	TCase *tc = tcase_create("badinput");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, garbage_and_bad_headers);
 	tcase_add_test(tc, malformed_arguments);
@@ -423,13 +421,5 @@ int main(void)
 	tcase_add_test(tc, token_flood);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
-	if (e2e_daemon_start())
-		return 1;
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	if (e2e_daemon_stop())
-		failed++;
-	return failed ? 1 : 0;
+	return e2e_daemon_run(s);
 }

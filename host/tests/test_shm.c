@@ -389,8 +389,6 @@ int main(void)
 {
 	Suite *s = suite_create("shm");
 	TCase *tc = tcase_create("shm");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(tc, area_roundtrip);
 	tcase_add_test(tc, area_lying_offsets);
@@ -398,13 +396,5 @@ int main(void)
 	tcase_add_test(tc, killed_mid_ring);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
-	if (e2e_daemon_start())
-		return 1;
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	if (e2e_daemon_stop())
-		failed++;
-	return failed ? 1 : 0;
+	return e2e_daemon_run(s);
 }
