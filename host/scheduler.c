@@ -59,6 +59,7 @@ struct cmx_sched {
 	uint64_t window_ns;   /* estimated device time let onto the device */
 	uint64_t running_est; /* estimated device time of what is there */
 	unsigned running, held;
+	unsigned busy; /* tenants with commands in flight (inflight > 0) */
 	uint64_t vclock;	  /* virtual time of the last command released */
 	uint64_t last_done;	  /* when the device last finished a command */
 	struct cmx_tenant *ready; /* tenants with held commands */
@@ -70,6 +71,20 @@ struct cmx_sched {
 };
 
 static void kick(struct cmx_sched *sc);
+
+/* Every change of a tenant's in-flight count goes through these, so that
+ * `busy` follows it. */
+static void inflight_inc(struct cmx_sched *sc, struct cmx_tenant *t)
+{
+	if (!t->inflight++)
+		sc->busy++;
+}
+
+static void inflight_dec(struct cmx_sched *sc, struct cmx_tenant *t)
+{
+	if (!--t->inflight)
+		sc->busy--;
+}
 
 /* Cleared once the daemon has stopped its loop: a driver thread's late
  * callback then posts nothing. */
@@ -328,7 +343,7 @@ static void account(struct cmx_sched *sc, struct cmx_gate *g, uint64_t ns, uint6
 	if (t->q.cap)
 		t->cap_tokens -= (int64_t)ns - (int64_t)g->est;
 	cmx_tenant_account(t, ns, now);
-	t->inflight--;
+	inflight_dec(sc, t);
 	t->completed++;
 }
 
@@ -412,12 +427,9 @@ static void CL_CALLBACK dep_cb(cl_event e, cl_int status, void *arg)
  * The price: a tenant that becomes busy waits once behind what the lone
  * one had already queued; from then on both are gated and shared fairly.
  */
-static int alone(const struct cmx_tenant *t)
+static int alone(const struct cmx_sched *sc, const struct cmx_tenant *t)
 {
-	for (const struct cmx_tenant *o = cmx_srv->tenants.list; o; o = o->next)
-		if (o != t && o->inflight)
-			return 0;
-	return 1;
+	return sc->busy == (t->inflight ? 1u : 0u);
 }
 
 int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct cmx_sched_cmd *cmd)
@@ -462,7 +474,7 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	/* The device has room and nobody waits, or the tenant is alone with
 	 * work (nobody to be fair to) and uncapped: straight on, no gate. */
 	if (!sc->held && !g->ndeps && cap_ok(t, cmx_now_ns()) &&
-	    ((!t->q.cap && alone(t)) || room(sc, estimate(sc, t))))
+	    ((!t->q.cap && alone(sc, t)) || room(sc, estimate(sc, t))))
 		return CL_SUCCESS;
 	g->user = clCreateUserEvent(q->ctx, &e);
 	if (!g->user) {
@@ -499,7 +511,7 @@ void cmx_sched_end(struct cmx_sched_cmd *cmd, cl_int err, cl_event ev)
 	}
 	clRetainEvent(ev);
 	g->done = ev;
-	t->inflight++;
+	inflight_inc(sc, t);
 	t->launched++;
 	if (!g->user) {
 		charge_start(sc, g, cmx_now_ns());
@@ -534,7 +546,7 @@ void cmx_sched_drop(struct cmx_session *s)
 		cmx_srv->sched->held--;
 		clSetUserEventStatus(g->user, CL_OUT_OF_RESOURCES);
 		clReleaseEvent(g->user);
-		g->t->inflight--;
+		inflight_dec(cmx_srv->sched, g->t);
 		g->t->completed++;
 		gate_free(g);
 	}
