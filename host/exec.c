@@ -3,8 +3,10 @@
 // completion or to the executor.
 #include "exec.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "executor.h"
 #include "log.h"
@@ -66,8 +68,56 @@ static int wait_work(struct cmx_call *c)
 	return status;
 }
 
+/*
+ * How long the loop watches a blocking call's event before it hands the
+ * wait to an executor thread: a small transfer or a short kernel on an idle
+ * queue is done by then, and its reply leaves with no thread hand-off at all
+ * (an executor wake-up and a post back to the loop fewer). The watch ends
+ * at once when another connection's I/O waits for the loop; it yields the
+ * core on every look, so the driver's own threads are not starved on a
+ * small machine. Drivers that run a queue only while someone waits on it
+ * (Oclgrind) finish on the executor after the watch, as before.
+ */
+#define WATCH_NS 100000
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The event's status once it has ended (CL_COMPLETE or its error), or
+ * CL_QUEUED if it is still running when the watch ends. */
+static cl_int watch(cl_event e)
+{
+	uint64_t end = now_ns() + WATCH_NS;
+	cl_int status;
+
+	do {
+		if (clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status,
+				   NULL) != CL_SUCCESS)
+			return CL_QUEUED;
+		if (status <= CL_COMPLETE)
+			return status;
+		sched_yield();
+	} while (!cmx_loop_io_ready(cmx_srv->loop) && now_ns() < end);
+	return CL_QUEUED;
+}
+
 int cmx_defer_wait(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status))
 {
+	cl_int status;
+
+	/* Every call deferred this way starts with its queue. */
+	clFlush(((struct cmx_ref *)c->in)->h);
+	status = watch(e);
+	if (status <= CL_COMPLETE) {
+		c->status = status;
+		post_fin(c);
+		return CMX_DEFER;
+	}
 	clRetainEvent(e);
 	c->result = e;
 	return cmx_defer_work(c, wait_work, fin);

@@ -26,9 +26,11 @@ void cmx_event_bind(struct cmx_call *c, const struct cmx_ref *ev, cl_event e);
  * the event's: CL_COMPLETE or its error). Returns CMX_DEFER, or the error. */
 int cmx_defer_event(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status));
 
-/* The same for a call whose application thread is blocked on it: an
- * executor thread waits for e, which wakes sooner than a driver's callback
- * thread on some drivers (NVIDIA: tens of microseconds). */
+/* The same for a call whose application thread is blocked on it: the
+ * loop watches e for a short while (fin may run before this returns), then
+ * an executor thread waits for it, which wakes sooner than a driver's
+ * callback thread on some drivers (NVIDIA: tens of microseconds). The
+ * call's first argument is its queue, flushed here. */
 int cmx_defer_wait(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status));
 
 /* Runs work(c) on an executor thread, then fin(c, status) (or, with fin

@@ -31,6 +31,10 @@ struct cmx_loop {
 	pthread_mutex_t post_lock;
 	struct post *posts, **posts_tail;
 	atomic_int wake_pending;
+	/* Posts the loop makes to itself run after the current completion,
+	 * with no eventfd: the loop is awake already. */
+	struct post *local, **local_tail;
+	pthread_t thread;
 	int efd;
 	uint64_t efd_val;
 	struct cmx_io efd_io;
@@ -85,6 +89,18 @@ static void efd_done(struct cmx_io *io, int res, unsigned flags)
 	arm_eventfd(l);
 }
 
+static void run_local(struct cmx_loop *l)
+{
+	while (l->local) {
+		struct post *p = l->local;
+		l->local = p->next;
+		if (!l->local)
+			l->local_tail = &l->local;
+		p->fn(p->arg);
+		free(p);
+	}
+}
+
 void cmx_loop_post(struct cmx_loop *l, void (*fn)(void *arg), void *arg)
 {
 	struct post *p = malloc(sizeof(*p));
@@ -97,6 +113,11 @@ void cmx_loop_post(struct cmx_loop *l, void (*fn)(void *arg), void *arg)
 	p->fn = fn;
 	p->arg = arg;
 	p->next = NULL;
+	if (pthread_equal(pthread_self(), l->thread)) {
+		*l->local_tail = p;
+		l->local_tail = &p->next;
+		return;
+	}
 	pthread_mutex_lock(&l->post_lock);
 	*l->posts_tail = p;
 	l->posts_tail = &p->next;
@@ -126,6 +147,9 @@ int cmx_loop_create(struct cmx_loop **out)
 	}
 	pthread_mutex_init(&l->post_lock, NULL);
 	l->posts_tail = &l->posts;
+	l->local_tail = &l->local;
+	/* The loop runs on the thread that makes it. */
+	l->thread = pthread_self();
 	l->efd_io.cb = efd_done;
 	arm_eventfd(l);
 	*out = l;
@@ -134,15 +158,21 @@ int cmx_loop_create(struct cmx_loop **out)
 
 void cmx_loop_destroy(struct cmx_loop *l)
 {
+	run_local(l);
 	run_posts(l);
 	io_uring_queue_exit(&l->ring);
 	close(l->efd);
 	free(l);
 }
 
+int cmx_loop_io_ready(struct cmx_loop *l)
+{
+	return io_uring_cq_ready(&l->ring) != 0;
+}
+
 int cmx_loop_busy(struct cmx_loop *l)
 {
-	return atomic_load(&l->wake_pending) || io_uring_cq_ready(&l->ring);
+	return l->local || atomic_load(&l->wake_pending) || io_uring_cq_ready(&l->ring);
 }
 
 void cmx_loop_stop(struct cmx_loop *l)
@@ -184,7 +214,6 @@ int cmx_loop_run(struct cmx_loop *l)
 	l->running = 1;
 	while (l->running) {
 		struct io_uring_cqe *cqe;
-		unsigned head, n = 0;
 		struct timespec cpu;
 		int e;
 
@@ -198,15 +227,20 @@ int cmx_loop_run(struct cmx_loop *l)
 
 		if (e < 0 && e != -EINTR && e != -EAGAIN && e != -EBUSY)
 			return e;
-		io_uring_for_each_cqe(&l->ring, head, cqe) {
+		/* Each completion leaves the queue before its callback runs, so
+		 * that cmx_loop_busy() sees only the ones still waiting. */
+		while (io_uring_peek_cqe(&l->ring, &cqe) == 0) {
 			struct cmx_io *io = io_uring_cqe_get_data(cqe);
-			n++;
+			int res = cqe->res;
+			unsigned flags = cqe->flags;
+
+			io_uring_cqe_seen(&l->ring, cqe);
 			if (io && timed)
-				run_timed(io, cqe->res, cqe->flags);
+				run_timed(io, res, flags);
 			else if (io)
-				io->cb(io, cqe->res, cqe->flags);
+				io->cb(io, res, flags);
+			run_local(l);
 		}
-		io_uring_cq_advance(&l->ring, n);
 	}
 	return 0;
 }

@@ -14,6 +14,7 @@ struct cmx_io {
 	void (*cb)(struct cmx_io *io, int res, unsigned flags);
 };
 
+/* Made on the thread that will run it. */
 int cmx_loop_create(struct cmx_loop **out);
 void cmx_loop_destroy(struct cmx_loop *l);
 
@@ -27,6 +28,9 @@ void cmx_loop_stop(struct cmx_loop *l);
 /* Whether work waits for the loop (completions, posts): a spinning handler
  * stops then. Loop thread. */
 int cmx_loop_busy(struct cmx_loop *l);
+/* Whether completed I/O (another connection's bytes, say) waits for the
+ * loop; posts from other threads not counted. Loop thread. */
+int cmx_loop_io_ready(struct cmx_loop *l);
 
 /* Thread-safe: runs fn(arg) on the loop thread soon. Used by executor
  * threads and native OpenCL callbacks. */
