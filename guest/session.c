@@ -29,6 +29,7 @@
 #define AREA_DEFAULT (256ull << 20) /* shared data area asked for; CLMUX_AREA_MB */
 #define AREA_FLUSH (256u << 10)	    /* an async payload this large goes out at once */
 #define SPIN_NS 50000		    /* shm: a waiter spins this long before it sleeps */
+#define SOCK_SPIN_NS 50000	    /* a reply's reader looks this long before it sleeps */
 #define SLEEP_MS 100		    /* shm: a sleeper looks at the socket this often */
 
 struct cmx_session;
@@ -40,6 +41,7 @@ struct rx {
 	struct cmx_session *s;
 	uint8_t *buf;
 	size_t pos, len;
+	int spin; /* a socket read looks before it sleeps (the call channel) */
 };
 
 /* A thread waiting for the reply to its sync call. */
@@ -181,8 +183,23 @@ static ssize_t chan_recv(struct rx *r, void *buf, size_t len, int all)
 {
 	size_t got = 0;
 
-	if (!r->ring)
+	if (!r->ring) {
+		/* The call channel's reply is often microseconds away: look
+		 * for it a little (yielding the core) before sleeping on the
+		 * socket, whose wake-up costs more than the wait. */
+		uint64_t until = r->spin ? now_ns() + SOCK_SPIN_NS : 0;
+		ssize_t n;
+
+		while (!all && until) {
+			n = recv(r->fd, buf, len, MSG_DONTWAIT);
+			if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+				return n;
+			if (now_ns() >= until)
+				break;
+			sched_yield();
+		}
 		return recv(r->fd, buf, len, all ? MSG_WAITALL : 0);
+	}
 	do {
 		int e = ring_wait(r->s, r->ring, 0);
 
@@ -826,6 +843,7 @@ int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *c
 		return -ENOMEM;
 	s->fd = s->nfd = s->bell = -1;
 	s->rx.s = s->nrx.s = s;
+	s->rx.spin = 1;
 	s->ops = ops;
 	s->ctx = ctx;
 	pthread_mutex_init(&s->send_lock, NULL);
