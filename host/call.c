@@ -20,6 +20,9 @@
 #include "shm.h"
 #include "staging.h"
 
+/* How long the loop looks for a guest's next call after a sync reply. */
+#define LINGER_NS 30000
+
 #define CMX_POISONED 2 /* internal: the id names a poisoned object */
 
 static const int32_t kind_error[CMX_K_COUNT] = {
@@ -297,6 +300,10 @@ void cmx_call_done(struct cmx_call *c, int status)
 			reply(s, c->seq, status, c->oi->out, c->out, c->rbulk,
 			      status == CL_SUCCESS ? c->rbulk_len : 0, c->rbulk_free, c->rfd);
 			c->rfd[0] = c->rfd[1] = -1;
+			/* Its guest's next call is likely close behind (the
+			 * shm rings have their own look-ahead). */
+			if (!s->shm)
+				cmx_loop_linger(cmx_srv->loop, LINGER_NS);
 		} else if (c->rbulk_free) {
 			c->rbulk_free(c->rbulk);
 		}

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@ struct cmx_loop {
 	 * with no eventfd: the loop is awake already. */
 	struct post *local, **local_tail;
 	pthread_t thread;
+	uint64_t linger_until; /* CLOCK_MONOTONIC ns; 0: none */
 	int efd;
 	uint64_t efd_val;
 	struct cmx_io efd_io;
@@ -207,6 +209,34 @@ static void run_timed(struct cmx_io *io, int res, unsigned flags)
 			ms_since(&cpu, CLOCK_THREAD_CPUTIME_ID));
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void cmx_loop_linger(struct cmx_loop *l, uint64_t ns)
+{
+	uint64_t until = now_ns() + ns;
+
+	if (until > l->linger_until)
+		l->linger_until = until;
+}
+
+/* Before sleeping: submits, then looks for completions until the linger
+ * time ends. Each sched_yield() enters the kernel, where the ring's pending
+ * work (a socket's received bytes) becomes completions. */
+static void linger(struct cmx_loop *l)
+{
+	io_uring_submit(&l->ring);
+	while (!io_uring_cq_ready(&l->ring) && !l->local && !atomic_load(&l->wake_pending) &&
+	       now_ns() < l->linger_until)
+		sched_yield();
+	l->linger_until = 0;
+}
+
 int cmx_loop_run(struct cmx_loop *l)
 {
 	int timed = cmx_log_enabled(CMX_LOG_DEBUG);
@@ -218,6 +248,8 @@ int cmx_loop_run(struct cmx_loop *l)
 		int e;
 
 		/* Waiting costs no CPU; receiving inline in the submit does. */
+		if (l->linger_until)
+			linger(l);
 		if (timed)
 			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
 		e = io_uring_submit_and_wait(&l->ring, 1);

@@ -32,6 +32,11 @@ int cmx_loop_busy(struct cmx_loop *l);
  * loop; posts from other threads not counted. Loop thread. */
 int cmx_loop_io_ready(struct cmx_loop *l);
 
+/* Before it next sleeps, the loop looks for completions for ns more (a
+ * reply's guest usually calls again within microseconds, and waking the
+ * loop costs more than that). Loop thread. */
+void cmx_loop_linger(struct cmx_loop *l, uint64_t ns);
+
 /* Thread-safe: runs fn(arg) on the loop thread soon. Used by executor
  * threads and native OpenCL callbacks. */
 void cmx_loop_post(struct cmx_loop *l, void (*fn)(void *arg), void *arg);
