@@ -46,10 +46,11 @@ static void daemon_start(void)
 	snprintf(spec, sizeof(spec), "vhost-user-vsock:%s,cid=3", vsock_path);
 	daemon_pid = fork();
 	if (!daemon_pid) {
-		execl(bin, bin, "--listen", spec, (char *)NULL);
+		execl(bin, bin, "--listen", spec, "--admin", "none", (char *)NULL);
 		_exit(127);
 	}
-	for (int i = 0; i < 500 && access(vsock_path, F_OK); i++)
+	/* A loaded machine can take seconds to start the driver. */
+	for (int i = 0; i < 3000 && access(vsock_path, F_OK); i++)
 		usleep(20000);
 }
 
