@@ -68,6 +68,7 @@ struct lane {
 	cl_command_queue queue;
 	uint64_t session;
 	int in_order, dirty;
+	int unflushed; /* released into since the last clFlush */
 	struct cmx_gate *head, **tail;	   /* on the device */
 	struct cmx_gate *held, *held_last; /* held, oldest first */
 	struct lane *next;
@@ -95,6 +96,7 @@ struct cmx_sched {
 	unsigned running, held;
 	unsigned busy; /* tenants with commands in flight (inflight > 0) */
 	unsigned phs;  /* placeholders in the map */
+	unsigned unflushed; /* lanes released into since the last flush */
 	uint64_t vclock;	  /* virtual time of the last command released */
 	uint64_t last_done;	  /* when the device last finished a command */
 	struct cmx_tenant *ready; /* tenants with held commands */
@@ -333,6 +335,8 @@ static void lane_put(struct cmx_sched *sc, struct lane *l)
 
 	if (l->head || l->held)
 		return;
+	if (l->unflushed)
+		sc->unflushed--;
 	while (*lp != l)
 		lp = &(*lp)->next;
 	*lp = l->next;
@@ -580,14 +584,37 @@ static void release(struct cmx_sched *sc, struct cmx_gate *g, uint64_t now)
 		return;
 	}
 	g->done = ev;
+	if (!l->unflushed++)
+		sc->unflushed++;
 	swap_names(g);
 	kept_put(sc, g->session);
 	charge_start(sc, g, now);
 }
 
+/* What was released goes to the device now: the guest flushed its queue
+ * when the command was held, and a driver may keep unflushed commands
+ * back (NVIDIA does). */
+static void flush_released(struct cmx_sched *sc)
+{
+	for (struct lane *l = sc->lanes; l && sc->unflushed; l = l->next)
+		if (l->unflushed) {
+			l->unflushed = 0;
+			sc->unflushed--;
+			clFlush(l->queue);
+		}
+}
+
+static void kick_once(struct cmx_sched *sc);
+
 /* Releases held commands while the device has room, lowest virtual time
  * first. */
 static void kick(struct cmx_sched *sc)
+{
+	kick_once(sc);
+	flush_released(sc);
+}
+
+static void kick_once(struct cmx_sched *sc)
 {
 	uint64_t now = cmx_now_ns();
 
@@ -648,6 +675,7 @@ static void release_upto(struct cmx_sched *sc, struct cmx_gate *g)
 			clReleaseEvent(x->deps[--x->ndeps]);
 		release(sc, x, now);
 	} while (x != g);
+	flush_released(sc);
 }
 
 /* g's command finished on the device, in ns of device time. */
@@ -953,7 +981,7 @@ int cmx_sched_resolve(struct cmx_call *c)
 	 * go first, out of turn. */
 	if (enqueue)
 		release_upto(sc, l->held_last);
-	else
+	else if (c->op == CMX_OP_Finish)
 		l->held_last->exposed = 1;
 	return 0;
 }
@@ -973,6 +1001,7 @@ void cmx_sched_kernel_arg(struct cmx_call *c, uint64_t id, cl_kernel *k)
 		clone = clCloneKernel(*k, &e);
 	if (!clone || e) {
 		struct cmx_gate *last = NULL;
+		cmx_dbg("sched: no clone of kernel %p (%d): its launches go now", (void *)*k, e);
 		for (struct cmx_gate *g = c->s->tenant->held; g; g = g->next_held)
 			if (g->op->kernel == *k)
 				last = g;
@@ -980,6 +1009,7 @@ void cmx_sched_kernel_arg(struct cmx_call *c, uint64_t id, cl_kernel *k)
 			release_upto(sc, last);
 		return;
 	}
+	cmx_dbg("sched: kernel %p cloned for its held launches", (void *)*k);
 	o->h = clone;
 	clReleaseKernel(*k);
 	*k = clone;
