@@ -15,6 +15,7 @@
 #include "conn.h"
 #include "log.h"
 #include "proto.gen.h"
+#include "scheduler.h"
 #include "server.h"
 #include "session.h"
 #include "shm.h"
@@ -375,6 +376,9 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 		s->sync_calls++;
 	cmx_session_ref(s);
 	status = resolve_all(c);
+	/* Commands held by the scheduler: ordering behind them (host/scheduler.c). */
+	if (status == CL_SUCCESS)
+		status = cmx_sched_resolve(c);
 	if (status == CL_SUCCESS)
 		status = cmx_handlers[h->op](c, c->in, c->out);
 	if (status != CMX_DEFER)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Handlers: events, markers and barriers.
 #include "exec.h"
+#include "scheduler.h"
 
 #include <stdlib.h>
 
@@ -20,7 +21,14 @@ int cmx_h_CreateUserEvent(struct cmx_call *c, struct cmx_CreateUserEvent_in *in)
 
 int cmx_h_SetUserEventStatus(struct cmx_call *c, struct cmx_SetUserEventStatus_in *in)
 {
-	return clSetUserEventStatus(in->event.h, (cl_int)in->status);
+	cl_int e;
+
+	/* A held command's placeholder is a user event only to the daemon. */
+	if (cmx_sched_is_held(in->event.h))
+		return CL_INVALID_EVENT;
+	e = clSetUserEventStatus(in->event.h, (cl_int)in->status);
+	cmx_sched_poke(cmx_srv);
+	return e;
 }
 
 int cmx_h_ReleaseEvent(struct cmx_call *c, struct cmx_ReleaseEvent_in *in)
@@ -62,6 +70,16 @@ int cmx_h_GetEventInfo(struct cmx_call *c, struct cmx_GetEventInfo_in *in,
 		if (!c->scratch)
 			return CL_OUT_OF_HOST_MEMORY;
 		*(cl_int *)c->scratch = o ? o->err : CL_INVALID_EVENT;
+		out->value.ptr = c->scratch;
+		out->value.len = sizeof(cl_int);
+		return CL_SUCCESS;
+	}
+	if (in->param == CL_EVENT_COMMAND_EXECUTION_STATUS && cmx_sched_is_held(in->event.h)) {
+		/* Held in the daemon: queued, as far as the guest can tell. */
+		c->scratch = malloc(sizeof(cl_int));
+		if (!c->scratch)
+			return CL_OUT_OF_HOST_MEMORY;
+		*(cl_int *)c->scratch = CL_QUEUED;
 		out->value.ptr = c->scratch;
 		out->value.len = sizeof(cl_int);
 		return CL_SUCCESS;

@@ -47,20 +47,21 @@ int cmx_h_SetKernelArg(struct cmx_call *c, struct cmx_SetKernelArg_in *in)
 	cl_uint idx = (cl_uint)in->index;
 	cl_mem m = in->mem.h;
 	cl_sampler smp = in->sampler.h;
+	cl_kernel k = in->kernel.h;
 
+	if (in->kind > 3 || (in->kind == 0 && in->value.len != in->size))
+		return in->kind > 3 ? CL_INVALID_VALUE : CL_INVALID_ARG_SIZE;
+	/* Held launches keep the arguments they were enqueued with. */
+	cmx_sched_kernel_arg(c, in->kernel.id, &k);
 	switch (in->kind) {
 	case 0:
-		if (in->value.len != in->size)
-			return CL_INVALID_ARG_SIZE;
-		return clSetKernelArg(in->kernel.h, idx, in->size, in->value.ptr);
+		return clSetKernelArg(k, idx, in->size, in->value.ptr);
 	case 1:
-		return clSetKernelArg(in->kernel.h, idx, sizeof(m), &m);
+		return clSetKernelArg(k, idx, sizeof(m), &m);
 	case 2:
-		return clSetKernelArg(in->kernel.h, idx, in->size, NULL);
-	case 3:
-		return clSetKernelArg(in->kernel.h, idx, sizeof(smp), &smp);
+		return clSetKernelArg(k, idx, in->size, NULL);
 	}
-	return CL_INVALID_VALUE;
+	return clSetKernelArg(k, idx, sizeof(smp), &smp);
 }
 
 int cmx_h_GetKernelWorkGroupInfo(struct cmx_call *c, struct cmx_GetKernelWorkGroupInfo_in *in,
@@ -79,28 +80,77 @@ int cmx_h_GetKernelSubGroupInfo(struct cmx_call *c, struct cmx_GetKernelSubGroup
 			(cl_uint)in->param, in->input.len, in->input.ptr);
 }
 
+/* A launch as the scheduler holds it (struct cmx_sched_op): the kernel
+ * retained as it was, arguments included, when the guest enqueued it. */
+struct launch {
+	struct cmx_sched_op op;
+	cl_command_queue queue;
+	cl_uint dim;
+	int has_off, has_local;
+	size_t off[3], global[3], local[3];
+};
+
+static cl_int launch_enqueue(struct cmx_sched_op *op, cl_uint nwait, const cl_event *wait,
+			     cl_event *ev)
+{
+	struct launch *l = (struct launch *)op;
+
+	return clEnqueueNDRangeKernel(l->queue, op->kernel, l->dim, l->has_off ? l->off : NULL,
+				      l->global, l->has_local ? l->local : NULL, nwait, wait, ev);
+}
+
+static void launch_destroy(struct cmx_sched_op *op)
+{
+	struct launch *l = (struct launch *)op;
+
+	clReleaseKernel(op->kernel);
+	clReleaseCommandQueue(l->queue);
+	free(l);
+}
+
+static int launch_hold(struct cmx_call *c, struct cmx_sched_cmd *sc, const struct launch *l,
+		       const struct cmx_ref *ev)
+{
+	struct launch *held = malloc(sizeof(*held));
+
+	if (!held)
+		return CL_OUT_OF_HOST_MEMORY;
+	*held = *l;
+	held->op.destroy = launch_destroy;
+	clRetainKernel(l->op.kernel);
+	clRetainCommandQueue(l->queue);
+	return cmx_sched_hold(sc, c, ev, &held->op);
+}
+
 int cmx_h_EnqueueKernel(struct cmx_call *c, struct cmx_EnqueueKernel_in *in)
 {
-	size_t off[3], gl[3], lo[3];
-	cl_uint dim = (cl_uint)in->global.n;
+	struct launch l = {
+		.op = { .enqueue = launch_enqueue, .kernel = in->kernel.h },
+		.queue = in->queue.h,
+		.dim = (cl_uint)in->global.n,
+		.has_off = in->offset.n != 0,
+		.has_local = in->local.n != 0,
+	};
 	struct cmx_sched_cmd sc;
 	cl_event ev = NULL;
 	cl_int e;
 
-	if (dim < 1 || dim > 3 || (in->offset.n && in->offset.n != dim) ||
-	    (in->local.n && in->local.n != dim))
+	if (l.dim < 1 || l.dim > 3 || (in->offset.n && in->offset.n != l.dim) ||
+	    (in->local.n && in->local.n != l.dim))
 		return CL_INVALID_WORK_DIMENSION;
-	for (cl_uint i = 0; i < dim; i++) {
-		gl[i] = in->global.v[i];
-		off[i] = in->offset.n ? in->offset.v[i] : 0;
-		lo[i] = in->local.n ? in->local.v[i] : 0;
+	for (cl_uint i = 0; i < l.dim; i++) {
+		l.global[i] = in->global.v[i];
+		l.off[i] = l.has_off ? in->offset.v[i] : 0;
+		l.local[i] = l.has_local ? in->local.v[i] : 0;
 	}
-	/* The tenant's turn on the device (host/scheduler.c). */
+	/* The tenant's turn on the device (host/scheduler.c): now, or held
+	 * in the daemon until the scheduler enqueues it. */
 	e = cmx_sched_begin(c, (cl_uint)in->wait.n, in->wait.h, &sc);
 	if (e)
 		return e;
-	e = clEnqueueNDRangeKernel(in->queue.h, in->kernel.h, dim, in->offset.n ? off : NULL, gl,
-				   in->local.n ? lo : NULL, CMX_SCHED_WAIT(sc), &ev);
+	if (sc.hold)
+		return launch_hold(c, &sc, &l, &in->event);
+	e = launch_enqueue(&l.op, CMX_SCHED_WAIT(sc), &ev);
 	cmx_sched_end(&sc, e, ev);
 	if (!e)
 		cmx_event_bind(c, &in->event, ev);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The scheduler (docs/architecture.md, "Sharing the device"): no more than
 // a short window of estimated device time on the device at once; the rest
-// wait natively behind a gate user event per command, released in
-// virtual-time order, where a tenant's virtual time grows by its measured
-// device time over its weight.
+// is held in the daemon, each command's guest event standing in as a
+// placeholder, and enqueued in virtual-time order, where a tenant's virtual
+// time grows by its measured device time over its weight.
 #include "scheduler.h"
 
 #include <errno.h>
@@ -23,35 +23,70 @@
 #define CAP_WINDOW_NS (200ull * 1000 * 1000)
 /* Commands on the device at once, whatever their estimates. */
 #define MAX_RUNNING 1024
+/* Buckets of the placeholder and kernel maps (powers of two). */
+#define PH_BUCKETS 1024
+#define K_BUCKETS  256
 
+/*
+ * One scheduled command. Held: op is set, the guest's event is the native
+ * user event ph (a placeholder nothing but the daemon completes) and the
+ * command waits on its tenant's FIFO. Released: op is enqueued, done is its
+ * event, the guest's id and its queue's last event now name done, and ph is
+ * completed with done's status when the scheduler learns done completed
+ * (at once, with a callback of its own, when something native waits on ph:
+ * `exposed`).
+ */
 struct cmx_gate {
 	struct cmx_tenant *t;
-	uint64_t session;
-	cl_event user;		 /* the gate, while held; NULL when enqueued ungated */
+	uint64_t session, event_id, queue_id;
+	struct cmx_sched_op *op; /* while held */
+	cl_event ph;		 /* placeholder, until accounted */
 	cl_event done;		 /* the command's own event */
 	cl_event deps[MAX_DEPS]; /* guest user events it waits for, not yet set */
 	unsigned ndeps;
 	uint64_t released, est; /* when it went on the device; charged estimate */
 	cl_command_queue queue;
-	struct lane *lane;	    /* while on the device */
-	struct cmx_gate *next_held; /* while held: the tenant's queue; then its lane */
+	struct lane *lane;	    /* its queue's */
+	struct cmx_gate *next_held; /* while held: the tenant's FIFO; then its lane */
+	struct cmx_gate *next_q;    /* while held: its lane's held list */
+	struct cmx_gate *next_ph;   /* the placeholder map's chain */
 	int has_cb;		    /* its completion is reported */
 	int finished;		    /* reported by a later one's: awaits its own */
-	int in_order;
-	cl_event wait_buf[]; /* the extended wait list */
+	int in_order, exposed;
+	cl_uint nwait;	     /* held: its wait list (retained) */
+	cl_event wait_buf[]; /* the wait list */
 };
 
 /*
- * What one native queue has on the device, in the order it was enqueued.
- * An in-order queue finishes its commands in that order, so one completion
- * callback, on the newest, reports them all: it is set once per loop turn,
- * not per command (callbacks are what a driver makes expensive).
+ * What one native queue has in the scheduler, in the order it was enqueued:
+ * held commands, then those on the device. An in-order queue finishes its
+ * commands in order, so one completion callback, on the newest, reports them
+ * all: it is set once per loop turn, not per command (callbacks are what a
+ * driver makes expensive).
  */
 struct lane {
 	cl_command_queue queue;
+	uint64_t session;
 	int in_order, dirty;
-	struct cmx_gate *head, **tail;
+	int unflushed; /* released into since the last clFlush */
+	struct cmx_gate *head, **tail;	   /* on the device */
+	struct cmx_gate *held, *held_last; /* held, oldest first */
 	struct lane *next;
+};
+
+/* A kernel with held launches: clSetKernelArg on it clones it first. */
+struct kheld {
+	cl_kernel k;
+	unsigned n;
+	struct kheld *next;
+};
+
+/* A buffer or sampler the session released while its commands were held. */
+struct kept {
+	uint64_t session;
+	unsigned kind;
+	void *h;
+	struct kept *next;
 };
 
 struct cmx_sched {
@@ -60,14 +95,19 @@ struct cmx_sched {
 	uint64_t running_est; /* estimated device time of what is there */
 	unsigned running, held;
 	unsigned busy; /* tenants with commands in flight (inflight > 0) */
+	unsigned phs;  /* placeholders in the map */
+	unsigned unflushed; /* lanes released into since the last flush */
 	uint64_t vclock;	  /* virtual time of the last command released */
 	uint64_t last_done;	  /* when the device last finished a command */
 	struct cmx_tenant *ready; /* tenants with held commands */
 	struct lane *lanes;
+	struct kept *kept;
 	int flush_posted;
 	struct cmx_io timer_io;
 	struct __kernel_timespec timer_ts;
 	int timer_armed;
+	struct cmx_gate *ph_map[PH_BUCKETS];
+	struct kheld *k_map[K_BUCKETS];
 };
 
 static void kick(struct cmx_sched *sc);
@@ -89,6 +129,78 @@ static void inflight_dec(struct cmx_sched *sc, struct cmx_tenant *t)
 /* Cleared once the daemon has stopped its loop: a driver thread's late
  * callback then posts nothing. */
 static atomic_int alive = 1;
+
+static unsigned hash_ptr(const void *p, unsigned buckets)
+{
+	uint64_t x = (uint64_t)(uintptr_t)p * 0x9e3779b97f4a7c15ull;
+
+	return (unsigned)(x >> 40) & (buckets - 1);
+}
+
+static struct cmx_gate *ph_find(struct cmx_sched *sc, cl_event e)
+{
+	struct cmx_gate *g;
+
+	if (!sc->phs || !e)
+		return NULL;
+	for (g = sc->ph_map[hash_ptr(e, PH_BUCKETS)]; g && g->ph != e; g = g->next_ph)
+		;
+	return g;
+}
+
+static void ph_add(struct cmx_sched *sc, struct cmx_gate *g)
+{
+	struct cmx_gate **b = &sc->ph_map[hash_ptr(g->ph, PH_BUCKETS)];
+
+	g->next_ph = *b;
+	*b = g;
+	sc->phs++;
+}
+
+static void ph_del(struct cmx_sched *sc, struct cmx_gate *g)
+{
+	struct cmx_gate **pp = &sc->ph_map[hash_ptr(g->ph, PH_BUCKETS)];
+
+	while (*pp && *pp != g)
+		pp = &(*pp)->next_ph;
+	if (*pp) {
+		*pp = g->next_ph;
+		sc->phs--;
+	}
+}
+
+static struct kheld **k_slot(struct cmx_sched *sc, cl_kernel k)
+{
+	struct kheld **pp = &sc->k_map[hash_ptr(k, K_BUCKETS)];
+
+	while (*pp && (*pp)->k != k)
+		pp = &(*pp)->next;
+	return pp;
+}
+
+static int k_hold(struct cmx_sched *sc, cl_kernel k)
+{
+	struct kheld **pp = k_slot(sc, k);
+
+	if (!*pp) {
+		*pp = calloc(1, sizeof(**pp));
+		if (!*pp)
+			return -ENOMEM;
+		(*pp)->k = k;
+	}
+	(*pp)->n++;
+	return 0;
+}
+
+static void k_unhold(struct cmx_sched *sc, cl_kernel k)
+{
+	struct kheld **pp = k_slot(sc, k), *kh = *pp;
+
+	if (kh && !--kh->n) {
+		*pp = kh->next;
+		free(kh);
+	}
+}
 
 int cmx_sched_create(struct cmx_server *srv, uint64_t window_us)
 {
@@ -189,31 +301,63 @@ static void flush_post(void *arg)
 	}
 }
 
-static void lane_add(struct cmx_sched *sc, struct cmx_gate *g, int in_order)
+static struct lane *lane_find(struct cmx_sched *sc, cl_command_queue q)
 {
 	struct lane *l;
 
-	for (l = sc->lanes; l && l->queue != g->queue; l = l->next)
+	for (l = sc->lanes; l && l->queue != q; l = l->next)
 		;
-	if (!l) {
-		l = calloc(1, sizeof(*l));
-		if (!l) {
-			g->lane = NULL;
-			watch(g);
-			return;
-		}
-		l->queue = g->queue;
-		l->in_order = in_order;
-		l->tail = &l->head;
-		l->next = sc->lanes;
-		sc->lanes = l;
-	}
+	return l;
+}
+
+static struct lane *lane_get(struct cmx_sched *sc, struct cmx_gate *g)
+{
+	struct lane *l = lane_find(sc, g->queue);
+
+	if (l)
+		return l;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return NULL;
+	l->queue = g->queue;
+	l->session = g->session;
+	l->in_order = g->in_order;
+	l->tail = &l->head;
+	l->next = sc->lanes;
+	sc->lanes = l;
+	return l;
+}
+
+/* Frees l once nothing of its queue is held or on the device. */
+static void lane_put(struct cmx_sched *sc, struct lane *l)
+{
+	struct lane **lp = &sc->lanes;
+
+	if (l->head || l->held)
+		return;
+	if (l->unflushed)
+		sc->unflushed--;
+	while (*lp != l)
+		lp = &(*lp)->next;
+	*lp = l->next;
+	free(l);
+}
+
+static void lane_add(struct cmx_sched *sc, struct cmx_gate *g)
+{
+	struct lane *l = g->lane ? g->lane : lane_get(sc, g);
+
 	g->lane = l;
+	if (!l) {
+		watch(g);
+		return;
+	}
 	g->next_held = NULL;
 	*l->tail = g;
 	l->tail = &g->next_held;
-	if (!l->in_order) {
-		watch(g);
+	if (!l->in_order || g->exposed) {
+		if (!g->has_cb)
+			watch(g);
 		return;
 	}
 	l->dirty = 1;
@@ -238,7 +382,7 @@ static void charge_start(struct cmx_sched *sc, struct cmx_gate *g, uint64_t now)
 	if (t->q.cap)
 		t->cap_tokens -= (int64_t)g->est;
 	/* Last: when no callback can be set, this completes (and frees) g. */
-	lane_add(sc, g, g->in_order);
+	lane_add(sc, g);
 }
 
 static void ready_add(struct cmx_sched *sc, struct cmx_tenant *t)
@@ -270,15 +414,212 @@ static void timer_arm(struct cmx_sched *sc, uint64_t ns)
 	io_uring_prep_timeout(cmx_loop_sqe(sc->srv->loop, &sc->timer_io), &sc->timer_ts, 0, 0);
 }
 
+static int session_holds(struct cmx_sched *sc, uint64_t session)
+{
+	for (struct lane *l = sc->lanes; l; l = l->next)
+		if (l->held && l->session == session)
+			return 1;
+	return 0;
+}
+
+static void release_kept(void *h, unsigned kind)
+{
+	if (kind == CMX_K_MEM)
+		clReleaseMemObject(h);
+	else
+		clReleaseSampler(h);
+}
+
+/* The session's last held command left: what it released may go now. */
+static void kept_put(struct cmx_sched *sc, uint64_t session)
+{
+	struct kept **pp = &sc->kept;
+
+	if (!*pp || session_holds(sc, session))
+		return;
+	while (*pp) {
+		struct kept *k = *pp;
+		if (k->session != session) {
+			pp = &k->next;
+			continue;
+		}
+		*pp = k->next;
+		release_kept(k->h, k->kind);
+		free(k);
+	}
+}
+
+void cmx_sched_keep(struct cmx_session *s, unsigned kind, void *h)
+{
+	struct cmx_sched *sc = s->srv->sched;
+	struct kept *k;
+
+	if (!sc || !sc->held || !h || (kind != CMX_K_MEM && kind != CMX_K_SAMPLER) ||
+	    !session_holds(sc, s->id) || !(k = malloc(sizeof(*k))))
+		return;
+	if (kind == CMX_K_MEM)
+		clRetainMemObject(h);
+	else
+		clRetainSampler(h);
+	k->session = s->id;
+	k->kind = kind;
+	k->h = h;
+	k->next = sc->kept;
+	sc->kept = k;
+}
+
+/* Takes g off its tenant's FIFO head and its lane's held list (whose head
+ * it is: a queue's commands are held in its tenant's order). */
+static void unhold(struct cmx_sched *sc, struct cmx_gate *g)
+{
+	struct lane *l = g->lane;
+	struct cmx_gate **pp = &l->held;
+
+	while (*pp != g)
+		pp = &(*pp)->next_q;
+	*pp = g->next_q;
+	if (l->held_last == g) {
+		l->held_last = NULL;
+		for (struct cmx_gate *x = l->held; x; x = x->next_q)
+			l->held_last = x;
+	}
+	sc->held--;
+	if (g->op->kernel)
+		k_unhold(sc, g->op->kernel);
+	g->op->destroy(g->op);
+	g->op = NULL;
+}
+
+/* The guest's names for a placeholder (its event id, its queue's last
+ * command) name the command's own event from now on. */
+static void swap_names(struct cmx_gate *g)
+{
+	struct cmx_session *s;
+	struct cmx_obj *o;
+
+	for (s = cmx_srv->sessions; s && s->id != g->session; s = s->next)
+		;
+	if (!s || s->closed)
+		return;
+	o = g->event_id ? cmx_session_obj(s, g->event_id, CMX_K_EVENT) : NULL;
+	if (o && o->h == g->ph) {
+		clRetainEvent(g->done);
+		o->h = g->done;
+		clReleaseEvent(g->ph);
+	}
+	o = cmx_session_obj(s, g->queue_id, CMX_K_QUEUE);
+	if (o && o->last == g->ph) {
+		clRetainEvent(g->done);
+		o->last = g->done;
+		clReleaseEvent(g->ph);
+	}
+}
+
+/* The placeholder takes its command's final status. */
+static void ph_complete(struct cmx_sched *sc, struct cmx_gate *g, cl_int status)
+{
+	if (!g->ph)
+		return;
+	cmx_dbg("sched: ph %p done %d", (void *)g->ph, status);
+	clSetUserEventStatus(g->ph, status < 0 ? status : CL_COMPLETE);
+	ph_del(sc, g);
+	clReleaseEvent(g->ph);
+	g->ph = NULL;
+}
+
+static void gate_free(struct cmx_gate *g)
+{
+	for (unsigned i = 0; i < g->ndeps; i++)
+		clReleaseEvent(g->deps[i]);
+	for (cl_uint i = 0; i < g->nwait; i++)
+		clReleaseEvent(g->wait_buf[i]);
+	if (g->done)
+		clReleaseEvent(g->done);
+	if (g->queue_id)
+		clReleaseCommandQueue(g->queue);
+	free(g);
+}
+
+/* A held command's turn: its native enqueue, behind the wait list it was
+ * given, placeholders of commands enqueued since replaced by their events. */
+static void release(struct cmx_sched *sc, struct cmx_gate *g, uint64_t now)
+{
+	cl_event stack[16], *wait = g->nwait <= 16 ? stack : malloc(g->nwait * sizeof(cl_event));
+	struct lane *l = g->lane;
+	cl_event ev = NULL;
+	cl_int e = CL_OUT_OF_HOST_MEMORY;
+
+	cmx_dbg("sched: release gate %p ph %p", (void *)g, (void *)g->ph);
+	if (wait) {
+		e = CL_SUCCESS;
+		for (cl_uint i = 0; i < g->nwait; i++) {
+			struct cmx_gate *d = ph_find(sc, g->wait_buf[i]);
+			cl_int st = CL_COMPLETE;
+			wait[i] = d && d->done ? d->done : g->wait_buf[i];
+			/* Behind an event that has failed already, a driver may
+			 * never run nor fail the command (PoCL): fail it here. */
+			clGetEventInfo(wait[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+				       NULL);
+			if (st < 0)
+				e = CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
+		}
+		if (!e)
+			e = g->op->enqueue(g->op, g->nwait, g->nwait ? wait : NULL, &ev);
+		if (wait != stack)
+			free(wait);
+	}
+	unhold(sc, g);
+	for (cl_uint i = 0; i < g->nwait; i++)
+		clReleaseEvent(g->wait_buf[i]);
+	g->nwait = 0;
+	if (e) {
+		/* Never on the device: its event fails with the error. */
+		ph_complete(sc, g, e < 0 ? e : CL_OUT_OF_RESOURCES);
+		inflight_dec(sc, g->t);
+		g->t->completed++;
+		g->lane = NULL;
+		kept_put(sc, g->session);
+		lane_put(sc, l);
+		gate_free(g);
+		return;
+	}
+	g->done = ev;
+	if (!l->unflushed++)
+		sc->unflushed++;
+	swap_names(g);
+	kept_put(sc, g->session);
+	charge_start(sc, g, now);
+}
+
+/* What was released goes to the device now: the guest flushed its queue
+ * when the command was held, and a driver may keep unflushed commands
+ * back (NVIDIA does). */
+static void flush_released(struct cmx_sched *sc)
+{
+	for (struct lane *l = sc->lanes; l && sc->unflushed; l = l->next)
+		if (l->unflushed) {
+			l->unflushed = 0;
+			sc->unflushed--;
+			clFlush(l->queue);
+		}
+}
+
+static void kick_once(struct cmx_sched *sc);
+
 /* Releases held commands while the device has room, lowest virtual time
  * first. */
 static void kick(struct cmx_sched *sc)
+{
+	kick_once(sc);
+	flush_released(sc);
+}
+
+static void kick_once(struct cmx_sched *sc)
 {
 	uint64_t now = cmx_now_ns();
 
 	for (;;) {
 		struct cmx_tenant *best = NULL, **pp, **best_pp = NULL;
-		cl_event user;
 		int capped = 0;
 
 		for (pp = &sc->ready; *pp;) {
@@ -311,21 +652,30 @@ static void kick(struct cmx_sched *sc)
 			*best_pp = best->next_ready;
 			best->ready = 0;
 		}
-		sc->held--;
-		user = g->user;
-		g->user = NULL;
-		charge_start(sc, g, now);
-		clSetUserEventStatus(user, CL_COMPLETE);
-		clReleaseEvent(user);
+		release(sc, g, now);
 	}
 }
 
-static void gate_free(struct cmx_gate *g)
+/* Out of turn, ignoring the window and guest user events (the driver
+ * waits for those now): g's tenant's held commands up to g. For what cannot
+ * wait behind them in the daemon (a read, a marker on g's queue) or must
+ * change under them (a kernel the driver cannot clone). */
+static void release_upto(struct cmx_sched *sc, struct cmx_gate *g)
 {
-	for (unsigned i = 0; i < g->ndeps; i++)
-		clReleaseEvent(g->deps[i]);
-	clReleaseEvent(g->done);
-	free(g);
+	struct cmx_tenant *t = g->t;
+	uint64_t now = cmx_now_ns();
+	struct cmx_gate *x;
+
+	do {
+		x = t->held;
+		t->held = x->next_held;
+		if (!t->held)
+			t->held_tail = &t->held;
+		while (x->ndeps)
+			clReleaseEvent(x->deps[--x->ndeps]);
+		release(sc, x, now);
+	} while (x != g);
+	flush_released(sc);
 }
 
 /* g's command finished on the device, in ns of device time. */
@@ -345,6 +695,11 @@ static void account(struct cmx_sched *sc, struct cmx_gate *g, uint64_t ns, uint6
 	cmx_tenant_account(t, ns, now);
 	inflight_dec(sc, t);
 	t->completed++;
+	if (g->ph) {
+		cl_int st = CL_COMPLETE;
+		clGetEventInfo(g->done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL);
+		ph_complete(sc, g, st);
+	}
 }
 
 /* g completed: so did everything before it in its in-order lane. */
@@ -393,13 +748,7 @@ static void done_post(void *arg)
 		else
 			gate_free(x);
 	}
-	if (!l->head) {
-		struct lane **lp = &sc->lanes;
-		while (*lp != l)
-			lp = &(*lp)->next;
-		*lp = l->next;
-		free(l);
-	}
+	lane_put(sc, l);
 	kick(sc);
 }
 
@@ -420,12 +769,19 @@ static void CL_CALLBACK dep_cb(cl_event e, cl_int status, void *arg)
 		cmx_loop_post(cmx_srv->loop, kick_post, NULL);
 }
 
+static void gate_abandon(struct cmx_gate *g)
+{
+	for (unsigned i = 0; i < g->ndeps; i++)
+		clReleaseEvent(g->deps[i]);
+	free(g);
+}
+
 /*
- * No other tenant has a command held or on the device. Gates are then pure
- * cost, and some drivers make them dear: NVIDIA ran 1.7k kernels/s with
- * 2,000 gated commands pending against 94k/s ungated (docs/performance.md).
- * The price: a tenant that becomes busy waits once behind what the lone
- * one had already queued; from then on both are gated and shared fairly.
+ * No other tenant has a command held or on the device. Holding is then
+ * pure cost (a round of the scheduler per command): a lone tenant goes
+ * straight to the driver. The price: a tenant that becomes busy waits once
+ * behind what the lone one had already queued; from then on both are held
+ * and shared fairly.
  */
 static int alone(const struct cmx_sched *sc, const struct cmx_tenant *t)
 {
@@ -437,19 +793,21 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	struct cmx_sched *sc = cmx_srv->sched;
 	struct cmx_tenant *t = c->s->tenant;
 	struct cmx_obj *q = cmx_session_obj(c->s, ((struct cmx_ref *)c->in)->id, CMX_K_QUEUE);
+	int holdable = c->op == CMX_OP_EnqueueKernel, after_held = 0;
 	struct cmx_gate *g;
-	cl_int e;
+	struct lane *l;
 
 	cmd->nwait = nwait;
 	cmd->wait = (const cl_event *)wait;
 	cmd->g = NULL;
+	cmd->hold = 0;
 	if (!sc || !q)
 		return CL_SUCCESS;
 	if (t->inflight >= t->q.inflight) {
 		t->refused++;
 		return CL_OUT_OF_RESOURCES;
 	}
-	g = calloc(1, sizeof(*g) + (nwait + 1) * sizeof(cl_event));
+	g = calloc(1, sizeof(*g) + nwait * sizeof(cl_event));
 	if (!g)
 		return CL_OUT_OF_HOST_MEMORY;
 	g->t = t;
@@ -459,7 +817,13 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	for (cl_uint i = 0; i < nwait; i++) {
 		cl_command_type type = 0;
 		cl_int st = CL_COMPLETE;
+		struct cmx_gate *d = ph_find(sc, wait[i]);
 		g->wait_buf[i] = wait[i];
+		if (d) {
+			/* An earlier held command of this tenant: it goes first. */
+			after_held |= d->op != NULL;
+			continue;
+		}
 		clGetEventInfo(wait[i], CL_EVENT_COMMAND_TYPE, sizeof(type), &type, NULL);
 		if (type != CL_COMMAND_USER || g->ndeps == MAX_DEPS)
 			continue;
@@ -471,22 +835,88 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 		}
 	}
 	cmd->g = g;
+	/* An in-order queue's commands keep their order: after a held one,
+	 * every command of the queue is held. */
+	l = sc->held ? lane_find(sc, g->queue) : NULL;
+	after_held |= l && l->held;
 	/* The device has room and nobody waits, or the tenant is alone with
-	 * work (nobody to be fair to) and uncapped: straight on, no gate. */
-	if (!sc->held && !g->ndeps && cap_ok(t, cmx_now_ns()) &&
+	 * work (nobody to be fair to) and uncapped: straight on. */
+	if (!after_held && !sc->held && !g->ndeps && cap_ok(t, cmx_now_ns()) &&
 	    ((!t->q.cap && alone(sc, t)) || room(sc, estimate(sc, t))))
 		return CL_SUCCESS;
-	g->user = clCreateUserEvent(q->ctx, &e);
-	if (!g->user) {
-		cmd->g = NULL;
-		for (unsigned i = 0; i < g->ndeps; i++)
-			clReleaseEvent(g->deps[i]);
-		free(g);
+	/* Out-of-order queues are not held (see docs/architecture.md): their
+	 * markers and barriers wait for everything before them natively. */
+	if (holdable && g->in_order) {
+		cmd->hold = 1;
+		return CL_SUCCESS;
+	}
+	if (!after_held)
+		return CL_SUCCESS;
+	/* Straight to the driver, behind placeholders it waits for natively:
+	 * those complete with their commands, and this one is not counted on
+	 * the device (it would take the room the held ones need to go). */
+	for (cl_uint i = 0; i < nwait; i++) {
+		struct cmx_gate *d = ph_find(sc, wait[i]);
+		if (d)
+			d->exposed = 1;
+	}
+	cmd->g = NULL;
+	gate_abandon(g);
+	return CL_SUCCESS;
+}
+
+int cmx_sched_hold(struct cmx_sched_cmd *cmd, struct cmx_call *c, const struct cmx_ref *ev,
+		   struct cmx_sched_op *op)
+{
+	struct cmx_sched *sc = cmx_srv->sched;
+	struct cmx_gate *g = cmd->g;
+	struct cmx_tenant *t = g->t;
+	struct cmx_obj *q = cmx_session_obj(c->s, ((struct cmx_ref *)c->in)->id, CMX_K_QUEUE);
+	struct lane *l = lane_get(sc, g);
+	cl_int e = CL_OUT_OF_HOST_MEMORY;
+
+	cmd->g = NULL;
+	if (l && !(op->kernel && k_hold(sc, op->kernel)))
+		g->ph = clCreateUserEvent(q->ctx, &e);
+	if (!g->ph) {
+		if (l && op->kernel)
+			k_unhold(sc, op->kernel);
+		if (l)
+			lane_put(sc, l);
+		op->destroy(op);
+		gate_abandon(g);
 		return e ? e : CL_OUT_OF_RESOURCES;
 	}
-	g->wait_buf[nwait] = g->user;
-	cmd->nwait = nwait + 1;
-	cmd->wait = g->wait_buf;
+	g->op = op;
+	g->lane = l;
+	g->event_id = ev->id;
+	g->queue_id = q->id;
+	clRetainCommandQueue(g->queue);
+	g->nwait = cmd->nwait;
+	for (cl_uint i = 0; i < g->nwait; i++)
+		clRetainEvent(g->wait_buf[i]);
+	ph_add(sc, g);
+	if (l->held_last)
+		l->held_last->next_q = g;
+	else
+		l->held = g;
+	l->held_last = g;
+	inflight_inc(sc, t);
+	t->launched++;
+	g->next_held = NULL;
+	sc->held++;
+	*t->held_tail = g;
+	t->held_tail = &g->next_held;
+	/* A tenant back from idle starts at the present, not with credit. */
+	if (!t->ready && t->vtime < sc->vclock)
+		t->vtime = sc->vclock;
+	ready_add(sc, t);
+	/* The guest's event and the queue's last command: the placeholder
+	 * (its own reference), until the release names the real event. */
+	clRetainEvent(g->ph);
+	cmx_dbg("sched: hold gate %p ph %p ndeps %u", (void *)g, (void *)g->ph, g->ndeps);
+	cmx_event_bind(c, ev, g->ph);
+	kick(sc);
 	return CL_SUCCESS;
 }
 
@@ -500,57 +930,133 @@ void cmx_sched_end(struct cmx_sched_cmd *cmd, cl_int err, cl_event ev)
 		return;
 	t = g->t;
 	if (err) {
-		if (g->user) {
-			clSetUserEventStatus(g->user, CL_COMPLETE);
-			clReleaseEvent(g->user);
-		}
-		for (unsigned i = 0; i < g->ndeps; i++)
-			clReleaseEvent(g->deps[i]);
-		free(g);
+		gate_abandon(g);
 		return;
 	}
+	/* Its guest user events are the driver's business now. */
+	while (g->ndeps)
+		clReleaseEvent(g->deps[--g->ndeps]);
 	clRetainEvent(ev);
 	g->done = ev;
 	inflight_inc(sc, t);
 	t->launched++;
-	if (!g->user) {
-		charge_start(sc, g, cmx_now_ns());
+	charge_start(sc, g, cmx_now_ns());
+}
+
+int cmx_sched_resolve(struct cmx_call *c)
+{
+	struct cmx_sched *sc = cmx_srv->sched;
+	const struct cmx_msgdesc *d = c->oi->in;
+	struct lane *l = NULL;
+	int enqueue = 0;
+
+	/* Held commands of this session, hence placeholders, exist only while
+	 * something is held; kernels sort theirs out in cmx_sched_begin(). */
+	if (!sc || !sc->held || c->op == CMX_OP_EnqueueKernel || c->op == CMX_OP_GetEventInfo)
+		return 0;
+	for (unsigned i = 0; i < d->nfields; i++) {
+		const struct cmx_field *f = &d->fields[i];
+		void *p = (char *)c->in + f->offset;
+		if (f->type == CMX_T_ID && f->kind == CMX_K_QUEUE && i == 0) {
+			l = lane_find(sc, ((struct cmx_ref *)p)->h);
+		} else if (f->type == CMX_T_ID && f->kind == CMX_K_EVENT) {
+			struct cmx_gate *g = ph_find(sc, ((struct cmx_ref *)p)->h);
+			if (g)
+				g->exposed = 1;
+		} else if (f->type == CMX_T_IDS && f->kind == CMX_K_EVENT) {
+			struct cmx_refs *r = p;
+			for (uint64_t k = 0; k < r->n; k++) {
+				struct cmx_gate *g = ph_find(sc, r->h[k]);
+				if (g)
+					g->exposed = 1;
+			}
+			enqueue |= !strcmp(f->name, "wait");
+		}
+	}
+	if (!l || !l->held_last)
+		return 0;
+	/* clFinish waits for the queue's last command: the newest held one's
+	 * placeholder. Any other command on the queue would go to the driver
+	 * ahead of the held ones, which could then never run before it: they
+	 * go first, out of turn. */
+	if (enqueue)
+		release_upto(sc, l->held_last);
+	else if (c->op == CMX_OP_Finish)
+		l->held_last->exposed = 1;
+	return 0;
+}
+
+void cmx_sched_kernel_arg(struct cmx_call *c, uint64_t id, cl_kernel *k)
+{
+	struct cmx_sched *sc = cmx_srv->sched;
+	struct cmx_obj *o = cmx_session_obj(c->s, id, CMX_K_KERNEL);
+	cl_kernel clone = NULL;
+	cl_int e = CL_INVALID_OPERATION;
+
+	if (!sc || !sc->held || !*k_slot(sc, *k) || !o || o->h != *k)
+		return;
+	/* Held launches keep the native kernel as it is, with the arguments
+	 * they were enqueued with; the session goes on with a copy. */
+	if (cmx_srv->platform_version >= 210)
+		clone = clCloneKernel(*k, &e);
+	if (!clone || e) {
+		struct cmx_gate *last = NULL;
+		cmx_dbg("sched: no clone of kernel %p (%d): its launches go now", (void *)*k, e);
+		for (struct cmx_gate *g = c->s->tenant->held; g; g = g->next_held)
+			if (g->op->kernel == *k)
+				last = g;
+		if (last)
+			release_upto(sc, last);
 		return;
 	}
-	g->next_held = NULL;
-	sc->held++;
-	*t->held_tail = g;
-	t->held_tail = &g->next_held;
-	/* A tenant back from idle starts at the present, not with credit. */
-	if (!t->ready && t->vtime < sc->vclock)
-		t->vtime = sc->vclock;
-	ready_add(sc, t);
-	kick(sc);
+	cmx_dbg("sched: kernel %p cloned for its held launches", (void *)*k);
+	o->h = clone;
+	clReleaseKernel(*k);
+	*k = clone;
+}
+
+void cmx_sched_poke(struct cmx_server *srv)
+{
+	if (srv->sched && srv->sched->held)
+		kick(srv->sched);
+}
+
+int cmx_sched_is_held(cl_event e)
+{
+	struct cmx_sched *sc = cmx_srv->sched;
+	struct cmx_gate *g = sc ? ph_find(sc, e) : NULL;
+
+	return g && g->op;
 }
 
 void cmx_sched_drop(struct cmx_session *s)
 {
+	struct cmx_sched *sc = cmx_srv->sched;
 	struct cmx_tenant *t = s->tenant;
 	struct cmx_gate **pp = &t->held;
 
-	if (!cmx_srv->sched)
+	if (!sc)
 		return;
-	/* Failing the gate fails the command; its callback still accounts it. */
+	/* Never enqueued: the driver has nothing of them; the charges go. */
 	while (*pp) {
 		struct cmx_gate *g = *pp;
+		struct lane *l = g->lane;
 		if (g->session != s->id) {
 			pp = &g->next_held;
 			continue;
 		}
 		*pp = g->next_held;
-		cmx_srv->sched->held--;
-		clSetUserEventStatus(g->user, CL_OUT_OF_RESOURCES);
-		clReleaseEvent(g->user);
-		inflight_dec(cmx_srv->sched, g->t);
+		unhold(sc, g);
+		ph_complete(sc, g, CL_OUT_OF_RESOURCES);
+		inflight_dec(sc, g->t);
 		g->t->completed++;
+		g->lane = NULL;
+		lane_put(sc, l);
 		gate_free(g);
 	}
 	t->held_tail = &t->held;
 	while (*t->held_tail)
 		t->held_tail = &(*t->held_tail)->next_held;
+	kept_put(sc, s->id);
+	kick(sc);
 }

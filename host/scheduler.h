@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The device-time scheduler: weighted fair order among tenants, in-flight
-// quotas and caps, commands held behind gate user events.
+// quotas and caps; commands held in the daemon until their turn.
 #ifndef CMX_HOST_SCHED_H
 #define CMX_HOST_SCHED_H
 
@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 struct cmx_call;
+struct cmx_ref;
 struct cmx_server;
 struct cmx_session;
 struct cmx_gate;
@@ -17,18 +18,39 @@ struct cmx_gate;
 #define CMX_SCHED_WINDOW_US 2000
 
 /*
+ * A command the daemon can hold: everything its native enqueue needs, kept
+ * (and retained) by the caller's op until the scheduler gives it its turn.
+ */
+struct cmx_sched_op {
+	/* The native enqueue behind wait; 0 or a cl error. */
+	cl_int (*enqueue)(struct cmx_sched_op *op, cl_uint nwait, const cl_event *wait,
+			  cl_event *ev);
+	/* Releases what the op retained, frees it. */
+	void (*destroy)(struct cmx_sched_op *op);
+	/* The kernel it launches, or NULL: clSetKernelArg on a kernel with
+	 * held launches gives the session a clone (cmx_sched_kernel_arg()). */
+	cl_kernel kernel;
+};
+
+/*
  * A scheduled enqueue (host/exec_kernel.c):
  *
  *	struct cmx_sched_cmd sc;
- *	e = cmx_sched_begin(c, in->wait.n, in->wait.h, &sc);  // quota, gate
+ *	e = cmx_sched_begin(c, in->wait.n, in->wait.h, &sc);  // quota, order
  *	if (e) return e;
- *	e = clEnqueueX(..., sc.nwait, sc.wait, &ev);
- *	cmx_sched_end(&sc, e, ev);  // on the device now, or held
+ *	if (sc.hold) return cmx_sched_hold(&sc, c, &in->event, op);
+ *	e = clEnqueueX(..., CMX_SCHED_WAIT(sc), &ev);
+ *	cmx_sched_end(&sc, e, ev);  // on the device now
+ *
+ * A caller that cannot hold its command (copies, fills) ignores sc.hold:
+ * its command goes to the driver at once, ordered behind held ones by
+ * their placeholders, and counts as on the device.
  */
 struct cmx_sched_cmd {
 	cl_uint nwait;
-	const cl_event *wait; /* the call's wait list, plus the gate when held */
+	const cl_event *wait;
 	struct cmx_gate *g;
+	int hold; /* the command must wait in the daemon for its turn */
 };
 
 int cmx_sched_create(struct cmx_server *srv, uint64_t window_us);
@@ -45,8 +67,28 @@ int cmx_sched_busy(struct cmx_server *srv);
 int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct cmx_sched_cmd *sc);
 /* After the native enqueue: err its result, ev its event (not consumed). */
 void cmx_sched_end(struct cmx_sched_cmd *sc, cl_int err, cl_event ev);
+/* sc.hold: the scheduler keeps op (always: destroyed on failure) and gives
+ * the guest's event `ev` a placeholder until op is enqueued. 0 or cl error. */
+int cmx_sched_hold(struct cmx_sched_cmd *sc, struct cmx_call *c, const struct cmx_ref *ev,
+		   struct cmx_sched_op *op);
 
-/* The session is closing: its held commands are failed, not run. */
+/* Every call, after its ids are resolved (host/call.c): an enqueue on a
+ * queue with held commands waits for them; a placeholder the driver will
+ * see is completed as soon as its command is. 0 or a cl error. */
+int cmx_sched_resolve(struct cmx_call *c);
+/* clSetKernelArg on *k (the session's kernel `id`): when held launches use
+ * it, the session's id moves to a clone and *k becomes that clone. */
+void cmx_sched_kernel_arg(struct cmx_call *c, uint64_t id, cl_kernel *k);
+/* The session releases a buffer or sampler (kind, native h): held commands
+ * may use it, so it lives until they are on the device. */
+void cmx_sched_keep(struct cmx_session *s, unsigned kind, void *h);
+/* A guest user event was set: a held command may be free to go (a driver
+ * may call no callback for an error status). */
+void cmx_sched_poke(struct cmx_server *srv);
+/* e is the placeholder of a held command: its status, CL_QUEUED. */
+int cmx_sched_is_held(cl_event e);
+
+/* The session is closing: its held commands are dropped, not run. */
 void cmx_sched_drop(struct cmx_session *s);
 
 #endif

@@ -129,6 +129,8 @@ static void reap_obj(void *arg)
 
 static void free_obj(struct cmx_session *s, struct cmx_obj *o)
 {
+	/* A command the scheduler holds may still use it. */
+	cmx_sched_keep(s, o->kind, o->h);
 	s->bytes -= o->bytes;
 	s->srv->bytes -= o->bytes;
 	s->tenant->bytes -= o->bytes;

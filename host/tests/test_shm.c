@@ -125,8 +125,26 @@ static int ring_reply(struct shared *sh, uint32_t seq)
 	return (int)status;
 }
 
+/* An fd a session owns: its sockets, its area's memfd, its doorbell. Not
+ * the driver's own, which come and go (NVIDIA opens and closes files and
+ * pipes of its own while it works). */
+static int session_file(const char *dir, const char *name)
+{
+	char path[320], target[256];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n <= 0)
+		return 0;
+	target[n] = '\0';
+	return !strncmp(target, "socket:", 7) || !strncmp(target, "/memfd:clmux-area", 17) ||
+	       !strcmp(target, "anon_inode:[eventfd]");
+}
+
 /* The daemon's pid (from the socket), then how many of its mappings are
- * session areas and how many files it has open. */
+ * session areas and how many of its open files are of the kinds sessions
+ * hold. */
 static void daemon_holds(int fd, int *areas, int *files)
 {
 	struct ucred cr;
@@ -147,8 +165,8 @@ static void daemon_holds(int fd, int *areas, int *files)
 	d = opendir(path);
 	ck_assert_ptr_nonnull(d);
 	*files = 0;
-	while (readdir(d))
-		(*files)++;
+	for (struct dirent *e; (e = readdir(d));)
+		*files += session_file(path, e->d_name);
 	closedir(d);
 }
 

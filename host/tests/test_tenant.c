@@ -19,7 +19,8 @@
 
 #include "rawclient.h"
 
-static char dir[64], conf[128], sock_a[128], sock_b[128], sock_any[128], admin[128], metrics[128];
+static char dir[64], conf[128], sock_a[128], sock_b[128], sock_d[128], sock_any[128], admin[128],
+    metrics[128];
 static pid_t daemon_pid;
 
 /* ---- the daemon and its admin socket ---- */
@@ -96,6 +97,7 @@ static int daemon_start(void)
 	snprintf(conf, sizeof(conf), "%s/clmuxd.conf", dir);
 	snprintf(sock_a, sizeof(sock_a), "%s/a.sock", dir);
 	snprintf(sock_b, sizeof(sock_b), "%s/b.sock", dir);
+	snprintf(sock_d, sizeof(sock_d), "%s/d.sock", dir);
 	snprintf(sock_any, sizeof(sock_any), "%s/any.sock", dir);
 	snprintf(admin, sizeof(admin), "%s/admin.sock", dir);
 	snprintf(metrics, sizeof(metrics), "%s/metrics.sock", dir);
@@ -104,20 +106,22 @@ static int daemon_start(void)
 		return -errno;
 	fprintf(f,
 		"# test tenants\n[tenant a]\nmem = 1M\nobjects = 12\ninflight = 4\n\n"
-		"[tenant b]\nweight = 3\nrate = 1M/s\n\n[tenant c]\nuid = %u\ncap = 20%%\n",
+		"[tenant b]\nweight = 3\nrate = 1M/s\n\n[tenant c]\nuid = %u\ncap = 20%%\n\n"
+		"[tenant d]\n",
 		(unsigned)getuid());
 	fclose(f);
 	daemon_pid = fork();
 	if (daemon_pid < 0)
 		return -errno;
 	if (!daemon_pid) {
-		char la[160], lb[160], lany[160], m[160];
+		char la[160], lb[160], ld[160], lany[160], m[160];
 		snprintf(la, sizeof(la), "unix:%s,tenant=a", sock_a);
 		snprintf(lb, sizeof(lb), "unix:%s,tenant=b", sock_b);
+		snprintf(ld, sizeof(ld), "unix:%s,tenant=d", sock_d);
 		snprintf(lany, sizeof(lany), "unix:%s", sock_any);
 		snprintf(m, sizeof(m), "unix:%s", metrics);
-		execl(bin, bin, "--listen", la, "--listen", lb, "--listen", lany, "--config", conf,
-		      "--admin", admin, "--metrics", m, (char *)NULL);
+		execl(bin, bin, "--listen", la, "--listen", lb, "--listen", ld, "--listen", lany,
+		      "--config", conf, "--admin", admin, "--metrics", m, (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 500 && access(metrics, F_OK); i++)
@@ -584,6 +588,10 @@ START_TEST(cap_quota)
 		wait_events(&c, ev, 16);
 	}
 	ck_assert_uint_gt(metric("capped_total", "c"), 0);
+	/* Every launch is counted once its completion has reached the
+	 * scheduler, which may be a callback after the guest saw it. */
+	for (int i = 0; i < 500 && metric("commands_completed_total", "c") - before < n; i++)
+		usleep(20000);
 	ck_assert_uint_eq(metric("commands_completed_total", "c") - before, n);
 	close(c.fd);
 }
@@ -676,6 +684,192 @@ START_TEST(evict_held)
 }
 END_TEST
 
+/* ---- held commands (host/scheduler.c) ---- */
+
+/* Tenant b's flood: kernels of some 10 ms each on PoCL, enough that the
+ * scheduler holds another tenant's launches while they run. */
+static const char spin_src[] = "kernel void spin(global int *p) {\n"
+			       "  int x = (int)get_global_id(0);\n"
+			       "  for (int i = 0; i < 200000; i++) x = x * 3 + (x >> 7) + i;\n"
+			       "  p[get_global_id(0)] = x; }\n";
+/* Tenant d's launches: each writes its own value into its own slot. */
+static const char put_src[] = "kernel void put(global int *p, int slot, int v) { p[slot] = v; }\n";
+
+static void arg_mem(struct client *c, uint64_t index, uint64_t mem)
+{
+	struct cmx_SetKernelArg_in in = {
+	    .kernel = {0x10103}, .index = index, .kind = 1, .mem = {mem}};
+
+	send_msg(c, &cmx_desc_SetKernelArg_in, &in, 0, NULL, 0);
+}
+
+static void arg_int(struct client *c, uint64_t index, int32_t v)
+{
+	struct cmx_SetKernelArg_in in = {
+	    .kernel = {0x10103}, .index = index, .size = 4, .value = {&v, 4}};
+
+	send_msg(c, &cmx_desc_SetKernelArg_in, &in, 0, NULL, 0);
+}
+
+static void launch_on(struct client *c, uint64_t queue, uint64_t event, uint64_t wait)
+{
+	uint64_t gl[1] = {1}, w[1] = {wait};
+	struct cmx_EnqueueKernel_in in = {.queue = {queue},
+					  .kernel = {0x10103},
+					  .global = {gl, 1},
+					  .wait = {w, wait ? 1 : 0},
+					  .event = {event}};
+
+	send_msg(c, &cmx_desc_EnqueueKernel_in, &in, 0, NULL, 0);
+}
+
+static void queue(struct client *c, uint64_t id)
+{
+	uint64_t qprops[1] = {0};
+	struct cmx_CreateQueue_in in = {
+	    .queue = {id}, .context = {0x10100}, .device = {1}, .props = {qprops, 1}};
+
+	send_msg(c, &cmx_desc_CreateQueue_in, &in, 0, NULL, 0);
+}
+
+/* b: six spins on the device, straight (b is alone with work then). */
+static void flood(struct client *b, uint64_t first)
+{
+	for (uint64_t i = 0; i < 6; i++)
+		launch(b, first + i, 0, 64);
+	ping(b);
+}
+
+static void flood_setup(struct client *b)
+{
+	hello_at(b, sock_b);
+	kernel_setup(b, spin_src, "spin");
+	buffer(b, 0x10104, 0x10100, 64 * 4);
+	arg_mem(b, 0, 0x10104);
+}
+
+/* d: the put kernel on buffer 0x10104 of 16 ints, queues 0x10110, 0x10111. */
+static void put_setup(struct client *d)
+{
+	hello_at(d, sock_d);
+	kernel_setup(d, put_src, "put");
+	buffer(d, 0x10104, 0x10100, 16 * 4);
+	arg_mem(d, 0, 0x10104);
+	queue(d, 0x10110);
+	queue(d, 0x10111);
+	ping(d);
+}
+
+/* A blocking read of n ints of buffer 0x10104 on queue 0x10101. */
+static void read_ints(struct client *c, int32_t *out, uint64_t n)
+{
+	struct cmx_ReadBufferSync_in in = {
+	    .queue = {0x10101}, .mem = {0x10104}, .size = n * 4};
+	struct cmx_hdr h;
+	int64_t args[4];
+
+	send_msg(c, &cmx_desc_ReadBufferSync_in, &in, 1, NULL, 0);
+	ck_assert_int_eq(recv(c->fd, &h, CMX_HDR_SIZE, MSG_WAITALL), CMX_HDR_SIZE);
+	ck_assert_uint_le(h.size, sizeof(args));
+	ck_assert_int_eq(recv(c->fd, args, h.size, MSG_WAITALL), (ssize_t)h.size);
+	ck_assert_int_eq(args[0], 0);
+	ck_assert_uint_eq(h.bulk, n * 4);
+	ck_assert_int_eq(recv(c->fd, out, n * 4, MSG_WAITALL), (ssize_t)(n * 4));
+}
+
+/* Tenant d's launches are held in the daemon while b's flood runs. Its
+ * kernel's arguments change between them: each launch must still write
+ * its own slot with its own value (the held ones keep theirs). A launch on
+ * a second queue waits for a held one, a marker on a third for another;
+ * clFinish waits for the last held one. */
+START_TEST(held_commands)
+{
+	uint64_t b_ev[6], waits[2] = {0x10208, 0x10209};
+	struct cmx_EnqueueMarker_in mk = {
+	    .queue = {0x10111}, .wait = {(uint64_t[]){0x10203}, 1}, .event = {0x10209}};
+	struct cmx_Finish_in fin = {.queue = {0x10101}};
+	struct client b, d;
+	int32_t got[9];
+
+	flood_setup(&b);
+	put_setup(&d);
+	flood(&b, 0x10200);
+	for (int32_t i = 0; i < 8; i++) {
+		arg_int(&d, 1, i);
+		arg_int(&d, 2, 100 + i);
+		launch_on(&d, 0x10101, 0x10200 + (uint64_t)i, 0);
+	}
+	arg_int(&d, 1, 8);
+	arg_int(&d, 2, 108);
+	launch_on(&d, 0x10110, 0x10208, 0x10207);
+	send_msg(&d, &cmx_desc_EnqueueMarker_in, &mk, 0, NULL, 0);
+	send_msg(&d, &cmx_desc_Finish_in, &fin, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&d, &cmx_desc_Finish_out, &(struct cmx_Finish_out){0}, NULL), 0);
+	wait_events(&d, waits, 2);
+	ck_assert_int_eq(event_status(&d, 0x10209), 0 /* CL_COMPLETE */);
+	read_ints(&d, got, 9);
+	for (int i = 0; i < 9; i++)
+		ck_assert_msg(got[i] == 100 + i, "slot %d: %d, want %d", i, got[i], 100 + i);
+	for (unsigned i = 0; i < 6; i++)
+		b_ev[i] = 0x10200 + i;
+	wait_events(&b, b_ev, 6);
+	close(b.fd);
+	close(d.fd);
+	field_becomes("d", "inflight", 0);
+	field_becomes("d", "objects", 0);
+	field_becomes("b", "objects", 0);
+}
+END_TEST
+
+/* Killed with launches held in the daemon: they are dropped and the
+ * tenant's charges (commands in flight, objects, memory) return to zero. */
+START_TEST(killed_with_held)
+{
+	int to_child[2], to_parent[2];
+	struct client b;
+	pid_t pid;
+	char x;
+
+	ck_assert_int_eq(pipe(to_child), 0);
+	ck_assert_int_eq(pipe(to_parent), 0);
+	flood_setup(&b);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		struct client d;
+		put_setup(&d);
+		if (write(to_parent[1], "r", 1) != 1 || read(to_child[0], &x, 1) != 1)
+			_exit(1);
+		for (int32_t i = 0; i < 8; i++) {
+			arg_int(&d, 2, i);
+			launch_on(&d, 0x10101, 0x10200 + (uint64_t)i, 0);
+		}
+		ping(&d);
+		if (write(to_parent[1], "x", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	ck_assert_int_eq(read(to_parent[0], &x, 1), 1);
+	flood(&b, 0x10200);
+	ck_assert_int_eq(write(to_child[1], "g", 1), 1);
+	ck_assert_int_eq(read(to_parent[0], &x, 1), 1);
+	ck_assert_uint_gt(tenant_field("d", "inflight"), 0);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	field_becomes("d", "inflight", 0);
+	field_becomes("d", "objects", 0);
+	field_becomes("d", "mem", 0);
+	wait_events(&b, (uint64_t[]){0x10200, 0x10201, 0x10202, 0x10203, 0x10204, 0x10205}, 6);
+	close(b.fd);
+	field_becomes("b", "inflight", 0);
+	for (int i = 0; i < 2; i++) {
+		close(to_child[i]);
+		close(to_parent[i]);
+	}
+}
+END_TEST
+
 /* Bad admin requests end that request only. */
 START_TEST(admin_garbage)
 {
@@ -720,6 +914,8 @@ int main(void)
 	tcase_add_test(tc, live_quota_change);
 	tcase_add_test(tc, evict);
 	tcase_add_test(tc, evict_held);
+	tcase_add_test(tc, held_commands);
+	tcase_add_test(tc, killed_with_held);
 	tcase_add_test(tc, rate_quota);
 	tcase_add_test(tc, cap_quota);
 	tcase_add_test(tc, metrics_and_tables);
