@@ -210,6 +210,15 @@ static double best_max(const double *v, int n)
 	return m;
 }
 
+static cl_mem make_buffer_flags(struct plat *p, cl_mem_flags flags, size_t size)
+{
+	cl_int err;
+	cl_mem m = clCreateBuffer(p->ctx, CL_MEM_READ_WRITE | flags, size, NULL, &err);
+
+	check(err, "clCreateBuffer");
+	return m;
+}
+
 static cl_mem make_buffer(struct plat *p, size_t size)
 {
 	cl_int err;
@@ -280,11 +289,12 @@ static void bench_enqueue_rate(struct plat *p, int n, double *out)
 	}
 }
 
-/* write_bw / read_bw: blocking 64 MiB transfer from or to touched host memory; GB/s. */
-static void transfer_bw(struct plat *p, int n, double *out, int write)
+/* write_bw / read_bw: blocking 64 MiB transfer from or to touched host memory; GB/s.
+ * The _ahp rows do the same with a CL_MEM_ALLOC_HOST_PTR buffer. */
+static void transfer_bw(struct plat *p, int n, double *out, int write, cl_mem_flags flags)
 {
 	char *host = xmalloc(BW_BYTES);
-	cl_mem m = make_buffer(p, BW_BYTES);
+	cl_mem m = make_buffer_flags(p, flags, BW_BYTES);
 
 	for (int rep = -1; rep < n; rep++) { /* rep -1 lets the device back the buffer */
 		double t0 = now_s();
@@ -302,12 +312,46 @@ static void transfer_bw(struct plat *p, int n, double *out, int write)
 
 static void bench_write_bw(struct plat *p, int n, double *out)
 {
-	transfer_bw(p, n, out, 1);
+	transfer_bw(p, n, out, 1, 0);
 }
 
 static void bench_read_bw(struct plat *p, int n, double *out)
 {
-	transfer_bw(p, n, out, 0);
+	transfer_bw(p, n, out, 0, 0);
+}
+
+static void bench_write_bw_ahp(struct plat *p, int n, double *out)
+{
+	transfer_bw(p, n, out, 1, CL_MEM_ALLOC_HOST_PTR);
+}
+
+static void bench_read_bw_ahp(struct plat *p, int n, double *out)
+{
+	transfer_bw(p, n, out, 0, CL_MEM_ALLOC_HOST_PTR);
+}
+
+/* map_bw_ahp: a CL_MEM_ALLOC_HOST_PTR buffer filled through a blocking
+ * write-invalidate map of all 64 MiB, unmapped, then clFinish; GB/s. */
+static void bench_map_bw_ahp(struct plat *p, int n, double *out)
+{
+	char *host = xmalloc(BW_BYTES);
+	cl_mem m = make_buffer_flags(p, CL_MEM_ALLOC_HOST_PTR, BW_BYTES);
+
+	for (int rep = -1; rep < n; rep++) {
+		double t0 = now_s();
+		cl_int err;
+		void *map = clEnqueueMapBuffer(p->q, m, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0,
+					       BW_BYTES, 0, NULL, NULL, &err);
+
+		check(err, "clEnqueueMapBuffer");
+		memcpy(map, host, BW_BYTES);
+		CHECK(clEnqueueUnmapMemObject(p->q, m, map, 0, NULL, NULL));
+		CHECK(clFinish(p->q));
+		if (rep >= 0)
+			out[rep] = BW_BYTES / (now_s() - t0) * 1e-9;
+	}
+	CHECK(clReleaseMemObject(m));
+	free(host);
 }
 
 /* vecadd: write a, write b, kernel, read c, from host arrays to a verified host result; ms. */
@@ -401,6 +445,9 @@ static struct bench benches[] = {
 	{ "enqueue_rate", "kernels/s", HIGHER, 6, 2, bench_enqueue_rate, 0, { 0, 0 } },
 	{ "write_bw", "GB/s", HIGHER, 10, 3, bench_write_bw, 0, { 0, 0 } },
 	{ "read_bw", "GB/s", HIGHER, 10, 3, bench_read_bw, 0, { 0, 0 } },
+	{ "write_bw_ahp", "GB/s", HIGHER, 10, 3, bench_write_bw_ahp, 0, { 0, 0 } },
+	{ "read_bw_ahp", "GB/s", HIGHER, 10, 3, bench_read_bw_ahp, 0, { 0, 0 } },
+	{ "map_bw_ahp", "GB/s", HIGHER, 10, 3, bench_map_bw_ahp, 0, { 0, 0 } },
 	{ "vecadd", "ms", LOWER, 6, 2, bench_vecadd, 0, { 0, 0 } },
 	{ "build", "ms", LOWER, 6, 2, bench_build, 0, { 0, 0 } },
 };
