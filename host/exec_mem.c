@@ -88,6 +88,7 @@ int cmx_h_CreateSubBuffer(struct cmx_call *c, struct cmx_CreateSubBuffer_in *in)
 
 int cmx_h_ReleaseMem(struct cmx_call *c, struct cmx_ReleaseMem_in *in)
 {
+	cmx_area_maps_drop(c->s, in->mem.id);
 	cmx_session_release(c->s, in->mem.id, CMX_K_MEM);
 	return CL_SUCCESS;
 }
@@ -455,6 +456,70 @@ static void *area_ptr(struct cmx_call *c, cl_mem m, uint64_t off, uint64_t size)
 	return (char *)hp + off;
 }
 
+/*
+ * A native map of an area buffer that the guest has not unmapped. The
+ * driver holds a mapped buffer (and so the area block under it) until it is
+ * unmapped, so the maps a guest leaves behind are unmapped for it when it
+ * releases the buffer or goes away.
+ */
+struct cmx_amap {
+	uint64_t mem; /* the guest's id */
+	cl_command_queue q;
+	cl_mem m;
+	void *ptr;
+	struct cmx_amap *next;
+};
+
+static void amap_end(struct cmx_amap *a, int unmap)
+{
+	if (unmap && !clEnqueueUnmapMemObject(a->q, a->m, a->ptr, 0, NULL, NULL))
+		clFlush(a->q);
+	clReleaseMemObject(a->m);
+	clReleaseCommandQueue(a->q);
+	free(a);
+}
+
+void cmx_area_maps_drop(struct cmx_session *s, uint64_t mem)
+{
+	struct cmx_amap **pp = &s->amaps;
+
+	while (*pp) {
+		struct cmx_amap *a = *pp;
+
+		if (mem && a->mem != mem) {
+			pp = &a->next;
+			continue;
+		}
+		*pp = a->next;
+		amap_end(a, 1);
+	}
+}
+
+static int amap_add(struct cmx_session *s, uint64_t mem, cl_command_queue q, cl_mem m, void *ptr)
+{
+	struct cmx_amap *a = malloc(sizeof(*a));
+
+	if (!a)
+		return CL_OUT_OF_HOST_MEMORY;
+	*a = (struct cmx_amap){.mem = mem, .q = q, .m = m, .ptr = ptr, .next = s->amaps};
+	clRetainCommandQueue(q);
+	clRetainMemObject(m);
+	s->amaps = a;
+	return CL_SUCCESS;
+}
+
+/* The guest's map of mem at ptr, taken off the list; NULL when none. */
+static struct cmx_amap *amap_take(struct cmx_session *s, uint64_t mem, const void *ptr)
+{
+	for (struct cmx_amap **pp = &s->amaps; *pp; pp = &(*pp)->next)
+		if ((*pp)->mem == mem && (*pp)->ptr == ptr) {
+			struct cmx_amap *a = *pp;
+			*pp = a->next;
+			return a;
+		}
+	return NULL;
+}
+
 static int map_buffer(struct cmx_call *c, struct cmx_MapBufferSync_in *in, int sync)
 {
 	void *want = area_ptr(c, in->mem.h, in->offset, in->size), *p;
@@ -467,12 +532,13 @@ static int map_buffer(struct cmx_call *c, struct cmx_MapBufferSync_in *in, int s
 			       WAIT(in->wait), &ev, &e);
 	if (e)
 		return e;
-	if (p != want) {
-		/* The spec derives a USE_HOST_PTR buffer's map from its host
-		 * pointer; a driver that maps elsewhere cannot share it. */
+	/* The spec derives a USE_HOST_PTR buffer's map from its host pointer;
+	 * a driver that maps elsewhere cannot share it. */
+	e = p == want ? amap_add(c->s, in->mem.id, in->queue.h, in->mem.h, p) : CL_MAP_FAILURE;
+	if (e) {
 		clEnqueueUnmapMemObject(in->queue.h, in->mem.h, p, 1, &ev, NULL);
 		clReleaseEvent(ev);
-		return CL_MAP_FAILURE;
+		return e;
 	}
 	if (sync)
 		return bind_wait(c, ev, &in->event);
@@ -496,15 +562,24 @@ int cmx_h_MapBufferSync(struct cmx_call *c, struct cmx_MapBufferSync_in *in,
 int cmx_h_UnmapBuffer(struct cmx_call *c, struct cmx_UnmapBuffer_in *in)
 {
 	void *p = area_ptr(c, in->mem.h, in->offset, 1);
+	struct cmx_amap *a;
 	cl_event ev;
 	cl_int e;
 
 	if (!p)
 		return CL_INVALID_MEM_OBJECT;
+	a = amap_take(c->s, in->mem.id, p);
+	if (!a)
+		return CL_INVALID_VALUE; /* not mapped there */
 	e = clEnqueueUnmapMemObject(in->queue.h, in->mem.h, p, WAIT(in->wait), &ev);
-	if (!e)
-		cmx_event_bind(c, &in->event, ev);
-	return e;
+	if (e) {
+		a->next = c->s->amaps; /* still mapped */
+		c->s->amaps = a;
+		return e;
+	}
+	amap_end(a, 0);
+	cmx_event_bind(c, &in->event, ev);
+	return CL_SUCCESS;
 }
 
 /* For the other payload handlers (host/exec_image.c). */
