@@ -83,6 +83,36 @@ static void *map(struct e2e_plat *p, cl_mem m, cl_bool blocking, cl_map_flags f,
 	return ptr;
 }
 
+/* Runs `run` on both platforms; each must leave want's bytes in its out. */
+static void both_match(void (*run)(struct e2e_plat *, cl_uint *), const cl_uint *want,
+		       size_t bytes, const char *what)
+{
+	cl_uint *nat = e2e_xcalloc(bytes), *virt = e2e_xcalloc(bytes);
+	char msg[128];
+
+	run(&e2e_native, nat);
+	run(&e2e_virtual, virt);
+	snprintf(msg, sizeof(msg), "native %s", what);
+	e2e_assert_bytes_eq(nat, want, bytes, msg);
+	snprintf(msg, sizeof(msg), "virtual %s", what);
+	e2e_assert_bytes_eq(virt, want, bytes, msg);
+	free(virt);
+	free(nat);
+}
+
+/* Both platforms must leave n uints of the seed's data plus `add` each. */
+static void seeded_match(void (*run)(struct e2e_plat *, cl_uint *), size_t n, uint64_t seed,
+			 cl_uint add, const char *what)
+{
+	cl_uint *want = e2e_xmalloc(n * sizeof(cl_uint));
+
+	e2e_rand_u32(want, n, seed, 1u << 30);
+	for (size_t i = 0; i < n; i++)
+		want[i] += add;
+	both_match(run, want, n * sizeof(cl_uint), what);
+	free(want);
+}
+
 /* ---- maps ---- */
 
 #define MAP_N (256u * 1024) /* uints: 1 MiB */
@@ -131,20 +161,7 @@ static void map_run(struct e2e_plat *p, cl_uint *out)
 
 START_TEST(test_map_unmap)
 {
-	cl_uint *want = e2e_xmalloc(MAP_N * sizeof(cl_uint));
-	cl_uint *nat = e2e_xcalloc(MAP_N * sizeof(cl_uint));
-	cl_uint *virt = e2e_xcalloc(MAP_N * sizeof(cl_uint));
-
-	e2e_rand_u32(want, MAP_N, 501, 1u << 30);
-	for (size_t i = 0; i < MAP_N; i++)
-		want[i] += 2;
-	map_run(&e2e_native, nat);
-	map_run(&e2e_virtual, virt);
-	e2e_assert_bytes_eq(nat, want, MAP_N * sizeof(cl_uint), "native maps");
-	e2e_assert_bytes_eq(virt, want, MAP_N * sizeof(cl_uint), "virtual maps");
-	free(virt);
-	free(nat);
-	free(want);
+	seeded_match(map_run, MAP_N, 501, 2, "maps");
 }
 END_TEST
 
@@ -192,19 +209,7 @@ static void rw_run(struct e2e_plat *p, cl_uint *out)
 
 START_TEST(test_read_write)
 {
-	size_t bytes = RW_N * sizeof(cl_uint);
-	cl_uint *want = e2e_xmalloc(bytes), *nat = e2e_xcalloc(bytes), *virt = e2e_xcalloc(bytes);
-
-	e2e_rand_u32(want, RW_N, 502, 1u << 30);
-	for (size_t i = 0; i < RW_N; i++)
-		want[i] += 1;
-	rw_run(&e2e_native, nat);
-	rw_run(&e2e_virtual, virt);
-	e2e_assert_bytes_eq(nat, want, bytes, "native read/write");
-	e2e_assert_bytes_eq(virt, want, bytes, "virtual read/write");
-	free(virt);
-	free(nat);
-	free(want);
+	seeded_match(rw_run, RW_N, 502, 1, "read/write");
 }
 END_TEST
 
@@ -284,25 +289,29 @@ END_TEST
 
 #define SUB_N (64u * 1024) /* uints */
 
+/* Where the sub-buffer starts: a quarter in, rounded up to the device's
+ * alignment (bytes). */
+static size_t sub_origin(struct e2e_plat *p)
+{
+	cl_uint align = 0;
+
+	E2E_OK(p, clGetDeviceInfo(p->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof(align), &align,
+				  NULL));
+	align = align / 8 < 4 ? 4 : align / 8;
+	return (SUB_N * sizeof(cl_uint) / 4 + align - 1) / align * align;
+}
+
 /* A sub-buffer in the middle of an ALLOC_HOST_PTR parent made with
  * contents: mapped, written, inc'd; out gets the parent. */
 static void sub_run(struct e2e_plat *p, cl_uint *out)
 {
 	size_t bytes = SUB_N * sizeof(cl_uint);
 	cl_uint *src = e2e_xmalloc(bytes), *w;
-	cl_uint align = 0;
-	cl_buffer_region r;
+	cl_buffer_region r = {sub_origin(p), bytes / 2};
 	cl_mem parent, sub;
 	struct kern k;
 	cl_int err;
 
-	E2E_OK(p, clGetDeviceInfo(p->device, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof(align), &align,
-				  NULL));
-	align /= 8;
-	if (align < 4)
-		align = 4;
-	r.origin = ((bytes / 4 + align - 1) / align) * align;
-	r.size = bytes / 2;
 	e2e_rand_u32(src, SUB_N, 504, 1u << 30);
 	parent = e2e_buffer_create(p, AHP | CL_MEM_COPY_HOST_PTR, bytes, src);
 	sub = clCreateSubBuffer(parent, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
@@ -318,28 +327,18 @@ static void sub_run(struct e2e_plat *p, cl_uint *out)
 	clReleaseMemObject(sub);
 	clReleaseMemObject(parent);
 	free(src);
-	/* Where the sub-buffer began, for the caller's expectation. */
-	out[SUB_N] = (cl_uint)r.origin;
 }
 
 START_TEST(test_sub_buffer)
 {
-	size_t bytes = SUB_N * sizeof(cl_uint);
-	cl_uint *want = e2e_xmalloc(bytes), *nat = e2e_xcalloc(bytes + 4),
-		*virt = e2e_xcalloc(bytes + 4);
-	size_t first;
+	size_t bytes = SUB_N * sizeof(cl_uint), first = sub_origin(&e2e_virtual) / sizeof(cl_uint);
+	cl_uint *want = e2e_xmalloc(bytes);
 
-	sub_run(&e2e_native, nat);
-	sub_run(&e2e_virtual, virt);
-	ck_assert_uint_eq(nat[SUB_N], virt[SUB_N]);
-	first = nat[SUB_N] / sizeof(cl_uint);
+	ck_assert_uint_eq(sub_origin(&e2e_native), sub_origin(&e2e_virtual));
 	e2e_rand_u32(want, SUB_N, 504, 1u << 30);
 	for (size_t i = 0; i < SUB_N / 2; i++)
 		want[first + i] = (cl_uint)i * 7u + 1u;
-	e2e_assert_bytes_eq(nat, want, bytes, "native sub-buffer");
-	e2e_assert_bytes_eq(virt, want, bytes, "virtual sub-buffer");
-	free(virt);
-	free(nat);
+	both_match(sub_run, want, bytes, "sub-buffer");
 	free(want);
 }
 END_TEST
