@@ -10,10 +10,20 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
 #define BLK CMX_AREA_BLK
+#define PAGE 4096ull
+
+/* A heap block, kept in the guest's own memory: [off, off + total), its
+ * payload at off + PAGE, the block header just before the payload. */
+struct cmx_hblk {
+	uint64_t off, total;
+	int freed; /* the guest let go; reusable once done is 1 as well */
+	struct cmx_hblk *next;
+};
 
 struct blk {
 	uint64_t total;
@@ -57,6 +67,12 @@ void cmx_garea_unmap(struct cmx_garea *a)
 {
 	if (!a->base)
 		return;
+	while (a->heap) {
+		struct cmx_hblk *b = a->heap;
+
+		a->heap = b->next;
+		free(b);
+	}
 	munmap(a->base, a->size);
 	pthread_mutex_destroy(&a->lock);
 	a->base = NULL;
@@ -156,4 +172,88 @@ int cmx_garea_ring(const struct cmx_garea *a, int i, void **mem, uint64_t *len)
 int cmx_garea_valid(const struct cmx_garea *a, uint64_t off, uint64_t len)
 {
 	return a->base && off >= a->start + BLK && off < a->end && len <= a->end - off;
+}
+
+void cmx_garea_split(struct cmx_garea *a, uint64_t ring_len)
+{
+	uint64_t cut = a->start + (ring_len + PAGE - 1) / PAGE * PAGE;
+
+	/* The ring allocator keeps at least two blocks' worth. */
+	if (!a->base || ring_len < 2 * BLK || cut >= a->end || a->end - cut < 2 * PAGE)
+		return;
+	a->heap_start = cut;
+	a->heap_end = a->end;
+	a->end = cut;
+}
+
+static uint64_t *done_word(struct cmx_garea *a, uint64_t payload)
+{
+	return (uint64_t *)(a->base + payload - CMX_AREA_DONE_AT);
+}
+
+/* Forgets blocks that both sides are done with. */
+static void heap_reclaim_locked(struct cmx_garea *a)
+{
+	struct cmx_hblk **pp = &a->heap;
+
+	while (*pp) {
+		struct cmx_hblk *b = *pp;
+
+		/* Acquire pairs with the host's release store of done when the
+		 * native buffer is destroyed: no command touches it any more. */
+		if (b->freed && __atomic_load_n(done_word(a, b->off + PAGE), __ATOMIC_ACQUIRE)) {
+			*pp = b->next;
+			free(b);
+		} else {
+			pp = &b->next;
+		}
+	}
+}
+
+uint64_t cmx_garea_heap_alloc(struct cmx_garea *a, uint64_t len)
+{
+	struct cmx_hblk **pp, *b;
+	uint64_t need, at;
+
+	if (!a->base || !a->heap_end || !len || len > a->heap_end - a->heap_start)
+		return 0;
+	need = PAGE + (len + PAGE - 1) / PAGE * PAGE;
+	b = malloc(sizeof(*b));
+	if (!b)
+		return 0;
+	pthread_mutex_lock(&a->lock);
+	heap_reclaim_locked(a);
+	/* First fit: the lowest pages have been touched already. */
+	at = a->heap_start;
+	for (pp = &a->heap; *pp; pp = &(*pp)->next) {
+		if ((*pp)->off - at >= need)
+			break;
+		at = (*pp)->off + (*pp)->total;
+	}
+	if (!*pp && a->heap_end - at < need) {
+		pthread_mutex_unlock(&a->lock);
+		free(b);
+		return 0;
+	}
+	b->off = at;
+	b->total = need;
+	b->freed = 0;
+	b->next = *pp;
+	*pp = b;
+	*done_word(a, at + PAGE) = 0;
+	pthread_mutex_unlock(&a->lock);
+	return at + PAGE;
+}
+
+void cmx_garea_heap_free(struct cmx_garea *a, uint64_t off, int sent)
+{
+	pthread_mutex_lock(&a->lock);
+	for (struct cmx_hblk *b = a->heap; b; b = b->next)
+		if (b->off + PAGE == off) {
+			b->freed = 1;
+			if (!sent)
+				*done_word(a, off) = 1;
+			break;
+		}
+	pthread_mutex_unlock(&a->lock);
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The guest's side of the session's shared data area: a ring allocator of
-// payload blocks that the host hands back through each block's done word.
+// payload blocks, and a heap of buffers' storage, that the host hands back
+// through each block's done word.
 #ifndef CMX_GUEST_AREA_H
 #define CMX_GUEST_AREA_H
 
@@ -9,13 +10,19 @@
 
 #include "area_layout.h"
 
+struct cmx_hblk;
+
 struct cmx_garea {
 	uint8_t *base;
 	uint64_t size;
-	uint64_t start, end; /* the data region */
+	uint64_t start, end; /* the ring allocator's part of the data region */
 	struct cmx_area_hdr hdr;
 	pthread_mutex_t lock;
 	uint64_t head, tail, used; /* next block, oldest live block, bytes held */
+	/* The heap (cmx_garea_split()): the rest of the data region, where
+	 * buffers live as long as they exist; blocks sorted by offset. */
+	uint64_t heap_start, heap_end;
+	struct cmx_hblk *heap;
 };
 
 /* Maps the host's memfd (fd stays the caller's) and checks its header. */
@@ -31,7 +38,17 @@ int cmx_garea_ring(const struct cmx_garea *a, int i, void **mem, uint64_t *len);
 uint64_t cmx_garea_alloc(struct cmx_garea *a, uint64_t len, int busy);
 /* The guest is done with a busy block (its data copied out). */
 void cmx_garea_free(struct cmx_garea *a, uint64_t off);
-/* Whether [off, off + len) lies in the data region. */
+/* Keeps the first ring_len bytes of the data region for the ring allocator
+ * and makes the rest the heap (nothing, when too little is left). Before
+ * any allocation. */
+void cmx_garea_split(struct cmx_garea *a, uint64_t ring_len);
+/* A heap block of len bytes, its payload page-aligned (drivers keep such
+ * host pointers as the storage): its offset, or 0 when there is no room. */
+uint64_t cmx_garea_heap_alloc(struct cmx_garea *a, uint64_t len);
+/* The guest is done with a heap block; it is reused once the host stored
+ * its done word too, at once when `sent` is 0 (the host never heard of it). */
+void cmx_garea_heap_free(struct cmx_garea *a, uint64_t off, int sent);
+/* Whether [off, off + len) lies in the ring allocator's part. */
 int cmx_garea_valid(const struct cmx_garea *a, uint64_t off, uint64_t len);
 
 #endif

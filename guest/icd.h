@@ -98,6 +98,9 @@ struct _cl_mem {
 	void *host_ptr;	  /* CL_MEM_USE_HOST_PTR */
 	cl_mem parent;	  /* sub-buffers */
 	size_t origin;
+	/* CL_MEM_ALLOC_HOST_PTR buffers in the shared area's heap: the offset
+	 * of the storage (a sub-buffer's own start), else 0. */
+	uint64_t area_off;
 	atomic_uint map_count;
 	struct cmx_mapping *maps;
 	struct cmx_destructor *destructors;

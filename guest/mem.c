@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "area.h"
 #include "entry.h"
 #include "icd.h"
 
@@ -247,6 +248,104 @@ static size_t chunks_before_last(cl_command_queue q, size_t size)
 	return (size - 1) / CHUNK;
 }
 
+/* ---- buffers in the shared area: maps are the daemon's native ones ---- */
+
+/*
+ * Which buffers live in the heap: those created with ALLOC_HOST_PTR, and,
+ * where every device of the context is a CPU (whose driver keeps a host
+ * pointer as the storage, so kernels run on the very same pages), large
+ * plain ones too: their transfers then copy once instead of twice. A GPU
+ * would copy or pin such memory, so there only ALLOC_HOST_PTR asks for it.
+ */
+#define HEAP_PLAIN_MIN (1u << 20)
+
+static int in_heap(cl_context ctx, cl_mem_flags flags, size_t size)
+{
+	if (flags & CL_MEM_USE_HOST_PTR)
+		return 0;
+	if (flags & CL_MEM_ALLOC_HOST_PTR)
+		return 1;
+	if (size < HEAP_PLAIN_MIN)
+		return 0;
+	for (cl_uint i = 0; i < ctx->ndevices; i++)
+		if (!(ctx->devices[i]->type & CL_DEVICE_TYPE_CPU))
+			return 0;
+	return 1;
+}
+
+/* Where an area buffer's byte off lies in this process. */
+static char *area_at(cl_mem m, size_t off)
+{
+	return (char *)cmx_session_heap(cmx_icd.s)->base + m->area_off + off;
+}
+
+/* Maps [off, off + size) of an area buffer natively: blocking, the bytes
+ * are the buffer's on return; otherwise once the command's event is. */
+static cl_int area_map(cl_command_queue q, cl_mem m, cl_bool blocking, cl_map_flags flags,
+		       size_t off, size_t size, struct cmx_cmd *c)
+{
+	struct cmx_MapBufferSync_in in = {.queue = {q->id},
+					  .mem = {m->id},
+					  .flags = flags,
+					  .offset = off,
+					  .size = size,
+					  .wait = CMD_WAIT(c),
+					  .event = {c->ev_id}};
+	struct cmx_MapBufferSync_out out;
+	struct cmx_reply r;
+
+	_Static_assert(sizeof(struct cmx_MapBuffer_in) == sizeof(in), "one layout");
+	if (!blocking)
+		return CMX_SEND(MapBuffer, (struct cmx_MapBuffer_in *)&in);
+	return cmx_reply_status(cmx_rpc_MapBufferSync(cmx_icd.s, &in, &out, &r), &r);
+}
+
+static cl_int area_unmap(cl_command_queue q, cl_mem m, size_t off, struct cmx_cmd *c)
+{
+	struct cmx_UnmapBuffer_in in = {
+	    .queue = {q->id}, .mem = {m->id}, .offset = off, .wait = CMD_WAIT(c), .event = {c->ev_id}};
+
+	return CMX_SEND(UnmapBuffer, &in);
+}
+
+/*
+ * A blocking transfer of an area buffer on an in-order queue copies once,
+ * as native does: a blocking native map waits for the transfer's turn in
+ * the queue, this thread copies straight between the application's memory
+ * and the buffer's storage, and the unmap, which carries the event, lets
+ * the queue go on. That costs two native commands (about 95 us on PoCL,
+ * the map's round trip and the unmap the next command waits for), which
+ * the copy saved pays back from about 2 MiB (PoCL, 2 cores); smaller
+ * transfers keep the one-message path.
+ */
+#define AREA_DIRECT (2u << 20)
+
+static int area_direct(cl_command_queue q, cl_mem m, size_t size)
+{
+	return m->area_off && size >= AREA_DIRECT &&
+	       !(q->props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+}
+
+static cl_int area_transfer(cl_command_queue q, cl_mem m, size_t off, size_t size, void *ptr,
+			    int write, struct cmx_cmd *c)
+{
+	struct cmx_cmd first = *c, last = *c;
+	cl_int e;
+
+	/* The map carries the wait list, the unmap the event. */
+	first.ev_id = 0;
+	last.w.n = 0;
+	e = area_map(q, m, CL_TRUE,
+		     write ? CL_MAP_WRITE_INVALIDATE_REGION : CL_MAP_READ, off, size, &first);
+	if (e)
+		return e;
+	if (write)
+		memcpy(area_at(m, off), ptr, size);
+	else
+		memcpy(ptr, area_at(m, off), size);
+	return area_unmap(q, m, off, &last);
+}
+
 /* Reads [off, off + size) of m into dst for a command that passed its
  * checks: blocking, the data is in dst on return; otherwise it lands later
  * and `finish` runs then. */
@@ -266,6 +365,8 @@ static cl_int read_region(cl_command_queue q, cl_mem m, cl_bool blocking, size_t
 	_Static_assert(offsetof(struct cmx_ReadBuffer_in, tag) ==
 			   sizeof(struct cmx_ReadBufferSync_in),
 		       "the async read is the sync one plus a tag");
+	if (blocking && area_direct(q, m, size))
+		return area_transfer(q, m, off, size, dst, 0, c);
 	if (blocking) {
 		struct cmx_ReadBufferSync_out out;
 		struct cmx_reply r;
@@ -339,6 +440,11 @@ static void mapping_drop(struct cmx_mapping *mp);
 /* The last of the struct: no reference and no destructor left to run. */
 void cmx_mem_free(cl_mem m)
 {
+	struct cmx_garea *heap = cmx_session_heap(cmx_icd.s);
+
+	/* The storage is reused once the daemon's native buffer is gone too. */
+	if (m->area_off && !m->parent && !m->image && heap)
+		cmx_garea_heap_free(heap, m->area_off, 1);
 	while (m->maps) {
 		struct cmx_mapping *mp = m->maps;
 
@@ -349,6 +455,33 @@ void cmx_mem_free(cl_mem m)
 	free(m->image);
 	free(m->props);
 	free(m);
+}
+
+/*
+ * A buffer in the heap (in_heap()): its storage is a block of the shared
+ * area, which the daemon makes the native buffer's host pointer, so that
+ * maps move no data and large blocking transfers copy once. Without a
+ * heap, or with no room in it, the buffer is an ordinary one.
+ */
+static cl_int area_buffer_create(cl_mem m, const struct cmx_CreateBuffer_in *in,
+				 const void *host_ptr)
+{
+	struct cmx_garea *heap = cmx_session_heap(cmx_icd.s);
+	struct cmx_CreateBufferArea_in a = {
+	    .mem = in->mem, .context = in->context, .flags = in->flags, .size = in->size};
+	uint64_t off = heap ? cmx_garea_heap_alloc(heap, in->size) : 0;
+
+	if (!off)
+		return CMX_SEND(CreateBuffer, in, host_ptr, host_ptr ? in->size : 0);
+	/* COPY_HOST_PTR: the contents are the block's when the call goes. */
+	if (host_ptr)
+		memcpy(heap->base + off, host_ptr, in->size);
+	if (cmx_session_send_block(cmx_icd.s, &cmx_desc_CreateBufferArea_in, &a, off, in->size)) {
+		cmx_garea_heap_free(heap, off, 0);
+		return CL_OUT_OF_RESOURCES;
+	}
+	m->area_off = off;
+	return CL_SUCCESS;
 }
 
 static cl_mem buffer_create(cl_context ctx, const cl_mem_properties *props, cl_mem_flags flags,
@@ -393,7 +526,10 @@ static cl_mem buffer_create(cl_context ctx, const cl_mem_properties *props, cl_m
 	 * keeps a copy and the guest syncs host_ptr at map/unmap. */
 	in = (struct cmx_CreateBuffer_in){
 	    .mem = {m->id}, .context = {ctx->id}, .flags = flags, .size = size};
-	e = CMX_SEND(CreateBuffer, &in, has_host ? host_ptr : NULL, has_host ? size : 0);
+	if (in_heap(ctx, flags, size))
+		e = area_buffer_create(m, &in, has_host ? host_ptr : NULL);
+	else
+		e = CMX_SEND(CreateBuffer, &in, has_host ? host_ptr : NULL, has_host ? size : 0);
 	if (e) {
 		cmx_mem_free(m);
 		return cmx_fail(errcode_ret, e);
@@ -452,6 +588,8 @@ cl_mem cmx_clCreateSubBuffer(cl_mem parent, cl_mem_flags flags, cl_buffer_create
 	m->origin = r->origin;
 	if (parent->host_ptr)
 		m->host_ptr = (char *)parent->host_ptr + r->origin;
+	if (parent->area_off)
+		m->area_off = parent->area_off + r->origin;
 	/* The daemon gets the flags as given: the native call inherits too. */
 	in = (struct cmx_CreateSubBuffer_in){.mem = {m->id},
 					     .parent = {parent->id},
@@ -678,7 +816,9 @@ cl_int cmx_clEnqueueWriteBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, 
 					 .wait = CMD_WAIT(&c),
 					 .event = {c.ev_id}};
 	/* Either way the data leaves with the command: ptr is free on return. */
-	if (blocking) {
+	if (blocking && area_direct(q, m, size)) {
+		e = area_transfer(q, m, off, size, (void *)ptr, 1, &c);
+	} else if (blocking) {
 		struct cmx_WriteBufferSync_out out;
 		struct cmx_reply r;
 		size_t k, nk = chunks_before_last(q, size);
@@ -1154,6 +1294,8 @@ static cl_int mapping_new(cl_mem m, size_t off, size_t size, cl_map_flags flags,
 	 * an image's map is packed guest memory). */
 	if ((m->flags & CL_MEM_USE_HOST_PTR) && !m->image) {
 		mp->ptr = (char *)m->host_ptr + off;
+	} else if (m->area_off && !m->image) {
+		mp->ptr = area_at(m, off); /* the storage itself */
 	} else if (posix_memalign(&mp->ptr, page > 0 ? (size_t)page : 4096, size)) {
 		free(mp);
 		return CL_OUT_OF_HOST_MEMORY;
@@ -1278,7 +1420,10 @@ void *cmx_clEnqueueMapBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, cl_
 		mapping_free(mp);
 		return cmx_fail(errcode_ret, e);
 	}
-	if (flags & CL_MAP_WRITE_INVALIDATE_REGION) {
+	if (m->area_off) {
+		/* The daemon maps natively: the bytes are where mp->ptr points. */
+		e = area_map(q, m, blocking, flags, off, size, &c);
+	} else if (flags & CL_MAP_WRITE_INVALIDATE_REGION) {
 		/* Nothing to read: a marker gives the event its place in order. */
 		e = send_marker(q, &c);
 	} else {
@@ -1353,7 +1498,9 @@ cl_int cmx_clEnqueueUnmapMemObject(cl_command_queue q, cl_mem m, void *ptr, cl_u
 	e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_UNMAP_MEM_OBJECT);
 	if (e)
 		goto relink;
-	if (mp->flags & MAP_WRITES) {
+	if (m->area_off && !m->image) {
+		e = area_unmap(q, m, mp->offset, &c);
+	} else if (mp->flags & MAP_WRITES) {
 		struct cmx_WriteBuffer_in in = {.queue = {q->id},
 						.mem = {m->id},
 						.offset = mp->offset,

@@ -27,6 +27,7 @@
 #define RX_SIZE (64u << 10)
 #define RECV_STEP (128u << 10)	    /* most bytes of one payload recv (AF_VSOCK) */
 #define AREA_DEFAULT (256ull << 20) /* shared data area asked for; CLMUX_AREA_MB */
+#define HEAP_DEFAULT (512ull << 20) /* and for buffers in it; CLMUX_HEAP_MB */
 #define AREA_FLUSH (256u << 10)	    /* an async payload this large goes out at once */
 #define SPIN_NS 50000		    /* shm: a waiter spins this long before it sleeps */
 #define SOCK_SPIN_NS 50000	    /* a reply's reader looks this long before it sleeps */
@@ -446,6 +447,21 @@ int cmx_session_send(struct cmx_session *s, const struct cmx_msgdesc *d, const v
 	return e;
 }
 
+int cmx_session_send_block(struct cmx_session *s, const struct cmx_msgdesc *d, const void *in,
+			   uint64_t off, uint64_t len)
+{
+	int e;
+
+	if (atomic_load(&s->broken))
+		return -ECONNRESET;
+	pthread_mutex_lock(&s->send_lock);
+	e = append_locked(s, d, in, 0, 0, NULL, 0, off, off ? len : 0);
+	if (!e && s->shm)
+		e = flush_locked(s, NULL, 0);
+	pthread_mutex_unlock(&s->send_lock);
+	return e;
+}
+
 int cmx_session_send_recv(struct cmx_session *s, const struct cmx_msgdesc *d, const void *in,
 			  uint64_t len, uint64_t *area_off)
 {
@@ -454,15 +470,7 @@ int cmx_session_send_recv(struct cmx_session *s, const struct cmx_msgdesc *d, co
 
 	/* Stored before the call can go out: the data may land at once. */
 	*area_off = off;
-	if (atomic_load(&s->broken))
-		e = -ECONNRESET;
-	else {
-		pthread_mutex_lock(&s->send_lock);
-		e = append_locked(s, d, in, 0, 0, NULL, 0, off, off ? len : 0);
-		if (!e && s->shm)
-			e = flush_locked(s, NULL, 0);
-		pthread_mutex_unlock(&s->send_lock);
-	}
+	e = cmx_session_send_block(s, d, in, off, len);
 	if (e && off) {
 		*area_off = 0;
 		cmx_garea_free(&s->area, off);
@@ -473,6 +481,11 @@ int cmx_session_send_recv(struct cmx_session *s, const struct cmx_msgdesc *d, co
 int cmx_session_has_area(struct cmx_session *s)
 {
 	return s->area.base != NULL;
+}
+
+struct cmx_garea *cmx_session_heap(struct cmx_session *s)
+{
+	return s->area.heap_end ? &s->area : NULL;
 }
 
 void cmx_session_area_free(struct cmx_session *s, uint64_t off)
@@ -766,15 +779,23 @@ static int hello(struct cmx_session *s, int fd, uint64_t role)
  * an error; shm needs all of it. */
 static int open_area(struct cmx_session *s, int rings)
 {
-	const char *env = getenv("CLMUX_AREA_MB");
+	const char *env = getenv("CLMUX_AREA_MB"), *henv = getenv("CLMUX_HEAP_MB");
 	struct cmx_OpenArea_in in = { .size = AREA_DEFAULT, .flags = rings ? CMX_AREA_RINGS : 0 };
 	struct cmx_OpenArea_out out;
+	uint64_t ring_len, heap = henv ? strtoull(henv, NULL, 10) << 20 : HEAP_DEFAULT;
 	int fd[SETUP_FDS] = { -1, -1 }, e;
 
 	if (env)
 		in.size = strtoull(env, NULL, 10) << 20;
 	if (!in.size && !rings)
 		return 0;
+	/* The heap (buffers created with CL_MEM_ALLOC_HOST_PTR) is the part
+	 * of the data region after the payload blocks' part. */
+	ring_len = in.size;
+	if (in.size && in.size < CMX_AREA_MAX && heap && heap <= CMX_AREA_MAX - in.size) {
+		in.size += heap;
+		in.flags |= CMX_AREA_HEAP;
+	}
 	e = setup_call(s, s->fd, &cmx_desc_OpenArea_in, &in, ++s->seq, &cmx_desc_OpenArea_out,
 		       &out, fd);
 	if (e && e != -EPERM && e != -EPROTO)
@@ -783,6 +804,8 @@ static int open_area(struct cmx_session *s, int rings)
 		e = cmx_garea_map(&s->area, fd[0], out.size);
 	else if (!e)
 		e = -EPROTO;
+	if (!e && (out.flags & in.flags & CMX_AREA_HEAP))
+		cmx_garea_split(&s->area, ring_len);
 	if (!e && rings) {
 		struct cmx_ring *r[CMX_RING_COUNT] = { &s->cmd, &s->rep, &s->ntf };
 		for (int i = 0; i < CMX_RING_COUNT && !e; i++) {

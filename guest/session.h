@@ -9,6 +9,7 @@
 #include "wire.h"
 
 struct cmx_session;
+struct cmx_garea;
 
 /* A sync call's reply: status, and the buffer the decoded outputs point into. */
 struct cmx_reply {
@@ -47,10 +48,16 @@ int cmx_session_send(struct cmx_session *s, const struct cmx_msgdesc *d, const v
  * once the data has been taken. 0 or -errno. */
 int cmx_session_send_recv(struct cmx_session *s, const struct cmx_msgdesc *d, const void *in,
 			  uint64_t len, uint64_t *area_off);
+/* Queues an async call naming the area block [off, off + len) (a buffer's
+ * storage in the heap). 0 or -errno. */
+int cmx_session_send_block(struct cmx_session *s, const struct cmx_msgdesc *d, const void *in,
+			   uint64_t off, uint64_t len);
 /* Gives back a block reserved by cmx_session_send_recv() (0 is ignored). */
 void cmx_session_area_free(struct cmx_session *s, uint64_t off);
 /* Whether payloads can go through a shared data area. */
 int cmx_session_has_area(struct cmx_session *s);
+/* The shared area when buffers can live in it (its heap), else NULL. */
+struct cmx_garea *cmx_session_heap(struct cmx_session *s);
 /* Sends the batch now. */
 int cmx_session_flush(struct cmx_session *s);
 /* Sends a sync call after the batch and waits for its reply; a reply payload

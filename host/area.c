@@ -175,3 +175,14 @@ void cmx_area_mark(const struct cmx_area *a, struct cmx_hdr *h, const void *p)
 		h->reserved = (uint32_t)(b - a->base);
 	}
 }
+
+int cmx_area_holds(const struct cmx_area *a, const void *p, uint64_t len)
+{
+	const uint8_t *b = p, *lo, *hi;
+
+	if (!a || !b)
+		return 0;
+	lo = a->base + a->hdr.data_off;
+	hi = lo + a->hdr.data_len;
+	return b >= lo && b <= hi && len <= (uint64_t)(hi - b);
+}

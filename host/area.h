@@ -34,6 +34,8 @@ void *cmx_area_take(struct cmx_area *a, uint64_t off, uint64_t len);
  * returns 1; else 0. Thread-safe: driver callbacks call it (through
  * cmx_staging_put()) when a native transfer completes. */
 int cmx_area_release(void *p);
+/* Whether [p, p + len) lies in the data region of a (NULL: none). */
+int cmx_area_holds(const struct cmx_area *a, const void *p, uint64_t len);
 /* When the payload p of an outgoing message is a block of a (NULL: none),
  * marks h so (CMX_HDR_AREA, its offset): the data is not sent in the stream. */
 void cmx_area_mark(const struct cmx_area *a, struct cmx_hdr *h, const void *p);

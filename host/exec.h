@@ -69,5 +69,8 @@ int cmx_read_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct cmx_
 		    int sync);
 /* The staging a read lands in, as the call's reply payload; NULL: no memory. */
 void *cmx_read_staging(struct cmx_call *c, uint64_t size);
+/* Unmaps the native maps of area buffers the guest left mapped: those of
+ * the buffer `mem`, or all of them (0). host/exec_mem.c. */
+void cmx_area_maps_drop(struct cmx_session *s, uint64_t mem);
 
 #endif

@@ -9,46 +9,60 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "area.h"
+
 /* Host-access flags only bind the guest (which enforces them); the daemon
  * itself must be able to read and write every buffer. */
 #define HOST_ACCESS (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
+#define HOST_PTR (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR)
 
-int cmx_h_CreateBuffer(struct cmx_call *c, struct cmx_CreateBuffer_in *in)
+/* The native buffer of a CreateBuffer or CreateBufferArea that passed its
+ * checks, charged to the tenant; host_ptr as the native call wants it. */
+static int buffer_make(struct cmx_call *c, const struct cmx_ref *id, cl_context ctx,
+		       cl_mem_flags flags, uint64_t size, const struct cmx_u64s *props,
+		       void *host_ptr, cl_mem *out)
 {
-	cl_mem_flags flags = in->flags & ~(cl_mem_flags)(HOST_ACCESS | CL_MEM_USE_HOST_PTR);
-	cl_mem_properties props[16];
+	cl_mem_properties p[16];
 	struct cmx_obj *o;
 	cl_mem m;
 	cl_int e;
 
-	if (c->bulk_len && c->bulk_len != in->size)
-		return CL_INVALID_VALUE;
 	/* The tenant's memory quota, before the device sees the request. */
-	e = cmx_tenant_may_alloc(c->s->tenant, in->size);
+	e = cmx_tenant_may_alloc(c->s->tenant, size);
 	if (e)
 		return e;
-	/* USE_HOST_PTR lives in the guest; here the contents are copied in. */
-	flags = c->bulk_len ? flags | CL_MEM_COPY_HOST_PTR
-			    : flags & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
-	if (in->props.n && cmx_srv->platform_version >= 300) {
+	if (props->n && cmx_srv->platform_version >= 300) {
 		size_t n = 0;
-		for (uint64_t i = 0; i < in->props.n && n < 15; i++)
-			props[n++] = in->props.v[i];
-		props[n] = 0;
-		m = clCreateBufferWithProperties(in->context.h, props, flags, in->size, c->bulk,
-						 &e);
+		for (uint64_t i = 0; i < props->n && n < 15; i++)
+			p[n++] = props->v[i];
+		p[n] = 0;
+		m = clCreateBufferWithProperties(ctx, p, flags, size, host_ptr, &e);
 	} else {
-		m = clCreateBuffer(in->context.h, flags, in->size, c->bulk, &e);
+		m = clCreateBuffer(ctx, flags, size, host_ptr, &e);
 	}
 	if (e)
 		return e;
-	if (cmx_session_add(c->s, in->mem.id, CMX_K_MEM, m, in->context.h, 0, &o)) {
+	*out = m;
+	if (cmx_session_add(c->s, id->id, CMX_K_MEM, m, ctx, 0, &o)) {
 		clReleaseMemObject(m);
 		return CL_OUT_OF_HOST_MEMORY;
 	}
-	o->size = in->size;
-	cmx_session_charge(c->s, o, in->size);
+	o->size = size;
+	cmx_session_charge(c->s, o, size);
 	return CL_SUCCESS;
+}
+
+int cmx_h_CreateBuffer(struct cmx_call *c, struct cmx_CreateBuffer_in *in)
+{
+	cl_mem_flags flags = in->flags & ~(cl_mem_flags)(HOST_ACCESS | CL_MEM_USE_HOST_PTR);
+	cl_mem m;
+
+	if (c->bulk_len && c->bulk_len != in->size)
+		return CL_INVALID_VALUE;
+	/* USE_HOST_PTR lives in the guest; here the contents are copied in. */
+	flags = c->bulk_len ? flags | CL_MEM_COPY_HOST_PTR
+			    : flags & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
+	return buffer_make(c, &in->mem, in->context.h, flags, in->size, &in->props, c->bulk, &m);
 }
 
 int cmx_h_CreateSubBuffer(struct cmx_call *c, struct cmx_CreateSubBuffer_in *in)
@@ -74,6 +88,7 @@ int cmx_h_CreateSubBuffer(struct cmx_call *c, struct cmx_CreateSubBuffer_in *in)
 
 int cmx_h_ReleaseMem(struct cmx_call *c, struct cmx_ReleaseMem_in *in)
 {
+	cmx_area_maps_drop(c->s, in->mem.id);
 	cmx_session_release(c->s, in->mem.id, CMX_K_MEM);
 	return CL_SUCCESS;
 }
@@ -127,6 +142,19 @@ static void CL_CALLBACK free_staging(cl_event e, cl_int status, void *arg)
 	cmx_staging_put(arg);
 }
 
+/* A sync command's native event: bound to the guest's id, and the call
+ * replies when it completes. */
+static int bind_wait(struct cmx_call *c, cl_event ev, const struct cmx_ref *guest_ev)
+{
+	int e;
+
+	clRetainEvent(ev);
+	cmx_event_bind(c, guest_ev, ev);
+	e = cmx_defer_wait(c, ev, NULL);
+	clReleaseEvent(ev);
+	return e;
+}
+
 /* Enqueues the native write of a staged payload; the staging is freed when
  * the write completes. With `sync`, the call replies then. */
 static int write_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct cmx_ref *guest_ev,
@@ -134,14 +162,8 @@ static int write_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct 
 {
 	if (e)
 		return e;
-	if (sync) {
-		/* The callback below finishes the call; the staging goes with it. */
-		clRetainEvent(ev);
-		cmx_event_bind(c, guest_ev, ev);
-		e = cmx_defer_wait(c, ev, NULL);
-		clReleaseEvent(ev);
-		return e;
-	}
+	if (sync)
+		return bind_wait(c, ev, guest_ev); /* the staging goes with the call */
 	e = clSetEventCallback(ev, CL_COMPLETE, free_staging, c->bulk);
 	if (e == CL_SUCCESS)
 		c->bulk = NULL;
@@ -381,6 +403,183 @@ int cmx_h_MigrateMem(struct cmx_call *c, struct cmx_MigrateMem_in *in)
 	if (!e)
 		cmx_event_bind(c, &in->event, ev);
 	return e;
+}
+
+/* ---- buffers in the shared area (CL_MEM_ALLOC_HOST_PTR, zero-copy) ---- */
+
+/* The native object is gone, and with it every command that used the
+ * block: the guest may have it back (driver thread). */
+static void CL_CALLBACK area_buffer_gone(cl_mem m, void *blk)
+{
+	cmx_area_release(blk);
+}
+
+int cmx_h_CreateBufferArea(struct cmx_call *c, struct cmx_CreateBufferArea_in *in)
+{
+	cl_mem_flags flags = (in->flags & ~(cl_mem_flags)(HOST_ACCESS | HOST_PTR)) | CL_MEM_USE_HOST_PTR;
+	cl_mem m;
+	cl_int e;
+
+	/* The storage must be the guest's block: conn.c took it, bounds
+	 * checked, and holds the area for it. A payload in the stream is
+	 * staging and would vanish under the buffer. */
+	if (!c->bulk || !cmx_area_holds(c->s->area, c->bulk, c->bulk_len))
+		return CL_INVALID_OPERATION;
+	if (c->bulk_len != in->size)
+		return CL_INVALID_VALUE;
+	e = buffer_make(c, &in->mem, in->context.h, flags, in->size, &in->props, c->bulk, &m);
+	if (e)
+		return e; /* the block goes back with the call */
+	/* From here the block is the buffer's until the native object is
+	 * destroyed, after the last command that uses it. */
+	e = clSetMemObjectDestructorCallback(m, area_buffer_gone, c->bulk);
+	if (e) {
+		cmx_session_release(c->s, in->mem.id, CMX_K_MEM);
+		return e;
+	}
+	c->bulk = NULL;
+	return CL_SUCCESS;
+}
+
+/* Where [off, off + size) of an area buffer (or a sub-buffer of one) lies
+ * in this host's mapping; NULL when m's storage is not in the session's
+ * area or the range is not in m. */
+static void *area_ptr(struct cmx_call *c, cl_mem m, uint64_t off, uint64_t size)
+{
+	void *hp = NULL;
+	size_t len = 0;
+
+	if (clGetMemObjectInfo(m, CL_MEM_HOST_PTR, sizeof(hp), &hp, NULL) ||
+	    clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof(len), &len, NULL) || !hp ||
+	    !cmx_area_holds(c->s->area, hp, len) || off > len || size > len - off)
+		return NULL;
+	return (char *)hp + off;
+}
+
+/*
+ * A native map of an area buffer that the guest has not unmapped. The
+ * driver holds a mapped buffer (and so the area block under it) until it is
+ * unmapped, so the maps a guest leaves behind are unmapped for it when it
+ * releases the buffer or goes away.
+ */
+struct cmx_amap {
+	uint64_t mem; /* the guest's id */
+	cl_command_queue q;
+	cl_mem m;
+	void *ptr;
+	struct cmx_amap *next;
+};
+
+static void amap_end(struct cmx_amap *a, int unmap)
+{
+	if (unmap && !clEnqueueUnmapMemObject(a->q, a->m, a->ptr, 0, NULL, NULL))
+		clFlush(a->q);
+	clReleaseMemObject(a->m);
+	clReleaseCommandQueue(a->q);
+	free(a);
+}
+
+void cmx_area_maps_drop(struct cmx_session *s, uint64_t mem)
+{
+	struct cmx_amap **pp = &s->amaps;
+
+	while (*pp) {
+		struct cmx_amap *a = *pp;
+
+		if (mem && a->mem != mem) {
+			pp = &a->next;
+			continue;
+		}
+		*pp = a->next;
+		amap_end(a, 1);
+	}
+}
+
+static int amap_add(struct cmx_session *s, uint64_t mem, cl_command_queue q, cl_mem m, void *ptr)
+{
+	struct cmx_amap *a = malloc(sizeof(*a));
+
+	if (!a)
+		return CL_OUT_OF_HOST_MEMORY;
+	*a = (struct cmx_amap){.mem = mem, .q = q, .m = m, .ptr = ptr, .next = s->amaps};
+	clRetainCommandQueue(q);
+	clRetainMemObject(m);
+	s->amaps = a;
+	return CL_SUCCESS;
+}
+
+/* The guest's map of mem at ptr, taken off the list; NULL when none. */
+static struct cmx_amap *amap_take(struct cmx_session *s, uint64_t mem, const void *ptr)
+{
+	for (struct cmx_amap **pp = &s->amaps; *pp; pp = &(*pp)->next)
+		if ((*pp)->mem == mem && (*pp)->ptr == ptr) {
+			struct cmx_amap *a = *pp;
+			*pp = a->next;
+			return a;
+		}
+	return NULL;
+}
+
+static int map_buffer(struct cmx_call *c, struct cmx_MapBufferSync_in *in, int sync)
+{
+	void *want = area_ptr(c, in->mem.h, in->offset, in->size), *p;
+	cl_event ev;
+	cl_int e;
+
+	if (!want)
+		return CL_INVALID_MEM_OBJECT;
+	p = clEnqueueMapBuffer(in->queue.h, in->mem.h, CL_FALSE, in->flags, in->offset, in->size,
+			       WAIT(in->wait), &ev, &e);
+	if (e)
+		return e;
+	/* The spec derives a USE_HOST_PTR buffer's map from its host pointer;
+	 * a driver that maps elsewhere cannot share it. */
+	e = p == want ? amap_add(c->s, in->mem.id, in->queue.h, in->mem.h, p) : CL_MAP_FAILURE;
+	if (e) {
+		clEnqueueUnmapMemObject(in->queue.h, in->mem.h, p, 1, &ev, NULL);
+		clReleaseEvent(ev);
+		return e;
+	}
+	if (sync)
+		return bind_wait(c, ev, &in->event);
+	cmx_event_bind(c, &in->event, ev);
+	return CL_SUCCESS;
+}
+
+int cmx_h_MapBuffer(struct cmx_call *c, struct cmx_MapBuffer_in *in)
+{
+	_Static_assert(sizeof(struct cmx_MapBufferSync_in) == sizeof(struct cmx_MapBuffer_in),
+		       "the two maps share one layout");
+	return map_buffer(c, (struct cmx_MapBufferSync_in *)in, 0);
+}
+
+int cmx_h_MapBufferSync(struct cmx_call *c, struct cmx_MapBufferSync_in *in,
+			struct cmx_MapBufferSync_out *out)
+{
+	return map_buffer(c, in, 1);
+}
+
+int cmx_h_UnmapBuffer(struct cmx_call *c, struct cmx_UnmapBuffer_in *in)
+{
+	void *p = area_ptr(c, in->mem.h, in->offset, 1);
+	struct cmx_amap *a;
+	cl_event ev;
+	cl_int e;
+
+	if (!p)
+		return CL_INVALID_MEM_OBJECT;
+	a = amap_take(c->s, in->mem.id, p);
+	if (!a)
+		return CL_INVALID_VALUE; /* not mapped there */
+	e = clEnqueueUnmapMemObject(in->queue.h, in->mem.h, p, WAIT(in->wait), &ev);
+	if (e) {
+		a->next = c->s->amaps; /* still mapped */
+		c->s->amaps = a;
+		return e;
+	}
+	amap_end(a, 0);
+	cmx_event_bind(c, &in->event, ev);
+	return CL_SUCCESS;
 }
 
 /* For the other payload handlers (host/exec_image.c). */

@@ -53,7 +53,8 @@ int cmx_h_GetStats(struct cmx_call *c, struct cmx_GetStats_in *in, struct cmx_Ge
  * the reply (host/area.c). */
 int cmx_h_OpenArea(struct cmx_call *c, struct cmx_OpenArea_in *in, struct cmx_OpenArea_out *out)
 {
-	unsigned flags = (unsigned)(in->flags & CMX_AREA_RINGS);
+	/* CMX_AREA_HEAP needs nothing made: it grants CreateBufferArea. */
+	unsigned flags = (unsigned)(in->flags & (CMX_AREA_RINGS | CMX_AREA_HEAP));
 	int fd;
 
 	struct sockaddr_storage sa = { 0 };
@@ -61,7 +62,7 @@ int cmx_h_OpenArea(struct cmx_call *c, struct cmx_OpenArea_in *in, struct cmx_Op
 
 	/* Only a Unix socket can carry the memfd, and only a peer on this
 	 * host can map it. */
-	if (c->s->area || (in->flags & ~(uint64_t)CMX_AREA_RINGS) || !c->s->conn ||
+	if (c->s->area || (in->flags & ~(uint64_t)(CMX_AREA_RINGS | CMX_AREA_HEAP)) || !c->s->conn ||
 	    getsockname(c->s->conn->fd, (struct sockaddr *)&sa, &len) || sa.ss_family != AF_UNIX)
 		return CL_INVALID_OPERATION;
 	if (cmx_area_create(in->size, flags, &c->s->area, &fd))

@@ -12,6 +12,7 @@
 #include "area.h"
 #include "codec.h"
 #include "conn.h"
+#include "exec.h"
 #include "log.h"
 #include "reaper.h"
 #include "server.h"
@@ -187,6 +188,7 @@ void cmx_session_close(struct cmx_session *s)
 		s->nconn = NULL;
 		cmx_conn_kill(nc, NULL);
 	}
+	cmx_area_maps_drop(s, 0);
 	/* Release in kind order, dependents first: events, kernels, programs,
 	 * buffers, queues, contexts; native reference counts keep anything a
 	 * command still uses alive until it completes. */

@@ -8,6 +8,7 @@
 #include "object.h"
 #include "objtab.h"
 
+struct cmx_amap;
 struct cmx_area;
 struct cmx_shm;
 struct cmx_conn;
@@ -25,6 +26,7 @@ struct cmx_session {
 	struct cmx_objtab objs;
 	struct cmx_area *area; /* shared memory (OpenArea), or NULL */
 	struct cmx_shm *shm;   /* its rings at work (shm transport), or NULL */
+	struct cmx_amap *amaps; /* area buffers' native maps (host/exec_mem.c) */
 	uint64_t bytes; /* device memory charged */
 	struct cmx_session *next, **pprev;
 

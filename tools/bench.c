@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -210,6 +211,15 @@ static double best_max(const double *v, int n)
 	return m;
 }
 
+static cl_mem make_buffer_flags(struct plat *p, cl_mem_flags flags, size_t size)
+{
+	cl_int err;
+	cl_mem m = clCreateBuffer(p->ctx, CL_MEM_READ_WRITE | flags, size, NULL, &err);
+
+	check(err, "clCreateBuffer");
+	return m;
+}
+
 static cl_mem make_buffer(struct plat *p, size_t size)
 {
 	cl_int err;
@@ -280,11 +290,12 @@ static void bench_enqueue_rate(struct plat *p, int n, double *out)
 	}
 }
 
-/* write_bw / read_bw: blocking 64 MiB transfer from or to touched host memory; GB/s. */
-static void transfer_bw(struct plat *p, int n, double *out, int write)
+/* write_bw / read_bw: blocking 64 MiB transfer from or to touched host memory; GB/s.
+ * The _ahp rows do the same with a CL_MEM_ALLOC_HOST_PTR buffer. */
+static void transfer_bw(struct plat *p, int n, double *out, int write, cl_mem_flags flags)
 {
 	char *host = xmalloc(BW_BYTES);
-	cl_mem m = make_buffer(p, BW_BYTES);
+	cl_mem m = make_buffer_flags(p, flags, BW_BYTES);
 
 	for (int rep = -1; rep < n; rep++) { /* rep -1 lets the device back the buffer */
 		double t0 = now_s();
@@ -302,12 +313,46 @@ static void transfer_bw(struct plat *p, int n, double *out, int write)
 
 static void bench_write_bw(struct plat *p, int n, double *out)
 {
-	transfer_bw(p, n, out, 1);
+	transfer_bw(p, n, out, 1, 0);
 }
 
 static void bench_read_bw(struct plat *p, int n, double *out)
 {
-	transfer_bw(p, n, out, 0);
+	transfer_bw(p, n, out, 0, 0);
+}
+
+static void bench_write_bw_ahp(struct plat *p, int n, double *out)
+{
+	transfer_bw(p, n, out, 1, CL_MEM_ALLOC_HOST_PTR);
+}
+
+static void bench_read_bw_ahp(struct plat *p, int n, double *out)
+{
+	transfer_bw(p, n, out, 0, CL_MEM_ALLOC_HOST_PTR);
+}
+
+/* map_bw_ahp: a CL_MEM_ALLOC_HOST_PTR buffer filled through a blocking
+ * write-invalidate map of all 64 MiB, unmapped, then clFinish; GB/s. */
+static void bench_map_bw_ahp(struct plat *p, int n, double *out)
+{
+	char *host = xmalloc(BW_BYTES);
+	cl_mem m = make_buffer_flags(p, CL_MEM_ALLOC_HOST_PTR, BW_BYTES);
+
+	for (int rep = -1; rep < n; rep++) {
+		double t0 = now_s();
+		cl_int err;
+		void *map = clEnqueueMapBuffer(p->q, m, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0,
+					       BW_BYTES, 0, NULL, NULL, &err);
+
+		check(err, "clEnqueueMapBuffer");
+		memcpy(map, host, BW_BYTES);
+		CHECK(clEnqueueUnmapMemObject(p->q, m, map, 0, NULL, NULL));
+		CHECK(clFinish(p->q));
+		if (rep >= 0)
+			out[rep] = BW_BYTES / (now_s() - t0) * 1e-9;
+	}
+	CHECK(clReleaseMemObject(m));
+	free(host);
 }
 
 /* vecadd: write a, write b, kernel, read c, from host arrays to a verified host result; ms. */
@@ -401,6 +446,9 @@ static struct bench benches[] = {
 	{ "enqueue_rate", "kernels/s", HIGHER, 6, 2, bench_enqueue_rate, 0, { 0, 0 } },
 	{ "write_bw", "GB/s", HIGHER, 10, 3, bench_write_bw, 0, { 0, 0 } },
 	{ "read_bw", "GB/s", HIGHER, 10, 3, bench_read_bw, 0, { 0, 0 } },
+	{ "write_bw_ahp", "GB/s", HIGHER, 10, 3, bench_write_bw_ahp, 0, { 0, 0 } },
+	{ "read_bw_ahp", "GB/s", HIGHER, 10, 3, bench_read_bw_ahp, 0, { 0, 0 } },
+	{ "map_bw_ahp", "GB/s", HIGHER, 10, 3, bench_map_bw_ahp, 0, { 0, 0 } },
 	{ "vecadd", "ms", LOWER, 6, 2, bench_vecadd, 0, { 0, 0 } },
 	{ "build", "ms", LOWER, 6, 2, bench_build, 0, { 0, 0 } },
 };
@@ -666,11 +714,64 @@ static int transport_setup(const struct opts *o)
 	return setenv("CLMUX_SERVER", buf, 1);
 }
 
+/*
+ * --memcpy: the ceiling every copy here runs into. One thread copies
+ * 64 MiB between buffers it touched first, then two threads do the same at
+ * once, each with its own pair (how a pipelined transfer uses both cores).
+ * Best of 10 copies each, GB/s.
+ */
+struct mc {
+	pthread_barrier_t *go;
+	double gbs;
+};
+
+static void *mc_run(void *arg)
+{
+	struct mc *m = arg;
+	char *src = xmalloc(BW_BYTES), *dst = xmalloc(BW_BYTES);
+
+	memset(src, 1, BW_BYTES);
+	memset(dst, 2, BW_BYTES);
+	if (m->go)
+		pthread_barrier_wait(m->go);
+	m->gbs = 0;
+	for (int i = 0; i < 10; i++) {
+		double t0 = now_s(), r;
+
+		memcpy(dst, src, BW_BYTES);
+		__asm__ volatile("" : : "r"(dst) : "memory"); /* the copy is used */
+		r = BW_BYTES / (now_s() - t0) * 1e-9;
+		m->gbs = r > m->gbs ? r : m->gbs;
+	}
+	free(dst);
+	free(src);
+	return NULL;
+}
+
+static int memcpy_ceiling(void)
+{
+	pthread_barrier_t go;
+	struct mc one = { NULL, 0 }, two[2] = { { &go, 0 }, { &go, 0 } };
+	pthread_t t[2];
+
+	mc_run(&one);
+	pthread_barrier_init(&go, NULL, 2);
+	for (int i = 0; i < 2; i++)
+		if (pthread_create(&t[i], NULL, mc_run, &two[i]))
+			return 1;
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	pthread_barrier_destroy(&go);
+	printf("memcpy 64 MiB: 1 thread %.2f GB/s; 2 threads at once %.2f + %.2f = %.2f GB/s\n",
+	       one.gbs, two[0].gbs, two[1].gbs, two[0].gbs + two[1].gbs);
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: bench [--transport T] [--clmuxd PATH] [--native NAME] [--virtual NAME]\n"
-		"             [--reps N] [--only LIST] [--json] [--quick]\n"
+		"             [--reps N] [--only LIST] [--json] [--quick] | --memcpy\n"
 		"  --transport T   how the ICD reaches clmuxd:");
 	for (size_t i = 0; i < sizeof(transports) / sizeof(transports[0]); i++)
 		fprintf(f, " %s", transports[i].name);
@@ -686,7 +787,8 @@ static void usage(FILE *f)
 	for (size_t i = 0; i < NBENCH; i++)
 		fprintf(f, " %s", benches[i].name);
 	fprintf(f, "\n  --json          one JSON object instead of the table\n"
-		   "  --quick         fewer repetitions, for CI smoke runs\n");
+		   "  --quick         fewer repetitions, for CI smoke runs\n"
+		   "  --memcpy        only this machine's memcpy bandwidth, 1 and 2 threads\n");
 }
 
 static int select_benches(const char *only)
@@ -723,7 +825,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "reps", required_argument, NULL, 'r' },   { "only", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, 'j' },         { "quick", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },         { "transport", required_argument, NULL, 't' },
-		{ "clmuxd", required_argument, NULL, 'd' }, { NULL, 0, NULL, 0 },
+		{ "clmuxd", required_argument, NULL, 'd' }, { "memcpy", no_argument, NULL, 'm' },
+		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
 	long n;
@@ -739,6 +842,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 't': o->transport = optarg; break;
 		case 'd': o->clmuxd = optarg; break;
 		case 'q': o->quick = 1; break;
+		case 'm': exit(memcpy_ceiling());
 		case 'r':
 			n = strtol(optarg, &end, 10);
 			if (*end || end == optarg || n < 1 || n > 1000000) {

@@ -28,6 +28,8 @@ enum { CMX_RING_CMD, CMX_RING_REPLY, CMX_RING_NOTIFY, CMX_RING_COUNT };
 
 /* OpenArea flags. */
 #define CMX_AREA_RINGS 0x1u /* also make the rings (the shm transport) */
+/* Buffers may live in the data region (CreateBufferArea, MapBuffer). */
+#define CMX_AREA_HEAP 0x2u
 
 /* Every payload in the data region follows a 64-byte block header; the host
  * writes only its last 8 bytes, the `done` word (CMX_AREA_DONE_AT bytes

@@ -17,7 +17,7 @@ run() { # NAME ENV... PROGRAM
 	*) echo "$name: FAILED ($s)"; tail -40 "guest/tests/$name.out"; rc=1 ;;
 	esac
 }
-for t in e2e_compute e2e_memory e2e_events e2e_program e2e_multi e2e_async e2e_daemon_killed; do
+for t in e2e_compute e2e_memory e2e_events e2e_program e2e_multi e2e_async e2e_daemon_killed e2e_zcopy; do
 	run "$t-shm" CMX_E2E_TRANSPORT=shm "./guest/tests/$t"
 done
 run e2e_memory-unix-no-area CLMUX_AREA_MB=0 ./guest/tests/e2e_memory

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The shared area and the shm rings against a live clmuxd, from a raw
-// client: a round trip through both; area offsets and ring indices that lie,
-// an oversized message in the ring, a client killed mid-ring. Each bad one
+// client: a round trip through both; buffers living in the area; area
+// offsets, area buffers and ring indices that lie, an oversized message in
+// the ring, a client killed mid-ring. Each bad one
 // ends only its own session, and the daemon gives back every object, byte,
 // mapping and file descriptor it held for it.
 #define _GNU_SOURCE
@@ -325,6 +326,167 @@ START_TEST(area_lying_offsets)
 }
 END_TEST
 
+/* CreateBufferArea of the block at off (len bytes) as id 0x10013. */
+static void area_buffer(struct client *c, uint32_t off, uint64_t len)
+{
+	struct cmx_CreateBufferArea_in in = {
+	    .mem = {0x10013}, .context = {0x10010}, .size = len};
+
+	send_area(c, &cmx_desc_CreateBufferArea_in, &in, 0, off, len);
+}
+
+static void wait_done(struct shared *sh, uint32_t off)
+{
+	uint64_t *done = (uint64_t *)(sh->base + off - CMX_AREA_DONE_AT);
+
+	for (int i = 0; i < 2000 && !__atomic_load_n(done, __ATOMIC_ACQUIRE); i++)
+		usleep(1000);
+	ck_assert_uint_eq(*done, 1);
+}
+
+/* The buffer is the block: a native fill shows in the guest's mapping with
+ * no transfer, a native map points at it, and the block comes back when
+ * the buffer is released. */
+START_TEST(area_buffer_zero_copy)
+{
+	struct client c;
+	struct shared sh;
+	uint32_t pat = 0x5a5aa5a5, off;
+	struct cmx_FillBuffer_in fill = {.queue = {0x10011},
+					 .mem = {0x10013},
+					 .pattern = {&pat, sizeof(pat)},
+					 .offset = 4096,
+					 .size = 8192};
+	struct cmx_Finish_in fin = {.queue = {0x10011}};
+	struct cmx_MapBufferSync_in map = {
+	    .queue = {0x10011}, .mem = {0x10013}, .flags = CL_MAP_READ, .offset = 4096, .size = 64};
+	struct cmx_UnmapBuffer_in unmap = {.queue = {0x10011}, .mem = {0x10013}, .offset = 4096};
+	struct cmx_ReleaseMem_in rel = {.mem = {0x10013}};
+	struct cmx_MapBufferSync_out mo;
+
+	hello(&c);
+	open_area(&c, CMX_AREA_HEAP, &sh);
+	make_buffer(&c);
+	off = (uint32_t)sh.h.data_off + 4096;
+	memset(sh.base + off, 0x11, 65536);
+	area_buffer(&c, off, 65536);
+	send_msg(&c, &cmx_desc_FillBuffer_in, &fill, 0, NULL, 0);
+	send_msg(&c, &cmx_desc_Finish_in, &fin, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, NULL, NULL, NULL), 0);
+	ck_assert_uint_eq(sh.base[off + 4095], 0x11);
+	ck_assert_mem_eq(sh.base + off + 4096, &pat, sizeof(pat));
+	ck_assert_mem_eq(sh.base + off + 4096 + 8188, &pat, sizeof(pat));
+	ck_assert_uint_eq(sh.base[off + 4096 + 8192], 0x11);
+	send_msg(&c, &cmx_desc_MapBufferSync_in, &map, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_MapBufferSync_out, &mo, NULL), 0);
+	send_msg(&c, &cmx_desc_UnmapBuffer_in, &unmap, 0, NULL, 0);
+	ck_assert_uint_eq(*(uint64_t *)(sh.base + off - CMX_AREA_DONE_AT), 0);
+	send_msg(&c, &cmx_desc_ReleaseMem_in, &rel, 0, NULL, 0);
+	ping_ok(&c);
+	wait_done(&sh, off);
+	close(c.fd);
+}
+END_TEST
+
+/* A forged guest's area buffers: out of the area, in the stream, the wrong
+ * size, maps of buffers that are not in the area, unmaps past the end or
+ * of what is not mapped, a buffer released while mapped, and a client gone
+ * with its area buffer mapped. The lies that name bytes outside the area
+ * end the session; the rest fail the call; the daemon gives everything
+ * back. */
+START_TEST(area_buffer_lies)
+{
+	struct client other;
+	uint64_t o0, b0;
+	int a0, f0;
+
+	baseline(&o0, &b0, &a0, &f0);
+	hello(&other);
+	for (int i = 0; i < 9; i++) {
+		struct client c;
+		struct shared sh;
+		struct cmx_CreateBufferArea_in in = {
+		    .mem = {0x10013}, .context = {0x10010}, .size = 4096};
+		struct cmx_MapBufferSync_in map = {
+		    .queue = {0x10011}, .mem = {0x10012}, .flags = CL_MAP_READ, .size = 64};
+		struct cmx_UnmapBuffer_in unmap = {
+		    .queue = {0x10011}, .mem = {0x10013}, .offset = 1 << 20, .event = {0x10020}};
+		struct cmx_GetMemInfo_in info = {.mem = {0x10013}, .param = CL_MEM_SIZE};
+		struct cmx_GetEventInfo_in ev = {
+		    .event = {0x10020}, .param = CL_EVENT_COMMAND_EXECUTION_STATUS};
+		struct cmx_ReleaseMem_in rel = {.mem = {0x10013}};
+		struct cmx_GetEventInfo_out eo;
+		uint8_t junk[4096] = {0}, *keep;
+		cl_int want = CL_INVALID_MEM_OBJECT;
+		uint32_t ok;
+		int closes = i <= 1;
+
+		hello(&c);
+		open_area(&c, CMX_AREA_HEAP, &sh);
+		make_buffer(&c);
+		ok = (uint32_t)sh.h.data_off + 4096;
+		switch (i) {
+		case 0: /* past the end of the area */
+			area_buffer(&c, (uint32_t)sh.h.size, 4096);
+			break;
+		case 1: /* running over the end */
+			area_buffer(&c, ok, sh.h.data_len);
+			break;
+		case 2: /* the storage in the stream: staging, not the area */
+			send_msg(&c, &cmx_desc_CreateBufferArea_in, &in, 0, junk, sizeof(junk));
+			send_msg(&c, &cmx_desc_GetMemInfo_in, &info, 1, NULL, 0);
+			ck_assert_int_eq(recv_reply(&c, NULL, NULL, NULL), CL_INVALID_MEM_OBJECT);
+			break;
+		case 3: /* a block shorter than the buffer: refused, block back */
+			in.size = 8192;
+			send_area(&c, &cmx_desc_CreateBufferArea_in, &in, 0, ok, 4096);
+			send_msg(&c, &cmx_desc_GetMemInfo_in, &info, 1, NULL, 0);
+			ck_assert_int_eq(recv_reply(&c, NULL, NULL, NULL), CL_INVALID_MEM_OBJECT);
+			wait_done(&sh, ok);
+			break;
+		case 4: /* a native map of a buffer that is not in the area */
+			send_msg(&c, &cmx_desc_MapBufferSync_in, &map, 1, NULL, 0);
+			ck_assert_int_eq(recv_reply(&c, NULL, NULL, NULL), CL_INVALID_MEM_OBJECT);
+			break;
+		case 5: /* an unmap past the buffer's end */
+		case 6: /* an unmap of what is not mapped */
+			area_buffer(&c, ok, 4096);
+			if (i == 6) {
+				unmap.offset = 0;
+				want = CL_INVALID_VALUE;
+			}
+			send_msg(&c, &cmx_desc_UnmapBuffer_in, &unmap, 0, NULL, 0);
+			send_msg(&c, &cmx_desc_GetEventInfo_in, &ev, 1, NULL, 0);
+			ck_assert_int_eq(recv_reply(&c, &cmx_desc_GetEventInfo_out, &eo, &keep), 0);
+			ck_assert_uint_eq(eo.value.len, sizeof(cl_int));
+			ck_assert_int_eq(*(const cl_int *)eo.value.ptr, want);
+			free(keep);
+			break;
+		case 7: /* released while mapped: the block still comes back */
+		case 8: /* gone with the area buffer mapped */
+			area_buffer(&c, ok, 4096);
+			map.mem.id = 0x10013;
+			send_msg(&c, &cmx_desc_MapBufferSync_in, &map, 1, NULL, 0);
+			ck_assert_int_eq(recv_reply(&c, NULL, NULL, NULL), 0);
+			if (i == 7) {
+				send_msg(&c, &cmx_desc_ReleaseMem_in, &rel, 0, NULL, 0);
+				wait_done(&sh, ok);
+			}
+			break;
+		}
+		if (closes)
+			ck_assert_msg(closed_by_daemon(c.fd), "lying area buffer %d not refused", i);
+		else
+			ping_ok(&c);
+		close(c.fd);
+		munmap(sh.base, sh.h.size);
+		ping_ok(&other);
+	}
+	close(other.fd);
+	all_returned(o0, b0, a0, f0);
+}
+END_TEST
+
 START_TEST(ring_roundtrip_and_lies)
 {
 	struct client other;
@@ -410,6 +572,8 @@ int main(void)
 
 	tcase_add_test(tc, area_roundtrip);
 	tcase_add_test(tc, area_lying_offsets);
+	tcase_add_test(tc, area_buffer_zero_copy);
+	tcase_add_test(tc, area_buffer_lies);
 	tcase_add_test(tc, ring_roundtrip_and_lies);
 	tcase_add_test(tc, killed_mid_ring);
 	tcase_set_timeout(tc, 120);
