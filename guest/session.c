@@ -182,7 +182,7 @@ static ssize_t chan_recv(struct rx *r, void *buf, size_t len, int all)
 	size_t got = 0;
 
 	if (!r->ring)
-		return recv(r->fd, buf, len, all ? MSG_WAITALL : 0);
+		return cmx_dial_recv(r->fd, buf, len, all ? MSG_WAITALL : 0);
 	do {
 		int e = ring_wait(r->s, r->ring, 0);
 
@@ -201,7 +201,7 @@ static int write_all(int fd, struct iovec *iov, int n, uint64_t *writes)
 {
 	while (n) {
 		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
-		ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+		ssize_t w = cmx_dial_sendmsg(fd, &mh);
 
 		if (w < 0) {
 			if (errno == EINTR)
@@ -664,7 +664,7 @@ static int recv_exact(int fd, void *p, size_t n, int *rfd)
 		struct iovec iov = { p, n };
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
 				     .msg_controllen = sizeof(cm.b) };
-		ssize_t got = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+		ssize_t got = cmx_dial_recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
 
 		if (got < 0 && errno == EINTR)
 			continue;
@@ -869,10 +869,8 @@ int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *c
 	*out = s;
 	return 0;
 fail:
-	if (s->nfd >= 0)
-		close(s->nfd);
-	if (s->fd >= 0)
-		close(s->fd);
+	cmx_dial_close(s->nfd);
+	cmx_dial_close(s->fd);
 	if (s->bell >= 0)
 		close(s->bell);
 	cmx_garea_unmap(&s->area);
@@ -891,8 +889,8 @@ void cmx_session_close(struct cmx_session *s)
 	shutdown(s->nfd, SHUT_RDWR);
 	wake_sleepers(s);
 	pthread_join(s->notify_thread, NULL);
-	close(s->fd);
-	close(s->nfd);
+	cmx_dial_close(s->fd);
+	cmx_dial_close(s->nfd);
 	if (s->bell >= 0)
 		close(s->bell);
 	cmx_garea_unmap(&s->area);
