@@ -11,6 +11,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "compress.h"
+#include "log.h"
 #include "proto.gen.h"
 #include "tls.h"
 
@@ -122,6 +124,20 @@ ssize_t cmx_dial_recv(int fd, void *buf, size_t len, int flags)
 	struct cmx_tls *t = link_of(fd);
 
 	return t ? cmx_tls_recv(t, buf, len, flags & MSG_WAITALL) : recv(fd, buf, len, flags);
+}
+
+unsigned cmx_dial_compress(void)
+{
+	const char *env = getenv("CLMUX_COMPRESS");
+	char conf[32];
+
+	if (!env && !cmx_conf_get("compress", conf, sizeof(conf)))
+		env = conf;
+	if (env && !strcmp(env, "lz4"))
+		return CMX_COMPRESS_LZ4;
+	if (env && *env && strcmp(env, "none"))
+		cmx_warn("compress=%s: expected lz4 or none; payloads go uncompressed", env);
+	return 0;
 }
 
 const char *cmx_dial_strerror(int err)

@@ -24,6 +24,9 @@ const char *cmx_dial_server(char *buf, size_t len);
  * A socket, or -errno: -ENOKEY (a token is needed and none is set),
  * -EKEYREJECTED (refused), -EAGAIN (refused after too many failures). */
 int cmx_dial(const struct cmx_addr *a);
+/* The compression the guest asks for: $CLMUX_COMPRESS, else client.conf's
+ * compress: "lz4" gives CMX_COMPRESS_LZ4; else ("none", unset) 0. */
+unsigned cmx_dial_compress(void);
 /* Why the last cmx_dial() failed, when it knows more than err says (a TLS
  * certificate refused), else strerror(-err). */
 const char *cmx_dial_strerror(int err);

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "compress.h"
 #include "dial.h"
 #include "area.h"
 #include "log.h"
@@ -82,6 +83,7 @@ struct cmx_session {
 	struct rx nrx;
 
 	struct cmx_garea area; /* base NULL: none, payloads go in the stream */
+	int lz4; /* Compress granted: large payloads in the stream may go compressed */
 
 	/* shm: calls go into cmd, replies and notifications come from rep and
 	 * ntf; the sockets stay open only to tell that the daemon lives. */
@@ -408,9 +410,32 @@ static uint64_t area_put(struct cmx_session *s, const void *bulk, uint64_t len)
 	return off;
 }
 
+/* With compression granted, a large payload that goes in the stream is
+ * sent compressed when that makes it smaller: *bulk and *len then name the
+ * encoded bytes (returned, to be freed once sent) and *flags says so. */
+static void *squeeze(struct cmx_session *s, const void **bulk, uint64_t *len, uint16_t *flags)
+{
+	uint64_t n;
+	void *buf;
+
+	if (!s->lz4 || *len < CMX_COMPRESS_MIN || !(buf = malloc(cmx_compress_bound(*len))))
+		return NULL;
+	n = cmx_compress_encode(*bulk, *len, buf);
+	if (!n) {
+		free(buf);
+		return NULL;
+	}
+	*bulk = buf;
+	*len = n;
+	*flags |= CMX_HDR_LZ4;
+	return buf;
+}
+
 int cmx_session_send(struct cmx_session *s, const struct cmx_msgdesc *d, const void *in,
 		     const void *bulk, uint64_t bulk_len)
 {
+	uint16_t flags = 0;
+	void *packed = NULL;
 	uint64_t off;
 	int e;
 
@@ -419,13 +444,17 @@ int cmx_session_send(struct cmx_session *s, const struct cmx_msgdesc *d, const v
 	/* The copy into the area happens outside the lock: other threads'
 	 * calls are not held up by it. */
 	off = area_put(s, bulk, bulk_len);
+	/* So is the compression (outside the lock). */
+	if (!off)
+		packed = squeeze(s, &bulk, &bulk_len, &flags);
 	pthread_mutex_lock(&s->send_lock);
-	e = append_locked(s, d, in, 0, 0, bulk, bulk_len, off, off ? bulk_len : 0);
+	e = append_locked(s, d, in, flags, 0, bulk, bulk_len, off, off ? bulk_len : 0);
 	/* shm: each message is published at once (the daemon may be spinning
 	 * on the ring); there is no write to save. */
 	if (!e && s->shm)
 		e = flush_locked(s, NULL, 0);
 	pthread_mutex_unlock(&s->send_lock);
+	free(packed);
 	return e;
 }
 
@@ -546,6 +575,8 @@ int cmx_session_call(struct cmx_session *s, const struct cmx_msgdesc *din, const
 		     struct cmx_reply *r, void *dst, uint64_t dst_len)
 {
 	struct waiter me = { .dst = dst, .dst_len = dst_len };
+	uint16_t flags = 0;
+	void *packed = NULL;
 	uint64_t off = 0;
 	int64_t status;
 	int e;
@@ -555,6 +586,8 @@ int cmx_session_call(struct cmx_session *s, const struct cmx_msgdesc *din, const
 	if (atomic_load(&s->broken))
 		return -ECONNRESET;
 	off = area_put(s, bulk, bulk_len);
+	if (!off)
+		packed = squeeze(s, &bulk, &bulk_len, &flags);
 	if (!off && dst_len > INLINE_BULK)
 		me.area_off = cmx_garea_alloc(&s->area, dst_len, 1);
 	pthread_mutex_lock(&s->send_lock);
@@ -565,11 +598,12 @@ int cmx_session_call(struct cmx_session *s, const struct cmx_msgdesc *din, const
 	s->waiters = &me;
 	pthread_mutex_unlock(&s->recv_lock);
 	s->stats.round_trips++;
-	e = append_locked(s, din, in, CMX_HDR_SYNC, me.seq, bulk, bulk_len, off ? off : me.area_off,
-			  off ? bulk_len : me.area_off ? dst_len : 0);
+	e = append_locked(s, din, in, CMX_HDR_SYNC | flags, me.seq, bulk, bulk_len,
+			  off ? off : me.area_off, off ? bulk_len : me.area_off ? dst_len : 0);
 	if (!e)
 		e = flush_locked(s, NULL, 0);
 	pthread_mutex_unlock(&s->send_lock);
+	free(packed);
 	if (e)
 		session_break(s, e);
 	e = wait_reply(s, &me);
@@ -793,6 +827,26 @@ out:
 	return e;
 }
 
+/* Asks for compressed payloads ($CLMUX_COMPRESS, client.conf's compress);
+ * a daemon that grants none leaves them raw (one that predates Compress
+ * ends the connection: an unknown call). */
+static int compress_ask(struct cmx_session *s)
+{
+	struct cmx_Compress_in in = { .algos = cmx_dial_compress() };
+	struct cmx_Compress_out out = { 0 };
+	int e;
+
+	if (!in.algos)
+		return 0;
+	e = setup_call(s, s->fd, &cmx_desc_Compress_in, &in, ++s->seq, &cmx_desc_Compress_out,
+		       &out, NULL);
+	if (e && e != -EPERM)
+		return e;
+	s->lz4 = !e && (out.algo & CMX_COMPRESS_LZ4);
+	cmx_dbg("compressed payloads: %s", s->lz4 ? "lz4" : "none");
+	return 0;
+}
+
 /* Wakes this process's own sleepers on the rings (the session is over). */
 static void wake_sleepers(struct cmx_session *s)
 {
@@ -847,6 +901,8 @@ int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *c
 	/* The area is a memfd passed over the socket: Unix sockets only. */
 	if (!e && a.type == CMX_ADDR_UNIX)
 		e = open_area(s, shm);
+	if (!e)
+		e = compress_ask(s);
 	if (e)
 		goto fail;
 	s->nfd = s->nrx.fd = cmx_dial(&a);
