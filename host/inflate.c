@@ -21,9 +21,11 @@ int cmx_h_Compress(struct cmx_call *c, struct cmx_Compress_in *in, struct cmx_Co
 
 int cmx_inflate(struct cmx_conn *c, struct cmx_hdr *h, void **bulk)
 {
-	uint64_t raw;
+	/* LZ4 shrinks by 255 at most: a claim beyond that is a lie, refused
+	 * before anything that large is mapped. */
+	uint64_t raw, max = h->bulk < CMX_MAX_BULK / 256 ? h->bulk * 256 : CMX_MAX_BULK;
 	void *buf;
-	int e = c->lz4 ? cmx_compress_raw_len(*bulk, h->bulk, CMX_MAX_BULK, &raw) : -EBADMSG;
+	int e = c->lz4 ? cmx_compress_raw_len(*bulk, h->bulk, max, &raw) : -EBADMSG;
 
 	if (!e && !(buf = cmx_staging_get(raw)))
 		e = -ENOMEM;

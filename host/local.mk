@@ -54,6 +54,12 @@ host_tests_test_badinput_SOURCES = host/tests/test_badinput.c host/tests/rawclie
 host_tests_test_badinput_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_badinput_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la $(CHECK_LIBS) \
 	$(OPENCL_LIBS) -lpthread
+check_PROGRAMS += host/tests/test_compressed
+TESTS += host/tests/test_compressed
+host_tests_test_compressed_SOURCES = host/tests/test_compressed.c host/tests/rawclient.h
+host_tests_test_compressed_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_compressed_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la $(CHECK_LIBS) \
+	$(OPENCL_LIBS) -lpthread
 endif
 
 # The shared area and the shm rings against a live daemon.

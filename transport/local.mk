@@ -22,6 +22,12 @@ TESTS += transport/tests/test_addr
 transport_tests_test_addr_SOURCES = transport/tests/test_addr.c
 transport_tests_test_addr_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 transport_tests_test_addr_LDADD = transport/libcmxtransport.la $(CHECK_LIBS)
+
+check_PROGRAMS += transport/tests/test_compress
+TESTS += transport/tests/test_compress
+transport_tests_test_compress_SOURCES = transport/tests/test_compress.c
+transport_tests_test_compress_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+transport_tests_test_compress_LDADD = transport/libcmxtransport.la $(CHECK_LIBS)
 endif
 
 if HAVE_CHECK
