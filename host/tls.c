@@ -20,6 +20,8 @@
 #include "listener.h"
 #include "log.h"
 #include "server.h"
+#include "session.h"
+#include "tenant.h"
 
 /* Plaintext handed to the connection per SSL_read, and the most bytes one
  * readiness event decrypts or encrypts before the loop serves others (as
@@ -50,6 +52,7 @@ struct link {
 	int rd_armed, wr_armed; /* a poll (or, rd, a nop) is in flight */
 	size_t wr_retry;	/* an SSL_write to repeat with this length, or 0 */
 	struct cmx_io rd_io, wr_io;
+	struct __kernel_timespec rate_ts; /* over the tenant's rate: the next read waits */
 	uint8_t buf[READ_CHUNK];
 };
 
@@ -164,11 +167,17 @@ static void link_fail(struct link *k, const char *what)
 	ERR_clear_error();
 }
 
-static void arm(struct link *k, int wr, int nop)
+/* Arms a poll for the socket (POLLOUT with wr, else POLLIN); for reads,
+ * nop 1 comes back at once and a larger nop after that many ns. */
+static void arm(struct link *k, int wr, uint64_t nop)
 {
 	struct io_uring_sqe *sqe = cmx_loop_sqe(cmx_srv->loop, wr ? &k->wr_io : &k->rd_io);
 
-	if (nop)
+	if (nop > 1) {
+		k->rate_ts.tv_sec = (long long)(nop / 1000000000ull);
+		k->rate_ts.tv_nsec = (long long)(nop % 1000000000ull);
+		io_uring_prep_timeout(sqe, &k->rate_ts, 0, 0);
+	} else if (nop)
 		io_uring_prep_nop(sqe);
 	else
 		io_uring_prep_poll_add(sqe, k->fd, wr ? POLLOUT : POLLIN);
@@ -201,6 +210,7 @@ static int want(struct link *k, int r)
  * before coming back on the next loop turn. */
 static void link_read(struct link *k)
 {
+	uint64_t wait = 0;
 	size_t done = 0;
 
 	while (k->conn) {
@@ -221,7 +231,14 @@ static void link_read(struct link *k)
 			return;
 		}
 		done += (size_t)r;
+		/* The tenant's rate quota, as host/conn.c charges a socket. */
+		if (k->conn->sess)
+			wait = cmx_tenant_rx(k->conn->sess->tenant, (uint64_t)r, cmx_now_ns());
 		cmx_conn_input(k->conn, k->buf, (size_t)r);
+		if (wait && k->conn) {
+			arm(k, 0, wait);
+			return;
+		}
 	}
 }
 
@@ -267,7 +284,7 @@ static void rd_done(struct cmx_io *io, int res, unsigned flags)
 
 	(void)flags;
 	k->rd_armed = 0;
-	if (k->conn && res < 0 && res != -ECANCELED)
+	if (k->conn && res < 0 && res != -ECANCELED && res != -ETIME)
 		link_fail(k, strerror(-res));
 	else if (k->conn && !k->ready)
 		link_handshake(k);
