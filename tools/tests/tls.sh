@@ -1,8 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # TLS and compressed payloads on tcp: end-to-end programs over tls (a
-# client killed mid-stream, in e2e_multi; the daemon killed under an
-# application, in e2e_daemon_killed) and with LZ4; bad
+# client killed mid-stream among them, in e2e_multi) and with LZ4; bad
 # certificates refused with one line on each side; garbage, plaintext and
 # a stalled handshake before TLS end only that connection. Run from the
 # build tree (make check).
@@ -27,8 +26,7 @@ run() { # TRANSPORT PROGRAM
 		tail -40 "$tmp/out"
 	fi
 }
-for p in guest/tests/e2e_memory guest/tests/e2e_multi guest/tests/e2e_events \
-	guest/tests/e2e_daemon_killed; do
+for p in guest/tests/e2e_memory guest/tests/e2e_multi guest/tests/e2e_events; do
 	run tls "$p"
 done
 for p in guest/tests/e2e_memory guest/tests/e2e_compute; do
