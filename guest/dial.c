@@ -4,13 +4,17 @@
 
 #include <CL/cl.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "compress.h"
+#include "log.h"
 #include "proto.gen.h"
+#include "tls.h"
 
 int cmx_conf_get(const char *key, char *buf, size_t len)
 {
@@ -53,10 +57,100 @@ const char *cmx_dial_server(char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * The TLS link of each channel dialled with tls:, by socket. A process has
+ * one session, so two channels; the table has room for a reconnect's too.
+ * A slot is filled before its socket is handed out and emptied after the
+ * last call on it, so lookups need no lock.
+ */
+#define LINKS 8
+static struct {
+	_Atomic int fd; /* -1 (after first use) or 0 with t NULL: free */
+	struct cmx_tls *t;
+} links[LINKS];
+static char dial_why[200];
+
+static struct cmx_tls *link_of(int fd)
+{
+	for (int i = 0; i < LINKS; i++)
+		if (links[i].t && atomic_load(&links[i].fd) == fd)
+			return links[i].t;
+	return NULL;
+}
+
+static int link_add(int fd, struct cmx_tls *t)
+{
+	for (int i = 0; i < LINKS; i++)
+		if (!links[i].t) {
+			atomic_store(&links[i].fd, fd);
+			links[i].t = t;
+			return 0;
+		}
+	return -EMFILE;
+}
+
+void cmx_dial_close(int fd)
+{
+	if (fd < 0)
+		return;
+	for (int i = 0; i < LINKS; i++)
+		if (links[i].t && atomic_load(&links[i].fd) == fd) {
+			cmx_tls_free(links[i].t);
+			atomic_store(&links[i].fd, -1);
+			links[i].t = NULL;
+		}
+	close(fd);
+}
+
+ssize_t cmx_dial_sendmsg(int fd, const struct msghdr *mh)
+{
+	struct cmx_tls *t = link_of(fd);
+
+	return t ? cmx_tls_send(t, mh->msg_iov, mh->msg_iovlen) : sendmsg(fd, mh, MSG_NOSIGNAL);
+}
+
+ssize_t cmx_dial_recvmsg(int fd, struct msghdr *mh, int flags)
+{
+	struct cmx_tls *t = link_of(fd);
+
+	if (!t)
+		return recvmsg(fd, mh, flags);
+	mh->msg_controllen = 0;
+	return cmx_tls_recv(t, mh->msg_iov[0].iov_base, mh->msg_iov[0].iov_len, 0);
+}
+
+ssize_t cmx_dial_recv(int fd, void *buf, size_t len, int flags)
+{
+	struct cmx_tls *t = link_of(fd);
+
+	return t ? cmx_tls_recv(t, buf, len, flags & MSG_WAITALL) : recv(fd, buf, len, flags);
+}
+
+unsigned cmx_dial_compress(void)
+{
+	const char *env = getenv("CLMUX_COMPRESS");
+	char conf[32];
+
+	if (!env && !cmx_conf_get("compress", conf, sizeof(conf)))
+		env = conf;
+	if (env && !strcmp(env, "lz4"))
+		return CMX_COMPRESS_LZ4;
+	if (env && *env && strcmp(env, "none"))
+		cmx_warn("compress=%s: expected lz4 or none; payloads go uncompressed", env);
+	return 0;
+}
+
+const char *cmx_dial_strerror(int err)
+{
+	return dial_why[0] ? dial_why : strerror(-err);
+}
+
 static int io_all(int fd, void *p, size_t n, int out)
 {
 	while (n) {
-		ssize_t r = out ? send(fd, p, n, MSG_NOSIGNAL) : recv(fd, p, n, MSG_WAITALL);
+		struct iovec iov = { p, n };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+		ssize_t r = out ? cmx_dial_sendmsg(fd, &mh) : cmx_dial_recv(fd, p, n, MSG_WAITALL);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -98,19 +192,41 @@ static int auth(int fd, const char *token)
 	return *token ? -EKEYREJECTED : -ENOKEY;
 }
 
+/* tls: the handshake, the server checked against $CLMUX_TLS_CA, else
+ * client.conf's tls_ca, else the system's CAs. */
+static int tls_start(int fd, const struct cmx_addr *a)
+{
+	const char *env = getenv("CLMUX_TLS_CA");
+	char conf[256];
+	const char *ca = env && *env ? env : !cmx_conf_get("tls_ca", conf, sizeof(conf)) ? conf : NULL;
+	struct cmx_tls *t;
+	int e = cmx_tls_connect(fd, a->host, ca, &t, dial_why, sizeof(dial_why));
+
+	if (!e && (e = link_add(fd, t)))
+		cmx_tls_free(t);
+	return e;
+}
+
 int cmx_dial(const struct cmx_addr *a)
 {
 	const char *env = getenv("CLMUX_TOKEN");
 	char conf[300];
 	const char *token = env && *env ? env : !cmx_conf_get("token", conf, sizeof(conf)) ? conf : "";
-	int fd = cmx_addr_connect(a), e;
+	int fd = cmx_addr_connect(a), e = 0;
 
-	if (fd < 0 || (!*token && a->type != CMX_ADDR_TCP))
-		return fd;
+	dial_why[0] = '\0';
+	if (fd >= 0 && a->tls)
+		e = tls_start(fd, a);
+	if (fd < 0 || e || (!*token && a->type != CMX_ADDR_TCP)) {
+		explicit_bzero(conf, sizeof(conf));
+		if (e)
+			cmx_dial_close(fd);
+		return e ? e : fd;
+	}
 	e = auth(fd, token);
 	explicit_bzero(conf, sizeof(conf));
 	if (e) {
-		close(fd);
+		cmx_dial_close(fd);
 		return e;
 	}
 	return fd;

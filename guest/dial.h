@@ -5,6 +5,8 @@
 #define CMX_GUEST_DIAL_H
 
 #include <stddef.h>
+#include <sys/socket.h>
+#include <sys/types.h>
 
 #include "addr.h"
 
@@ -22,5 +24,21 @@ const char *cmx_dial_server(char *buf, size_t len);
  * A socket, or -errno: -ENOKEY (a token is needed and none is set),
  * -EKEYREJECTED (refused), -EAGAIN (refused after too many failures). */
 int cmx_dial(const struct cmx_addr *a);
+/* The compression the guest asks for: $CLMUX_COMPRESS, else client.conf's
+ * compress: "lz4" gives CMX_COMPRESS_LZ4; else ("none", unset) 0. */
+unsigned cmx_dial_compress(void);
+/* Why the last cmx_dial() failed, when it knows more than err says (a TLS
+ * certificate refused), else strerror(-err). */
+const char *cmx_dial_strerror(int err);
+
+/* A channel's I/O, through TLS when it was dialled with tls: (guest/tls.c),
+ * else the socket's own: as sendmsg(2) (MSG_NOSIGNAL; through TLS, every
+ * byte is written), recvmsg(2) (no file descriptors through TLS) and
+ * recv(2) (flags: 0 or MSG_WAITALL). -1 with errno set on failure. */
+ssize_t cmx_dial_sendmsg(int fd, const struct msghdr *mh);
+ssize_t cmx_dial_recvmsg(int fd, struct msghdr *mh, int flags);
+ssize_t cmx_dial_recv(int fd, void *buf, size_t len, int flags);
+/* Closes a channel's socket and frees its TLS link. */
+void cmx_dial_close(int fd);
 
 #endif

@@ -362,7 +362,7 @@ static void icd_init(void)
 				"the clmux platform is unavailable", spec);
 		else
 			cmx_err("cannot reach clmuxd at %s: %s; the clmux platform is unavailable",
-				spec, strerror(-e));
+				spec, cmx_dial_strerror(e));
 		init_err = e;
 		return;
 	}

@@ -3,10 +3,12 @@
 lib_LTLIBRARIES += guest/libclmux.la
 guest_libclmux_la_SOURCES = guest/icd.h guest/icd.c guest/entry.h guest/session.h \
 	guest/session.c guest/queue.c guest/event.c guest/notify.c guest/mem.c guest/image.c guest/include.c \
-	guest/program.c guest/kernel.c guest/dial.h guest/dial.c guest/area.h guest/area.c
+	guest/program.c guest/kernel.c guest/dial.h guest/dial.c guest/area.h guest/area.c \
+	guest/tls.h guest/tls.c
 nodist_guest_libclmux_la_SOURCES = guest/stubs.gen.h
-guest_libclmux_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/guest -I$(top_builddir)/guest
-guest_libclmux_la_LIBADD = transport/libcmxtransport.la -lpthread
+guest_libclmux_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/guest -I$(top_builddir)/guest \
+	$(SSL_CFLAGS) $(LZ4_CFLAGS)
+guest_libclmux_la_LIBADD = transport/libcmxtransport.la $(SSL_LIBS) $(LZ4_LIBS) -lpthread
 guest_libclmux_la_LDFLAGS = -avoid-version -module -no-undefined \
 	-Wl,--version-script=$(top_srcdir)/guest/libclmux.map
 EXTRA_DIST += guest/libclmux.map

@@ -232,18 +232,19 @@ void cmx_pending_cancel(struct cmx_pending_read *p)
 }
 
 /*
- * A large blocking transfer on an in-order queue goes in chunks through the
- * shared area, so this side's copy of one chunk overlaps the daemon's copy
- * of the one before. The queue keeps them in order; only the first carries
- * the wait list and only the last the application's event (whose profiling
- * times therefore cover the last chunk only).
+ * A large blocking transfer on an in-order queue goes in chunks, so this
+ * side's copy of one chunk (into the shared area, or into the socket)
+ * overlaps the daemon's copy of the one before (64 MiB over TCP: writes at
+ * 0.16-0.21 of native in one piece, 0.32-0.37 in chunks). The queue keeps
+ * them in order; only the first carries the wait list and only the last the
+ * application's event (whose profiling times therefore cover the last chunk
+ * only).
  */
 #define CHUNK (4u << 20)
 
 static size_t chunks_before_last(cl_command_queue q, size_t size)
 {
-	if (size < 2 * CHUNK || (q->props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) ||
-	    !cmx_session_has_area(cmx_icd.s))
+	if (size < 2 * CHUNK || (q->props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))
 		return 0;
 	return (size - 1) / CHUNK;
 }

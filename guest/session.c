@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "addr.h"
+#include "compress.h"
 #include "dial.h"
 #include "area.h"
 #include "log.h"
@@ -85,6 +86,7 @@ struct cmx_session {
 	struct rx nrx;
 
 	struct cmx_garea area; /* base NULL: none, payloads go in the stream */
+	int lz4; /* Compress granted: large payloads in the stream may go compressed */
 
 	/* shm: calls go into cmd, replies and notifications come from rep and
 	 * ntf; the sockets stay open only to tell that the daemon lives. */
@@ -192,14 +194,14 @@ static ssize_t chan_recv(struct rx *r, void *buf, size_t len, int all)
 		ssize_t n;
 
 		while (!all && until) {
-			n = recv(r->fd, buf, len, MSG_DONTWAIT);
+			n = cmx_dial_recv(r->fd, buf, len, MSG_DONTWAIT);
 			if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
 				return n;
 			if (now_ns() >= until)
 				break;
 			sched_yield();
 		}
-		return recv(r->fd, buf, len, all ? MSG_WAITALL : 0);
+		return cmx_dial_recv(r->fd, buf, len, all ? MSG_WAITALL : 0);
 	}
 	do {
 		int e = ring_wait(r->s, r->ring, 0);
@@ -219,7 +221,7 @@ static int write_all(int fd, struct iovec *iov, int n, uint64_t *writes)
 {
 	while (n) {
 		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
-		ssize_t w = sendmsg(fd, &mh, MSG_NOSIGNAL);
+		ssize_t w = cmx_dial_sendmsg(fd, &mh);
 
 		if (w < 0) {
 			if (errno == EINTR)
@@ -426,9 +428,32 @@ static uint64_t area_put(struct cmx_session *s, const void *bulk, uint64_t len)
 	return off;
 }
 
+/* With compression granted, a large payload that goes in the stream is
+ * sent compressed when that makes it smaller: *bulk and *len then name the
+ * encoded bytes (returned, to be freed once sent) and *flags says so. */
+static void *squeeze(struct cmx_session *s, const void **bulk, uint64_t *len, uint16_t *flags)
+{
+	uint64_t n;
+	void *buf;
+
+	if (!s->lz4 || *len < CMX_COMPRESS_MIN || !(buf = malloc(cmx_compress_bound(*len))))
+		return NULL;
+	n = cmx_compress_encode(*bulk, *len, buf);
+	if (!n) {
+		free(buf);
+		return NULL;
+	}
+	*bulk = buf;
+	*len = n;
+	*flags |= CMX_HDR_LZ4;
+	return buf;
+}
+
 int cmx_session_send(struct cmx_session *s, const struct cmx_msgdesc *d, const void *in,
 		     const void *bulk, uint64_t bulk_len)
 {
+	uint16_t flags = 0;
+	void *packed = NULL;
 	uint64_t off;
 	int e;
 
@@ -437,13 +462,17 @@ int cmx_session_send(struct cmx_session *s, const struct cmx_msgdesc *d, const v
 	/* The copy into the area happens outside the lock: other threads'
 	 * calls are not held up by it. */
 	off = area_put(s, bulk, bulk_len);
+	/* So is the compression (outside the lock). */
+	if (!off)
+		packed = squeeze(s, &bulk, &bulk_len, &flags);
 	pthread_mutex_lock(&s->send_lock);
-	e = append_locked(s, d, in, 0, 0, bulk, bulk_len, off, off ? bulk_len : 0);
+	e = append_locked(s, d, in, flags, 0, bulk, bulk_len, off, off ? bulk_len : 0);
 	/* shm: each message is published at once (the daemon may be spinning
 	 * on the ring); there is no write to save. */
 	if (!e && s->shm)
 		e = flush_locked(s, NULL, 0);
 	pthread_mutex_unlock(&s->send_lock);
+	free(packed);
 	return e;
 }
 
@@ -576,6 +605,8 @@ int cmx_session_call(struct cmx_session *s, const struct cmx_msgdesc *din, const
 		     struct cmx_reply *r, void *dst, uint64_t dst_len)
 {
 	struct waiter me = { .dst = dst, .dst_len = dst_len };
+	uint16_t flags = 0;
+	void *packed = NULL;
 	uint64_t off = 0;
 	int64_t status;
 	int e;
@@ -585,6 +616,8 @@ int cmx_session_call(struct cmx_session *s, const struct cmx_msgdesc *din, const
 	if (atomic_load(&s->broken))
 		return -ECONNRESET;
 	off = area_put(s, bulk, bulk_len);
+	if (!off)
+		packed = squeeze(s, &bulk, &bulk_len, &flags);
 	if (!off && dst_len > INLINE_BULK)
 		me.area_off = cmx_garea_alloc(&s->area, dst_len, 1);
 	pthread_mutex_lock(&s->send_lock);
@@ -595,11 +628,12 @@ int cmx_session_call(struct cmx_session *s, const struct cmx_msgdesc *din, const
 	s->waiters = &me;
 	pthread_mutex_unlock(&s->recv_lock);
 	s->stats.round_trips++;
-	e = append_locked(s, din, in, CMX_HDR_SYNC, me.seq, bulk, bulk_len, off ? off : me.area_off,
-			  off ? bulk_len : me.area_off ? dst_len : 0);
+	e = append_locked(s, din, in, CMX_HDR_SYNC | flags, me.seq, bulk, bulk_len,
+			  off ? off : me.area_off, off ? bulk_len : me.area_off ? dst_len : 0);
 	if (!e)
 		e = flush_locked(s, NULL, 0);
 	pthread_mutex_unlock(&s->send_lock);
+	free(packed);
 	if (e)
 		session_break(s, e);
 	e = wait_reply(s, &me);
@@ -694,7 +728,7 @@ static int recv_exact(int fd, void *p, size_t n, int *rfd)
 		struct iovec iov = { p, n };
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
 				     .msg_controllen = sizeof(cm.b) };
-		ssize_t got = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+		ssize_t got = cmx_dial_recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
 
 		if (got < 0 && errno == EINTR)
 			continue;
@@ -833,6 +867,26 @@ out:
 	return e;
 }
 
+/* Asks for compressed payloads ($CLMUX_COMPRESS, client.conf's compress);
+ * a daemon that grants none leaves them raw (one that predates Compress
+ * ends the connection: an unknown call). */
+static int compress_ask(struct cmx_session *s)
+{
+	struct cmx_Compress_in in = { .algos = cmx_dial_compress() };
+	struct cmx_Compress_out out = { 0 };
+	int e;
+
+	if (!in.algos)
+		return 0;
+	e = setup_call(s, s->fd, &cmx_desc_Compress_in, &in, ++s->seq, &cmx_desc_Compress_out,
+		       &out, NULL);
+	if (e && e != -EPERM)
+		return e;
+	s->lz4 = !e && (out.algo & CMX_COMPRESS_LZ4);
+	cmx_dbg("compressed payloads: %s", s->lz4 ? "lz4" : "none");
+	return 0;
+}
+
 /* Wakes this process's own sleepers on the rings (the session is over). */
 static void wake_sleepers(struct cmx_session *s)
 {
@@ -888,6 +942,8 @@ int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *c
 	/* The area is a memfd passed over the socket: Unix sockets only. */
 	if (!e && a.type == CMX_ADDR_UNIX)
 		e = open_area(s, shm);
+	if (!e)
+		e = compress_ask(s);
 	if (e)
 		goto fail;
 	s->nfd = s->nrx.fd = cmx_dial(&a);
@@ -910,10 +966,8 @@ int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *c
 	*out = s;
 	return 0;
 fail:
-	if (s->nfd >= 0)
-		close(s->nfd);
-	if (s->fd >= 0)
-		close(s->fd);
+	cmx_dial_close(s->nfd);
+	cmx_dial_close(s->fd);
 	if (s->bell >= 0)
 		close(s->bell);
 	cmx_garea_unmap(&s->area);
@@ -932,8 +986,8 @@ void cmx_session_close(struct cmx_session *s)
 	shutdown(s->nfd, SHUT_RDWR);
 	wake_sleepers(s);
 	pthread_join(s->notify_thread, NULL);
-	close(s->fd);
-	close(s->nfd);
+	cmx_dial_close(s->fd);
+	cmx_dial_close(s->nfd);
 	if (s->bell >= 0)
 		close(s->bell);
 	cmx_garea_unmap(&s->area);

@@ -17,6 +17,7 @@
 #include "call.h"
 #include "auth.h"
 #include "frame.h"
+#include "inflate.h"
 #include "listener.h"
 #include "log.h"
 #include "proto.gen.h"
@@ -163,6 +164,17 @@ static int check_header(struct cmx_conn *c, const struct cmx_hdr *h)
 
 static int deliver(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args, void *bulk)
 {
+	struct cmx_hdr raw;
+
+	if (h->flags & CMX_HDR_LZ4) {
+		/* Handlers see the raw payload (host/inflate.c). */
+		int e;
+		raw = *h;
+		e = cmx_inflate(c, &raw, &bulk);
+		if (e)
+			return e;
+		h = &raw;
+	}
 	if (h->op == CMX_OP_Auth) {
 		int e = cmx_call_auth(c, h, args);
 		uint8_t *rx;
@@ -685,16 +697,19 @@ static void ident_init(struct cmx_conn *c, const char *tenant)
 	c->ident.cid = c->peer.cid;
 }
 
-int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l)
+/* A connection for a socket accepted on l (NULL: a unix peer, no token, no
+ * tenant); with m, a mover carries its bytes and fd only names the peer. */
+static struct cmx_conn *conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l,
+				    const struct cmx_conn_mover *m, void *ctx)
 {
 	static struct __kernel_timespec handshake = { .tv_sec = HANDSHAKE_S };
 	/* A stranger on a token listener gets little until it authenticates. */
-	struct cmx_conn *c = conn_new(srv, fd, l && l->auth ? RX_PREAUTH : RX_INITIAL);
+	struct cmx_conn *c = conn_new(srv, m ? -1 : fd, l && l->auth ? RX_PREAUTH : RX_INITIAL);
 
-	if (!c) {
-		close(fd);
-		return -ENOMEM;
-	}
+	if (!c)
+		return NULL;
+	c->mover = m;
+	c->mover_ctx = ctx;
 	cmx_addr_tune(fd);
 	if (l)
 		cmx_peer_init(&c->peer, fd, l->kind, l->cid);
@@ -709,7 +724,22 @@ int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l
 		c->refs++;
 	}
 	rx_arm(c);
-	return 0;
+	return c;
+}
+
+int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l)
+{
+	if (conn_accept(srv, fd, l, NULL, NULL))
+		return 0;
+	close(fd);
+	return -ENOMEM;
+}
+
+struct cmx_conn *cmx_conn_accept_moved(struct cmx_server *srv, int fd,
+				       const struct cmx_listener *l,
+				       const struct cmx_conn_mover *m, void *ctx)
+{
+	return conn_accept(srv, fd, l, m, ctx);
 }
 
 struct cmx_conn *cmx_conn_create_moved(struct cmx_server *srv, const struct cmx_conn_mover *m,

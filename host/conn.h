@@ -45,6 +45,7 @@ struct cmx_conn {
 	struct cmx_peer peer;
 	struct cmx_auth *auth;
 	int authed;
+	int lz4; /* Compress granted LZ4: payloads may arrive compressed */
 	const struct cmx_conn_mover *mover; /* NULL: fd is a socket */
 	void *mover_ctx;
 
@@ -84,6 +85,11 @@ struct cmx_conn {
 /* Takes a socket accepted on l (NULL: a unix peer, no token, no tenant):
  * its peer identity, tokens and tenant. */
 int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l);
+/* The same for a socket whose bytes a mover carries (TLS, host/tls.c): fd
+ * names the peer and stays the caller's; NULL when out of memory. */
+struct cmx_conn *cmx_conn_accept_moved(struct cmx_server *srv, int fd,
+				       const struct cmx_listener *l,
+				       const struct cmx_conn_mover *m, void *ctx);
 /* A connection whose bytes a mover carries, from the VM with vsock CID cid,
  * the tenant's named (or NULL: the CID decides); NULL when out of memory. */
 struct cmx_conn *cmx_conn_create_moved(struct cmx_server *srv, const struct cmx_conn_mover *m,

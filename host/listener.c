@@ -13,12 +13,14 @@
 #include "conn.h"
 #include "log.h"
 #include "server.h"
+#include "tls.h"
 
 /* Which options each transport takes; anything else is a typo to report. */
 static int opt_known(enum cmx_addr_type t, const char *key, size_t n)
 {
 	static const char *const common[] = { "tokens", "tenant" };
 	static const char *const uds[] = { "cid" };
+	static const char *const tcp[] = { "tls" };
 
 	for (size_t i = 0; i < sizeof(common) / sizeof(common[0]); i++)
 		if (strlen(common[i]) == n && !strncmp(common[i], key, n))
@@ -26,6 +28,10 @@ static int opt_known(enum cmx_addr_type t, const char *key, size_t n)
 	if (t == CMX_ADDR_VSOCK_UDS)
 		for (size_t i = 0; i < sizeof(uds) / sizeof(uds[0]); i++)
 			if (strlen(uds[i]) == n && !strncmp(uds[i], key, n))
+				return 1;
+	if (t == CMX_ADDR_TCP)
+		for (size_t i = 0; i < sizeof(tcp) / sizeof(tcp[0]); i++)
+			if (strlen(tcp[i]) == n && !strncmp(tcp[i], key, n))
 				return 1;
 	return 0;
 }
@@ -67,6 +73,10 @@ int cmx_listener_init(struct cmx_listener *l, const char *spec, char *err, size_
 		snprintf(err, errlen, "listen on vsock:PORT (any CID), not a CID and a port");
 		return -EINVAL;
 	}
+	if (l->addr.tls) {
+		snprintf(err, errlen, "listen with tcp:ADDR:PORT,tokens=FILE,tls=CERT:KEY");
+		return -EINVAL;
+	}
 	if (l->addr.type == CMX_ADDR_TCP) {
 		struct in6_addr ip;
 		if (inet_pton(AF_INET, l->addr.host, &ip) != 1 &&
@@ -83,6 +93,15 @@ int cmx_listener_init(struct cmx_listener *l, const char *spec, char *err, size_
 			return -EINVAL;
 		}
 		l->cid = (uint32_t)cid;
+	}
+	e = cmx_addr_opt(&l->addr, "tls", val, sizeof(val));
+	if (e != -ENOENT) {
+		if (!e)
+			e = cmx_tls_ctx_create(&l->tls, val, err, errlen);
+		else
+			snprintf(err, errlen, "tls=CERT:KEY: file names too long");
+		if (e)
+			return e;
 	}
 	e = cmx_addr_opt(&l->addr, "tokens", val, sizeof(val));
 	if (e == -ENOENT && l->addr.type == CMX_ADDR_TCP) {
@@ -121,7 +140,7 @@ static void accept_done(struct cmx_io *io, int res, unsigned flags)
 	if (res >= 0) {
 		if (cmx_srv->draining)
 			close(res);
-		else if (cmx_conn_accept(cmx_srv, res, l))
+		else if (l->tls ? cmx_tls_accept(cmx_srv, res, l) : cmx_conn_accept(cmx_srv, res, l))
 			cmx_err("out of memory accepting a connection");
 	} else if (res != -ECANCELED && !cmx_srv->draining) {
 		cmx_warn("accept on %s: %s", l->name, strerror(-res));
@@ -144,7 +163,8 @@ int cmx_listener_start(struct cmx_listener *l)
 	}
 	l->io.cb = accept_done;
 	accept_arm(l);
-	cmx_info("listening on %s%s%s", l->name, l->auth ? " (tokens required)" : "",
+	cmx_info("listening on %s%s%s%s", l->name, l->tls ? " (TLS)" : "",
+		 l->auth ? " (tokens required)" : "",
 		 l->cid != CMX_PEER_CID_NONE ? " for one guest" : "");
 	return 0;
 }
@@ -164,4 +184,6 @@ void cmx_listener_fini(struct cmx_listener *l)
 {
 	cmx_auth_destroy(l->auth);
 	l->auth = NULL;
+	cmx_tls_ctx_destroy(l->tls);
+	l->tls = NULL;
 }

@@ -12,6 +12,7 @@
 #include "peer.h"
 
 struct cmx_auth;
+struct cmx_tls_ctx;
 
 struct cmx_listener {
 	struct cmx_io io;
@@ -20,6 +21,7 @@ struct cmx_listener {
 	enum cmx_peer_kind kind;
 	uint32_t cid;		/* vsock-uds cid=, else CMX_PEER_CID_NONE */
 	struct cmx_auth *auth;	/* tokens=: every connection sends Auth first */
+	struct cmx_tls_ctx *tls; /* tcp tls=CERT:KEY: connections speak TLS */
 	char name[128];		/* the address, for log lines */
 	char tenant[64];	/* tenant=: every peer is this tenant's, else "" */
 };

@@ -6,12 +6,14 @@ host_clmuxd_SOURCES = host/main.c host/loop.h host/loop.c host/conn.h host/conn.
 	host/staging.h host/staging.c host/area.h host/area.c host/shm.h host/shm.c host/exec.h host/exec.c host/exec_session.c host/exec_context.c host/exec_queue.c \
 	host/exec_mem.c host/exec_image.c host/exec_program.c host/incdir.h host/incdir.c host/exec_kernel.c host/exec_event.c \
 	host/peer.h host/peer.c host/auth.h host/auth.c host/listener.h host/listener.c \
+	host/tls.h host/tls.c host/inflate.h host/inflate.c \
 	host/reaper.h host/reaper.c host/vhost.h host/vhost.c \
 	host/tenant.h host/tenant.c host/conffile.h host/conffile.c host/text.h host/text.c \
 	host/admin.h host/admin.c host/scheduler.h host/scheduler.c
 nodist_host_clmuxd_SOURCES = host/handlers.gen.h host/handlers.gen.c
-host_clmuxd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host -I$(top_builddir)/host $(URING_CFLAGS)
-host_clmuxd_LDADD = transport/libcmxtransport.la $(URING_LIBS) $(OPENCL_LIBS) -lpthread
+host_clmuxd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host -I$(top_builddir)/host $(URING_CFLAGS) \
+	$(SSL_CFLAGS)
+host_clmuxd_LDADD = transport/libcmxtransport.la $(URING_LIBS) $(SSL_LIBS) $(OPENCL_LIBS) -lpthread
 
 if HAVE_CHECK
 check_PROGRAMS += host/tests/test_auth
@@ -51,6 +53,12 @@ TESTS += host/tests/test_badinput
 host_tests_test_badinput_SOURCES = host/tests/test_badinput.c host/tests/rawclient.h
 host_tests_test_badinput_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_badinput_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la $(CHECK_LIBS) \
+	$(OPENCL_LIBS) -lpthread
+check_PROGRAMS += host/tests/test_compressed
+TESTS += host/tests/test_compressed
+host_tests_test_compressed_SOURCES = host/tests/test_compressed.c host/tests/rawclient.h
+host_tests_test_compressed_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_compressed_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la $(CHECK_LIBS) \
 	$(OPENCL_LIBS) -lpthread
 endif
 

@@ -148,6 +148,7 @@ static void usage(FILE *f)
 		   "                    vsock-uds:UDS_PORT[,cid=N][,tokens=FILE]  (Firecracker,\n"
 		   "                                      Cloud Hypervisor hybrid vsock)\n"
 		   "                    tcp:ADDR:PORT,tokens=FILE          (IPv6: tcp:[ADDR]:PORT)\n"
+		   "                    tcp:ADDR:PORT,tokens=FILE,tls=CERT:KEY  (TLS 1.3)\n"
 		   "                  each may end in ,tenant=NAME: every peer of it is NAME's\n"
 		   "  --config FILE   tenants and quotas (default " CMX_CONFIG_DEFAULT " if present)\n"
 		   "  --admin PATH    root-only socket for clmuxctl (default " CMX_ADMIN_DEFAULT ");\n"

@@ -22,7 +22,10 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -615,15 +618,20 @@ static void print_json(const struct plat *pl)
 
 /*
  * The transports the ICD can be pointed at. Each is an address scheme the
- * daemon's unix: socket serves (shm upgrades it to shared-memory rings); one
- * that needs its own listener (tcp, vsock) adds its --listen form here.
+ * daemon's unix: socket serves (shm upgrades it to shared-memory rings), or
+ * a loopback TCP listener of its own with a token (and, for tls, a
+ * certificate made for the run; for the -lz4 ones the guest asks for
+ * compressed payloads).
  */
 static const struct transport {
-	const char *name;   /* CLMUX_SERVER scheme */
-	const char *listen; /* the daemon's --listen scheme for it */
+	const char *name;   /* what --transport takes */
+	const char *server; /* CLMUX_SERVER scheme */
+	int tcp;	    /* 0: the unix socket; 1: tcp with a token; 2: and TLS */
+	const char *compress; /* CLMUX_COMPRESS, or NULL */
 } transports[] = {
-	{ "unix", "unix" },
-	{ "shm", "unix" },
+	{ "unix", "unix", 0, NULL },	 { "shm", "shm", 0, NULL },
+	{ "tcp", "tcp", 1, NULL },	 { "tls", "tls", 2, NULL },
+	{ "tcp-lz4", "tcp", 1, "lz4" }, { "tls-lz4", "tls", 2, "lz4" },
 };
 
 static pid_t daemon_pid;
@@ -633,22 +641,79 @@ static char daemon_dir[64];
  * after the ICD's connections have closed, so it is not seen to vanish. */
 static void daemon_cleanup(void)
 {
+	static const char *const files[] = { "clmuxd.sock", "tokens", "cert.pem", "key.pem" };
 	char path[96];
 
 	if (daemon_dir[0]) {
-		snprintf(path, sizeof(path), "%s/clmuxd.sock", daemon_dir);
-		unlink(path);
+		for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+			snprintf(path, sizeof(path), "%s/%s", daemon_dir, files[i]);
+			unlink(path);
+		}
 		rmdir(daemon_dir);
 		daemon_dir[0] = 0;
 	}
 }
 
-/* Starts clmuxd on a private socket and points the ICD at it through the
- * transport t. 0, or -1 with a message. */
+/* A loopback TCP port that is free now (the daemon binds it right after). */
+static int free_port(void)
+{
+	struct sockaddr_in in = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(in);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+
+	if (fd >= 0 && !bind(fd, (struct sockaddr *)&in, len) &&
+	    !getsockname(fd, (struct sockaddr *)&in, &len))
+		port = ntohs(in.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+/* For a tcp transport: a token file (and CLMUX_TOKEN), for tls a
+ * self-signed certificate for 127.0.0.1 that is also the guest's CA; the
+ * listener's options in opts. 0, or -1 with a message. */
+static int tcp_setup(const struct transport *t, char *opts, size_t len)
+{
+	char token[33], path[96], cmd[512];
+	FILE *f;
+	int n;
+
+	srand((unsigned)(time(NULL) ^ getpid()));
+	for (int i = 0; i < 32; i++)
+		token[i] = "0123456789abcdef"[rand() & 15];
+	token[32] = 0;
+	snprintf(path, sizeof(path), "%s/tokens", daemon_dir);
+	f = fopen(path, "w");
+	if (!f || fchmod(fileno(f), 0600) || fprintf(f, "bench %s\n", token) < 0 || fclose(f)) {
+		fprintf(stderr, "bench: cannot write %s\n", path);
+		return -1;
+	}
+	setenv("CLMUX_TOKEN", token, 1);
+	n = snprintf(opts, len, ",tokens=%s", path);
+	if (t->tcp < 2)
+		return 0;
+	snprintf(cmd, sizeof(cmd),
+		 "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 "
+		 "-subj /CN=clmux-bench -addext subjectAltName=IP:127.0.0.1 -keyout %s/key.pem "
+		 "-out %s/cert.pem 2>/dev/null",
+		 daemon_dir, daemon_dir);
+	if (system(cmd)) {
+		fprintf(stderr, "bench: openssl could not make a certificate for tls\n");
+		return -1;
+	}
+	snprintf(path, sizeof(path), "%s/cert.pem", daemon_dir);
+	setenv("CLMUX_TLS_CA", path, 1);
+	snprintf(opts + n, len - (size_t)n, ",tls=%s/cert.pem:%s/key.pem", daemon_dir, daemon_dir);
+	return 0;
+}
+
+/* Starts clmuxd on a private socket (and a loopback port) and points the
+ * ICD at it through the transport t. 0, or -1 with a message. */
 static int daemon_start(const char *bin, const struct transport *t)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	char listen_addr[128], server[128];
+	char listen_unix[128], listen_tcp[512] = "", server[128], opts[400];
+	int port = 0;
 
 	snprintf(daemon_dir, sizeof(daemon_dir), "/tmp/clmux-bench-XXXXXX");
 	if (!mkdtemp(daemon_dir)) {
@@ -656,9 +721,21 @@ static int daemon_start(const char *bin, const struct transport *t)
 		daemon_dir[0] = 0;
 		return -1;
 	}
+	atexit(daemon_cleanup);
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/clmuxd.sock", daemon_dir);
-	snprintf(listen_addr, sizeof(listen_addr), "%s:%s", t->listen, sun.sun_path);
-	snprintf(server, sizeof(server), "%s:%s", t->name, sun.sun_path);
+	snprintf(listen_unix, sizeof(listen_unix), "unix:%s", sun.sun_path);
+	snprintf(server, sizeof(server), "%s:%s", t->server, sun.sun_path);
+	if (t->tcp) {
+		port = free_port();
+		if (port < 0 || tcp_setup(t, opts, sizeof(opts))) {
+			fprintf(stderr, "bench: cannot set up %s\n", t->name);
+			return -1;
+		}
+		snprintf(listen_tcp, sizeof(listen_tcp), "tcp:127.0.0.1:%d%s", port, opts);
+		snprintf(server, sizeof(server), "%s:127.0.0.1:%d", t->server, port);
+	}
+	if (t->compress)
+		setenv("CLMUX_COMPRESS", t->compress, 1);
 	daemon_pid = fork();
 	if (daemon_pid < 0) {
 		perror("bench: fork");
@@ -667,11 +744,14 @@ static int daemon_start(const char *bin, const struct transport *t)
 	if (daemon_pid == 0) {
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
 		setenv("CLMUX_LOG", "warn", 0); /* the table, not the daemon's chatter */
-		execl(bin, bin, "--listen", listen_addr, (char *)NULL);
+		/* tcp first: once the unix socket answers, both listen. */
+		if (port)
+			execl(bin, bin, "--listen", listen_tcp, "--listen", listen_unix, (char *)NULL);
+		else
+			execl(bin, bin, "--listen", listen_unix, (char *)NULL);
 		fprintf(stderr, "bench: exec %s: %s\n", bin, strerror(errno));
 		_exit(127);
 	}
-	atexit(daemon_cleanup);
 	for (int i = 0; i < 500; i++) {
 		int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		int ok = fd >= 0 && connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
@@ -710,7 +790,9 @@ static int transport_setup(const struct opts *o)
 		return daemon_start(o->clmuxd, t);
 	if (!o->transport || !server || !(colon = strchr(server, ':')))
 		return 0;
-	snprintf(buf, sizeof(buf), "%s%s", t->name, colon);
+	snprintf(buf, sizeof(buf), "%s%s", t->server, colon);
+	if (t->compress)
+		setenv("CLMUX_COMPRESS", t->compress, 1);
 	return setenv("CLMUX_SERVER", buf, 1);
 }
 

@@ -24,13 +24,14 @@ tools_clmux_hol_bench_SOURCES = tools/hol-bench.c
 tools_clmux_hol_bench_LDADD = $(OPENCL_LIBS)
 
 TESTS += tools/tests/test_cmxgen.sh tools/compat-clinfo.sh tools/compat-pyopencl.sh \
-	tools/tests/transports.sh tools/tests/tenant-bench-slice.sh
+	tools/tests/transports.sh tools/tests/tenant-bench-slice.sh tools/tests/tls.sh
 EXTRA_DIST += tools/tests/test_cmxgen.sh tools/tests/golden.schema \
 	tools/tests/golden/proto.gen.h.expected tools/tests/golden/proto.gen.c.expected \
 	tools/tests/golden/stubs.gen.h.expected tools/tests/golden/handlers.gen.h.expected \
 	tools/tests/golden/handlers.gen.c.expected tools/demo tools/check tools/setup.sh \
 	tools/compat-clinfo.sh tools/compat-pyopencl.sh tools/tests/compat_pyopencl.py \
 	tools/tests/compat-env.sh tools/tests/transports.sh tools/tests/tenant-bench-slice.sh \
+	tools/tests/tls.sh \
 	tools/compat-oclgrind.sh tools/compat-piglit.sh tools/compat-apps.sh \
 	tools/gpu-bundle tools/gpu-check tools/transport-bench
 

@@ -25,6 +25,7 @@ static const struct {
 	{ "vsock-uds:", CMX_ADDR_VSOCK_UDS },
 	{ "vsock:", CMX_ADDR_VSOCK },
 	{ "tcp:", CMX_ADDR_TCP },
+	{ "tls:", CMX_ADDR_TCP }, /* a guest's server: tcp, spoken through TLS */
 };
 
 /* A decimal number in [min, max] spanning exactly n bytes of s. */
@@ -101,13 +102,14 @@ int cmx_addr_parse(const char *spec, struct cmx_addr *a, char *err, size_t errle
 	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
 		if (!strncmp(spec, prefixes[i].prefix, strlen(prefixes[i].prefix))) {
 			a->type = prefixes[i].type;
+			a->tls = !strcmp(prefixes[i].prefix, "tls:");
 			rest = spec + strlen(prefixes[i].prefix);
 			break;
 		}
 	if (!rest) {
 		snprintf(err, errlen,
 			 "unknown transport in '%s' (expected unix:PATH, vsock:[CID:]PORT, "
-			 "vsock-uds:PATH or tcp:HOST:PORT)", spec);
+			 "vsock-uds:PATH, tcp:HOST:PORT or tls:HOST:PORT)", spec);
 		return -EINVAL;
 	}
 	comma = strchr(rest, ',');
@@ -163,8 +165,8 @@ const char *cmx_addr_str(const struct cmx_addr *a, char *buf, size_t len)
 			snprintf(buf, len, "vsock:%u:%u", a->cid, a->port);
 		break;
 	case CMX_ADDR_TCP:
-		snprintf(buf, len, strchr(a->host, ':') ? "tcp:[%s]:%u" : "tcp:%s:%u", a->host,
-			 a->port);
+		snprintf(buf, len, strchr(a->host, ':') ? "%s:[%s]:%u" : "%s:%s:%u",
+			 a->tls ? "tls" : "tcp", a->host, a->port);
 		break;
 	}
 	return buf;

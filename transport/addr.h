@@ -11,7 +11,7 @@ enum cmx_addr_type {
 	CMX_ADDR_UNIX,	    /* unix:PATH */
 	CMX_ADDR_VSOCK,	    /* vsock:[CID:]PORT (AF_VSOCK) */
 	CMX_ADDR_VSOCK_UDS, /* vsock-uds:PATH: a hybrid-vsock VMM's <uds>_<port> socket */
-	CMX_ADDR_TCP,	    /* tcp:HOST:PORT, tcp:[V6]:PORT */
+	CMX_ADDR_TCP,	    /* tcp:HOST:PORT, tcp:[V6]:PORT; tls:HOST:PORT (tls set) */
 };
 
 /* The vsock port clmuxd listens on by default, and the guest's default
@@ -29,6 +29,7 @@ struct cmx_addr {
 	char host[64];	/* tcp: a name or an IPv4/IPv6 literal, without brackets */
 	uint32_t cid;	/* vsock: the peer to connect to, or ANY to listen */
 	uint32_t port;	/* vsock, tcp */
+	int tls;	/* tcp: written tls:, the guest speaks TLS (guest/tls.c) */
 	char opts[256]; /* ",key=value" options after the address, verbatim */
 };
 

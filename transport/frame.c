@@ -19,7 +19,12 @@ int cmx_frame_check_call(const struct cmx_hdr *h)
 	if (h->bulk > CMX_MAX_BULK)
 		return -EMSGSIZE;
 	if (!!(h->flags & CMX_HDR_SYNC) != !!(oi->flags & CMX_OPF_SYNC) ||
-	    (h->flags & ~(CMX_HDR_SYNC | CMX_HDR_AREA)))
+	    (h->flags & ~(CMX_HDR_SYNC | CMX_HDR_AREA | CMX_HDR_LZ4)))
+		return -EBADMSG;
+	/* A compressed payload: one that travels in the stream, of a call
+	 * that carries data. */
+	if ((h->flags & CMX_HDR_LZ4) &&
+	    (!h->bulk || (h->flags & CMX_HDR_AREA) || !(oi->flags & CMX_OPF_BULK_IN)))
 		return -EBADMSG;
 	/* An area block: the payload of a call with data, or the space where
 	 * a read's data is to land. */

@@ -3,11 +3,12 @@ noinst_LTLIBRARIES += transport/libcmxtransport.la
 transport_libcmxtransport_la_SOURCES = transport/wire.h transport/log.h transport/log.c \
 	transport/codec.h transport/codec.c transport/buf.h transport/buf.c \
 	transport/addr.h transport/addr.c transport/frame.h transport/frame.c transport/area_layout.h \
-	transport/ring.h transport/ring.c \
+	transport/ring.h transport/ring.c transport/compress.h transport/compress.c \
 	transport/virtq.h transport/virtq.c transport/vsock_dev.h transport/vsock_dev.c \
 	transport/vhost_user.h transport/vhost_user.c
 nodist_transport_libcmxtransport_la_SOURCES = transport/proto.gen.h transport/proto.gen.c
-transport_libcmxtransport_la_CFLAGS = $(AM_CFLAGS) -fPIC
+transport_libcmxtransport_la_CFLAGS = $(AM_CFLAGS) -fPIC $(LZ4_CFLAGS)
+transport_libcmxtransport_la_LIBADD = $(LZ4_LIBS)
 
 if HAVE_CHECK
 check_PROGRAMS += transport/tests/test_codec
@@ -21,6 +22,12 @@ TESTS += transport/tests/test_addr
 transport_tests_test_addr_SOURCES = transport/tests/test_addr.c
 transport_tests_test_addr_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 transport_tests_test_addr_LDADD = transport/libcmxtransport.la $(CHECK_LIBS)
+
+check_PROGRAMS += transport/tests/test_compress
+TESTS += transport/tests/test_compress
+transport_tests_test_compress_SOURCES = transport/tests/test_compress.c
+transport_tests_test_compress_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+transport_tests_test_compress_LDADD = transport/libcmxtransport.la $(CHECK_LIBS)
 endif
 
 if HAVE_CHECK

@@ -26,6 +26,9 @@ _Static_assert(sizeof(struct cmx_hdr) == CMX_HDR_SIZE, "header layout");
 /* The payload is not in the stream: it is the `bulk` bytes at offset
  * `reserved` of the session's shared area (docs/protocol.md). */
 #define CMX_HDR_AREA 0x2u
+/* The payload is compressed (transport/compress.h): `bulk` counts the bytes
+ * on the wire; only after Compress granted LZ4 (docs/protocol.md). */
+#define CMX_HDR_LZ4 0x4u
 
 #define CMX_PROTO_MAGIC 0x31584d43u /* "CMX1" */
 #define CMX_PROTO_VERSION 1u

@@ -335,11 +335,11 @@ static pid_t e2e_daemon_pid;
 static char e2e_daemon_dir[PATH_MAX];
 static char e2e_daemon_sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
 
-/* CMX_E2E_TRANSPORT (tcp, tcp6, vsock-uds): a second listener that the
- * guest is pointed at; the Unix one stays for the start-up probe. */
+/* CMX_E2E_TRANSPORT (tcp, tcp6, tls, tcp-lz4, tls-lz4, vsock-uds): a second
+ * listener that the guest is pointed at; the Unix one stays for the start-up probe. */
 static char e2e_extra_listen[2 * PATH_MAX + 64];
 static char e2e_extra_server[PATH_MAX + 64];
-static char e2e_extra_files[2][PATH_MAX];
+static char e2e_extra_files[4][PATH_MAX];
 
 /* A loopback port that is free now (the daemon binds it right after). */
 static int e2e_free_port(int v6)
@@ -369,7 +369,7 @@ static int e2e_transport_setup(void)
 	char token[40];
 	uint64_t seed = (uint64_t)getpid() * 0x9e3779b97f4a7c15ull ^ (uint64_t)time(NULL);
 	FILE *f;
-	int port;
+	int port, tls;
 
 	if (!t || !*t || !strcmp(t, "unix"))
 		return 0;
@@ -389,10 +389,16 @@ static int e2e_transport_setup(void)
 			return -ENAMETOOLONG;
 		return 0;
 	}
-	if (strcmp(t, "tcp") && strcmp(t, "tcp6")) {
-		fprintf(stderr, "e2e: CMX_E2E_TRANSPORT=%s: expected unix, shm, tcp, tcp6 or vsock-uds\n", t);
+	if (strcmp(t, "tcp") && strcmp(t, "tcp6") && strcmp(t, "tls") && strcmp(t, "tcp-lz4") &&
+	    strcmp(t, "tls-lz4")) {
+		fprintf(stderr, "e2e: CMX_E2E_TRANSPORT=%s: expected unix, shm, tcp, tcp6, tls, "
+			"tcp-lz4, tls-lz4 or vsock-uds\n", t);
 		return -EINVAL;
 	}
+	tls = !strncmp(t, "tls", 3);
+	/* -lz4: the guest asks for compressed payloads. */
+	if (strstr(t, "-lz4") && setenv("CLMUX_COMPRESS", "lz4", 1) < 0)
+		return -ENOMEM;
 	port = e2e_free_port(!strcmp(t, "tcp6"));
 	if (port < 0) {
 		fprintf(stderr, "e2e: no free loopback port for %s\n", t);
@@ -409,10 +415,34 @@ static int e2e_transport_setup(void)
 		return -EIO;
 	}
 	snprintf(e2e_extra_server, sizeof(e2e_extra_server),
-		 !strcmp(t, "tcp") ? "tcp:127.0.0.1:%d" : "tcp:[::1]:%d", port);
+		 !strcmp(t, "tcp6") ? "tcp:[::1]:%d" : "tcp:127.0.0.1:%d", port);
 	if (snprintf(e2e_extra_listen, sizeof(e2e_extra_listen), "%s,tokens=%s", e2e_extra_server,
 		     e2e_extra_files[1]) >= (int)sizeof(e2e_extra_listen))
 		return -ENAMETOOLONG;
+	if (tls) {
+		/* A self-signed certificate for 127.0.0.1, the guest's CA too. */
+		char cmd[3 * PATH_MAX + 256];
+		size_t n = strlen(e2e_extra_listen);
+
+		if (snprintf(e2e_extra_files[2], PATH_MAX, "%s/cert.pem", e2e_daemon_dir) >= PATH_MAX ||
+		    snprintf(e2e_extra_files[3], PATH_MAX, "%s/key.pem", e2e_daemon_dir) >= PATH_MAX)
+			return -ENAMETOOLONG;
+		snprintf(cmd, sizeof(cmd),
+			 "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+			 "-days 1 -subj /CN=clmux-e2e -addext subjectAltName=IP:127.0.0.1 "
+			 "-keyout '%s' -out '%s' 2>/dev/null",
+			 e2e_extra_files[3], e2e_extra_files[2]);
+		if (system(cmd)) {
+			fprintf(stderr, "e2e: openssl could not make a certificate\n");
+			return -EIO;
+		}
+		if (snprintf(e2e_extra_listen + n, sizeof(e2e_extra_listen) - n, ",tls=%s:%s",
+			     e2e_extra_files[2], e2e_extra_files[3]) >= (int)(sizeof(e2e_extra_listen) - n))
+			return -ENAMETOOLONG;
+		snprintf(e2e_extra_server, sizeof(e2e_extra_server), "tls:127.0.0.1:%d", port);
+		if (setenv("CLMUX_TLS_CA", e2e_extra_files[2], 1) < 0)
+			return -ENOMEM;
+	}
 	return setenv("CLMUX_TOKEN", token, 1) < 0 ? -ENOMEM : 0;
 }
 
@@ -420,7 +450,7 @@ static void e2e_daemon_cleanup(void)
 {
 	if (e2e_daemon_pid)
 		unsetenv("CLMUX_SERVER");
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 4; i++)
 		if (e2e_extra_files[i][0])
 			unlink(e2e_extra_files[i]);
 	memset(e2e_extra_files, 0, sizeof(e2e_extra_files));

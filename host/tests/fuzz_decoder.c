@@ -9,6 +9,7 @@
 
 #include "buf.h"
 #include "frame.h"
+#include "compress.h"
 #include "proto.gen.h"
 
 static void read_blob(const void *p, size_t n)
@@ -21,6 +22,20 @@ static void read_blob(const void *p, size_t n)
 		cmx_reader_u64(&r);
 		cmx_reader_bytes(&r, 65536, &len);
 	}
+}
+
+/* A compressed payload, decoded as the daemon does (host/inflate.c). */
+static void inflate(const uint8_t *p, uint64_t len)
+{
+	uint64_t raw;
+	void *dst;
+
+	if (cmx_compress_raw_len(p, len, len < (1ull << 20) ? len * 256 : 256ull << 20, &raw))
+		return;
+	dst = malloc(raw);
+	if (dst)
+		(void)cmx_compress_decode(p, len, dst, raw);
+	free(dst);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -66,6 +81,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			continue; /* the payload is in the shared area, not the stream */
 		if (h.bulk > size - pos)
 			return 0;
+		if (h.flags & CMX_HDR_LZ4)
+			inflate(data + pos, h.bulk);
 		pos += h.bulk;
 	}
 	return 0;
