@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "session.h"
+#include "mayprint.h"
 #include "stubs.gen.h"
 
 /*
@@ -160,6 +161,9 @@ struct _cl_program {
 	int built;
 	cl_program_binary_type binary_type;
 	char *options;
+	/* It may call printf (cmx_may_print(), as the daemon judges it): its
+	 * launches expect KernelOutput. Set before kernels exist, only grows. */
+	int may_print;
 };
 
 struct _cl_kernel {
