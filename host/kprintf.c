@@ -26,8 +26,12 @@ struct kp_cmd {
 	struct kp_cmd *next;
 	uint64_t session, tag;
 	cl_event gate;	/* user event in the kernel's wait list; set when it may run */
-	int released;	/* gate set: it may run, and the pipe's bytes are its */
-	int abandoned;	/* its session went away before it ran: gate failed */
+	/* What it waits for natively besides the gate (its wait list, and an
+	 * in-order queue's previous command): it is let run only once these
+	 * are done, so the one running never waits on anything but the device
+	 * (a user event never set would stop every printing kernel). */
+	cl_event *deps;
+	size_t ndeps;
 	int status;	/* completion status, from the driver's callback */
 };
 
@@ -35,11 +39,12 @@ static struct {
 	struct cmx_loop *loop;
 	struct cmx_io io;
 	int rfd, orig_out;
-	/* Launches in enqueue order; only the head runs. Loop thread only. */
-	struct kp_cmd *head, **tail;
-	struct cmx_buf out; /* what the running head has printed so far */
+	/* Launches waiting to run, in enqueue order, and the one running (its
+	 * gate set: the pipe's bytes are its). Loop thread only. */
+	struct kp_cmd *waiting, *running;
+	struct cmx_buf out; /* what the running one has printed so far */
 	uint64_t dropped;
-} kp = { .rfd = -1, .orig_out = -1, .tail = &kp.head };
+} kp = { .rfd = -1, .orig_out = -1 };
 
 static void write_all(int fd, const char *p, size_t n)
 {
@@ -65,7 +70,7 @@ static void drain(void)
 	while (kp.rfd >= 0 && ((n = read(kp.rfd, buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR))) {
 		if (n < 0)
 			continue;
-		if (!kp.head || !kp.head->released) {
+		if (!kp.running) {
 			write_all(kp.orig_out, buf, (size_t)n);
 		} else if (kp.out.len + (size_t)n > KP_MAX_OUTPUT) {
 			kp.dropped += (uint64_t)n;
@@ -119,6 +124,8 @@ int cmx_kprintf_init(struct cmx_loop *l)
 
 void cmx_kprintf_fini(void)
 {
+	/* Launches that never ran stay held: their callbacks would find no
+	 * loop. */
 	if (kp.rfd < 0)
 		return;
 	drain();
@@ -155,73 +162,110 @@ static struct cmx_session *session_of(uint64_t id)
 	return s && !s->closed ? s : NULL;
 }
 
-/* Lets the oldest launch run. One whose session is gone is failed instead
- * (it must not hold the others back on a wait list that is never set). */
+static void cmd_free(struct kp_cmd *k)
+{
+	for (size_t i = 0; i < k->ndeps; i++)
+		clReleaseEvent(k->deps[i]);
+	free(k->deps);
+	clReleaseEvent(k->gate);
+	free(k);
+}
+
+static int cmd_ready(struct kp_cmd *k)
+{
+	for (size_t i = 0; i < k->ndeps; i++) {
+		cl_int st = CL_QUEUED;
+		clGetEventInfo(k->deps[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL);
+		if (st > CL_COMPLETE)
+			return 0;
+	}
+	return 1;
+}
+
+/* Lets the oldest ready launch run when none does (that of a session now
+ * gone too: its output goes nowhere). One whose session is gone and that
+ * waits on something never done (a user event the guest did not set) is
+ * forgotten, its gate left unset: failing it instead makes PoCL 3.1 abort
+ * once the session's objects are released. Its few bytes stay allocated,
+ * as the native command does. */
 static void kick(void)
 {
-	while (kp.head && !kp.head->released) {
-		struct kp_cmd *k = kp.head;
+	struct kp_cmd **pp = &kp.waiting, *k;
 
-		if (session_of(k->session)) {
+	while (!kp.running && (k = *pp)) {
+		if (cmd_ready(k)) {
+			*pp = k->next;
+			k->next = NULL;
 			drain(); /* what came before is not its */
-			k->released = 1;
 			kp.out.len = 0;
+			kp.running = k;
 			clSetUserEventStatus(k->gate, CL_COMPLETE);
-			return;
+		} else if (!session_of(k->session)) {
+			*pp = k->next;
+			k->next = NULL;
+			for (size_t i = 0; i < k->ndeps; i++)
+				clReleaseEvent(k->deps[i]);
+			k->ndeps = 0;
+		} else {
+			pp = &k->next;
 		}
-		/* Its completion callback frees it. */
-		k->abandoned = 1;
-		kp.head = k->next;
-		if (!kp.head)
-			kp.tail = &kp.head;
-		clSetUserEventStatus(k->gate, CL_INVALID_EVENT);
 	}
 }
 
-static void kp_done(void *arg)
+static void kick_post(void *arg)
 {
-	struct kp_cmd *k = arg;
-	struct cmx_session *s;
+	kick();
+}
+
+/* A dependency of a waiting launch is done (a driver thread). */
+static void CL_CALLBACK dep_done(cl_event e, cl_int status, void *arg)
+{
+	cmx_loop_post(cmx_srv->loop, kick_post, NULL);
+}
+
+static void send_output(struct kp_cmd *k)
+{
+	struct cmx_session *s = session_of(k->session);
+	struct cmx_KernelOutput_in n = { .tag = k->tag, .status = k->status };
 	void *bytes = NULL;
 
-	if (k->abandoned || k != kp.head) {
-		/* Failed by kick(), or completed without running (an error in
-		 * its wait list); anything it wrote went to the head or out. */
-		if (!k->abandoned) {
-			struct kp_cmd **pp = &kp.head;
-			while (*pp != k)
-				pp = &(*pp)->next;
-			*pp = k->next;
-			if (kp.tail == &k->next)
-				kp.tail = pp;
-		}
-		goto out;
-	}
-	/* The driver wrote before it reported completion: it is all here. */
-	drain();
-	kp.head = k->next;
-	if (!kp.head)
-		kp.tail = &kp.head;
-	s = session_of(k->session);
 	if (kp.dropped) {
 		cmx_warn("session %llu: kernel printf output over %u bytes, %llu dropped",
 			 (unsigned long long)k->session, KP_MAX_OUTPUT,
 			 (unsigned long long)kp.dropped);
 		kp.dropped = 0;
 	}
-	if (s && (k->tag || kp.out.len)) {
-		struct cmx_KernelOutput_in n = { .tag = k->tag, .status = k->status };
-		if (kp.out.len && !(bytes = malloc(kp.out.len)))
-			n.status = k->status < 0 ? k->status : CL_OUT_OF_HOST_MEMORY;
-		else if (bytes)
-			memcpy(bytes, kp.out.data, kp.out.len);
-		cmx_session_notify(s, &cmx_desc_KernelOutput_in, &n, bytes, bytes ? kp.out.len : 0,
-				   bytes ? free : NULL);
+	if (!s || (!k->tag && !kp.out.len))
+		return;
+	if (kp.out.len && !(bytes = malloc(kp.out.len)))
+		n.status = k->status < 0 ? k->status : CL_OUT_OF_HOST_MEMORY;
+	else if (bytes)
+		memcpy(bytes, kp.out.data, kp.out.len);
+	cmx_session_notify(s, &cmx_desc_KernelOutput_in, &n, bytes, bytes ? kp.out.len : 0,
+			   bytes ? free : NULL);
+}
+
+static void kp_done(void *arg)
+{
+	struct kp_cmd *k = arg;
+
+	if (k == kp.running) {
+		/* The driver wrote before it reported completion: it is all
+		 * here. */
+		drain();
+		send_output(k);
+		kp.out.len = 0;
+		kp.running = NULL;
+	} else {
+		/* Failed before it ran (an error in its wait list): anything
+		 * printed meanwhile was not its. */
+		for (struct kp_cmd **pp = &kp.waiting; *pp; pp = &(*pp)->next)
+			if (*pp == k) {
+				*pp = k->next;
+				break;
+			}
 	}
-	kp.out.len = 0;
-out:
-	clReleaseEvent(k->gate);
-	free(k);
+	cmd_free(k);
 	kick();
 }
 
@@ -238,25 +282,29 @@ int cmx_kprintf_enqueue(struct cmx_call *c, const struct cmx_EnqueueKernel_in *i
 			const size_t *off, const size_t *gl, const size_t *lo, uint64_t tag)
 {
 	struct cmx_obj *q = cmx_session_obj(c->s, in->queue.id, CMX_K_QUEUE);
-	cl_event small[33], *wait = small, ev = NULL;
 	size_t nw = in->wait.n;
-	struct kp_cmd *k;
+	cl_event *wait, ev = NULL;
+	struct kp_cmd *k, **pp;
 	cl_int e;
 
 	if (!q)
 		return CL_INVALID_COMMAND_QUEUE;
 	k = calloc(1, sizeof(*k));
-	if (nw >= sizeof(small) / sizeof(*small))
-		wait = malloc((nw + 1) * sizeof(*wait));
+	/* deps: the wait list, the queue's previous command; then the gate. */
+	wait = calloc(nw + 2, sizeof(*wait));
 	if (!k || !wait) {
-		e = CL_OUT_OF_HOST_MEMORY;
-		goto fail;
+		free(k);
+		free(wait);
+		return CL_OUT_OF_HOST_MEMORY;
 	}
 	k->session = c->s->id;
 	k->tag = tag;
 	k->gate = clCreateUserEvent(q->ctx, &e);
-	if (e)
-		goto fail;
+	if (e) {
+		free(k);
+		free(wait);
+		return e;
+	}
 	if (nw)
 		memcpy(wait, in->wait.h, nw * sizeof(*wait));
 	wait[nw] = k->gate;
@@ -265,20 +313,24 @@ int cmx_kprintf_enqueue(struct cmx_call *c, const struct cmx_EnqueueKernel_in *i
 	if (e) {
 		clSetUserEventStatus(k->gate, CL_INVALID_EVENT);
 		clReleaseEvent(k->gate);
-		goto fail;
-	}
-	if (wait != small)
+		free(k);
 		free(wait);
-	*kp.tail = k;
-	kp.tail = &k->next;
+		return e;
+	}
+	k->deps = wait;
+	k->ndeps = nw;
+	if (q->last && !(q->flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))
+		wait[k->ndeps++] = q->last;
+	for (size_t i = 0; i < k->ndeps; i++) {
+		clRetainEvent(k->deps[i]);
+		clSetEventCallback(k->deps[i], CL_COMPLETE, dep_done, NULL);
+	}
+	for (pp = &kp.waiting; *pp; pp = &(*pp)->next)
+		;
+	*pp = k;
 	if (clSetEventCallback(ev, CL_COMPLETE, kp_complete, k))
 		cmx_err("kernel printf: no completion callback; printing kernels stop here");
 	cmx_event_bind(c, &in->event, ev);
 	kick();
 	return CL_SUCCESS;
-fail:
-	if (wait != small)
-		free(wait);
-	free(k);
-	return e;
 }
