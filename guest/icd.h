@@ -62,6 +62,10 @@ struct _cl_device_id {
 	size_t max_wg_size, max_wi_sizes[3];
 	cl_uint mem_base_addr_align; /* bits */
 	cl_ulong max_alloc;
+	/* Sub-devices (clCreateSubDevices): their parent, NULL for the
+	 * daemon's devices, which live as long as the platform. */
+	cl_device_id parent;
+	void *owned[4]; /* answers made here (dev_alloc()), freed with it */
 };
 
 struct _cl_context {
@@ -216,6 +220,12 @@ int cmx_icd_init(void);
 static inline uint64_t cmx_new_id(void)
 {
 	return atomic_fetch_add(&cmx_icd.next_id, 1);
+}
+
+/* n consecutive ids; the first. */
+static inline uint64_t cmx_new_ids(uint64_t n)
+{
+	return atomic_fetch_add(&cmx_icd.next_id, n);
 }
 
 /* A transport failure (-errno) as the cl_int the spec allows everywhere. */

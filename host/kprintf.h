@@ -13,10 +13,6 @@
 struct cmx_call;
 struct cmx_session;
 
-/* In struct cmx_obj's flags of programs and kernels: it may call printf
- * (cmx_may_print(), transport/mayprint.h). */
-#define CMX_OBJ_PRINTS 0x1
-
 /* Points fd 1 at a pipe the loop reads; what arrives while no printing
  * kernel runs goes on to the daemon's original stdout. 0 or -errno (then
  * output stays where it was and printing launches still work). */

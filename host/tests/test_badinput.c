@@ -294,6 +294,69 @@ static void expect_closed(int fd)
 	close(fd);
 }
 
+/* Sub-devices: an unterminated list, ids the guest does not own or that
+ * run into its objects, a root device "released": refused, nothing kept. */
+START_TEST(lying_subdevices)
+{
+	struct client c;
+	uint64_t devs[1] = { 1 }, o0, b0;
+	uint64_t open_list[2] = { CL_DEVICE_PARTITION_EQUALLY, 1 };
+	uint64_t eq1[3] = { CL_DEVICE_PARTITION_EQUALLY, 1, 0 };
+	struct cmx_CreateContext_in ctx = { .context = { 0x10601 }, .devices = { devs, 1 } };
+	struct cmx_CreateSubDevices_in sd = { .device = { 1 }, .props = { open_list, 2 },
+					      .devices = { 0x10600 }, .room = 64 };
+	struct cmx_CreateSubDevices_out sout;
+	struct cmx_ReleaseDevice_in rel = { .device = { 1 } };
+	struct cmx_GetDeviceInfo_in dq = { .device = { 1 }, .param = CL_DEVICE_NAME };
+	struct cmx_GetDeviceInfo_out dout;
+	uint8_t *keep;
+	cl_uint cu = 0;
+
+	daemon_counts(&o0, &b0);
+	hello(&c);
+	send_msg(&c, &cmx_desc_CreateContext_in, &ctx, 0, NULL, 0);
+	send_msg(&c, &cmx_desc_CreateSubDevices_in, &sd, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_CreateSubDevices_out, &sout, NULL),
+			 CL_INVALID_VALUE);
+	/* The second id of the range is the context's (with two compute
+	 * units or more, "equally 1" makes two). */
+	sd.props = (struct cmx_u64s){ eq1, 3 };
+	dq.param = CL_DEVICE_MAX_COMPUTE_UNITS;
+	send_msg(&c, &cmx_desc_GetDeviceInfo_in, &dq, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_GetDeviceInfo_out, &dout, &keep), CL_SUCCESS);
+	memcpy(&cu, dout.value.ptr, sizeof(cu));
+	free(keep);
+	dq.param = CL_DEVICE_NAME;
+	if (cu >= 2) {
+		send_msg(&c, &cmx_desc_CreateSubDevices_in, &sd, 1, NULL, 0);
+		ck_assert_int_eq(recv_reply(&c, &cmx_desc_CreateSubDevices_out, &sout, NULL),
+				 CL_INVALID_VALUE);
+	}
+	/* Room but no id. */
+	sd.devices.id = 0;
+	send_msg(&c, &cmx_desc_CreateSubDevices_in, &sd, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_CreateSubDevices_out, &sout, NULL),
+			 CL_INVALID_VALUE);
+	/* A root device outlives its release; a sub-device does not. */
+	send_msg(&c, &cmx_desc_ReleaseDevice_in, &rel, 0, NULL, 0);
+	send_msg(&c, &cmx_desc_GetDeviceInfo_in, &dq, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_GetDeviceInfo_out, &dout, &keep), CL_SUCCESS);
+	free(keep);
+	sd.devices.id = 0x10700;
+	send_msg(&c, &cmx_desc_CreateSubDevices_in, &sd, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_CreateSubDevices_out, &sout, NULL), CL_SUCCESS);
+	rel.device.id = 0x10700;
+	send_msg(&c, &cmx_desc_ReleaseDevice_in, &rel, 0, NULL, 0);
+	dq.device.id = 0x10700;
+	send_msg(&c, &cmx_desc_GetDeviceInfo_in, &dq, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_GetDeviceInfo_out, &dout, NULL),
+			 CL_INVALID_DEVICE);
+	ping_ok(&c);
+	close(c.fd);
+	counts_return(o0, b0);
+}
+END_TEST
+
 /* Printing kernels run one at a time daemon-wide (host/kprintf.c): one
  * waiting on a user event that is never set, then its client gone, and
  * lying launches, must hold back neither that session's next call nor
@@ -491,6 +554,7 @@ int main(void)
 	tcase_add_test(tc, lying_images);
 	tcase_add_test(tc, lying_programs);
 	tcase_add_test(tc, printing_abandoned);
+	tcase_add_test(tc, lying_subdevices);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("tokens");
