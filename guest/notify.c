@@ -39,14 +39,17 @@ void cmx_read_landed(struct cmx_pending_read *r, int status)
 		free(r->dst);
 	if (r->finish)
 		r->finish(r, status);
-	if (r->event) {
+	if (r->event)
 		cmx_event_data_done(r->event, status);
-		cmx_clReleaseEvent(r->event);
-	}
 	pthread_mutex_lock(&cmx_icd.wait_lock);
 	atomic_fetch_sub(&q->pending, 1);
 	pthread_cond_broadcast(&cmx_icd.wait_cond);
 	pthread_mutex_unlock(&cmx_icd.wait_lock);
+	/* Last: the event's may be the last reference to the queue, whose
+	 * release waits for its pending count, settled just above (in the
+	 * other order this thread would wait for itself). */
+	if (r->event)
+		cmx_clReleaseEvent(r->event);
 	free(r);
 }
 
