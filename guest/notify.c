@@ -3,9 +3,9 @@
 // destructors and context errors, all sent by the daemon unasked.
 #include "icd.h"
 
-#include <errno.h>
 #include <stdlib.h>
-#include <unistd.h>
+
+#include "fdio.h"
 
 /* The KernelOutput being received: bulk_dst() to done(), on the one
  * notification thread. */
@@ -53,21 +53,6 @@ void cmx_read_landed(struct cmx_pending_read *r, int status)
 	free(r);
 }
 
-/* Kernel printf output goes where the driver would have written it in the
- * application's own process: straight to fd 1, past stdio's buffer. */
-static void output_write(const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(STDOUT_FILENO, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t)w;
-	}
-}
-
 /* The largest kernel output taken (the daemon sends at most 16 MiB). */
 #define OUTPUT_MAX (64u << 20)
 
@@ -98,7 +83,10 @@ static void done(void *ctx, unsigned op, const void *args)
 	case CMX_OP_KernelOutput: {
 		const struct cmx_KernelOutput_in *in = args;
 		struct cmx_pending_read *r = (struct cmx_pending_read *)(uintptr_t)in->tag;
-		output_write(output_buf, output_len);
+		/* Where the driver would have written it in the application's
+		 * own process: straight to fd 1, past stdio's buffer. */
+		if (output_len)
+			(void)cmx_fd_write_all(STDOUT_FILENO, output_buf, output_len);
 		free(output_buf);
 		output_buf = NULL;
 		output_len = 0;

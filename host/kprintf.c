@@ -14,6 +14,7 @@
 
 #include "buf.h"
 #include "exec.h"
+#include "fdio.h"
 #include "log.h"
 #include "mayprint.h"
 
@@ -46,17 +47,11 @@ static struct {
 	uint64_t dropped;
 } kp = { .rfd = -1, .orig_out = -1 };
 
-static void write_all(int fd, const char *p, size_t n)
+/* Output nobody waits for: the daemon's own stdout, if it had one. */
+static void pass_on(const void *p, size_t n)
 {
-	while (fd >= 0 && n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t)w;
-	}
+	if (kp.orig_out >= 0)
+		(void)cmx_fd_write_all(kp.orig_out, p, n);
 }
 
 /* Everything the pipe holds now: the running launch's, or (nobody runs: a
@@ -71,7 +66,7 @@ static void drain(void)
 		if (n < 0)
 			continue;
 		if (!kp.running) {
-			write_all(kp.orig_out, buf, (size_t)n);
+			pass_on(buf, (size_t)n);
 		} else if (kp.out.len + (size_t)n > KP_MAX_OUTPUT) {
 			kp.dropped += (uint64_t)n;
 		} else {
@@ -130,7 +125,7 @@ void cmx_kprintf_fini(void)
 		return;
 	drain();
 	if (kp.out.len)
-		write_all(kp.orig_out, (const char *)kp.out.data, kp.out.len);
+		pass_on(kp.out.data, kp.out.len);
 	cmx_buf_fini(&kp.out);
 	if (kp.orig_out >= 0)
 		dup2(kp.orig_out, STDOUT_FILENO);
