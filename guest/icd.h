@@ -365,6 +365,8 @@ void cmx_pitched_copy(char *pitched, char *packed, size_t w, size_t rows, size_t
 
 /* ---- guest/image.c ---- */
 
+/* The row and slice pitches of an image's host_ptr (defaults filled). */
+void cmx_image_host_pitches(cl_mem m, size_t *row, size_t *slice);
 /* Bytes per pixel of a format, 0 for a format the spec does not define. */
 size_t cmx_image_elem_size(const cl_image_format *f);
 /* An image command's checks: queue, image, context, device support. */
