@@ -166,36 +166,47 @@ static void cmd_free(struct kp_cmd *k)
 	free(k);
 }
 
+/* 1: every dependency is done; 0: one is not; -1: one is a user event
+ * not set yet (which only its session could set). */
 static int cmd_ready(struct kp_cmd *k)
 {
+	int ready = 1;
+
 	for (size_t i = 0; i < k->ndeps; i++) {
 		cl_int st = CL_QUEUED;
+		cl_command_type t = 0;
+
 		clGetEventInfo(k->deps[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL);
-		if (st > CL_COMPLETE)
-			return 0;
+		if (st <= CL_COMPLETE)
+			continue;
+		clGetEventInfo(k->deps[i], CL_EVENT_COMMAND_TYPE, sizeof(t), &t, NULL);
+		if (t == CL_COMMAND_USER)
+			return -1;
+		ready = 0;
 	}
-	return 1;
+	return ready;
 }
 
 /* Lets the oldest ready launch run when none does (that of a session now
  * gone too: its output goes nowhere). One whose session is gone and that
- * waits on something never done (a user event the guest did not set) is
- * forgotten, its gate left unset: failing it instead makes PoCL 3.1 abort
- * once the session's objects are released. Its few bytes stay allocated,
- * as the native command does. */
+ * waits on a user event its guest never set is forgotten, its gate left
+ * unset (failing it instead makes PoCL 3.1 abort once the session's
+ * objects are released): it stays allocated, as its native command does. */
 static void kick(void)
 {
 	struct kp_cmd **pp = &kp.waiting, *k;
 
 	while (!kp.running && (k = *pp)) {
-		if (cmd_ready(k)) {
+		int ready = cmd_ready(k);
+
+		if (ready > 0) {
 			*pp = k->next;
 			k->next = NULL;
 			drain(); /* what came before is not its */
 			kp.out.len = 0;
 			kp.running = k;
 			clSetUserEventStatus(k->gate, CL_COMPLETE);
-		} else if (!session_of(k->session)) {
+		} else if (ready < 0 && !session_of(k->session)) {
 			*pp = k->next;
 			k->next = NULL;
 			for (size_t i = 0; i < k->ndeps; i++)
