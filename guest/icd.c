@@ -170,6 +170,15 @@ static int feature_forwarded(const char *name)
 	return 1;
 }
 
+/* Memory for an answer made here, freed with a sub-device. */
+static void *dev_alloc(cl_device_id d, size_t size)
+{
+	for (size_t k = 0; k < sizeof(d->owned) / sizeof(*d->owned); k++)
+		if (!d->owned[k])
+			return d->owned[k] = calloc(1, size);
+	return NULL;
+}
+
 static void filter_extensions(cl_device_id d)
 {
 	const struct cmx_devinfo *i = cmx_device_info(d, CL_DEVICE_EXTENSIONS);
@@ -178,7 +187,7 @@ static void filter_extensions(cl_device_id d)
 
 	if (i && i->size) {
 		const char *s = i->value, *end = s + strnlen(s, i->size);
-		out = calloc(1, i->size + 1);
+		out = dev_alloc(d, i->size + 1);
 		if (!out)
 			return;
 		while (s < end) {
@@ -197,7 +206,7 @@ static void filter_extensions(cl_device_id d)
 	i = cmx_device_info(d, CL_DEVICE_EXTENSIONS_WITH_VERSION);
 	if (i) {
 		const cl_name_version *v = i->value;
-		cl_name_version *keep = calloc(1, i->size + 1);
+		cl_name_version *keep = dev_alloc(d, i->size + 1);
 		size_t k = 0;
 		if (!keep)
 			return;
@@ -209,7 +218,7 @@ static void filter_extensions(cl_device_id d)
 	i = cmx_device_info(d, CL_DEVICE_OPENCL_C_FEATURES);
 	if (i) {
 		const cl_name_version *v = i->value;
-		cl_name_version *keep = calloc(1, i->size + 1);
+		cl_name_version *keep = dev_alloc(d, i->size + 1);
 		size_t k = 0;
 		if (!keep)
 			return;
@@ -227,25 +236,22 @@ static void device_overrides(cl_device_id d)
 	static const cl_bool no = CL_FALSE;
 	static const cl_uint zero_u = 0;
 	static const cl_ulong zero_ul = 0;
-	static const cl_device_partition_property no_partition[1] = { 0 };
 	static const cl_uint refcount = 1;
 	static const cl_platform_id platform = &cmx_icd.platform;
-	static const cl_device_id none = NULL;
-	/* Images and samplers are forwarded: their limits read as the
-	 * device's. Pipes, sub-devices and device-side queues are not. */
+	/* Images, samplers and sub-devices are forwarded: their limits and
+	 * partition types read as the device's. Pipes and device-side queues
+	 * are not. */
 	static const cl_uint zeroed[] = { CL_DEVICE_MAX_PIPE_ARGS,
-		CL_DEVICE_PARTITION_MAX_SUB_DEVICES, CL_DEVICE_PIPE_MAX_ACTIVE_RESERVATIONS,
+		CL_DEVICE_PIPE_MAX_ACTIVE_RESERVATIONS,
 		CL_DEVICE_PIPE_MAX_PACKET_SIZE, CL_DEVICE_MAX_ON_DEVICE_QUEUES,
 		CL_DEVICE_MAX_ON_DEVICE_EVENTS, CL_DEVICE_QUEUE_ON_DEVICE_PREFERRED_SIZE,
 		CL_DEVICE_QUEUE_ON_DEVICE_MAX_SIZE };
 	const struct cmx_devinfo *i;
 
 	info_set(d, CL_DEVICE_PLATFORM, &platform, sizeof(platform));
-	info_set(d, CL_DEVICE_PARENT_DEVICE, &none, sizeof(none));
+	/* The guest's parent; a sub-device's count is answered live. */
+	info_set(d, CL_DEVICE_PARENT_DEVICE, &d->parent, sizeof(d->parent));
 	info_set(d, CL_DEVICE_REFERENCE_COUNT, &refcount, sizeof(refcount));
-	info_set(d, CL_DEVICE_PARTITION_PROPERTIES, no_partition, sizeof(no_partition));
-	info_set(d, CL_DEVICE_PARTITION_TYPE, no_partition, 0);
-	info_set(d, CL_DEVICE_PARTITION_AFFINITY_DOMAIN, &zero_ul, sizeof(zero_ul));
 	for (size_t k = 0; k < sizeof(zeroed) / sizeof(*zeroed); k++)
 		if (cmx_device_info(d, zeroed[k]))
 			info_set(d, zeroed[k], &zero_u, sizeof(zero_u));
@@ -265,7 +271,7 @@ static void device_overrides(cl_device_id d)
 	i = cmx_device_info(d, CL_DEVICE_EXECUTION_CAPABILITIES);
 	if (i && i->size == sizeof(cl_device_exec_capabilities)) {
 		/* Each device's own copy: devices may differ. */
-		cl_device_exec_capabilities *caps = malloc(sizeof(*caps));
+		cl_device_exec_capabilities *caps = dev_alloc(d, sizeof(*caps));
 		if (caps) {
 			memcpy(caps, i->value, sizeof(*caps));
 			*caps &= ~(cl_device_exec_capabilities)CL_EXEC_NATIVE_KERNEL;
@@ -283,7 +289,7 @@ static void info_scalar(cl_device_id d, cl_uint param, void *out, size_t size)
 		memcpy(out, i->value, size);
 }
 
-static int device_load(cl_device_id d, uint64_t id)
+static int device_load(cl_device_id d, uint64_t id, cl_device_id parent)
 {
 	struct cmx_GetDeviceInfoAll_in in = { .device = { .id = id } };
 	struct cmx_GetDeviceInfoAll_out out;
@@ -299,6 +305,7 @@ static int device_load(cl_device_id d, uint64_t id)
 	d->dispatch = &cmx_dispatch;
 	d->magic = CMX_MAGIC_DEVICE;
 	d->id = id;
+	d->parent = parent;
 	atomic_init(&d->refs, 1);
 	/* The reply's buffer becomes the device's cache. */
 	d->info_blob = r.buf;
@@ -372,7 +379,7 @@ static void icd_init(void)
 		if (!cmx_icd.devices)
 			e = -ENOMEM;
 		for (uint64_t i = 0; !e && i < out.devices.n; i++)
-			e = device_load(&cmx_icd.devices[i], out.devices.v[i]);
+			e = device_load(&cmx_icd.devices[i], out.devices.v[i], NULL);
 		if (!e)
 			cmx_icd.ndevices = (cl_uint)out.devices.n;
 	} else if (!e) {
@@ -491,29 +498,134 @@ cl_int cmx_clGetDeviceInfo(cl_device_id d, cl_device_info param, size_t size, vo
 
 	if (!device_valid(d))
 		return CL_INVALID_DEVICE;
+	if (param == CL_DEVICE_REFERENCE_COUNT && d->parent) {
+		cl_uint refs = atomic_load(&d->refs);
+		return cmx_info_copy(size, value, size_ret, &refs, sizeof(refs));
+	}
 	i = cmx_device_info(d, param);
 	if (!i)
 		return CL_INVALID_VALUE;
 	return cmx_info_copy(size, value, size_ret, i->value, i->size);
 }
 
+/* A sub-device's memory; its daemon id is released by the caller. */
+static void subdevice_free(cl_device_id d)
+{
+	d->magic = 0;
+	for (size_t k = 0; k < sizeof(d->owned) / sizeof(*d->owned); k++)
+		free(d->owned[k]);
+	free(d->info);
+	free(d->info_blob);
+	free(d);
+}
+
+static void subdevice_release_id(uint64_t id)
+{
+	struct cmx_ReleaseDevice_in in = { .device.id = id };
+
+	(void)CMX_SEND(ReleaseDevice, &in);
+}
+
+/* The partition list's entries, its terminating 0 included (BY_COUNTS
+ * holds its own 0 first: CL_DEVICE_PARTITION_BY_COUNTS_LIST_END); 0 when
+ * it is longer than the wire takes. */
+static size_t partition_len(const cl_device_partition_property *p, size_t max)
+{
+	size_t i = 0;
+
+	if (p[0] == CL_DEVICE_PARTITION_BY_COUNTS) {
+		for (i = 1; i < max && p[i] != CL_DEVICE_PARTITION_BY_COUNTS_LIST_END; i++)
+			;
+		i++;
+	} else {
+		while (i < max && p[i])
+			i += 2;
+	}
+	return i < max ? i + 1 : 0;
+}
+
+/* The most sub-devices one call makes (the daemon's limit too). */
+#define MAX_SUBDEVICES 64
+
 cl_int cmx_clCreateSubDevices(cl_device_id d, const cl_device_partition_property *props,
 				     cl_uint n, cl_device_id *out, cl_uint *num)
 {
+	struct cmx_CreateSubDevices_in in = { 0 };
+	struct cmx_CreateSubDevices_out res = { 0 };
+	uint64_t pl[64];
+	cl_uint room = out ? (n < MAX_SUBDEVICES ? n : MAX_SUBDEVICES) : 0, count;
+	struct cmx_reply r;
+	size_t np;
+	cl_int e;
+	int rc;
+
 	if (!device_valid(d))
 		return CL_INVALID_DEVICE;
-	/* CL_DEVICE_PARTITION_PROPERTIES reports no partition type. */
-	return CL_INVALID_VALUE;
+	if (!props || (out && !n) || !(np = partition_len(props, 64)))
+		return CL_INVALID_VALUE;
+	for (size_t i = 0; i < np; i++)
+		pl[i] = (uint64_t)props[i];
+	in.device.id = d->id;
+	in.props.v = pl;
+	in.props.n = np;
+	in.devices.id = room ? cmx_new_ids(room) : 0;
+	in.room = room;
+	rc = cmx_rpc_CreateSubDevices(cmx_icd.s, &in, &res, &r);
+	if (rc)
+		return cmx_transport_err(rc);
+	e = r.status;
+	count = (cl_uint)res.count;
+	cmx_reply_fini(&r);
+	if (e)
+		return e;
+	if (room && count > room)
+		return CL_INVALID_VALUE; /* a daemon that made more than asked */
+	for (cl_uint i = 0; i < count && out; i++) {
+		cl_device_id sd = calloc(1, sizeof(*sd));
+		int le = sd ? device_load(sd, in.devices.id + i, d) : -ENOMEM;
+
+		if (le) {
+			/* The daemon made them all; none reaches the application. */
+			if (sd)
+				subdevice_free(sd);
+			for (cl_uint k = 0; k < count; k++) {
+				if (k < i)
+					cmx_clReleaseDevice(out[k]);
+				else
+					subdevice_release_id(in.devices.id + k);
+			}
+			return le == -ENOMEM ? CL_OUT_OF_HOST_MEMORY : CL_OUT_OF_RESOURCES;
+		}
+		/* A sub-device keeps its parent. */
+		cmx_clRetainDevice(d);
+		out[i] = sd;
+	}
+	if (num)
+		*num = count;
+	return CL_SUCCESS;
 }
 
 cl_int cmx_clRetainDevice(cl_device_id d)
 {
-	return device_valid(d) ? CL_SUCCESS : CL_INVALID_DEVICE;
+	if (!device_valid(d))
+		return CL_INVALID_DEVICE;
+	if (d->parent)
+		atomic_fetch_add(&d->refs, 1);
+	return CL_SUCCESS;
 }
 
 cl_int cmx_clReleaseDevice(cl_device_id d)
 {
-	return device_valid(d) ? CL_SUCCESS : CL_INVALID_DEVICE;
+	cl_device_id parent;
+
+	if (!device_valid(d))
+		return CL_INVALID_DEVICE;
+	if (!d->parent || atomic_fetch_sub(&d->refs, 1) != 1)
+		return CL_SUCCESS;
+	parent = d->parent;
+	subdevice_release_id(d->id);
+	subdevice_free(d);
+	return cmx_clReleaseDevice(parent);
 }
 
 cl_int cmx_clGetDeviceAndHostTimer(cl_device_id d, cl_ulong *dev, cl_ulong *host)
@@ -555,6 +667,8 @@ cl_int cmx_clReleaseContext(cl_context c)
 	c->magic = 0;
 	cmx_image_formats_free(c);
 	pthread_mutex_destroy(&c->lock);
+	for (cl_uint i = 0; i < c->ndevices; i++)
+		cmx_clReleaseDevice(c->devices[i]);
 	free(c->devices);
 	free(c->props);
 	free(c);
@@ -644,6 +758,9 @@ static cl_context context_create(const cl_context_properties *props, cl_uint nde
 		free(c);
 		goto fail;
 	}
+	/* Sub-devices live as long as a context on them. */
+	for (cl_uint i = 0; i < ndev; i++)
+		cmx_clRetainDevice(devs[i]);
 	if (errcode)
 		*errcode = CL_SUCCESS;
 	return c;

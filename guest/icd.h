@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "session.h"
+#include "mayprint.h"
 #include "stubs.gen.h"
 
 /*
@@ -61,6 +62,10 @@ struct _cl_device_id {
 	size_t max_wg_size, max_wi_sizes[3];
 	cl_uint mem_base_addr_align; /* bits */
 	cl_ulong max_alloc;
+	/* Sub-devices (clCreateSubDevices): their parent, NULL for the
+	 * daemon's devices, which live as long as the platform. */
+	cl_device_id parent;
+	void *owned[4]; /* answers made here (dev_alloc()), freed with it */
 };
 
 struct _cl_context {
@@ -163,6 +168,9 @@ struct _cl_program {
 	int built;
 	cl_program_binary_type binary_type;
 	char *options;
+	/* It may call printf (cmx_may_print(), as the daemon judges it): its
+	 * launches expect KernelOutput. Set before kernels exist, only grows. */
+	int may_print;
 };
 
 struct _cl_kernel {
@@ -215,6 +223,12 @@ int cmx_icd_init(void);
 static inline uint64_t cmx_new_id(void)
 {
 	return atomic_fetch_add(&cmx_icd.next_id, 1);
+}
+
+/* n consecutive ids; the first. */
+static inline uint64_t cmx_new_ids(uint64_t n)
+{
+	return atomic_fetch_add(&cmx_icd.next_id, n);
 }
 
 /* A transport failure (-errno) as the cl_int the spec allows everywhere. */
@@ -354,6 +368,8 @@ void cmx_pitched_copy(char *pitched, char *packed, size_t w, size_t rows, size_t
 
 /* ---- guest/image.c ---- */
 
+/* The row and slice pitches of an image's host_ptr (defaults filled). */
+void cmx_image_host_pitches(cl_mem m, size_t *row, size_t *slice);
 /* Bytes per pixel of a format, 0 for a format the spec does not define. */
 size_t cmx_image_elem_size(const cl_image_format *f);
 /* An image command's checks: queue, image, context, device support. */

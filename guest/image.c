@@ -190,6 +190,15 @@ static void host_pitches(cl_image_desc *d, size_t elem)
 		d->image_slice_pitch = d->image_row_pitch * d->image_height;
 }
 
+void cmx_image_host_pitches(cl_mem m, size_t *row, size_t *slice)
+{
+	cl_image_desc d = m->image->desc;
+
+	host_pitches(&d, m->image->elem);
+	*row = d.image_row_pitch;
+	*slice = d.image_slice_pitch;
+}
+
 /* The rows of the contents, packed: *out is host_ptr itself when they
  * already are, else a copy (freed by the caller); d's pitches and *bytes
  * then describe the packed layout. */

@@ -123,6 +123,9 @@ static cl_int dir_send(cl_program p, unsigned k, const char *dir)
 			 "all); some are left out",
 			 dir, INC_MAX_FILES, INC_MAX_FILE, INC_MAX_TOTAL);
 	e = w.b.oom ? CL_OUT_OF_HOST_MEMORY : CMX_SEND(IncludeFiles, &in, w.b.data, w.b.len);
+	/* The daemon looks for printf in the headers too (guest/kernel.c). */
+	if (!e && cmx_may_print(w.b.data, w.b.len))
+		p->may_print = 1;
 	cmx_buf_fini(&w.b);
 	return e;
 }

@@ -888,6 +888,36 @@ static cl_int ndrange_check(cl_command_queue q, cl_kernel k, cl_uint dim, const 
 	return CL_SUCCESS;
 }
 
+/*
+ * A kernel that may print: its output comes as KernelOutput, which lands
+ * like a non-blocking read's data (guest/notify.c writes it to fd 1), so
+ * clFinish, blocking commands and clWaitForEvents on its event return only
+ * once it is out.
+ */
+static cl_int printing_send(cl_command_queue q, cl_event ev, const struct cmx_EnqueueKernel_in *k)
+{
+	struct cmx_pending_read *p = cmx_pending_new(q, ev, NULL, 0);
+	struct cmx_EnqueueKernelPrintf_in in;
+	cl_int e;
+
+	if (!p)
+		return CL_OUT_OF_HOST_MEMORY;
+	in = (struct cmx_EnqueueKernelPrintf_in){
+	    .queue = k->queue,
+	    .kernel = k->kernel,
+	    .offset = k->offset,
+	    .global = k->global,
+	    .local = k->local,
+	    .wait = k->wait,
+	    .event = k->event,
+	    .tag = (uint64_t)(uintptr_t)p,
+	};
+	e = CMX_SEND(EnqueueKernelPrintf, &in);
+	if (e)
+		cmx_pending_cancel(p);
+	return e;
+}
+
 static cl_int kernel_enqueue(cl_command_queue q, cl_kernel k, cl_uint dim, const size_t *offset,
 			     const size_t *global, const size_t *local, cl_uint nwait,
 			     const cl_event *wait, cl_event *event, cl_command_type type)
@@ -929,7 +959,7 @@ static cl_int kernel_enqueue(cl_command_queue q, cl_kernel k, cl_uint dim, const
 	    .wait = {.v = w.ids, .n = w.n},
 	    .event.id = ev_id,
 	};
-	e = CMX_SEND(EnqueueKernel, &in);
+	e = k->program->may_print ? printing_send(q, ev, &in) : CMX_SEND(EnqueueKernel, &in);
 	cmx_waitlist_fini(&w);
 	if (e) {
 		if (ev) {

@@ -31,6 +31,10 @@ struct cmx_mapping {
 	uint64_t origin[3], region[3]; /* images: the mapped box, packed at ptr */
 	cl_map_flags flags;
 	int owned;   /* ptr is ours, not the application's host_ptr */
+	/* A USE_HOST_PTR image's map is host_ptr's own memory (ptr), in its
+	 * pitches; the box travels packed through stage. */
+	void *stage;
+	size_t w, rows, slices, hrow, hslice;
 	int landing; /* a non-blocking map's read is on its way (map_lock) */
 	int dropped; /* unmapped or released before it landed (map_lock) */
 	struct cmx_mapping *next;
@@ -1277,7 +1281,37 @@ static void mapping_free(struct cmx_mapping *mp)
 {
 	if (mp->owned)
 		free(mp->ptr);
+	free(mp->stage);
 	free(mp);
+}
+
+/* Between a host_ptr image map's packed stage and host_ptr (pack: into
+ * the stage). */
+static void mapping_host_copy(struct cmx_mapping *mp, int pack)
+{
+	if (mp->stage)
+		cmx_pitched_copy(mp->ptr, mp->stage, mp->w, mp->rows, mp->slices, mp->hrow,
+				 mp->hslice, pack);
+}
+
+/* Makes mp, whose ptr holds the packed box, a map into host_ptr at origin
+ * (the spec's rule for CL_MEM_USE_HOST_PTR images); a 1D array's images
+ * are its rows. */
+static void mapping_into_host(cl_mem m, struct cmx_mapping *mp, const size_t *o,
+			      const size_t *r)
+{
+	size_t row, slice, elem = m->image->elem;
+	int arr1d = m->type == CL_MEM_OBJECT_IMAGE1D_ARRAY;
+
+	cmx_image_host_pitches(m, &row, &slice);
+	mp->stage = mp->ptr;
+	mp->owned = 0;
+	mp->w = r[0] * elem;
+	mp->rows = r[1];
+	mp->slices = arr1d ? 1 : r[2];
+	mp->hrow = arr1d ? slice : row;
+	mp->hslice = slice;
+	mp->ptr = (char *)m->host_ptr + o[0] * elem + (arr1d ? o[1] * slice : o[1] * row + o[2] * slice);
 }
 
 static cl_int mapping_new(cl_mem m, size_t off, size_t size, cl_map_flags flags,
@@ -1291,8 +1325,8 @@ static cl_int mapping_new(cl_mem m, size_t off, size_t size, cl_map_flags flags,
 	mp->offset = off;
 	mp->size = size;
 	mp->flags = flags;
-	/* USE_HOST_PTR: the spec has the map point into host_ptr (buffers;
-	 * an image's map is packed guest memory). */
+	/* USE_HOST_PTR: the spec has the map point into host_ptr (buffers
+	 * here; images: mapping_into_host()). */
 	if ((m->flags & CL_MEM_USE_HOST_PTR) && !m->image) {
 		mp->ptr = (char *)m->host_ptr + off;
 	} else if (m->area_off && !m->image) {
@@ -1327,6 +1361,10 @@ static void map_landed(struct cmx_pending_read *r, int status)
 	struct cmx_mapping *mp = r->arg;
 	int dropped;
 
+	/* Before the event reads complete (cmx_read_landed()); host_ptr is
+	 * the application's until the image is destroyed, after this. */
+	if (status >= 0)
+		mapping_host_copy(mp, 0);
 	pthread_mutex_lock(&map_lock);
 	mp->landing = 0;
 	dropped = mp->dropped;
@@ -1435,7 +1473,8 @@ void *cmx_clEnqueueMapBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, cl_
 }
 
 /* An image's map is its box packed in guest memory: rows of region[0]
- * pixels, slices (or a 1D array's images) of region[1] rows. */
+ * pixels, slices (or a 1D array's images) of region[1] rows; that of a
+ * CL_MEM_USE_HOST_PTR image is host_ptr itself, in its pitches. */
 void *cmx_clEnqueueMapImage(cl_command_queue q, cl_mem m, cl_bool blocking, cl_map_flags flags,
 			    const size_t *origin, const size_t *region, size_t *row_pitch,
 			    size_t *slice_pitch, cl_uint n, const cl_event *list, cl_event *event,
@@ -1462,6 +1501,8 @@ void *cmx_clEnqueueMapImage(cl_command_queue q, cl_mem m, cl_bool blocking, cl_m
 		return cmx_fail(errcode_ret, e);
 	for (int i = 0; i < 3; i++)
 		mp->origin[i] = origin[i], mp->region[i] = region[i];
+	if ((m->flags & CL_MEM_USE_HOST_PTR) && m->host_ptr)
+		mapping_into_host(m, mp, origin, region);
 	e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_MAP_IMAGE);
 	if (e) {
 		mapping_free(mp);
@@ -1471,13 +1512,20 @@ void *cmx_clEnqueueMapImage(cl_command_queue q, cl_mem m, cl_bool blocking, cl_m
 		e = send_marker(q, &c);
 	} else {
 		mp->landing = !blocking; /* not shared yet: no lock needed */
-		e = cmx_image_read_packed(q, m, blocking, origin, region, mp->ptr, &c, map_landed,
-					  mp);
+		e = cmx_image_read_packed(q, m, blocking, origin, region,
+					  mp->stage ? mp->stage : mp->ptr, &c, map_landed, mp);
+		if (!e && blocking)
+			mapping_host_copy(mp, 0);
 	}
 	if (m->type == CL_MEM_OBJECT_IMAGE1D_ARRAY)
 		slice = row;
 	else if (slices)
 		slice = row * region[1];
+	if (mp->stage) {
+		cmx_image_host_pitches(m, &row, &slice);
+		if (!slices)
+			slice = 0;
+	}
 	*row_pitch = row;
 	if (slice_pitch)
 		*slice_pitch = slice;
@@ -1512,9 +1560,10 @@ cl_int cmx_clEnqueueUnmapMemObject(cl_command_queue q, cl_mem m, void *ptr, cl_u
 		/* What goes back must first have arrived (an unmap may follow a
 		 * non-blocking map without waiting for it). */
 		e = map_wait_landed(mp);
+		mapping_host_copy(mp, 1);
 		if (!e && m->image)
-			e = cmx_image_write_packed(q, m, CL_FALSE, mp->origin, mp->region, mp->ptr,
-						   mp->size, &c);
+			e = cmx_image_write_packed(q, m, CL_FALSE, mp->origin, mp->region,
+						   mp->stage ? mp->stage : mp->ptr, mp->size, &c);
 		else if (!e)
 			e = CMX_SEND(WriteBuffer, &in, mp->ptr, mp->size);
 	} else {

@@ -5,6 +5,13 @@
 
 #include <stdlib.h>
 
+#include "fdio.h"
+
+/* The KernelOutput being received: bulk_dst() to done(), on the one
+ * notification thread. */
+static char *output_buf;
+static size_t output_len;
+
 void cmx_event_callback_fired(uint64_t tag, int64_t status);
 void cmx_mem_destructor_fired(uint64_t tag);
 
@@ -32,22 +39,34 @@ void cmx_read_landed(struct cmx_pending_read *r, int status)
 		free(r->dst);
 	if (r->finish)
 		r->finish(r, status);
-	if (r->event) {
+	if (r->event)
 		cmx_event_data_done(r->event, status);
-		cmx_clReleaseEvent(r->event);
-	}
 	pthread_mutex_lock(&cmx_icd.wait_lock);
 	atomic_fetch_sub(&q->pending, 1);
 	pthread_cond_broadcast(&cmx_icd.wait_cond);
 	pthread_mutex_unlock(&cmx_icd.wait_lock);
+	/* Last: the event's may be the last reference to the queue, whose
+	 * release waits for its pending count, settled just above (in the
+	 * other order this thread would wait for itself). */
+	if (r->event)
+		cmx_clReleaseEvent(r->event);
 	free(r);
 }
+
+/* The largest kernel output taken (the daemon sends at most 16 MiB). */
+#define OUTPUT_MAX (64u << 20)
 
 static void *bulk_dst(void *ctx, unsigned op, const void *args, uint64_t len)
 {
 	const struct cmx_ReadDone_in *in = args;
 	struct cmx_pending_read *r = (struct cmx_pending_read *)(uintptr_t)in->tag;
 
+	if (op == CMX_OP_KernelOutput) {
+		/* The bytes land in a buffer of their own; done() writes them. */
+		output_buf = len <= OUTPUT_MAX ? malloc(len) : NULL;
+		output_len = output_buf ? len : 0;
+		return output_buf;
+	}
 	if (op != CMX_OP_ReadDone || !r || len != r->len)
 		return NULL;
 	return r->dst;
@@ -59,6 +78,22 @@ static void done(void *ctx, unsigned op, const void *args)
 	case CMX_OP_ReadDone: {
 		const struct cmx_ReadDone_in *in = args;
 		cmx_read_landed((struct cmx_pending_read *)(uintptr_t)in->tag, (int)in->status);
+		break;
+	}
+	case CMX_OP_KernelOutput: {
+		const struct cmx_KernelOutput_in *in = args;
+		struct cmx_pending_read *r = (struct cmx_pending_read *)(uintptr_t)in->tag;
+		/* Where the driver would have written it in the application's
+		 * own process: straight to fd 1, past stdio's buffer. */
+		if (output_len)
+			(void)cmx_fd_write_all(STDOUT_FILENO, output_buf, output_len);
+		free(output_buf);
+		output_buf = NULL;
+		output_len = 0;
+		/* Tag 0: a launch the daemon found printing and this side did
+		 * not; nothing waits for it. */
+		if (r)
+			cmx_read_landed(r, (int)in->status);
 		break;
 	}
 	case CMX_OP_EventDone: {

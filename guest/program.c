@@ -401,6 +401,7 @@ cl_program CL_API_CALL cmx_clCreateProgramWithSource(cl_context context, cl_uint
 	}
 	p->source = src;
 	p->source_len = total;
+	p->may_print = cmx_may_print(src, total);
 	in = (struct cmx_CreateProgramWithSource_in){
 	    .program.id = p->id,
 	    .context.id = context->id,
@@ -471,6 +472,7 @@ cl_program CL_API_CALL cmx_clCreateProgramWithBinary(cl_context context, cl_uint
 		set_err(errcode_ret, CL_OUT_OF_HOST_MEMORY);
 		return NULL;
 	}
+	p->may_print = cmx_may_print(cat, total);
 	in = (struct cmx_CreateProgramWithBinary_in){
 	    .program.id = p->id,
 	    .context.id = context->id,
@@ -538,6 +540,7 @@ cl_program CL_API_CALL cmx_clCreateProgramWithIL(cl_context context, const void 
 	}
 	p->il = copy;
 	p->il_len = length;
+	p->may_print = cmx_may_print(il, length);
 	in = (struct cmx_CreateProgramWithIL_in){
 	    .program.id = p->id,
 	    .context.id = context->id,
@@ -624,6 +627,8 @@ cl_int CL_API_CALL cmx_clBuildProgram(cl_program program, cl_uint num_devices,
 	}
 
 	e = cmx_include_prepare(program, opts, &wire);
+	if (wire && cmx_may_print(wire, strlen(wire) + 1))
+		program->may_print = 1;
 	in = (struct cmx_BuildProgram_in){
 	    .program.id = program->id,
 	    .devices = {.v = ids, .n = num_devices},
@@ -723,6 +728,10 @@ cl_int CL_API_CALL cmx_clCompileProgram(cl_program program, cl_uint num_devices,
 		goto out;
 
 	e = cmx_include_prepare(program, opts, &wire);
+	if (wire && cmx_may_print(wire, strlen(wire) + 1))
+		program->may_print = 1;
+	for (cl_uint i = 0; i < num_input_headers; i++)
+		program->may_print |= input_headers[i]->may_print;
 	in = (struct cmx_CompileProgram_in){
 	    .program.id = program->id,
 	    .devices = {.v = ids, .n = num_devices},
@@ -854,6 +863,10 @@ cl_program CL_API_CALL cmx_clLinkProgram(cl_context context, cl_uint num_devices
 	p->nkernels = nks;
 	p->kernels_blob = blob;
 	p->options = opts;
+	/* As the daemon judges it: the inputs, and the options. */
+	p->may_print = cmx_may_print(opts, strlen(opts) + 1);
+	for (cl_uint i = 0; i < num_input_programs; i++)
+		p->may_print |= input_programs[i]->may_print;
 	if (strstr(opts, "-create-library")) {
 		p->binary_type = CL_PROGRAM_BINARY_TYPE_LIBRARY;
 	} else {

@@ -286,6 +286,9 @@ static void notify_failure(struct cmx_call *c, int status)
 	    c->op == CMX_OP_ReadImage) {
 		struct cmx_ReadDone_in n = { .tag = tag, .status = status };
 		cmx_session_notify(c->s, &cmx_desc_ReadDone_in, &n, NULL, 0, NULL);
+	} else if (c->op == CMX_OP_EnqueueKernelPrintf) {
+		struct cmx_KernelOutput_in n = { .tag = tag, .status = status };
+		cmx_session_notify(c->s, &cmx_desc_KernelOutput_in, &n, NULL, 0, NULL);
 	} else if (c->op == CMX_OP_SetEventCallback) {
 		struct cmx_EventDone_in n = { .tag = tag, .status = status };
 		cmx_session_notify(c->s, &cmx_desc_EventDone_in, &n, NULL, 0, NULL);

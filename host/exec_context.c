@@ -96,6 +96,60 @@ int cmx_h_GetDeviceInfo(struct cmx_call *c, struct cmx_GetDeviceInfo_in *in,
 	return e;
 }
 
+/* The most sub-devices one partition makes (ids the guest reserves). */
+#define MAX_SUBDEVICES 64
+
+int cmx_h_CreateSubDevices(struct cmx_call *c, struct cmx_CreateSubDevices_in *in,
+			   struct cmx_CreateSubDevices_out *out)
+{
+	cl_device_partition_property props[65];
+	cl_device_id subs[MAX_SUBDEVICES];
+	uint64_t base = in->devices.id;
+	cl_uint room = in->room < MAX_SUBDEVICES ? (cl_uint)in->room : MAX_SUBDEVICES, n = 0,
+		added = 0;
+	cl_int e;
+
+	/* The list must end in its 0 (the driver reads up to it). */
+	if (!in->props.n || in->props.v[in->props.n - 1] || (room && !base))
+		return CL_INVALID_VALUE;
+	for (uint64_t i = 0; i < in->props.n; i++)
+		props[i] = (cl_device_partition_property)in->props.v[i];
+	e = clCreateSubDevices(in->device.h, props, room, room ? subs : NULL, &n);
+	if (e || !room) {
+		out->count = n;
+		return e;
+	}
+	/* Every id the guest reserved must be free (the first one was
+	 * checked with the call). */
+	for (cl_uint i = 1; i < n && !e; i++)
+		if (base + i < base || cmx_objtab_get(&c->s->objs, base + i))
+			e = CL_INVALID_VALUE;
+	for (cl_uint i = 0; i < n; i++) {
+		struct cmx_obj *o;
+		if (e || cmx_session_add(c->s, base + i, CMX_K_DEVICE, subs[i], NULL, 0, &o)) {
+			clReleaseDevice(subs[i]);
+			e = e ? e : CL_OUT_OF_HOST_MEMORY;
+			continue;
+		}
+		o->flags = CMX_OBJ_SUBDEVICE;
+		added++;
+	}
+	/* The guest learns of none of them after a failure: those made go. */
+	for (cl_uint i = 0; e && i < added; i++)
+		cmx_session_release(c->s, base + i, CMX_K_DEVICE);
+	out->count = e ? 0 : n;
+	return e;
+}
+
+int cmx_h_ReleaseDevice(struct cmx_call *c, struct cmx_ReleaseDevice_in *in)
+{
+	struct cmx_obj *o = cmx_session_obj(c->s, in->device.id, CMX_K_DEVICE);
+
+	if (o && (o->flags & CMX_OBJ_SUBDEVICE))
+		cmx_session_release(c->s, in->device.id, CMX_K_DEVICE);
+	return CL_SUCCESS;
+}
+
 struct ctx_note {
 	uint64_t session, context;
 	char *errinfo;

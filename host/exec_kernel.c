@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Handlers: kernels, their arguments and launches.
 #include "exec.h"
+#include "kprintf.h"
 #include "scheduler.h"
 
 #include <stdlib.h>
@@ -9,18 +10,21 @@ int cmx_h_CreateKernel(struct cmx_call *c, struct cmx_CreateKernel_in *in)
 {
 	cl_int e;
 	cl_kernel k = clCreateKernel(in->program.h, in->name.ptr, &e);
+	struct cmx_obj *o, *p = cmx_session_obj(c->s, in->program.id, CMX_K_PROGRAM);
 
 	if (e)
 		return e;
-	if (cmx_session_add(c->s, in->kernel.id, CMX_K_KERNEL, k, NULL, 0, NULL)) {
+	if (cmx_session_add(c->s, in->kernel.id, CMX_K_KERNEL, k, NULL, 0, &o)) {
 		clReleaseKernel(k);
 		return CL_OUT_OF_HOST_MEMORY;
 	}
+	o->flags = p ? p->flags & CMX_OBJ_PRINTS : 0;
 	return CL_SUCCESS;
 }
 
 int cmx_h_CloneKernel(struct cmx_call *c, struct cmx_CloneKernel_in *in)
 {
+	struct cmx_obj *o;
 	cl_int e;
 	cl_kernel k;
 
@@ -29,10 +33,11 @@ int cmx_h_CloneKernel(struct cmx_call *c, struct cmx_CloneKernel_in *in)
 	k = clCloneKernel(in->source.h, &e);
 	if (e)
 		return e;
-	if (cmx_session_add(c->s, in->kernel.id, CMX_K_KERNEL, k, NULL, 0, NULL)) {
+	if (cmx_session_add(c->s, in->kernel.id, CMX_K_KERNEL, k, NULL, 0, &o)) {
 		clReleaseKernel(k);
 		return CL_OUT_OF_HOST_MEMORY;
 	}
+	o->flags = cmx_kprintf_kernel(c->s, in->source.id) ? CMX_OBJ_PRINTS : 0;
 	return CL_SUCCESS;
 }
 
@@ -122,7 +127,11 @@ static int launch_hold(struct cmx_call *c, struct cmx_sched_cmd *sc, const struc
 	return cmx_sched_hold(sc, c, ev, &held->op);
 }
 
-int cmx_h_EnqueueKernel(struct cmx_call *c, struct cmx_EnqueueKernel_in *in)
+/* prints: the kernel may call printf; its output goes to the guest as
+ * KernelOutput(tag) (host/kprintf.c), and it takes the printing kernels'
+ * turn instead of the scheduler's. */
+static int enqueue_kernel(struct cmx_call *c, struct cmx_EnqueueKernel_in *in, int prints,
+			  uint64_t tag)
 {
 	struct launch l = {
 		.op = { .enqueue = launch_enqueue, .kernel = in->kernel.h },
@@ -143,6 +152,12 @@ int cmx_h_EnqueueKernel(struct cmx_call *c, struct cmx_EnqueueKernel_in *in)
 		l.off[i] = l.has_off ? in->offset.v[i] : 0;
 		l.local[i] = l.has_local ? in->local.v[i] : 0;
 	}
+	if (prints) {
+		/* Its own turn (host/kprintf.c), after what the scheduler
+		 * holds of its queue: those go to the device first. */
+		cmx_sched_release_queue(c);
+		return cmx_kprintf_enqueue(c, in, l.dim, l.off, l.global, l.local, tag);
+	}
 	/* The tenant's turn on the device (host/scheduler.c): now, or held
 	 * in the daemon until the scheduler enqueues it. */
 	e = cmx_sched_begin(c, (cl_uint)in->wait.n, in->wait.h, &sc);
@@ -155,4 +170,25 @@ int cmx_h_EnqueueKernel(struct cmx_call *c, struct cmx_EnqueueKernel_in *in)
 	if (!e)
 		cmx_event_bind(c, &in->event, ev);
 	return e;
+}
+
+int cmx_h_EnqueueKernel(struct cmx_call *c, struct cmx_EnqueueKernel_in *in)
+{
+	return enqueue_kernel(c, in, cmx_kprintf_kernel(c->s, in->kernel.id), 0);
+}
+
+int cmx_h_EnqueueKernelPrintf(struct cmx_call *c, struct cmx_EnqueueKernelPrintf_in *in)
+{
+	/* The same fields, the queue first (cmx_event_bind() reads c->in). */
+	struct cmx_EnqueueKernel_in k = {
+	    .queue = in->queue,
+	    .kernel = in->kernel,
+	    .offset = in->offset,
+	    .global = in->global,
+	    .local = in->local,
+	    .wait = in->wait,
+	    .event = in->event,
+	};
+
+	return enqueue_kernel(c, &k, 1, in->tag);
 }

@@ -4,6 +4,7 @@
 // without a round trip.
 #include "exec.h"
 #include "incdir.h"
+#include "kprintf.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@ int cmx_h_CreateProgramWithSource(struct cmx_call *c, struct cmx_CreateProgramWi
 		clReleaseProgram(p);
 		return CL_OUT_OF_HOST_MEMORY;
 	}
+	cmx_kprintf_program(c->s, in->program.id, in->source.ptr, in->source.len);
 	return CL_SUCCESS;
 }
 
@@ -67,6 +69,8 @@ int cmx_h_CreateProgramWithBinary(struct cmx_call *c, struct cmx_CreateProgramWi
 		clReleaseProgram(p);
 		e = CL_OUT_OF_HOST_MEMORY;
 	}
+	if (!e)
+		cmx_kprintf_program(c->s, in->program.id, in->binaries.ptr, in->binaries.len);
 out:
 	free(bins);
 	free(lens);
@@ -89,6 +93,7 @@ int cmx_h_CreateProgramWithIL(struct cmx_call *c, struct cmx_CreateProgramWithIL
 		clReleaseProgram(p);
 		return CL_OUT_OF_HOST_MEMORY;
 	}
+	cmx_kprintf_program(c->s, in->program.id, in->il.ptr, in->il.len);
 	return CL_SUCCESS;
 }
 
@@ -218,6 +223,8 @@ static int build_work(struct cmx_call *c)
 int cmx_h_BuildProgram(struct cmx_call *c, struct cmx_BuildProgram_in *in,
 		       struct cmx_BuildProgram_out *out)
 {
+	/* A -D option can name printf too. */
+	cmx_kprintf_program(c->s, in->program.id, in->options.ptr, in->options.len);
 	/* Held by the build until it ends, whatever the guest releases. */
 	clRetainProgram(in->program.h);
 	return cmx_defer_work(c, build_work, NULL);
@@ -258,6 +265,14 @@ static int compile_work(struct cmx_call *c)
 int cmx_h_CompileProgram(struct cmx_call *c, struct cmx_CompileProgram_in *in,
 			 struct cmx_CompileProgram_out *out)
 {
+	struct cmx_obj *o = cmx_session_obj(c->s, in->program.id, CMX_K_PROGRAM);
+
+	cmx_kprintf_program(c->s, in->program.id, in->options.ptr, in->options.len);
+	for (uint64_t i = 0; o && i < in->headers.n; i++) {
+		struct cmx_obj *h = cmx_session_obj(c->s, in->headers.v[i], CMX_K_PROGRAM);
+		if (h)
+			o->flags |= h->flags & CMX_OBJ_PRINTS;
+	}
 	clRetainProgram(in->program.h);
 	return cmx_defer_work(c, compile_work, NULL);
 }
@@ -344,13 +359,22 @@ static void link_done(struct cmx_call *c, int status)
 {
 	struct cmx_LinkProgram_in *in = c->in;
 	cl_program p = c->result;
+	struct cmx_obj *o = NULL;
 
 	/* The id exists after every link, so the guest's ReleaseProgram is
 	 * always right: the native program (a failed link may make one, for
 	 * its log), or a poisoned id holding the error. */
 	if (p && (c->s->closed ||
-		  cmx_session_add(c->s, in->program.id, CMX_K_PROGRAM, p, in->context.h, 0, NULL)))
+		  cmx_session_add(c->s, in->program.id, CMX_K_PROGRAM, p, in->context.h, 0, &o)))
 		clReleaseProgram(p);
+	/* Linked from printing objects, or told to print by an option. */
+	for (uint64_t i = 0; o && i < in->inputs.n; i++) {
+		struct cmx_obj *from = cmx_session_obj(c->s, in->inputs.v[i], CMX_K_PROGRAM);
+		if (from)
+			o->flags |= from->flags & CMX_OBJ_PRINTS;
+	}
+	if (o)
+		cmx_kprintf_program(c->s, in->program.id, in->options.ptr, in->options.len);
 	else if (!p && status && !c->s->closed)
 		cmx_session_add(c->s, in->program.id, CMX_K_PROGRAM, NULL, NULL, status, NULL);
 	cmx_call_done(c, status);
@@ -364,6 +388,8 @@ int cmx_h_LinkProgram(struct cmx_call *c, struct cmx_LinkProgram_in *in,
 
 int cmx_h_IncludeFiles(struct cmx_call *c, struct cmx_IncludeFiles_in *in)
 {
+	/* A header the program includes may print. */
+	cmx_kprintf_program(c->s, in->program.id, c->bulk, c->bulk_len);
 	return cmx_incdir_write(c->s->id, in->program.id, in->dir, c->bulk, c->bulk_len);
 }
 

@@ -16,6 +16,7 @@
 #include "conffile.h"
 #include "conn.h"
 #include "executor.h"
+#include "kprintf.h"
 #include "listener.h"
 #include "reaper.h"
 #include "log.h"
@@ -248,6 +249,10 @@ int main(int argc, char **argv)
 		cmx_err("cannot start the io_uring loop: %s", strerror(-e));
 		return 1;
 	}
+	/* Kernel printf output: the loop reads fd 1 (host/kprintf.c). */
+	e = cmx_kprintf_init(srv.loop);
+	if (e)
+		cmx_warn("kernel printf output stays on stdout: %s", strerror(-e));
 	for (unsigned i = 0; i < nlisteners; i++)
 		if (cmx_listener_start(&listeners[i]))
 			return 1;
@@ -270,6 +275,7 @@ int main(int argc, char **argv)
 	e = cmx_loop_run(srv.loop);
 	if (e)
 		cmx_err("loop: %s", strerror(-e));
+	cmx_kprintf_fini();
 	cmx_sched_destroy(&srv);
 	cmx_executor_destroy(srv.exec);
 	cmx_loop_destroy(srv.loop);

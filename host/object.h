@@ -13,8 +13,13 @@ struct cmx_obj {
 	void *ctx;	/* native context of queues, buffers, programs, events */
 	uint64_t bytes; /* device memory charged to the session */
 	uint64_t size;	/* buffers: size in bytes */
-	uint64_t flags; /* queues: CL_QUEUE_PROPERTIES */
+	uint64_t flags; /* queues: CL_QUEUE_PROPERTIES; others: CMX_OBJ_* */
 	void *last;	/* in-order queues: the last command's native event */
 };
+
+/* flags of programs and kernels: it may call printf (host/kprintf.c). */
+#define CMX_OBJ_PRINTS 0x1
+/* flags of devices: a sub-device, released natively with its id. */
+#define CMX_OBJ_SUBDEVICE 0x2
 
 #endif

@@ -943,6 +943,18 @@ void cmx_sched_end(struct cmx_sched_cmd *cmd, cl_int err, cl_event ev)
 	charge_start(sc, g, cmx_now_ns());
 }
 
+void cmx_sched_release_queue(struct cmx_call *c)
+{
+	struct cmx_sched *sc = cmx_srv->sched;
+	struct lane *l;
+
+	if (!sc || !sc->held)
+		return;
+	l = lane_find(sc, ((struct cmx_ref *)c->in)->h);
+	if (l && l->held_last)
+		release_upto(sc, l->held_last);
+}
+
 int cmx_sched_resolve(struct cmx_call *c)
 {
 	struct cmx_sched *sc = cmx_srv->sched;

@@ -76,6 +76,10 @@ int cmx_sched_hold(struct cmx_sched_cmd *sc, struct cmx_call *c, const struct cm
  * queue with held commands waits for them; a placeholder the driver will
  * see is completed as soon as its command is. 0 or a cl error. */
 int cmx_sched_resolve(struct cmx_call *c);
+/* A command about to go to the driver out of the scheduler's order (a
+ * printing kernel): the held commands of its queue (the call's first
+ * argument) go to the device first, out of turn. */
+void cmx_sched_release_queue(struct cmx_call *c);
 /* clSetKernelArg on *k (the session's kernel `id`): when held launches use
  * it, the session's id moves to a clone and *k becomes that clone. */
 void cmx_sched_kernel_arg(struct cmx_call *c, uint64_t id, cl_kernel *k);

@@ -96,6 +96,11 @@ static void release_native(struct cmx_obj *o)
 	if (!o->h)
 		return;
 	switch (o->kind) {
+	case CMX_K_DEVICE:
+		/* Root devices belong to the daemon. */
+		if (o->flags & CMX_OBJ_SUBDEVICE)
+			clReleaseDevice(o->h);
+		break;
 	case CMX_K_CONTEXT:
 		clReleaseContext(o->h);
 		break;

@@ -37,9 +37,6 @@ CL_DEVICE_QUEUE_ON_DEVICE_PREFERRED_SIZE 0          device-side enqueue is not o
 CL_DEVICE_QUEUE_ON_DEVICE_MAX_SIZE      0           device-side enqueue is not offered (issue 3)
 CL_DEVICE_MAX_ON_DEVICE_QUEUES          0           device-side enqueue is not offered (issue 3)
 CL_DEVICE_MAX_ON_DEVICE_EVENTS          0           device-side enqueue is not offered (issue 3)
-CL_DEVICE_PARTITION_MAX_SUB_DEVICES     0           sub-devices are not forwarded (issue 3)
-CL_DEVICE_PARTITION_PROPERTIES          CL_NONE     sub-devices are not forwarded (issue 3)
-CL_DEVICE_PARTITION_AFFINITY_DOMAIN     -           sub-devices are not forwarded (issue 3)
 CL_DEVICE_BUILT_IN_KERNELS              -           built-in kernels are vendor entry points clmux does not forward
 CL_DEVICE_BUILT_IN_KERNELS_WITH_VERSION -           built-in kernels are vendor entry points clmux does not forward
 CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR *         cl_khr_command_buffer is filtered (below)

@@ -528,6 +528,111 @@ START_TEST(test_work_group_info)
 }
 END_TEST
 
+/* Every clGetKernelWorkGroupInfo parameter, the errors, the sizes alone,
+ * and answers from the guest's cache, next to native, for several kernels. */
+static const cl_kernel_work_group_info wg_params[] = {
+	CL_KERNEL_WORK_GROUP_SIZE, CL_KERNEL_COMPILE_WORK_GROUP_SIZE, CL_KERNEL_LOCAL_MEM_SIZE,
+	CL_KERNEL_PREFERRED_WORK_GROUP_SIZE_MULTIPLE, CL_KERNEL_PRIVATE_MEM_SIZE,
+	CL_KERNEL_GLOBAL_WORK_SIZE, 0x4242,
+};
+#define WG_PARAMS (sizeof(wg_params) / sizeof(wg_params[0]))
+
+/* One answer: its status, size and bytes. */
+struct wg_answer {
+	cl_int err, err_null_dev, err_small;
+	size_t size, size_only;
+	unsigned char value[64];
+};
+
+static void wg_answer_get(struct e2e_plat *p, cl_kernel k, cl_kernel_work_group_info param,
+			  struct wg_answer *a)
+{
+	unsigned char one;
+
+	memset(a, 0, sizeof(*a));
+	/* Twice: the second answer may come from the guest's cache. */
+	for (int i = 0; i < 2; i++) {
+		a->err = clGetKernelWorkGroupInfo(k, p->device, param, sizeof(a->value), a->value,
+						  &a->size);
+		clGetKernelWorkGroupInfo(k, p->device, param, 0, NULL, &a->size_only);
+	}
+	/* One device in the program: NULL names it. */
+	a->err_null_dev = clGetKernelWorkGroupInfo(k, NULL, param, sizeof(a->value), a->value,
+						   NULL);
+	a->err_small = clGetKernelWorkGroupInfo(k, p->device, param, 1, &one, NULL);
+}
+
+static void wg_answers_compare(const char *kname, cl_kernel_work_group_info param,
+			       const struct wg_answer *v, const struct wg_answer *n)
+{
+	if (param == CL_KERNEL_GLOBAL_WORK_SIZE) {
+		/* Only custom devices and built-in kernels answer it. */
+		e2e_check_err("GLOBAL_WORK_SIZE", v->err, n->err, CL_INVALID_VALUE);
+		return;
+	}
+	ck_assert_msg(v->err == n->err && v->err_null_dev == n->err_null_dev &&
+			  v->err_small == n->err_small,
+		      "%s, param 0x%x: virtual %d/%d/%d, native %d/%d/%d", kname, param, v->err,
+		      v->err_null_dev, v->err_small, n->err, n->err_null_dev, n->err_small);
+	if (v->err != CL_SUCCESS)
+		return;
+	ck_assert_msg(v->size == n->size && v->size_only == n->size,
+		      "%s, param 0x%x: size %zu (alone %zu), native %zu", kname, param, v->size,
+		      v->size_only, n->size);
+	ck_assert_msg(!memcmp(v->value, n->value, v->size),
+		      "%s, param 0x%x: answer differs from native", kname, param);
+}
+
+static const char *const wg_all_kernels[] = {"vadd", "matmul", "group_sum", "scale", "fixed16"};
+#define WG_ALL (sizeof(wg_all_kernels) / sizeof(wg_all_kernels[0]))
+
+static void wg_all_run(struct e2e_plat *p, struct wg_answer (*a)[WG_PARAMS],
+		       cl_ulong local_mem[2], cl_int *bad_kernel)
+{
+	cl_program prog = e2e_program_build(p, compute_src, NULL);
+
+	for (size_t i = 0; i < WG_ALL; i++) {
+		cl_kernel k = e2e_kernel_create(p, prog, wg_all_kernels[i]);
+
+		if (!strcmp(wg_all_kernels[i], "group_sum")) {
+			/* LOCAL_MEM_SIZE follows the __local argument. */
+			E2E_OK(p, clSetKernelArg(k, 2, 1024, NULL));
+			E2E_OK(p, clGetKernelWorkGroupInfo(k, p->device, CL_KERNEL_LOCAL_MEM_SIZE,
+							   sizeof(cl_ulong), &local_mem[0], NULL));
+			E2E_OK(p, clSetKernelArg(k, 2, 4096, NULL));
+			E2E_OK(p, clGetKernelWorkGroupInfo(k, p->device, CL_KERNEL_LOCAL_MEM_SIZE,
+							   sizeof(cl_ulong), &local_mem[1], NULL));
+		}
+		for (size_t j = 0; j < WG_PARAMS; j++)
+			wg_answer_get(p, k, wg_params[j], &a[i][j]);
+		clReleaseKernel(k);
+	}
+	*bad_kernel = clGetKernelWorkGroupInfo(NULL, p->device, CL_KERNEL_WORK_GROUP_SIZE, 0, NULL,
+					       NULL);
+	clReleaseProgram(prog);
+}
+
+START_TEST(test_work_group_info_every_param)
+{
+	static struct wg_answer v[WG_ALL][WG_PARAMS], n[WG_ALL][WG_PARAMS];
+	cl_ulong vl[2], nl[2];
+	cl_int vbad, nbad;
+
+	wg_all_run(&e2e_virtual, v, vl, &vbad);
+	wg_all_run(&e2e_native, n, nl, &nbad);
+	for (size_t i = 0; i < WG_ALL; i++)
+		for (size_t j = 0; j < WG_PARAMS; j++)
+			wg_answers_compare(wg_all_kernels[i], wg_params[j], &v[i][j], &n[i][j]);
+	ck_assert_msg(vl[0] == nl[0] && vl[1] == nl[1],
+		      "group_sum LOCAL_MEM_SIZE with 1 and 4 KiB: virtual %llu, %llu; native "
+		      "%llu, %llu",
+		      (unsigned long long)vl[0], (unsigned long long)vl[1],
+		      (unsigned long long)nl[0], (unsigned long long)nl[1]);
+	ck_assert_msg(vl[1] >= vl[0] + 3072, "LOCAL_MEM_SIZE did not follow the argument");
+	e2e_check_err("NULL kernel", vbad, nbad, CL_INVALID_KERNEL);
+}
+END_TEST
+
 static Suite *compute_suite(void)
 {
 	Suite *s = suite_create("e2e_compute");
@@ -539,6 +644,7 @@ static Suite *compute_suite(void)
 	tcase_add_test(tc, test_multiple_kernels);
 	tcase_add_test(tc, test_create_kernels_in_program);
 	tcase_add_test(tc, test_work_group_info);
+	tcase_add_test(tc, test_work_group_info_every_param);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -703,6 +703,52 @@ START_TEST(test_nonblocking_read)
 }
 END_TEST
 
+/* A non-blocking read whose event and queue the application released before
+ * its data landed: landing drops the last references, and the thread that
+ * delivers read data must not wait for itself doing so (it did: the queue's
+ * release waited for the read's pending count, settled only afterwards). */
+static void released_before_landing_run(struct e2e_plat *p)
+{
+	enum { N = 1024 };
+	cl_uint *src = e2e_xmalloc(N * sizeof(cl_uint)), *dst = e2e_xcalloc(N * sizeof(cl_uint));
+	cl_uint *again = e2e_xcalloc(N * sizeof(cl_uint));
+	cl_command_queue q2;
+	cl_event u = user_event(p), ev;
+	cl_mem m;
+	cl_int err;
+
+	for (cl_uint i = 0; i < N; i++)
+		src[i] = i * 7u + 1;
+	m = e2e_buffer_create(p, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, N * sizeof(cl_uint),
+			      src);
+	q2 = clCreateCommandQueueWithProperties(p->context, p->device, NULL, &err);
+	E2E_OK(p, err);
+	E2E_OK(p, clEnqueueReadBuffer(q2, m, CL_FALSE, 0, N * sizeof(cl_uint), dst, 1, &u, &ev));
+	E2E_OK(p, clReleaseEvent(ev));
+	E2E_OK(p, clReleaseCommandQueue(q2));
+	E2E_OK(p, clSetUserEventStatus(u, CL_COMPLETE));
+	/* Until it lands (the test's timeout bounds this). */
+	while (memcmp(dst, src, N * sizeof(cl_uint)))
+		e2e_sleep_ms(1);
+	/* Read data still arrives afterwards. */
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, m, CL_FALSE, 0, N * sizeof(cl_uint), again, 0,
+				      NULL, NULL));
+	E2E_OK(p, clFinish(p->queue));
+	e2e_assert_bytes_eq(again, src, N * sizeof(cl_uint), "a read after the released one");
+	clReleaseEvent(u);
+	clReleaseMemObject(m);
+	free(src);
+	free(dst);
+	free(again);
+}
+
+START_TEST(test_released_before_landing)
+{
+	released_before_landing_run(&e2e_native);
+	released_before_landing_run(&e2e_virtual);
+}
+END_TEST
+
 /* ---- clGetEventInfo ---- */
 
 enum { EI_NUM = 10 };
@@ -816,6 +862,7 @@ static Suite *events_suite(void)
 	tcase_add_test(tc, test_marker_with_wait_list);
 	tcase_add_test(tc, test_barrier_with_wait_list);
 	tcase_add_test(tc, test_nonblocking_read);
+	tcase_add_test(tc, test_released_before_landing);
 	suite_add_tcase(s, tc);
 
 	tc = e2e_tcase("user_events");

@@ -221,6 +221,120 @@ START_TEST(test_map)
 }
 END_TEST
 
+/* A CL_MEM_USE_HOST_PTR image's map is host_ptr's own memory at the
+ * origin, in host_ptr's pitches (blocking and not, 2D and 3D), and what is
+ * written there reaches the image at unmap. */
+struct host_map {
+	size_t off2, row2, off3, row3, slice3, off_nb;
+	unsigned char box[9 * 6 * 4], after[W * H * 4];
+	int in_place;
+};
+
+static void host_map_run(struct e2e_plat *p, struct host_map *hm)
+{
+	const size_t pitch = W * 4 + 16, o[3] = {4, 5, 0}, r[3] = {9, 6, 1};
+	const size_t o3[3] = {1, 2, 3}, r3[3] = {3, 4, 2}, all_o[3] = {0}, all_r[3] = {W, H, 1};
+	const size_t row3 = W * 4 + 8, slice3 = row3 * (H + 1);
+	unsigned char *host = e2e_xmalloc(pitch * H), *vol = e2e_xmalloc(slice3 * D);
+	cl_image_desc d3 = {.image_type = CL_MEM_OBJECT_IMAGE3D, .image_width = W,
+			    .image_height = H, .image_depth = D, .image_row_pitch = row3,
+			    .image_slice_pitch = slice3};
+	unsigned char *ptr;
+	size_t row = 0, slice = 0;
+	cl_event ev;
+	cl_mem m, m3;
+	cl_int e;
+
+	e2e_rand_bytes(host, pitch * H, 91);
+	e2e_rand_bytes(vol, slice3 * D, 92);
+	m = image2d(p, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, &rgba8, W, H, pitch, host);
+	ptr = clEnqueueMapImage(p->queue, m, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, o, r, &row, NULL, 0,
+				NULL, NULL, &e);
+	E2E_OK(p, e);
+	hm->off2 = (size_t)(ptr - host);
+	hm->row2 = row;
+	hm->in_place = ptr >= host && ptr < host + pitch * H;
+	for (size_t y = 0; y < r[1]; y++) {
+		memcpy(hm->box + y * r[0] * 4, ptr + y * row, r[0] * 4);
+		memset(ptr + y * row, 0x40 + (int)y, r[0] * 4);
+	}
+	E2E_OK(p, clEnqueueUnmapMemObject(p->queue, m, ptr, 0, NULL, NULL));
+	E2E_OK(p, clEnqueueReadImage(p->queue, m, CL_TRUE, all_o, all_r, 0, 0, hm->after, 0, NULL,
+				     NULL));
+	/* Non-blocking: in place once its event is complete. */
+	ptr = clEnqueueMapImage(p->queue, m, CL_FALSE, CL_MAP_READ, o, r, &row, NULL, 0, NULL, &ev,
+				&e);
+	E2E_OK(p, e);
+	E2E_OK(p, clWaitForEvents(1, &ev));
+	hm->off_nb = (size_t)(ptr - host);
+	ck_assert_uint_eq(ptr[0], 0x40);
+	E2E_OK(p, clEnqueueUnmapMemObject(p->queue, m, ptr, 0, NULL, NULL));
+	clReleaseEvent(ev);
+	m3 = clCreateImage(p->context, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, &rgba8, &d3, vol, &e);
+	E2E_OK(p, e);
+	ptr = clEnqueueMapImage(p->queue, m3, CL_TRUE, CL_MAP_READ, o3, r3, &row, &slice, 0, NULL,
+				NULL, &e);
+	E2E_OK(p, e);
+	hm->off3 = (size_t)(ptr - vol);
+	hm->row3 = row;
+	hm->slice3 = slice;
+	E2E_OK(p, clEnqueueUnmapMemObject(p->queue, m3, ptr, 0, NULL, NULL));
+	E2E_OK(p, clFinish(p->queue));
+	clReleaseMemObject(m3);
+	clReleaseMemObject(m);
+	free(vol);
+	free(host);
+}
+
+/* What host_map_run() must see: the 9x6 box at (4, 5) of the pitched
+ * host data, and the whole image after the box was written. */
+static void host_map_want(size_t pitch, unsigned char *box, unsigned char *after)
+{
+	unsigned char *host = e2e_xmalloc(pitch * H);
+
+	e2e_rand_bytes(host, pitch * H, 91);
+	for (size_t y = 0; y < H; y++)
+		memcpy(after + y * W * 4, host + y * pitch, W * 4);
+	for (size_t y = 0; y < 6; y++) {
+		memcpy(box + y * 9 * 4, after + ((5 + y) * W + 4) * 4, 9 * 4);
+		memset(after + ((5 + y) * W + 4) * 4, 0x40 + (int)y, 9 * 4);
+	}
+	free(host);
+}
+
+START_TEST(test_map_host_ptr)
+{
+	const size_t pitch = W * 4 + 16, row3 = W * 4 + 8, slice3 = row3 * (H + 1);
+	static struct host_map n, v;
+	unsigned char *want_box = e2e_xmalloc(9 * 6 * 4), *want_after = e2e_xmalloc(W * H * 4);
+
+	host_map_run(&e2e_native, &n);
+	host_map_run(&e2e_virtual, &v);
+	/* The spec: host_ptr + origin, in host_ptr's pitches. */
+	ck_assert_msg(v.in_place && v.off2 == 5 * pitch + 4 * 4 && v.row2 == pitch,
+		      "2D map: offset %zu, row pitch %zu", v.off2, v.row2);
+	ck_assert_uint_eq(v.off_nb, v.off2);
+	ck_assert_msg(v.off3 == 3 * slice3 + 2 * row3 + 1 * 4 && v.row3 == row3 &&
+			  v.slice3 == slice3,
+		      "3D map: offset %zu, pitches %zu %zu", v.off3, v.row3, v.slice3);
+	if (n.off2 != v.off2 || n.row2 != v.row2 || n.off3 != v.off3 || n.slice3 != v.slice3)
+		fprintf(stderr, "e2e: note: native maps of USE_HOST_PTR images: offsets %zu, %zu, "
+				"pitches %zu, %zu, %zu\n",
+			n.off2, n.off3, n.row2, n.row3, n.slice3);
+	/* Contents against the spec (Oclgrind reads pitched host memory
+	 * wrongly natively): the box of host_ptr, then the image with the
+	 * box written. */
+	host_map_want(pitch, want_box, want_after);
+	e2e_assert_bytes_eq(v.box, want_box, sizeof(v.box), "mapped box");
+	e2e_assert_bytes_eq(v.after, want_after, sizeof(v.after), "after unmapping a write");
+	if (memcmp(n.box, want_box, sizeof(n.box)) || memcmp(n.after, want_after, sizeof(n.after)))
+		fprintf(stderr, "e2e: note: native USE_HOST_PTR image map contents differ from the "
+				"spec\n");
+	free(want_box);
+	free(want_after);
+}
+END_TEST
+
 /* ---- kernels: images, samplers, image1d_buffer ---- */
 
 static void kernels_run(struct e2e_plat *p, float *sampled, unsigned char *inverted,
@@ -547,6 +661,7 @@ static Suite *image_suite(void)
 	tcase_add_test(tc, test_round_trip);
 	tcase_add_test(tc, test_volume);
 	tcase_add_test(tc, test_map);
+	tcase_add_test(tc, test_map_host_ptr);
 	suite_add_tcase(s, tc);
 	tc = e2e_tcase("kernel");
 	tcase_add_test(tc, test_kernels);

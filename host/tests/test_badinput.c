@@ -287,11 +287,151 @@ START_TEST(lying_programs)
 	counts_return(o0, b0);
 }
 END_TEST
+
 static void expect_closed(int fd)
 {
 	ck_assert(closed_by_daemon(fd));
 	close(fd);
 }
+
+/* Sub-devices: an unterminated list, ids the guest does not own or that
+ * run into its objects, a root device "released": refused, nothing kept. */
+START_TEST(lying_subdevices)
+{
+	struct client c;
+	uint64_t devs[1] = { 1 }, o0, b0;
+	uint64_t open_list[2] = { CL_DEVICE_PARTITION_EQUALLY, 1 };
+	uint64_t eq1[3] = { CL_DEVICE_PARTITION_EQUALLY, 1, 0 };
+	struct cmx_CreateContext_in ctx = { .context = { 0x10601 }, .devices = { devs, 1 } };
+	struct cmx_CreateSubDevices_in sd = { .device = { 1 }, .props = { open_list, 2 },
+					      .devices = { 0x10600 }, .room = 64 };
+	struct cmx_CreateSubDevices_out sout;
+	struct cmx_ReleaseDevice_in rel = { .device = { 1 } };
+	struct cmx_GetDeviceInfo_in dq = { .device = { 1 }, .param = CL_DEVICE_NAME };
+	struct cmx_GetDeviceInfo_out dout;
+	uint8_t *keep;
+	cl_uint cu = 0;
+
+	daemon_counts(&o0, &b0);
+	hello(&c);
+	send_msg(&c, &cmx_desc_CreateContext_in, &ctx, 0, NULL, 0);
+	send_msg(&c, &cmx_desc_CreateSubDevices_in, &sd, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_CreateSubDevices_out, &sout, NULL),
+			 CL_INVALID_VALUE);
+	/* The second id of the range is the context's (with two compute
+	 * units or more, "equally 1" makes two). */
+	sd.props = (struct cmx_u64s){ eq1, 3 };
+	dq.param = CL_DEVICE_MAX_COMPUTE_UNITS;
+	send_msg(&c, &cmx_desc_GetDeviceInfo_in, &dq, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_GetDeviceInfo_out, &dout, &keep), CL_SUCCESS);
+	memcpy(&cu, dout.value.ptr, sizeof(cu));
+	free(keep);
+	dq.param = CL_DEVICE_NAME;
+	if (cu >= 2) {
+		send_msg(&c, &cmx_desc_CreateSubDevices_in, &sd, 1, NULL, 0);
+		ck_assert_int_eq(recv_reply(&c, &cmx_desc_CreateSubDevices_out, &sout, NULL),
+				 CL_INVALID_VALUE);
+	}
+	/* Room but no id. */
+	sd.devices.id = 0;
+	send_msg(&c, &cmx_desc_CreateSubDevices_in, &sd, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_CreateSubDevices_out, &sout, NULL),
+			 CL_INVALID_VALUE);
+	/* A root device outlives its release; a sub-device does not. */
+	send_msg(&c, &cmx_desc_ReleaseDevice_in, &rel, 0, NULL, 0);
+	send_msg(&c, &cmx_desc_GetDeviceInfo_in, &dq, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_GetDeviceInfo_out, &dout, &keep), CL_SUCCESS);
+	free(keep);
+	sd.devices.id = 0x10700;
+	send_msg(&c, &cmx_desc_CreateSubDevices_in, &sd, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_CreateSubDevices_out, &sout, NULL), CL_SUCCESS);
+	rel.device.id = 0x10700;
+	send_msg(&c, &cmx_desc_ReleaseDevice_in, &rel, 0, NULL, 0);
+	dq.device.id = 0x10700;
+	send_msg(&c, &cmx_desc_GetDeviceInfo_in, &dq, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_GetDeviceInfo_out, &dout, NULL),
+			 CL_INVALID_DEVICE);
+	ping_ok(&c);
+	close(c.fd);
+	counts_return(o0, b0);
+}
+END_TEST
+
+/* Printing kernels run one at a time daemon-wide (host/kprintf.c): one
+ * waiting on a user event that is never set, then its client gone, and
+ * lying launches, must hold back neither that session's next call nor
+ * another client's printing kernel. */
+static void printing_setup(struct client *c, uint64_t base)
+{
+	static const char src[] = "__kernel void p(int x) { printf(\"x %d\\n\", x); }";
+	uint64_t devs[1] = { 1 };
+	struct cmx_CreateContext_in ctx = { .context = { base }, .devices = { devs, 1 } };
+	struct cmx_CreateQueue_in q = { .queue = { base + 1 }, .context = { base }, .device = { 1 } };
+	struct cmx_CreateProgramWithSource_in ps = { .program = { base + 2 }, .context = { base },
+						     .source = { src, sizeof(src) - 1 } };
+	struct cmx_BuildProgram_in b = { .program = { base + 2 }, .devices = { devs, 1 } };
+	struct cmx_BuildProgram_out bout;
+	struct cmx_CreateKernel_in k = { .kernel = { base + 3 }, .program = { base + 2 },
+					 .name = { "p", 2 } };
+	int64_t x = 5;
+	struct cmx_SetKernelArg_in arg = { .kernel = { base + 3 }, .kind = 0, .size = 4,
+					   .value = { &x, 4 } };
+	uint8_t *keep;
+
+	send_msg(c, &cmx_desc_CreateContext_in, &ctx, 0, NULL, 0);
+	send_msg(c, &cmx_desc_CreateQueue_in, &q, 0, NULL, 0);
+	send_msg(c, &cmx_desc_CreateProgramWithSource_in, &ps, 0, NULL, 0);
+	send_msg(c, &cmx_desc_BuildProgram_in, &b, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(c, &cmx_desc_BuildProgram_out, &bout, &keep), CL_SUCCESS);
+	free(keep);
+	send_msg(c, &cmx_desc_CreateKernel_in, &k, 0, NULL, 0);
+	send_msg(c, &cmx_desc_SetKernelArg_in, &arg, 0, NULL, 0);
+}
+
+START_TEST(printing_abandoned)
+{
+	struct client a, b;
+	uint64_t o0, b0, one[1] = { 1 }, four[4] = { 1, 1, 1, 1 }, wait[1] = { 0x10405 };
+	struct cmx_CreateUserEvent_in ue = { .event = { 0x10405 }, .context = { 0x10400 } };
+	struct cmx_EnqueueKernelPrintf_in held = { .queue = { 0x10401 }, .kernel = { 0x10403 },
+						   .global = { one, 1 }, .wait = { wait, 1 },
+						   .tag = 0x1234 };
+	struct cmx_EnqueueKernelPrintf_in lie = held;
+	struct cmx_EnqueueKernelPrintf_in run = { .queue = { 0x10501 }, .kernel = { 0x10503 },
+						  .global = { one, 1 }, .tag = 0x5678 };
+	struct cmx_Finish_in fin = { .queue = { 0x10501 } };
+
+	daemon_counts(&o0, &b0);
+	hello(&a);
+	hello(&b);
+	printing_setup(&a, 0x10400);
+	send_msg(&a, &cmx_desc_CreateUserEvent_in, &ue, 0, NULL, 0);
+	send_msg(&a, &cmx_desc_EnqueueKernelPrintf_in, &held, 0, NULL, 0);
+	/* A forged kernel, a forged wait list: refused, the session lives. */
+	lie.kernel.id = 0xdead;
+	send_msg(&a, &cmx_desc_EnqueueKernelPrintf_in, &lie, 0, NULL, 0);
+	lie.kernel.id = 0x10403;
+	wait[0] = 0xbad;
+	send_msg(&a, &cmx_desc_EnqueueKernelPrintf_in, &lie, 0, NULL, 0);
+	ping_ok(&a);
+	/* Another client's printing kernel runs while a's waits. */
+	printing_setup(&b, 0x10500);
+	send_msg(&b, &cmx_desc_EnqueueKernelPrintf_in, &run, 0, NULL, 0);
+	send_msg(&b, &cmx_desc_Finish_in, &fin, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&b, NULL, NULL, NULL), CL_SUCCESS);
+	/* Four dimensions (past the schema's max) end a's session, its
+	 * kernel held; b's next one still runs. */
+	lie.global = (struct cmx_u64s){ four, 4 };
+	lie.wait.n = 0;
+	send_msg(&a, &cmx_desc_EnqueueKernelPrintf_in, &lie, 0, NULL, 0);
+	expect_closed(a.fd);
+	send_msg(&b, &cmx_desc_EnqueueKernelPrintf_in, &run, 0, NULL, 0);
+	send_msg(&b, &cmx_desc_Finish_in, &fin, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&b, NULL, NULL, NULL), CL_SUCCESS);
+	close(b.fd);
+	counts_return(o0, b0);
+}
+END_TEST
 
 /* With tokens (CMX_E2E_TRANSPORT=tcp): what comes before Auth, and wrong or
  * missing tokens, is refused on that connection alone. */
@@ -413,6 +553,8 @@ int main(void)
 	tcase_add_test(tc, killed_mid_transfer);
 	tcase_add_test(tc, lying_images);
 	tcase_add_test(tc, lying_programs);
+	tcase_add_test(tc, printing_abandoned);
+	tcase_add_test(tc, lying_subdevices);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("tokens");
