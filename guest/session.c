@@ -533,6 +533,29 @@ int cmx_session_flush(struct cmx_session *s)
 	return e;
 }
 
+/* A compressed payload of `wire` bytes (CMX_HDR_LZ4): read into *enc
+ * (malloc), its raw length, at most max, in *raw. 0 or -errno. */
+static int rx_packed(struct cmx_session *s, struct rx *r, uint64_t wire, uint64_t max, void **enc,
+		     uint64_t *raw)
+{
+	int e;
+
+	*enc = NULL;
+	if (!s->lz4 || wire > max)
+		return -EBADMSG; /* never granted, or it grew */
+	*enc = malloc(wire);
+	if (!*enc)
+		return -ENOMEM;
+	e = rx_take(r, *enc, wire);
+	if (!e)
+		e = cmx_compress_raw_len(*enc, wire, max, raw);
+	if (e) {
+		free(*enc);
+		*enc = NULL;
+	}
+	return e;
+}
+
 /* The leader reads one reply and hands it to its waiter. Called without
  * recv_lock; the waiter cannot leave before `done` is set. */
 static int read_reply(struct cmx_session *s)
@@ -560,7 +583,16 @@ static int read_reply(struct cmx_session *s)
 	/* Data in the area: the waiter copies it out itself. */
 	if (h.flags & CMX_HDR_AREA)
 		w->area_got = h.bulk;
-	e = rx_take(&s->rx, w->dst, h.flags & CMX_HDR_AREA ? 0 : h.bulk);
+	if (h.flags & CMX_HDR_LZ4) {
+		void *enc;
+		uint64_t raw;
+		e = rx_packed(s, &s->rx, h.bulk, w->dst_len, &enc, &raw);
+		if (!e)
+			e = cmx_compress_decode(enc, h.bulk, w->dst, raw);
+		free(enc);
+	} else {
+		e = rx_take(&s->rx, w->dst, h.flags & CMX_HDR_AREA ? 0 : h.bulk);
+	}
 	if (e) {
 		free(args);
 		return e;
@@ -687,8 +719,23 @@ static void *notify_main(void *arg)
 			session_break(s, -EBADMSG);
 			return NULL;
 		}
-		if (h.bulk)
+		if (h.flags & CMX_HDR_LZ4) {
+			/* Compressed: decoded where the raw data goes. */
+			void *enc;
+			uint64_t raw;
+			e = rx_packed(s, &s->nrx, h.bulk, CMX_MAX_BULK, &enc, &raw);
+			if (!e && (dst = s->ops->bulk_dst(s->ctx, h.op, in, raw)))
+				e = cmx_compress_decode(enc, h.bulk, dst, raw);
+			free(enc);
+			if (e) {
+				free(args);
+				session_break(s, e);
+				return NULL;
+			}
+			h.bulk = 0;
+		} else if (h.bulk) {
 			dst = s->ops->bulk_dst(s->ctx, h.op, in, h.bulk);
+		}
 		if (h.flags & CMX_HDR_AREA) {
 			/* The data is in the area; its block stays the read's
 			 * until the read's record frees it. */

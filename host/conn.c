@@ -596,8 +596,13 @@ void cmx_conn_send_fd(struct cmx_conn *c, const struct cmx_hdr *h, const void *a
 		      void (*free_fn)(void *), const int *fds)
 {
 	int fd[2] = { fds ? fds[0] : -1, fds ? fds[1] : -1 };
+	struct cmx_hdr packed;
 	struct seg *s;
 
+	/* A large payload of a session that asked for it goes compressed
+	 * when that makes it smaller (host/inflate.c). */
+	if (!c->dead && cmx_deflate(c, h, &packed, &bulk, &free_fn))
+		h = &packed;
 	if (c->dead) {
 		if (free_fn)
 			free_fn(bulk);

@@ -45,7 +45,7 @@ struct cmx_conn {
 	struct cmx_peer peer;
 	struct cmx_auth *auth;
 	int authed;
-	int lz4; /* Compress granted LZ4: payloads may arrive compressed */
+	int lz4; /* Compress granted LZ4: payloads may come and go compressed */
 	const struct cmx_conn_mover *mover; /* NULL: fd is a socket */
 	void *mover_ctx;
 

@@ -14,4 +14,12 @@ struct cmx_conn;
  * or malformed), -ENOMEM. */
 int cmx_inflate(struct cmx_conn *c, struct cmx_hdr *h, void **bulk);
 
+/* Before *h and its payload *bulk (freed with *free_fn) go out on c: when
+ * the session was granted LZ4 and the payload is large, travels in the
+ * stream and shrinks, fills *packed (CMX_HDR_LZ4, the encoded length),
+ * frees the raw payload and points *bulk and *free_fn at the encoded one:
+ * 1; else 0, nothing changed. */
+int cmx_deflate(struct cmx_conn *c, const struct cmx_hdr *h, struct cmx_hdr *packed, void **bulk,
+		void (**free_fn)(void *));
+
 #endif

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Compressed payloads against a live clmuxd: granted and used, then sent
-// without the grant or malformed; each bad one ends only its connection and
+// Compressed payloads against a live clmuxd: granted and used both ways,
+// then sent without the grant or malformed; each bad one ends only its connection and
 // returns what the session held, while another client keeps working.
 #include <check.h>
 #include <stdlib.h>
@@ -85,12 +85,17 @@ START_TEST(granted)
 	ck_assert_int_eq(ask(&c), CMX_COMPRESS_LZ4); /* unknown bits are not granted */
 	write_packed(&c, enc, n);
 	ck_assert_int_eq(recv_reply(&c, NULL, NULL, NULL), 0);
+	/* The data comes back compressed too, and decodes to what went in. */
 	send_msg(&c, &cmx_desc_ReadBufferSync_in, &rd, 1, NULL, 0);
 	ck_assert_int_eq(recv(c.fd, &h, CMX_HDR_SIZE, MSG_WAITALL), CMX_HDR_SIZE);
-	ck_assert_uint_eq(h.bulk, LEN);
+	ck_assert_uint_eq(h.flags & CMX_HDR_LZ4, CMX_HDR_LZ4);
+	ck_assert_uint_lt(h.bulk, LEN);
 	ck_assert_int_eq(recv(c.fd, &status, 8, MSG_WAITALL), 8);
 	ck_assert_int_eq(status, 0);
-	ck_assert_int_eq(recv(c.fd, back, LEN, MSG_WAITALL), LEN);
+	ck_assert_int_eq(recv(c.fd, enc, h.bulk, MSG_WAITALL), (ssize_t)h.bulk);
+	ck_assert_int_eq(cmx_compress_raw_len(enc, h.bulk, LEN, &n), 0);
+	ck_assert_uint_eq(n, LEN);
+	ck_assert_int_eq(cmx_compress_decode(enc, h.bulk, back, LEN), 0);
 	ck_assert_mem_eq(back, raw, LEN);
 	close(c.fd);
 	free(raw);
