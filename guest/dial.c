@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "ivshmem.h"
 #include "proto.gen.h"
 
 int cmx_conf_get(const char *key, char *buf, size_t len)
@@ -45,6 +46,10 @@ const char *cmx_dial_server(char *buf, size_t len)
 	if (env && *env)
 		return env;
 	if (!cmx_conf_get("server", buf, len))
+		return buf;
+	/* A VM: a clmux region on an ivshmem device was put there for us;
+	 * else vsock. */
+	if (access(CMX_DEFAULT_UNIX, F_OK) && !cmx_givs_discover(buf, len))
 		return buf;
 	if (access(CMX_DEFAULT_UNIX, F_OK) && !access("/dev/vsock", F_OK))
 		snprintf(buf, len, "vsock:%u:%u", CMX_VSOCK_CID_HOST, CMX_VSOCK_PORT);
