@@ -64,6 +64,16 @@ host_tests_test_shm_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la $
 	$(OPENCL_LIBS) -lpthread
 endif
 
+# An ivshmem region against a live daemon, from a raw guest.
+if HAVE_CHECK
+check_PROGRAMS += host/tests/test_ivshmem
+TESTS += host/tests/test_ivshmem
+host_tests_test_ivshmem_SOURCES = host/tests/test_ivshmem.c host/tests/rawclient.h
+host_tests_test_ivshmem_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_ivshmem_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la $(CHECK_LIBS) \
+	$(OPENCL_LIBS) -lpthread
+endif
+
 if HAVE_CHECK
 check_PROGRAMS += host/tests/test_vhost_badinput
 TESTS += host/tests/test_vhost_badinput
