@@ -185,7 +185,10 @@ int cmx_givs_nap(struct cmx_givs *v, uint64_t *nap)
 	uint64_t w = __atomic_load_n(&v->ctl->host, __ATOMIC_ACQUIRE);
 	uint64_t beat = __atomic_load_n(&v->ctl->host_beat, __ATOMIC_RELAXED), now = now_ns();
 
-	if (w != CMX_IVS_WORD(CMX_IVS_READY, v->gen))
+	/* Our own goodbye at exit (let_go_at_exit()): threads still waiting
+	 * then sleep on quietly until the process is gone. */
+	if (w != CMX_IVS_WORD(CMX_IVS_READY, v->gen) &&
+	    __atomic_load_n(&v->ctl->guest_gen, __ATOMIC_ACQUIRE))
 		return -ECONNRESET;
 	__atomic_fetch_add(&v->ctl->guest_beat, 1, __ATOMIC_RELAXED);
 	if (beat != __atomic_load_n(&v->seen, __ATOMIC_RELAXED)) {

@@ -211,7 +211,15 @@ static int slot_turn(struct slot *sl, uint64_t now)
 		sl->beat = beat;
 		sl->beat_ns = now;
 	} else if (sl->conn && now - sl->beat_ns > CMX_IVS_DEAD_MS * 1000000ull) {
-		cmx_conn_kill(sl->conn, "the guest stopped polling (VM gone?)");
+		struct cmx_session *s = sl->conn->sess;
+		uint64_t objs = s ? s->objs.count : 0, bytes = s ? s->bytes : 0;
+
+		cmx_conn_kill(sl->conn, NULL);
+		cmx_info("%s: gone: the guest stopped polling for %u ms (VM killed?); returned "
+			 "%llu objects, %llu bytes; daemon holds %llu objects, %llu bytes",
+			 sl->name, CMX_IVS_DEAD_MS, (unsigned long long)objs,
+			 (unsigned long long)bytes, (unsigned long long)cmx_srv->objects,
+			 (unsigned long long)cmx_srv->bytes);
 	}
 	return took;
 }
