@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // ivshmem regions on the loop: one io_uring timeout per region polls every
-// slot (ivshmem-plain has no doorbell), waiting longer each time nothing
-// came in; a slot's session is a ring session (host/shm.c's pump, host/conn.c's
+// slot (ivshmem-plain has no doorbell), waiting an eighth of the time since
+// the last call or reply (at least 10 us, at most poll=); a slot's session is a ring session (host/shm.c's pump, host/conn.c's
 // ring paths) whose call and notification connections have no socket.
 #define _GNU_SOURCE
 #include "ivshmem.h"
@@ -26,7 +26,7 @@
 #include "shm.h"
 
 #define MAX_REGIONS 16
-#define MIN_SLEEP_NS 10000ull /* the first wait after a call came in */
+#define MIN_SLEEP_NS 10000ull /* the shortest wait, right after a call or reply */
 #define DEF_SLEEP_US 1000u    /* the longest wait, poll= */
 #define MIN_SIZE (4ull << 20)
 #define MAX_SIZE (64ull << 30)
@@ -44,6 +44,7 @@ struct slot {
 	struct cmx_ring cmd, rep, ntf;
 	struct cmx_conn *conn, *nconn; /* NULL once ended */
 	int attached;		   /* the session has its notification channel and area */
+	uint32_t rep_seen;	   /* the reply ring's head at the last turn */
 	uint64_t beat, beat_ns;	   /* the guest's counter as last seen, and when it moved */
 	char name[64];
 };
@@ -56,6 +57,7 @@ struct region {
 	int fd;
 	uint8_t *map;
 	uint64_t size, slot_size, sleep_ns, max_sleep_ns;
+	uint64_t busy_ns; /* when a call came in or a reply went out, last */
 	unsigned nslots;
 	int stopped, armed;
 	struct slot slot[CMX_IVS_MAX_SLOTS];
@@ -147,6 +149,7 @@ static int slot_open(struct slot *sl, uint32_t gen, uint64_t now)
 	sl->conn->tx_ring = &sl->rep;
 	sl->nconn->tx_ring = &sl->ntf;
 	sl->attached = 0;
+	sl->rep_seen = 0;
 	sl->area = a;
 	sl->served = gen;
 	sl->beat = __atomic_load_n(&sl->ctl->guest_beat, __ATOMIC_RELAXED);
@@ -176,7 +179,8 @@ static void slot_attach(struct slot *sl)
 	s->area = sl->area;
 }
 
-/* One slot's turn. Returns 1 when a call came in (poll again soon). */
+/* One slot's turn. Returns 1 when a call came in or a reply went out since
+ * the last turn: a guest that just got its reply often calls again. */
 static int slot_turn(struct slot *sl, uint64_t now)
 {
 	/* Acquire pairs with the guest's release store of its generation:
@@ -204,6 +208,10 @@ static int slot_turn(struct slot *sl, uint64_t now)
 		return 0;
 	if (cmx_shm_pump(slot_chan, sl, &took) == -EAGAIN)
 		took = 1;
+	if (sl->rep.pos != sl->rep_seen) {
+		sl->rep_seen = sl->rep.pos;
+		took = 1;
+	}
 	if (sl->conn && !sl->attached && sl->conn->sess)
 		slot_attach(sl);
 	beat = __atomic_load_n(&sl->ctl->guest_beat, __ATOMIC_RELAXED);
@@ -243,10 +251,15 @@ static void region_tick(struct cmx_io *io, int res, unsigned flags)
 		return;
 	for (unsigned i = 0; i < r->nslots; i++)
 		busy |= slot_turn(&r->slot[i], now);
-	/* Nothing came in: wait twice as long, up to poll=. */
+	/* A wait of an eighth of the quiet time so far: a guest in a burst of
+	 * calls is seen within microseconds, an idle one costs a wake-up per
+	 * poll= at most. */
 	if (busy)
+		r->busy_ns = now;
+	r->sleep_ns = (now - r->busy_ns) / 8;
+	if (r->sleep_ns < MIN_SLEEP_NS)
 		r->sleep_ns = MIN_SLEEP_NS;
-	else if ((r->sleep_ns *= 2) > r->max_sleep_ns)
+	if (r->sleep_ns > r->max_sleep_ns)
 		r->sleep_ns = r->max_sleep_ns;
 	region_arm(r);
 }

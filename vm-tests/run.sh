@@ -8,7 +8,8 @@
 #   vm-tests/run.sh [--ivshmem] [--vms N] [--kill-on TEXT] [--env K=V]... -- COMMAND [ARG...]
 #
 # CLMUXD names the daemon, VMDIR holds vmlinux and initrd.img (mkguest.sh),
-# VM_TIMEOUT bounds the guest (seconds). Exit 0 when the guest's command
+# VM_TIMEOUT bounds the guest (seconds), IVSHMEM_SIZE sizes an ivshmem
+# region (default 128M). Exit 0 when the guest's command
 # succeeded (or, with --kill-on, when the guest printed TEXT, was killed,
 # and a second guest then still got the clmux platform), 77 when QEMU is
 # missing. --vms 2 runs the command in two guests at once, each with its
@@ -36,6 +37,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/clmux-vm-XXXXXX")
 port=7447
 daemon_pid=""
 region=/dev/shm/$(basename "$tmp").ivshmem
+ivs_size=${IVSHMEM_SIZE:-128M} # the region (BAR) of each VM, 4 slots
 cleanup() {
 	# No guest outlives the test, whatever ended it.
 	for f in "$tmp"/qemu.*.pid; do
@@ -52,7 +54,7 @@ listen=""
 for i in $(seq "$vms"); do
 	if [ -n "$ivshmem" ]; then
 		# A region per VM: its processes take the region's slots.
-		listen="$listen --listen ivshmem:$region.$i,size=128M,slots=4"
+		listen="$listen --listen ivshmem:$region.$i,size=$ivs_size,slots=4"
 	else
 		listen="$listen --listen vhost-user-vsock:$tmp/vhost.$i,cid=$((2 + i)),port=$port"
 	fi
@@ -73,7 +75,7 @@ guest() {
 	shift 2
 	if [ -n "$ivshmem" ]; then
 		# The ICD finds the device by its PCI ids (CLMUX_SERVER=ivshmem).
-		set -- -object memory-backend-file,id=ivs,mem-path="$region.$dev",size=128M,share=on \
+		set -- -object memory-backend-file,id=ivs,mem-path="$region.$dev",size=$ivs_size,share=on \
 			-device ivshmem-plain,memdev=ivs \
 			-append "console=ttyS0 quiet panic=-1 clmux.CLMUX_SERVER=ivshmem$envs -- $*"
 	else
