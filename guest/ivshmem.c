@@ -22,6 +22,7 @@
 
 #define MIN_NAP_NS 10000ull
 #define MAX_NAP_NS 1000000ull
+#define BEAT_MS 100
 #define READY_MS 5000	  /* the daemon has this long to make the session */
 #define NO_DAEMON_MS 1000 /* ... and must be seen polling within this */
 
@@ -190,7 +191,6 @@ int cmx_givs_nap(struct cmx_givs *v, uint64_t *nap)
 	if (w != CMX_IVS_WORD(CMX_IVS_READY, v->gen) &&
 	    __atomic_load_n(&v->ctl->guest_gen, __ATOMIC_ACQUIRE))
 		return -ECONNRESET;
-	__atomic_fetch_add(&v->ctl->guest_beat, 1, __ATOMIC_RELAXED);
 	if (beat != __atomic_load_n(&v->seen, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&v->seen, beat, __ATOMIC_RELAXED);
 		__atomic_store_n(&v->seen_ns, now, __ATOMIC_RELAXED);
@@ -240,6 +240,42 @@ static int handshake(struct cmx_givs *v)
 	return 0;
 }
 
+static void *beat_main(void *arg)
+{
+	struct cmx_givs *v = arg;
+
+	pthread_mutex_lock(&v->lock);
+	while (!v->stop) {
+		struct timespec ts;
+
+		__atomic_fetch_add(&v->ctl->guest_beat, 1, __ATOMIC_RELAXED);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += BEAT_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&v->cond, &v->lock, &ts);
+	}
+	pthread_mutex_unlock(&v->lock);
+	return NULL;
+}
+
+static int beat_start(struct cmx_givs *v)
+{
+	pthread_condattr_t ca;
+	int e;
+
+	pthread_mutex_init(&v->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&v->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	e = pthread_create(&v->beat, NULL, beat_main, v);
+	v->beating = !e;
+	return -e;
+}
+
 int cmx_givs_open(const char *spec, struct cmx_givs *v)
 {
 	const char *path = spec + strlen("ivshmem"), *env = getenv("CLMUX_IVSHMEM_POLL_US");
@@ -270,6 +306,8 @@ int cmx_givs_open(const char *spec, struct cmx_givs *v)
 	e = take_slot(v);
 	if (!e)
 		e = handshake(v);
+	if (!e)
+		e = beat_start(v);
 	if (e) {
 		cmx_err("ivshmem: %s: %s", path,
 			e == -EBUSY	   ? "every slot is in use by other processes"
@@ -287,6 +325,14 @@ void cmx_givs_close(struct cmx_givs *v)
 {
 	if (!v->map)
 		return;
+	if (v->beating) {
+		pthread_mutex_lock(&v->lock);
+		v->stop = 1;
+		pthread_cond_signal(&v->cond);
+		pthread_mutex_unlock(&v->lock);
+		pthread_join(v->beat, NULL);
+		v->beating = 0;
+	}
 	/* 0: no session wanted; the daemon ends ours at its next poll. */
 	__atomic_store_n(&v->ctl->guest_gen, 0, __ATOMIC_RELEASE);
 	remember(NULL, v->ctl);

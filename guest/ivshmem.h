@@ -4,6 +4,7 @@
 #ifndef CMX_GUEST_IVSHMEM_H
 #define CMX_GUEST_IVSHMEM_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -21,6 +22,12 @@ struct cmx_givs {
 	/* The daemon's counter as last seen, and when it moved (any thread
 	 * updates them: relaxed atomics). */
 	uint64_t seen, seen_ns;
+	/* Our beat, on a thread of its own (the daemon must not take a guest
+	 * whose threads are all busy elsewhere for a dead one). */
+	pthread_t beat;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int stop, beating;
 };
 
 /* "ivshmem:PATH" (a BAR's sysfs resource2, or the daemon's file itself on
