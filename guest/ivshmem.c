@@ -22,14 +22,18 @@
 
 #define MIN_NAP_NS 10000ull
 #define MAX_NAP_NS 1000000ull
+#define DEF_SPIN_US 50
 #define BEAT_MS 100
 #define READY_MS 5000	  /* the daemon has this long to make the session */
 #define NO_DAEMON_MS 1000 /* ... and must be seen polling within this */
 
 /* Slots this process holds, let go at exit(): the daemon ends their
- * sessions at once instead of waiting for the beat to stop. */
+ * sessions at once instead of waiting for the beat to stop. A child
+ * forked after the session opened shares the mapping but must not end the
+ * parent's session when it exits. */
 #define MAX_OPEN 8
 static struct cmx_ivs_slot *open_slots[MAX_OPEN];
+static pid_t owner;
 
 static void remember(struct cmx_ivs_slot *ctl, struct cmx_ivs_slot *was)
 {
@@ -43,6 +47,8 @@ static void remember(struct cmx_ivs_slot *ctl, struct cmx_ivs_slot *was)
 
 __attribute__((destructor)) static void let_go_at_exit(void)
 {
+	if (getpid() != __atomic_load_n(&owner, __ATOMIC_RELAXED))
+		return;
 	for (int i = 0; i < MAX_OPEN; i++) {
 		struct cmx_ivs_slot *ctl = __atomic_load_n(&open_slots[i], __ATOMIC_RELAXED);
 		if (ctl)
@@ -236,6 +242,7 @@ static int handshake(struct cmx_givs *v)
 	}
 	v->seen = __atomic_load_n(&v->ctl->host_beat, __ATOMIC_RELAXED);
 	v->seen_ns = now_ns();
+	__atomic_store_n(&owner, getpid(), __ATOMIC_RELAXED);
 	remember(v->ctl, NULL);
 	return 0;
 }
@@ -287,6 +294,8 @@ int cmx_givs_open(const char *spec, struct cmx_givs *v)
 	v->max_nap_ns = MAX_NAP_NS;
 	if (env && strtoull(env, NULL, 10))
 		v->max_nap_ns = strtoull(env, NULL, 10) * 1000ull;
+	env = getenv("CLMUX_IVSHMEM_SPIN_US");
+	v->spin_ns = (env ? strtoull(env, NULL, 10) : DEF_SPIN_US) * 1000ull;
 	if (*path == ':')
 		path++;
 	if (!*path) {

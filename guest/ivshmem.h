@@ -19,6 +19,7 @@ struct cmx_givs {
 	uint8_t *area; /* the slot's area (area_layout.h) */
 	uint64_t area_len;
 	uint64_t max_nap_ns;
+	uint64_t spin_ns; /* a waiter spins this long before its first nap */
 	/* The daemon's counter as last seen, and when it moved (any thread
 	 * updates them: relaxed atomics). */
 	uint64_t seen, seen_ns;

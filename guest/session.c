@@ -125,7 +125,7 @@ static int peer_alive(int fd)
  * sleep() are the consumer's or the producer's side. 0 or -errno. */
 static int ring_wait(struct cmx_session *s, struct cmx_ring *r, int producer)
 {
-	uint64_t until = now_ns() + SPIN_NS, nap = 0;
+	uint64_t until = now_ns() + (s->ivs.map ? s->ivs.spin_ns : SPIN_NS), nap = 0;
 
 	for (unsigned i = 0;; i++) {
 		long ready = producer ? cmx_ring_room(r, 1) : cmx_ring_readable(r);

@@ -138,6 +138,7 @@ static int slot_open(struct slot *sl, uint32_t gen, uint64_t now)
 		return e;
 	for (int i = 0; i < CMX_RING_COUNT; i++)
 		cmx_ring_init(r[i], a->base + a->hdr.ring_off[i], a->hdr.ring_len[i], 1);
+	sl->attached = 0;
 	sl->conn = conn_for(sl, &call_mover);
 	sl->nconn = conn_for(sl, &ntf_mover);
 	if (!sl->conn || !sl->nconn) {
@@ -151,7 +152,6 @@ static int slot_open(struct slot *sl, uint32_t gen, uint64_t now)
 	sl->conn->rx_ring = &sl->cmd;
 	sl->conn->tx_ring = &sl->rep;
 	sl->nconn->tx_ring = &sl->ntf;
-	sl->attached = 0;
 	sl->rep_seen = 0;
 	sl->area = a;
 	sl->served = gen;
