@@ -200,8 +200,10 @@ int cmx_givs_nap(struct cmx_givs *v, uint64_t *nap)
 	if (beat != __atomic_load_n(&v->seen, __ATOMIC_RELAXED)) {
 		__atomic_store_n(&v->seen, beat, __ATOMIC_RELAXED);
 		__atomic_store_n(&v->seen_ns, now, __ATOMIC_RELAXED);
-	} else if (now - __atomic_load_n(&v->seen_ns, __ATOMIC_RELAXED) >
-		   CMX_IVS_DEAD_MS * 1000000ull) {
+	} else if ((int64_t)(now - __atomic_load_n(&v->seen_ns, __ATOMIC_RELAXED)) >
+		   (int64_t)CMX_IVS_DEAD_MS * 1000000) {
+		/* Signed: another thread may have stored a later time than
+		 * our `now` meanwhile. */
 		cmx_err("ivshmem: the daemon stopped polling");
 		return -ECONNRESET;
 	}

@@ -61,7 +61,7 @@ struct region {
 	uint64_t size, slot_size, sleep_ns, max_sleep_ns;
 	uint64_t busy_ns; /* when a call came in or a reply went out, last */
 	unsigned nslots;
-	int stopped, armed;
+	int stopped;
 	struct slot slot[CMX_IVS_MAX_SLOTS];
 };
 
@@ -239,7 +239,6 @@ static void region_arm(struct region *r)
 	r->ts.tv_sec = (long long)(r->sleep_ns / 1000000000ull);
 	r->ts.tv_nsec = (long long)(r->sleep_ns % 1000000000ull);
 	io_uring_prep_timeout(cmx_loop_sqe(cmx_srv->loop, &r->io), &r->ts, 0, 0);
-	r->armed = 1;
 }
 
 static void region_tick(struct cmx_io *io, int res, unsigned flags)
@@ -248,7 +247,6 @@ static void region_tick(struct cmx_io *io, int res, unsigned flags)
 	uint64_t now = cmx_now_ns();
 	int busy = 0;
 
-	r->armed = 0;
 	if (r->stopped)
 		return;
 	for (unsigned i = 0; i < r->nslots; i++)
