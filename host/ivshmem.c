@@ -32,6 +32,9 @@
 #define MIN_SIZE (4ull << 20)
 #define MAX_SIZE (64ull << 30)
 #define BEAT_NS (100 * 1000000L) /* the daemon's beat in every slot */
+/* At most one new session per slot in this time: a guest that keeps
+ * writing new generations costs the daemon little. */
+#define REOPEN_NS 10000000ull
 
 struct region;
 
@@ -48,6 +51,7 @@ struct slot {
 	int attached;		   /* the session has its notification channel and area */
 	uint32_t rep_seen;	   /* the reply ring's head at the last turn */
 	uint64_t beat, beat_ns;	   /* the guest's counter as last seen, and when it moved */
+	uint64_t opened_ns;	   /* when the last generation was taken */
 	char name[64];
 };
 
@@ -157,6 +161,7 @@ static int slot_open(struct slot *sl, uint32_t gen, uint64_t now)
 	sl->served = gen;
 	sl->beat = __atomic_load_n(&sl->ctl->guest_beat, __ATOMIC_RELAXED);
 	sl->beat_ns = now;
+	sl->opened_ns = now;
 	host_word(sl, CMX_IVS_READY);
 	cmx_dbg("%s: generation %u ready", sl->name, gen);
 	return 0;
@@ -195,6 +200,8 @@ static int slot_turn(struct slot *sl, uint64_t now)
 	if (!gen && sl->conn)
 		cmx_conn_kill(sl->conn, "the guest closed its session");
 	if (gen && gen != sl->served) {
+		if (now - sl->opened_ns < REOPEN_NS)
+			return 0;
 		if (sl->conn)
 			cmx_conn_kill(sl->conn, "the guest asked for a new session");
 		/* The old session's blocks may still be written by commands in

@@ -268,7 +268,8 @@ START_TEST(roundtrip_and_lies)
 END_TEST
 
 /* A guest that asks again (a new process, a rebooted VM) while its session
- * holds objects gets a fresh session; the old one returns everything. */
+ * holds objects gets a fresh session; the old one returns everything. So
+ * does one that writes generation after generation. */
 START_TEST(reconnect)
 {
 	struct slot s;
@@ -283,6 +284,17 @@ START_TEST(reconnect)
 	slot_connect(&s, 1);
 	slot_hello(&s);
 	ck_assert_uint_ne(s.session, first);
+	slot_ping(&s);
+	/* A guest that churns generations while it holds objects: the daemon
+	 * ends up serving the last one asked for. */
+	slot_make_buffer(&s);
+	for (uint32_t g = 1; g <= 1000; g++) {
+		__atomic_store_n(&s.ctl->guest_gen, s.gen + g, __ATOMIC_RELEASE);
+		if (!(g % 100))
+			sleep_us(1000);
+	}
+	slot_connect(&s, 1);
+	slot_hello(&s);
 	slot_ping(&s);
 	__atomic_store_n(&s.ctl->guest_gen, 0, __ATOMIC_RELEASE);
 	ck_assert(slot_closed(&s, 1));
