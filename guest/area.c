@@ -34,32 +34,47 @@ struct blk {
 _Static_assert(sizeof(struct blk) == CMX_AREA_BLK, "block header");
 _Static_assert(offsetof(struct blk, done) == CMX_AREA_BLK - CMX_AREA_DONE_AT, "done word");
 
-int cmx_garea_map(struct cmx_garea *a, int fd, uint64_t size)
+int cmx_garea_bind(struct cmx_garea *a, void *p, uint64_t size)
 {
 	struct cmx_area_hdr h;
-	void *p;
 
-	if (size < sizeof(h) || size > (1ull << 40))
+	if (size < sizeof(h))
 		return -EPROTO;
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
-		return -errno;
 	memcpy(&h, p, sizeof(h));
 	/* The host is trusted, but a mistaken layout must not send us out of
 	 * the mapping. */
-	if (h.magic != CMX_AREA_MAGIC || h.version != CMX_AREA_VERSION || h.size != size ||
-	    h.data_off % BLK || h.data_len % BLK || h.data_off > size ||
-	    h.data_len > size - h.data_off || h.data_len < 2 * BLK) {
-		munmap(p, size);
+	if (h.magic != CMX_AREA_MAGIC || h.version != CMX_AREA_VERSION || h.size > size ||
+	    h.data_off % BLK || h.data_len % BLK || h.data_off > h.size ||
+	    h.data_len > h.size - h.data_off || h.data_len < 2 * BLK)
 		return -EPROTO;
-	}
 	a->base = p;
-	a->size = size;
+	a->size = h.size;
 	a->hdr = h;
 	a->start = a->head = a->tail = h.data_off;
 	a->end = h.data_off + h.data_len;
 	a->used = 0;
+	a->mapped = 0;
 	pthread_mutex_init(&a->lock, NULL);
+	return 0;
+}
+
+int cmx_garea_map(struct cmx_garea *a, int fd, uint64_t size)
+{
+	void *p;
+	int e;
+
+	if (size < sizeof(struct cmx_area_hdr) || size > (1ull << 40))
+		return -EPROTO;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	e = cmx_garea_bind(a, p, size);
+	if (e || a->size != size) {
+		munmap(p, size);
+		a->base = NULL;
+		return e ? e : -EPROTO;
+	}
+	a->mapped = 1;
 	return 0;
 }
 
@@ -73,7 +88,8 @@ void cmx_garea_unmap(struct cmx_garea *a)
 		a->heap = b->next;
 		free(b);
 	}
-	munmap(a->base, a->size);
+	if (a->mapped)
+		munmap(a->base, a->size);
 	pthread_mutex_destroy(&a->lock);
 	a->base = NULL;
 }

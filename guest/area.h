@@ -23,11 +23,15 @@ struct cmx_garea {
 	 * buffers live as long as they exist; blocks sorted by offset. */
 	uint64_t heap_start, heap_end;
 	struct cmx_hblk *heap;
+	int mapped; /* the mapping is ours (cmx_garea_map), else the caller's */
 };
 
 /* Maps the host's memfd (fd stays the caller's) and checks its header. */
 int cmx_garea_map(struct cmx_garea *a, int fd, uint64_t size);
 void cmx_garea_unmap(struct cmx_garea *a);
+/* The same over memory the caller mapped (an ivshmem slot's area), which
+ * holds at most size bytes; unmap leaves the mapping alone. */
+int cmx_garea_bind(struct cmx_garea *a, void *p, uint64_t size);
 
 /* Where ring i lies (CMX_RING_*): 0 with *mem and *len set, or -ENOENT
  * when the area has no such ring or it lies outside the mapping. */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "compress.h"
+#include "ivshmem.h"
 #include "log.h"
 #include "proto.gen.h"
 #include "tls.h"
@@ -49,6 +50,10 @@ const char *cmx_dial_server(char *buf, size_t len)
 	if (env && *env)
 		return env;
 	if (!cmx_conf_get("server", buf, len))
+		return buf;
+	/* A VM: a clmux region on an ivshmem device was put there for us;
+	 * else vsock. */
+	if (access(CMX_DEFAULT_UNIX, F_OK) && !cmx_givs_discover(buf, len))
 		return buf;
 	if (access(CMX_DEFAULT_UNIX, F_OK) && !access("/dev/vsock", F_OK))
 		snprintf(buf, len, "vsock:%u:%u", CMX_VSOCK_CID_HOST, CMX_VSOCK_PORT);

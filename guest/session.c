@@ -19,6 +19,7 @@
 #include "compress.h"
 #include "dial.h"
 #include "area.h"
+#include "ivshmem.h"
 #include "log.h"
 #include "proto.gen.h"
 #include "ring.h"
@@ -92,7 +93,10 @@ struct cmx_session {
 	 * ntf; the sockets stay open only to tell that the daemon lives. */
 	int shm;
 	struct cmx_ring cmd, rep, ntf;
-	int bell; /* the daemon's doorbell (eventfd) */
+	int bell; /* the daemon's doorbell (eventfd), -1 for ivshmem */
+	/* ivshmem: the rings lie in a slot of a PCI BAR; there is no socket
+	 * and no doorbell: both sides poll (ivs.map NULL: not ivshmem). */
+	struct cmx_givs ivs;
 };
 
 static uint64_t now_ns(void)
@@ -107,7 +111,7 @@ static void ring_bell(struct cmx_session *s)
 {
 	uint64_t one = 1;
 
-	if (write(s->bell, &one, sizeof(one)) < 0)
+	if (s->bell >= 0 && write(s->bell, &one, sizeof(one)) < 0)
 		cmx_dbg("doorbell: %s", strerror(errno));
 }
 
@@ -126,7 +130,7 @@ static int peer_alive(int fd)
  * sleep() are the consumer's or the producer's side. 0 or -errno. */
 static int ring_wait(struct cmx_session *s, struct cmx_ring *r, int producer)
 {
-	uint64_t until = now_ns() + SPIN_NS;
+	uint64_t until = now_ns() + (s->ivs.map ? s->ivs.spin_ns : SPIN_NS), nap = 0;
 
 	for (unsigned i = 0;; i++) {
 		long ready = producer ? cmx_ring_room(r, 1) : cmx_ring_readable(r);
@@ -137,8 +141,15 @@ static int ring_wait(struct cmx_session *s, struct cmx_ring *r, int producer)
 			return 0;
 		if (atomic_load(&s->broken))
 			return -ECONNRESET;
-		if ((i & 63) || now_ns() < until) {
+		if (!nap && ((i & 63) || now_ns() < until)) {
 			sched_yield(); /* lets a runnable thread of this core (the driver's) go first */
+			continue;
+		}
+		if (s->ivs.map) {
+			/* Nobody rings an ivshmem doorbell: naps, longer each time. */
+			int e = cmx_givs_nap(&s->ivs, &nap);
+			if (e)
+				return e;
 			continue;
 		}
 		if (producer ? cmx_ring_sleep_producer(r, 1) : cmx_ring_sleep_consumer(r)) {
@@ -854,6 +865,22 @@ static int hello(struct cmx_session *s, int fd, uint64_t role)
 	return e;
 }
 
+/* Binds the three rings of the mapped area. 0 or -EPROTO. */
+static int bind_rings(struct cmx_session *s)
+{
+	struct cmx_ring *r[CMX_RING_COUNT] = { &s->cmd, &s->rep, &s->ntf };
+	int e = 0;
+
+	for (int i = 0; i < CMX_RING_COUNT && !e; i++) {
+		void *mem;
+		uint64_t len;
+		e = cmx_garea_ring(&s->area, i, &mem, &len);
+		if (!e)
+			e = cmx_ring_init(r[i], mem, len, 0) ? -EPROTO : 0;
+	}
+	return e ? -EPROTO : 0;
+}
+
 /* Asks for the shared data area (and, for shm, the rings and the daemon's
  * doorbell). Without rings, when the daemon refuses the area or it cannot
  * be mapped, payloads stay in the stream and only a broken connection is
@@ -888,14 +915,7 @@ static int open_area(struct cmx_session *s, int rings)
 	if (!e && (out.flags & in.flags & CMX_AREA_HEAP))
 		cmx_garea_split(&s->area, ring_len);
 	if (!e && rings) {
-		struct cmx_ring *r[CMX_RING_COUNT] = { &s->cmd, &s->rep, &s->ntf };
-		for (int i = 0; i < CMX_RING_COUNT && !e; i++) {
-			void *mem;
-			uint64_t len;
-			e = cmx_garea_ring(&s->area, i, &mem, &len);
-			if (!e)
-				e = cmx_ring_init(r[i], mem, len, 0) ? -EPROTO : 0;
-		}
+		e = bind_rings(s);
 		if (!e) {
 			s->bell = fd[1];
 			fd[1] = -1;
@@ -944,10 +964,45 @@ static void wake_sleepers(struct cmx_session *s)
 	cmx_ring_futex_wake(&s->cmd.ctl->tail);
 }
 
-int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *ctx,
-		     struct cmx_session **out)
+/* ivshmem: a slot of the region, its area and rings, and Hello through the
+ * command ring (the notification channel is the slot's notify ring). */
+static int ivs_connect(struct cmx_session *s, const char *spec)
 {
-	struct cmx_session *s;
+	struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION };
+	struct cmx_Hello_out out;
+	struct cmx_reply r;
+	int e = cmx_givs_open(spec, &s->ivs);
+
+	if (e)
+		return e;
+	e = cmx_garea_bind(&s->area, s->ivs.area, s->ivs.area_len);
+	if (!e)
+		e = bind_rings(s);
+	if (e) {
+		cmx_err("ivshmem: the daemon's slot has no usable area (%s)", strerror(-e));
+		return e;
+	}
+	s->rx.ring = &s->rep;
+	s->nrx.ring = &s->ntf;
+	s->shm = 1;
+	/* Hello is seq 0, as on a socket: the next call is 1. */
+	s->seq = UINT32_MAX;
+	e = cmx_session_call(s, &cmx_desc_Hello_in, &in, NULL, 0, &cmx_desc_Hello_out, &out, &r,
+			     NULL, 0);
+	if (!e && r.status)
+		e = -EPERM;
+	if (!e) {
+		s->id = out.session;
+		s->token = out.token;
+	}
+	cmx_reply_fini(&r);
+	return e;
+}
+
+/* A Unix, vsock or TCP daemon: both channels, Hello on each, and for Unix
+ * the shared area (shm: with the rings, which then carry everything). */
+static int sock_connect(struct cmx_session *s, const char *spec)
+{
 	struct cmx_addr a;
 	char why[160], unix_spec[512];
 	int e, shm = !strncmp(spec, "shm:", 4);
@@ -962,10 +1017,55 @@ int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *c
 		cmx_err("%s", why);
 		return e;
 	}
-	s = calloc(1, sizeof(*s));
+	s->fd = s->rx.fd = cmx_dial(&a);
+	if (s->fd < 0)
+		return s->fd;
+	e = hello(s, s->fd, 0);
+	/* The area is a memfd passed over the socket: Unix sockets only. */
+	if (!e && a.type == CMX_ADDR_UNIX)
+		e = open_area(s, shm);
+	if (!e)
+		e = compress_ask(s);
+	if (e)
+		return e;
+	s->nfd = s->nrx.fd = cmx_dial(&a);
+	if (s->nfd < 0)
+		return s->nfd;
+	e = hello(s, s->nfd, 1);
+	if (!e && shm) {
+		/* From here on the daemon answers on the rings. */
+		s->rx.ring = &s->rep;
+		s->nrx.ring = &s->ntf;
+		s->shm = 1;
+	}
+	return e;
+}
+
+/* Everything a session holds; each part may be absent. */
+static void session_free(struct cmx_session *s)
+{
+	cmx_dial_close(s->nfd);
+	cmx_dial_close(s->fd);
+	if (s->bell >= 0)
+		close(s->bell);
+	cmx_garea_unmap(&s->area);
+	cmx_givs_close(&s->ivs);
+	free(s->nrx.buf);
+	free(s->rx.buf);
+	free(s->batch);
+	free(s);
+}
+
+int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *ctx,
+		     struct cmx_session **out)
+{
+	struct cmx_session *s = calloc(1, sizeof(*s));
+	int e;
+
 	if (!s)
 		return -ENOMEM;
-	s->fd = s->nfd = s->bell = -1;
+	s->fd = s->nfd = s->bell = s->ivs.fd = -1;
+	s->rx.fd = s->nrx.fd = -1;
 	s->rx.s = s->nrx.s = s;
 	s->rx.spin = 1;
 	s->ops = ops;
@@ -976,72 +1076,33 @@ int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *c
 	s->batch = malloc(BATCH_SIZE);
 	s->rx.buf = malloc(RX_SIZE);
 	s->nrx.buf = malloc(RX_SIZE);
-	if (!s->batch || !s->rx.buf || !s->nrx.buf) {
+	if (!s->batch || !s->rx.buf || !s->nrx.buf)
 		e = -ENOMEM;
-		goto fail;
-	}
-	s->fd = s->rx.fd = cmx_dial(&a);
-	if (s->fd < 0) {
-		e = s->fd;
-		goto fail;
-	}
-	e = hello(s, s->fd, 0);
-	/* The area is a memfd passed over the socket: Unix sockets only. */
-	if (!e && a.type == CMX_ADDR_UNIX)
-		e = open_area(s, shm);
+	else if (!strncmp(spec, "ivshmem", 7) && (spec[7] == ':' || !spec[7]))
+		e = ivs_connect(s, spec);
+	else
+		e = sock_connect(s, spec);
 	if (!e)
-		e = compress_ask(s);
-	if (e)
-		goto fail;
-	s->nfd = s->nrx.fd = cmx_dial(&a);
-	if (s->nfd < 0) {
-		e = s->nfd;
-		goto fail;
+		e = -pthread_create(&s->notify_thread, NULL, notify_main, s);
+	if (e) {
+		session_free(s);
+		return e;
 	}
-	e = hello(s, s->nfd, 1);
-	if (e)
-		goto fail;
-	if (shm) {
-		/* From here on the daemon answers on the rings. */
-		s->rx.ring = &s->rep;
-		s->nrx.ring = &s->ntf;
-		s->shm = 1;
-	}
-	e = -pthread_create(&s->notify_thread, NULL, notify_main, s);
-	if (e)
-		goto fail;
 	*out = s;
 	return 0;
-fail:
-	cmx_dial_close(s->nfd);
-	cmx_dial_close(s->fd);
-	if (s->bell >= 0)
-		close(s->bell);
-	cmx_garea_unmap(&s->area);
-	free(s->nrx.buf);
-	free(s->rx.buf);
-	free(s->batch);
-	free(s);
-	return e;
 }
 
 void cmx_session_close(struct cmx_session *s)
 {
 	cmx_session_flush(s);
 	atomic_store(&s->broken, 1);
-	shutdown(s->fd, SHUT_RDWR);
-	shutdown(s->nfd, SHUT_RDWR);
+	if (s->fd >= 0)
+		shutdown(s->fd, SHUT_RDWR);
+	if (s->nfd >= 0)
+		shutdown(s->nfd, SHUT_RDWR);
 	wake_sleepers(s);
 	pthread_join(s->notify_thread, NULL);
-	cmx_dial_close(s->fd);
-	cmx_dial_close(s->nfd);
-	if (s->bell >= 0)
-		close(s->bell);
-	cmx_garea_unmap(&s->area);
-	free(s->nrx.buf);
-	free(s->rx.buf);
-	free(s->batch);
-	free(s);
+	session_free(s);
 }
 
 void cmx_session_get_stats(struct cmx_session *s, struct cmx_session_stats *st)

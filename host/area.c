@@ -27,18 +27,11 @@ static uint64_t round_up(uint64_t v, uint64_t to)
 	return (v + to - 1) / to * to;
 }
 
-int cmx_area_create(uint64_t size, unsigned flags, struct cmx_area **out, int *fdp)
+/* The layout of an area with `data_len` bytes of data region. */
+static void layout(struct cmx_area *a, unsigned flags, uint64_t data_len)
 {
-	struct cmx_area *a = calloc(1, sizeof(*a));
 	uint64_t at = PAGE;
-	int fd, e;
 
-	if (!a)
-		return -ENOMEM;
-	if (size < CMX_AREA_MIN)
-		size = CMX_AREA_MIN;
-	if (size > CMX_AREA_MAX)
-		size = CMX_AREA_MAX;
 	a->hdr.magic = CMX_AREA_MAGIC;
 	a->hdr.version = CMX_AREA_VERSION;
 	if (flags & CMX_AREA_RINGS)
@@ -48,10 +41,37 @@ int cmx_area_create(uint64_t size, unsigned flags, struct cmx_area **out, int *f
 			at += RING_BYTES;
 		}
 	a->hdr.data_off = at;
-	a->hdr.data_len = round_up(size, PAGE);
-	a->hdr.size = a->size = at + a->hdr.data_len;
+	a->hdr.data_len = data_len;
+	a->hdr.size = a->size = at + data_len;
 	a->refs = 1;
+}
 
+/* Maps `a->size` bytes of fd at off, writes the header, makes it live. */
+static int map(struct cmx_area *a, int fd, uint64_t off)
+{
+	a->base = mmap(NULL, a->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
+	if (a->base == MAP_FAILED)
+		return -errno;
+	memcpy(a->base, &a->hdr, sizeof(a->hdr));
+	pthread_mutex_lock(&areas_lock);
+	a->next = areas;
+	areas = a;
+	pthread_mutex_unlock(&areas_lock);
+	return 0;
+}
+
+int cmx_area_create(uint64_t size, unsigned flags, struct cmx_area **out, int *fdp)
+{
+	struct cmx_area *a = calloc(1, sizeof(*a));
+	int fd, e;
+
+	if (!a)
+		return -ENOMEM;
+	if (size < CMX_AREA_MIN)
+		size = CMX_AREA_MIN;
+	if (size > CMX_AREA_MAX)
+		size = CMX_AREA_MAX;
+	layout(a, flags, round_up(size, PAGE));
 	fd = memfd_create("clmux-area", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0) {
 		e = -errno;
@@ -62,16 +82,9 @@ int cmx_area_create(uint64_t size, unsigned flags, struct cmx_area **out, int *f
 		e = -errno;
 		goto fail_fd;
 	}
-	a->base = mmap(NULL, a->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (a->base == MAP_FAILED) {
-		e = -errno;
+	e = map(a, fd, 0);
+	if (e)
 		goto fail_fd;
-	}
-	memcpy(a->base, &a->hdr, sizeof(a->hdr));
-	pthread_mutex_lock(&areas_lock);
-	a->next = areas;
-	areas = a;
-	pthread_mutex_unlock(&areas_lock);
 	*out = a;
 	*fdp = fd;
 	return 0;
@@ -80,6 +93,28 @@ fail_fd:
 fail:
 	free(a);
 	return e;
+}
+
+int cmx_area_open(int fd, uint64_t off, uint64_t len, unsigned flags, struct cmx_area **out)
+{
+	struct cmx_area *a = calloc(1, sizeof(*a));
+	uint64_t fixed = PAGE + ((flags & CMX_AREA_RINGS) ? CMX_RING_COUNT * RING_BYTES : 0);
+	int e;
+
+	if (!a)
+		return -ENOMEM;
+	if ((off % PAGE) || len < fixed + CMX_AREA_BLK * 2) {
+		free(a);
+		return -EINVAL;
+	}
+	layout(a, flags, (len - fixed) / PAGE * PAGE);
+	e = map(a, fd, off);
+	if (e) {
+		free(a);
+		return e;
+	}
+	*out = a;
+	return 0;
 }
 
 /* Drops one reference; called with areas_lock held. Returns the area to
@@ -109,6 +144,16 @@ void cmx_area_ref(struct cmx_area *a)
 	pthread_mutex_lock(&areas_lock);
 	a->refs++;
 	pthread_mutex_unlock(&areas_lock);
+}
+
+int cmx_area_shared(struct cmx_area *a)
+{
+	int n;
+
+	pthread_mutex_lock(&areas_lock);
+	n = a->refs;
+	pthread_mutex_unlock(&areas_lock);
+	return n > 1;
 }
 
 void cmx_area_put(struct cmx_area *a)

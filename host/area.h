@@ -20,8 +20,14 @@ struct cmx_area {
 /* Makes an area of about `size` bytes (with rings when `flags` asks).
  * *fd is the memfd to hand over (the caller closes it). 0 or -errno. */
 int cmx_area_create(uint64_t size, unsigned flags, struct cmx_area **out, int *fd);
+/* An area laid out in the len bytes at off (a multiple of 4096) of a file
+ * the peer maps too (an ivshmem region): its header written, the rings'
+ * control lines left for their creator to reset. 0 or -errno. */
+int cmx_area_open(int fd, uint64_t off, uint64_t len, unsigned flags, struct cmx_area **out);
 /* Another reference (the shm rings' holder). */
 void cmx_area_ref(struct cmx_area *a);
+/* Whether anyone but the caller still holds a (a session, a block). */
+int cmx_area_shared(struct cmx_area *a);
 /* Drops the session's reference; the mapping goes with the last block. */
 void cmx_area_put(struct cmx_area *a);
 

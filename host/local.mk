@@ -7,7 +7,7 @@ host_clmuxd_SOURCES = host/main.c host/loop.h host/loop.c host/conn.h host/conn.
 	host/exec_mem.c host/exec_image.c host/exec_program.c host/incdir.h host/incdir.c host/exec_kernel.c host/kprintf.h host/kprintf.c host/exec_event.c \
 	host/peer.h host/peer.c host/auth.h host/auth.c host/listener.h host/listener.c \
 	host/tls.h host/tls.c host/inflate.h host/inflate.c \
-	host/reaper.h host/reaper.c host/vhost.h host/vhost.c \
+	host/reaper.h host/reaper.c host/vhost.h host/vhost.c host/ivshmem.h host/ivshmem.c \
 	host/tenant.h host/tenant.c host/conffile.h host/conffile.c host/text.h host/text.c \
 	host/admin.h host/admin.c host/scheduler.h host/scheduler.c
 nodist_host_clmuxd_SOURCES = host/handlers.gen.h host/handlers.gen.c
@@ -69,6 +69,16 @@ TESTS += host/tests/test_shm
 host_tests_test_shm_SOURCES = host/tests/test_shm.c host/tests/rawclient.h
 host_tests_test_shm_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_shm_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la $(CHECK_LIBS) \
+	$(OPENCL_LIBS) -lpthread
+endif
+
+# An ivshmem region against a live daemon, from a raw guest.
+if HAVE_CHECK
+check_PROGRAMS += host/tests/test_ivshmem
+TESTS += host/tests/test_ivshmem
+host_tests_test_ivshmem_SOURCES = host/tests/test_ivshmem.c host/tests/rawclient.h
+host_tests_test_ivshmem_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_ivshmem_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la $(CHECK_LIBS) \
 	$(OPENCL_LIBS) -lpthread
 endif
 

@@ -23,6 +23,7 @@
 #include "scheduler.h"
 #include "server.h"
 #include "session.h"
+#include "ivshmem.h"
 #include "vhost.h"
 
 #define MAX_LISTEN 1024 /* one per tenant, bind-mounted into its container */
@@ -59,6 +60,7 @@ static void drain(void)
 	for (unsigned i = 0; i < nlisteners; i++)
 		cmx_listener_close(&listeners[i]);
 	cmx_vhost_drain();
+	cmx_ivshmem_drain();
 	/* Ending each call channel releases its session's objects. */
 	while (cmx_srv->sessions) {
 		struct cmx_session *s = cmx_srv->sessions;
@@ -150,6 +152,7 @@ static void usage(FILE *f)
 		   "                                      Cloud Hypervisor hybrid vsock)\n"
 		   "                    tcp:ADDR:PORT,tokens=FILE          (IPv6: tcp:[ADDR]:PORT)\n"
 		   "                    tcp:ADDR:PORT,tokens=FILE,tls=CERT:KEY  (TLS 1.3)\n"
+		   "                    ivshmem:PATH,size=SIZE[,slots=N][,poll=US]  (QEMU ivshmem-plain)\n"
 		   "                  each may end in ,tenant=NAME: every peer of it is NAME's\n"
 		   "  --config FILE   tenants and quotas (default " CMX_CONFIG_DEFAULT " if present)\n"
 		   "  --admin PATH    root-only socket for clmuxctl (default " CMX_ADMIN_DEFAULT ");\n"
@@ -189,7 +192,8 @@ int main(int argc, char **argv)
 		char why[256];
 		switch (opt) {
 		case 'l':
-			if (cmx_vhost_is_spec(optarg) && nvhost < MAX_VHOST_SPECS) {
+			if ((cmx_vhost_is_spec(optarg) || cmx_ivshmem_is_spec(optarg)) &&
+			    nvhost < MAX_VHOST_SPECS) {
 				vhost_specs[nvhost++] = optarg; /* opened once the loop runs */
 				break;
 			}
@@ -258,7 +262,8 @@ int main(int argc, char **argv)
 			return 1;
 	for (unsigned i = 0; i < nvhost; i++) {
 		char why[200];
-		if (cmx_vhost_listen(&srv, vhost_specs[i], why, sizeof(why))) {
+		if ((cmx_ivshmem_is_spec(vhost_specs[i]) ? cmx_ivshmem_listen : cmx_vhost_listen)(
+			    &srv, vhost_specs[i], why, sizeof(why))) {
 			cmx_err("--listen %s: %s", vhost_specs[i], why);
 			return 1;
 		}

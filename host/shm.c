@@ -44,29 +44,32 @@ static void bell_self(struct cmx_shm *m)
 		cmx_err("doorbell write: %m");
 }
 
-/* One turn: takes every call the ring holds, retries output that waited for
- * room, and spins while calls keep coming. Returns 1 when it may sleep. */
-static int pump(struct cmx_shm *m)
+int cmx_shm_pump(struct cmx_conn *(*chan)(void *arg, int ntf), void *arg, int *took)
 {
 	uint64_t start = now_ns(), until = start + SPIN_NS;
 
 	for (unsigned i = 0;; i++) {
-		struct cmx_session *s = m->s;
+		struct cmx_conn *c = chan(arg, 0), *nc;
+		int sync;
 		long n;
 
-		if (!s || !s->conn)
+		if (!c)
 			return 0;
-		n = cmx_conn_ring_input(s->conn);
-		if (!m->s || !s->conn)
+		n = cmx_conn_ring_input(c);
+		if (!(c = chan(arg, 0)))
 			return 0; /* the session ended on a bad message */
-		cmx_conn_kick(s->conn);
-		if (s->nconn)
-			cmx_conn_kick(s->nconn);
+		sync = c->last_sync;
+		cmx_conn_kick(c);
+		if ((nc = chan(arg, 1)))
+			cmx_conn_kick(nc);
+		if (!chan(arg, 0))
+			return 0; /* ended on an impossible ring tail */
 		if (n > 0) {
+			*took = 1;
 			/* A guest that just made a sync call sends nothing more
 			 * until it has the reply: spinning would only take the
 			 * CPU from the threads that produce that reply. */
-			if (s->conn->last_sync)
+			if (sync)
 				return 1;
 			until = now_ns() + SPIN_NS;
 			continue;
@@ -75,15 +78,32 @@ static int pump(struct cmx_shm *m)
 			uint64_t t = now_ns();
 			if (t >= until || cmx_loop_busy(cmx_srv->loop))
 				break;
-			if (t - start >= BUDGET_NS) {
-				/* Come back on the next turn, after the others. */
-				bell_self(m);
-				return 0;
-			}
+			if (t - start >= BUDGET_NS)
+				return -EAGAIN; /* come back on the next turn, after the others */
 		}
 		sched_yield(); /* lets a runnable thread of this core (the driver's) go first */
 	}
 	return 1;
+}
+
+/* The connections of an shm session, NULL once it has closed. */
+static struct cmx_conn *shm_chan(void *arg, int ntf)
+{
+	struct cmx_shm *m = arg;
+
+	if (!m->s)
+		return NULL;
+	return ntf ? m->s->nconn : m->s->conn;
+}
+
+/* One turn for a doorbell session. Returns 1 when it may sleep. */
+static int pump(struct cmx_shm *m)
+{
+	int took = 0, r = cmx_shm_pump(shm_chan, m, &took);
+
+	if (r == -EAGAIN)
+		bell_self(m);
+	return r == 1;
 }
 
 static void bell_done(struct cmx_io *io, int res, unsigned flags)

@@ -21,6 +21,17 @@ struct cmx_shm {
 	struct cmx_io bell_io;
 };
 
+struct cmx_conn;
+
+/* One turn over a ring session (shm, ivshmem): takes every call its command
+ * ring holds, retries output that waited for room, and spins for a bounded
+ * time while calls keep coming. chan(arg, 0) and chan(arg, 1) give the call
+ * and notification connections, NULL once gone (they may end meanwhile).
+ * Returns 1 when it may sleep, 0 when the session ended, -EAGAIN when its
+ * time is spent (come back after the others); *took is set when a call
+ * came in. Loop thread. */
+int cmx_shm_pump(struct cmx_conn *(*chan)(void *arg, int ntf), void *arg, int *took);
+
 /* Puts the rings of s->area to work for s: calls are read from the command
  * ring, replies and notifications go to theirs once each socket has sent
  * its set-up reply. *guest_bell is the doorbell for the guest (the caller

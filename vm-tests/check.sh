@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # make vm-check: OpenCL programs inside QEMU guests whose vsock device is
-# clmuxd, each with its own time limit. Run from the build directory.
+# clmuxd, then again through an ivshmem region, each with its own time
+# limit. Run from the build directory.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 command -v qemu-system-x86_64 >/dev/null || { echo "vm-check: SKIP (no qemu-system-x86_64)"; exit 0; }
@@ -34,6 +35,16 @@ run two-vms 180 --vms 2 -- vm-transfer 4
 for t in e2e_compute e2e_memory e2e_program e2e_async e2e_multi e2e_events; do
 	# shellcheck disable=SC2086
 	run "$t" 240 $E2E -- "$t"
+done
+# The same through an ivshmem-plain device (the ICD finds it by its PCI
+# ids); the killed VM is noticed when its beat stops (10 s).
+run ivshmem-clinfo 60 --ivshmem -- clinfo -l
+run ivshmem-transfer 120 --ivshmem -- vm-transfer 8
+run ivshmem-killed-mid-transfer 120 --ivshmem --kill-on transferring -- vm-transfer
+run ivshmem-two-vms 180 --ivshmem --vms 2 -- vm-transfer 4
+for t in e2e_compute e2e_memory e2e_program e2e_async e2e_multi e2e_events; do
+	# shellcheck disable=SC2086
+	run "ivshmem-$t" 240 --ivshmem $E2E -- "$t"
 done
 echo "# vm-check: $pass passed, failed:${failed:- none}"
 [ -z "$failed" ]

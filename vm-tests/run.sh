@@ -1,22 +1,28 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Runs one command inside a QEMU guest whose vsock device is clmuxd (the
-# vhost-user-vsock back end), and checks the daemon came through healthy.
+# vhost-user-vsock back end), or, with --ivshmem, that reaches clmuxd
+# through an ivshmem-plain device (a region in /dev/shm, both sides
+# polling), and checks the daemon came through healthy.
 #
-#   vm-tests/run.sh [--vms N] [--kill-on TEXT] [--env K=V]... -- COMMAND [ARG...]
+#   vm-tests/run.sh [--ivshmem] [--vms N] [--kill-on TEXT] [--env K=V]... -- COMMAND [ARG...]
 #
 # CLMUXD names the daemon, VMDIR holds vmlinux and initrd.img (mkguest.sh),
-# VM_TIMEOUT bounds the guest (seconds). Exit 0 when the guest's command
+# VM_TIMEOUT bounds the guest (seconds), IVSHMEM_SIZE sizes an ivshmem
+# region (default 128M). Exit 0 when the guest's command
 # succeeded (or, with --kill-on, when the guest printed TEXT, was killed,
 # and a second guest then still got the clmux platform), 77 when QEMU is
 # missing. --vms 2 runs the command in two guests at once, each with its
-# own device (socket) and CID in the one daemon.
+# own device (socket) and CID in the one daemon (with --ivshmem: its own
+# region; one region serves one VM, whose processes take its slots).
 set -eu
 kill_on=""
 envs=""
 vms=1
+ivshmem=""
 while [ $# -gt 0 ]; do
 	case $1 in
+	--ivshmem) ivshmem=1; shift ;;
 	--kill-on) kill_on=$2; shift 2 ;;
 	--vms) vms=$2; shift 2 ;;
 	--env) envs="$envs clmux.$2"; shift 2 ;;
@@ -30,13 +36,15 @@ timeout=${VM_TIMEOUT:-120}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/clmux-vm-XXXXXX")
 port=7447
 daemon_pid=""
+region=/dev/shm/$(basename "$tmp").ivshmem
+ivs_size=${IVSHMEM_SIZE:-128M} # the region (BAR) of each VM, 4 slots
 cleanup() {
 	# No guest outlives the test, whatever ended it.
 	for f in "$tmp"/qemu.*.pid; do
 		[ -e "$f" ] && kill -9 "$(cat "$f")" 2>/dev/null || true
 	done
 	[ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null || true
-	rm -rf "$tmp"
+	rm -rf "$tmp" "$region".*
 }
 trap cleanup EXIT
 
@@ -44,26 +52,42 @@ trap cleanup EXIT
 # tenants exist).
 listen=""
 for i in $(seq "$vms"); do
-	listen="$listen --listen vhost-user-vsock:$tmp/vhost.$i,cid=$((2 + i)),port=$port"
+	if [ -n "$ivshmem" ]; then
+		# A region per VM: its processes take the region's slots.
+		listen="$listen --listen ivshmem:$region.$i,size=$ivs_size,slots=4"
+	else
+		listen="$listen --listen vhost-user-vsock:$tmp/vhost.$i,cid=$((2 + i)),port=$port"
+	fi
 done
 # shellcheck disable=SC2086
 CLMUX_LOG=${CLMUX_LOG:-info} "$CLMUXD" $listen >"$tmp/clmuxd.log" 2>&1 &
 daemon_pid=$!
-for _ in $(seq 100); do [ -S "$tmp/vhost.$vms" ] && break; sleep 0.1; done
+for _ in $(seq 100); do
+	if [ -n "$ivshmem" ]; then grep -qs "serving ivshmem:$region.$vms" "$tmp/clmuxd.log" && break
+	else [ -S "$tmp/vhost.$vms" ] && break; fi
+	sleep 0.1
+done
 
 # Boots a guest on device $2 running the rest; its console goes to
 # $tmp/serial.$1.
 guest() {
 	name=$1 dev=$2
 	shift 2
-	timeout -k 5 "$timeout" qemu-system-x86_64 -accel tcg -m 1024 -smp 1 \
-		-object memory-backend-memfd,id=mem,size=1024M,share=on -numa node,memdev=mem \
-		-chardev socket,id=vsock,path="$tmp/vhost.$dev" \
-		-device vhost-user-vsock-pci,chardev=vsock \
+	if [ -n "$ivshmem" ]; then
+		# The ICD finds the device by its PCI ids (CLMUX_SERVER=ivshmem).
+		set -- -object memory-backend-file,id=ivs,mem-path="$region.$dev",size=$ivs_size,share=on \
+			-device ivshmem-plain,memdev=ivs \
+			-append "console=ttyS0 quiet panic=-1 clmux.CLMUX_SERVER=ivshmem$envs -- $*"
+	else
+		set -- -object memory-backend-memfd,id=mem,size=1024M,share=on -numa node,memdev=mem \
+			-chardev socket,id=vsock,path="$tmp/vhost.$dev" \
+			-device vhost-user-vsock-pci,chardev=vsock \
+			-append "console=ttyS0 quiet panic=-1 clmux.CLMUX_SERVER=vsock:2:$port$envs -- $*"
+	fi
+	timeout -k 5 "$timeout" qemu-system-x86_64 -accel tcg -m 1024 -smp 1 "$@" \
 		-display none -nodefaults -no-reboot -serial "file:$tmp/serial.$name" \
 		-pidfile "$tmp/qemu.$name.pid" \
-		-kernel "$VMDIR/vmlinux" -initrd "$VMDIR/initrd.img" \
-		-append "console=ttyS0 quiet panic=-1 clmux.CLMUX_SERVER=vsock:2:$port$envs -- $*" &
+		-kernel "$VMDIR/vmlinux" -initrd "$VMDIR/initrd.img" &
 	qemu_pid=$!
 }
 
@@ -86,9 +110,10 @@ if [ -n "$kill_on" ]; then
 	kill -9 "$(cat "$tmp/qemu.victim.pid")"
 	wait "$qemu_pid" || true
 	rm -f "$tmp/qemu.victim.pid"
-	# The daemon notices the VMM gone, closes the VM's sessions and
-	# returns their charges; a new guest then gets the GPU as before.
-	for _ in $(seq 100); do grep -q "gone:" "$tmp/clmuxd.log" && break; sleep 0.1; done
+	# The daemon notices the VMM gone (ivshmem: the guest's beat stops
+	# for 10 s), closes the VM's sessions and returns their charges; a
+	# new guest then gets the GPU as before.
+	for _ in $(seq 300); do grep -q "gone:" "$tmp/clmuxd.log" && break; sleep 0.1; done
 	grep -q "gone:.*returned [1-9][0-9]* objects, [1-9][0-9]* bytes; daemon holds 0 objects, 0 bytes" \
 		"$tmp/clmuxd.log" || fail "the killed VM's charges were not all returned"
 	set -- clinfo -l
@@ -109,7 +134,11 @@ echo "run.sh: clmuxd cpu ticks $(awk '{print $14 + $15}' "/proc/$daemon_pid/stat
 kill -TERM "$daemon_pid"
 wait "$daemon_pid" || fail "clmuxd did not exit cleanly"
 daemon_pid=""
-[ "$(grep -c "VMM connected" "$tmp/clmuxd.log")" -ge "$vms" ] || fail "a VMM never connected"
-grep -q "session [0-9]*: connected" "$tmp/clmuxd.log" || fail "no session came over vhost-user-vsock"
+if [ -n "$ivshmem" ]; then
+	grep -q "session [0-9]*: connected (ivshmem" "$tmp/clmuxd.log" || fail "no session came over ivshmem"
+else
+	[ "$(grep -c "VMM connected" "$tmp/clmuxd.log")" -ge "$vms" ] || fail "a VMM never connected"
+	grep -q "session [0-9]*: connected" "$tmp/clmuxd.log" || fail "no session came over vhost-user-vsock"
+fi
 sed -n '/CLMUX-VM-RESULT/!p' "$tmp/serial.main1" | tr -d '\r' | grep -v '^\[' | tail -n 30
 echo "run.sh: passed"

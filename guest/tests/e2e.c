@@ -379,6 +379,26 @@ static int e2e_transport_setup(void)
 				e2e_daemon_sock) >= (int)sizeof(e2e_extra_server)
 			       ? -ENAMETOOLONG
 			       : 0;
+	/* A region as QEMU would map it, in /dev/shm where there is one; the
+	 * ICD maps the file itself, as a guest maps the BAR. */
+	if (!strcmp(t, "ivshmem")) {
+		const char *base = strrchr(e2e_daemon_dir, '/') + 1;
+		struct stat st;
+
+		if ((!stat("/dev/shm", &st)
+			     ? snprintf(e2e_extra_files[0], PATH_MAX, "/dev/shm/%s.ivshmem", base)
+			     : snprintf(e2e_extra_files[0], PATH_MAX, "%s/ivshmem", e2e_daemon_dir)) >=
+			    PATH_MAX ||
+		    snprintf(e2e_extra_listen, sizeof(e2e_extra_listen), "ivshmem:%s,%s",
+			     e2e_extra_files[0],
+			     getenv("CMX_E2E_IVSHMEM") ? getenv("CMX_E2E_IVSHMEM")
+						       : "size=256M,slots=8") >=
+			    (int)sizeof(e2e_extra_listen) ||
+		    snprintf(e2e_extra_server, sizeof(e2e_extra_server), "ivshmem:%s",
+			     e2e_extra_files[0]) >= (int)sizeof(e2e_extra_server))
+			return -ENAMETOOLONG;
+		return 0;
+	}
 	if (!strcmp(t, "vsock-uds")) {
 		if (snprintf(e2e_extra_files[0], PATH_MAX, "%s/v.sock_7447", e2e_daemon_dir) >=
 			    PATH_MAX ||
@@ -391,8 +411,8 @@ static int e2e_transport_setup(void)
 	}
 	if (strcmp(t, "tcp") && strcmp(t, "tcp6") && strcmp(t, "tls") && strcmp(t, "tcp-lz4") &&
 	    strcmp(t, "tls-lz4")) {
-		fprintf(stderr, "e2e: CMX_E2E_TRANSPORT=%s: expected unix, shm, tcp, tcp6, tls, "
-			"tcp-lz4, tls-lz4 or vsock-uds\n", t);
+		fprintf(stderr, "e2e: CMX_E2E_TRANSPORT=%s: expected unix, shm, ivshmem, tcp, tcp6, "
+			"tls, tcp-lz4, tls-lz4 or vsock-uds\n", t);
 		return -EINVAL;
 	}
 	tls = !strncmp(t, "tls", 3);
@@ -490,6 +510,28 @@ static int e2e_daemon_accepts(void)
 			return 0;
 	}
 	return 0;
+}
+
+/* 1 when the second listener serves too: an ivshmem region is ready once
+ * its magic is written (the daemon opens it after its sockets). */
+static int e2e_extra_ready(void)
+{
+	/* "CMXI", transport/ivshmem_layout.h */
+	return strncmp(e2e_extra_listen, "ivshmem:", 8) ||
+	       e2e_file_has_magic(e2e_extra_files[0], 0x49584d43u);
+}
+
+int e2e_file_has_magic(const char *path, uint32_t magic)
+{
+	uint32_t v = 0;
+	FILE *f = fopen(path, "rb");
+
+	if (!f)
+		return 0;
+	if (fread(&v, sizeof(v), 1, f) != 1)
+		v = 0;
+	fclose(f);
+	return v == magic;
 }
 
 /* Reaps the daemon if it has exited; 1 and *status set when it has. */
@@ -609,7 +651,7 @@ int e2e_daemon_start(void)
 			e2e_daemon_cleanup();
 			return -ECHILD;
 		}
-		if (e2e_daemon_accepts())
+		if (e2e_daemon_accepts() && e2e_extra_ready())
 			return 0;
 		e2e_sleep_ms(E2E_POLL_MS);
 	}

@@ -85,6 +85,9 @@ int e2e_daemon_run(Suite *s);
 int e2e_daemon_start(void);
 /* The daemon's TMPDIR (the harness's private directory), NULL without one. */
 const char *e2e_daemon_tmpdir(void);
+/* 1 when the file at path begins with the 32-bit magic (an ivshmem region
+ * the daemon has finished laying out). */
+int e2e_file_has_magic(const char *path, uint32_t magic);
 int e2e_daemon_stop(void);
 
 const char *e2e_cl_strerror(cl_int err);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // An application whose clmuxd is killed: over unix: (or shm:, with
-// CMX_E2E_TRANSPORT=shm) a blocking call made after the daemon died fails
+// CMX_E2E_TRANSPORT=shm, or an ivshmem region with CMX_E2E_TRANSPORT=ivshmem,
+// where the daemon's polling stops) a blocking call made after the daemon died fails
 // with an error instead of waiting forever for a reply that cannot come,
 // and later calls fail at once.
 #include <errno.h>
@@ -20,7 +21,8 @@ static pid_t daemon_start(char *dir)
 {
 	const char *bin = getenv("CLMUXD"), *t = getenv("CMX_E2E_TRANSPORT");
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
-	char listen_addr[160], server[160];
+	char listen_addr[160], server[200], region[160], ivs[200];
+	int ivshmem = t && !strcmp(t, "ivshmem");
 	pid_t pid;
 
 	ck_assert_msg(bin && *bin, "CLMUXD unset");
@@ -28,16 +30,26 @@ static pid_t daemon_start(char *dir)
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/s.sock", dir);
 	snprintf(listen_addr, sizeof(listen_addr), "unix:%s", sun.sun_path);
 	snprintf(server, sizeof(server), "%s:%s", t && *t ? t : "unix", sun.sun_path);
+	snprintf(region, sizeof(region), "%s/region", dir);
+	snprintf(ivs, sizeof(ivs), "ivshmem:%s,size=16M", region);
+	if (ivshmem)
+		snprintf(server, sizeof(server), "ivshmem:%s", region);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		execl(bin, bin, "--listen", listen_addr, (char *)NULL);
+		if (ivshmem)
+			execl(bin, bin, "--listen", listen_addr, "--listen", ivs, (char *)NULL);
+		else
+			execl(bin, bin, "--listen", listen_addr, (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 1000; i++) {
 		int fd = socket(AF_UNIX, SOCK_STREAM, 0), ok;
 		ok = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
 		close(fd);
+		/* The region is ready a moment after the socket. */
+		if (ok && ivshmem)
+			ok = e2e_file_has_magic(region, 0x49584d43u);
 		if (ok) {
 			setenv("CLMUX_SERVER", server, 1);
 			return pid;
@@ -74,6 +86,8 @@ START_TEST(daemon_killed)
 	    clEnqueueWriteBuffer(p.queue, m, CL_TRUE, 0, sizeof(data), data, 0, NULL, NULL),
 	    CL_SUCCESS);
 	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	unlink(sock);
+	snprintf(sock, sizeof(sock), "%s/region", dir);
 	unlink(sock);
 	rmdir(dir);
 }
