@@ -285,11 +285,13 @@ static cl_int link_inputs_check(struct cmx_LinkProgram_in *in)
 {
 	for (uint64_t i = 0; i < in->inputs.n; i++) {
 		cl_program p = in->inputs.h[i];
-		cl_device_id devs[CMX_MAX_DEVICES];
+		/* As many as the schema lets `devices` hold (max=64): more than
+		 * the daemon's root devices, with sub-devices, or repeated. */
+		cl_device_id devs[64];
 		size_t n = 0;
 
 		if (in->devices.n) {
-			n = in->devices.n;
+			n = in->devices.n < 64 ? in->devices.n : 64;
 			memcpy(devs, in->devices.h, n * sizeof(*devs));
 		} else if (clGetProgramInfo(p, CL_PROGRAM_DEVICES, sizeof(devs), devs, &n) ==
 			   CL_SUCCESS) {

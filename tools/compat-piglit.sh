@@ -12,7 +12,7 @@
 # work-item functions, memory spaces, calls). The 101 tests of
 # execute/builtin/ check the device's OpenCL C built-ins, which clmux only
 # passes through; with the rest of execute/ they run with CMX_PIGLIT_ALL=1
-# (about 12 minutes on 2 cores, too long for tools/check). Each runs with a
+# (`make check-piglit-all`: about 3 minutes on 2 cores; not in tools/check). Each runs with a
 # vendors directory holding only the native ICD, then only clmux.icd, in
 # front of a clmuxd of its own. Exit 0: same; 1: a difference, printed;
 # 77: piglit not installed. From make check (tools/local.mk), or by hand:

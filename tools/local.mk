@@ -54,7 +54,7 @@ check-piglit: all icd/clmux.icd
 	OCL_ICD_VENDORS=$(abs_top_builddir)/icd CLMUXD=$(abs_top_builddir)/host/clmuxd \
 	  srcdir=$(top_srcdir) $(top_srcdir)/tools/compat-piglit.sh; rc=$$?; [ $$rc = 77 ] || exit $$rc
 # Every piglit OpenCL test (all of tests/cl/program, builtins included):
-# about 12 minutes on 2 cores, so not in tools/check; the per-test results
+# about 3 minutes on 2 cores, not in tools/check; the per-test results
 # go to piglit-all.txt, the counts to docs/compatibility.md.
 check-piglit-all: all icd/clmux.icd
 	OCL_ICD_VENDORS=$(abs_top_builddir)/icd CLMUXD=$(abs_top_builddir)/host/clmuxd 	  CMX_PIGLIT_ALL=1 CMX_PIGLIT_LIST=$(abs_top_builddir)/piglit-all.txt 	  srcdir=$(top_srcdir) $(top_srcdir)/tools/compat-piglit.sh; rc=$$?; [ $$rc = 77 ] || exit $$rc

@@ -238,7 +238,7 @@ END_TEST
 START_TEST(lying_programs)
 {
 	struct client c;
-	uint64_t devs[1] = { 1 }, prog_ids[1] = { 0x10301 }, o0, b0;
+	uint64_t devs[1] = { 1 }, prog_ids[1] = { 0x10301 }, o0, b0, many_devs[64];
 	static const char src[] = "__kernel void b(__global int *x) { x[0] = nope; }";
 	struct cmx_CreateContext_in ctx = { .context = { 0x10300 }, .devices = { devs, 1 } };
 	struct cmx_CreateProgramWithSource_in ps = { .program = { 0x10301 }, .context = { 0x10300 },
@@ -255,6 +255,8 @@ START_TEST(lying_programs)
 					   "a//b.h", "./a.h", "a/" };
 	uint8_t *keep;
 
+	for (size_t i = 0; i < 64; i++)
+		many_devs[i] = 1;
 	daemon_counts(&o0, &b0);
 	hello(&c);
 	send_msg(&c, &cmx_desc_CreateContext_in, &ctx, 0, NULL, 0);
@@ -273,6 +275,15 @@ START_TEST(lying_programs)
 	ck_assert_int_ne(recv_reply(&c, &cmx_desc_CompileProgram_out, &cout, NULL), CL_SUCCESS);
 	send_msg(&c, &cmx_desc_LinkProgram_in, &link, 1, NULL, 0);
 	ck_assert_int_eq(recv_reply(&c, &cmx_desc_LinkProgram_out, &lout, NULL), CL_INVALID_OPERATION);
+	/* The schema's 64 devices, the one device repeated: more than the
+	 * daemon's list of devices held (it overflowed). */
+	link.program.id = 0x10303;
+	link.devices = (struct cmx_refs){ .v = many_devs, .n = 64 };
+	send_msg(&c, &cmx_desc_LinkProgram_in, &link, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_LinkProgram_out, &lout, NULL), CL_INVALID_OPERATION);
+	rel.program.id = 0x10303;
+	send_msg(&c, &cmx_desc_ReleaseProgram_in, &rel, 0, NULL, 0);
+	rel.program.id = 0x10302;
 	send_msg(&c, &cmx_desc_ReleaseProgram_in, &rel, 0, NULL, 0);
 	send_msg(&c, &cmx_desc_GetStats_in, &sin, 1, NULL, 0);
 	ck_assert_int_eq(recv_reply(&c, &cmx_desc_GetStats_out, &sout, &keep), 0);
