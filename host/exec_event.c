@@ -42,8 +42,16 @@ static int wait_work(struct cmx_call *c)
 	struct cmx_WaitForEvents_in *in = c->in;
 	cl_int e = clWaitForEvents((cl_uint)in->events.n, (const cl_event *)in->events.h);
 
-	for (uint64_t i = 0; i < in->events.n; i++)
+	for (uint64_t i = 0; i < in->events.n; i++) {
+		cl_int st = CL_COMPLETE;
+		/* A failed held command's placeholder is a user event, for which
+		 * NVIDIA's clWaitForEvents reports no error: its status does. */
+		clGetEventInfo(in->events.h[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+			       NULL);
+		if (!e && st < 0)
+			e = CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
 		clReleaseEvent(in->events.h[i]);
+	}
 	return e;
 }
 
