@@ -56,6 +56,7 @@ struct cmx_gate {
 	unsigned reports;	    /* completion reports (callback, poller) to come */
 	int finished;		    /* accounted: freed once its reports have come */
 	atomic_int accounted;	    /* the same, for its poller (store: finish()) */
+	int polled;		    /* its poller saw it complete (or accounted) */
 	int in_order, exposed;
 	cl_uint nwait;	     /* held: its wait list (retained) */
 	cl_event wait_buf[]; /* the wait list */
@@ -297,31 +298,50 @@ static void watch(struct cmx_gate *g)
  * milliseconds after its 19 us kernels, which, counted as device time, let
  * one kernel onto the device at a time. A status query sees the completion
  * within the poll period (10 us, doubling to 1 ms while it waits). One per
- * lane at a time.
+ * lane at a time, and for at most POLL_NS: a command that waits for what
+ * nobody sets must not hold an executor thread (nor the daemon's exit);
+ * the lane's callbacks report it, and its next completion restarts the
+ * poller.
  */
+#define POLL_NS (200ull * 1000 * 1000)
+
 static void poll_work(void *arg)
 {
 	struct cmx_gate *g = arg;
+	uint64_t until = cmx_now_ns() + POLL_NS;
 	long ns = 10000;
 
 	/* Pairs with the stores in finish() and cmx_sched_destroy(). */
-	while (atomic_load(&alive) && !atomic_load(&g->accounted)) {
+	while (atomic_load(&alive) && !atomic_load(&g->accounted) && cmx_now_ns() < until) {
 		cl_int st = CL_COMPLETE;
 		struct timespec ts = {0, ns};
 		if (clGetEventInfo(g->done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
 				   NULL) ||
-		    st <= CL_COMPLETE)
-			break;
+		    st <= CL_COMPLETE) {
+			g->polled = 1; /* read on the loop, after the executor's post */
+			return;
+		}
 		nanosleep(&ts, NULL);
 		if (ns < 1000000)
 			ns *= 2;
 	}
+	g->polled = atomic_load(&g->accounted);
 }
 
 static void poll_done(void *arg)
 {
-	if (cmx_srv->sched)
-		done_post(arg);
+	struct cmx_gate *g = arg;
+
+	if (!cmx_srv->sched)
+		return;
+	if (g->polled || g->finished) {
+		done_post(g);
+		return;
+	}
+	/* Gave up: g is still on its lane, which waits for its callbacks. */
+	g->reports--;
+	if (g->lane->waiter == g)
+		g->lane->waiter = NULL;
 }
 
 static void lane_poll(struct lane *l, struct cmx_gate *g)
