@@ -768,11 +768,11 @@ static void put_setup(struct client *d)
 	ping(d);
 }
 
-/* A blocking read of n ints of buffer 0x10104 on queue 0x10101. */
-static void read_ints(struct client *c, int32_t *out, uint64_t n)
+/* A blocking read of n ints of buffer 0x10104 on queue. */
+static void read_ints(struct client *c, uint64_t queue, int32_t *out, uint64_t n)
 {
 	struct cmx_ReadBufferSync_in in = {
-	    .queue = {0x10101}, .mem = {0x10104}, .size = n * 4};
+	    .queue = {queue}, .mem = {0x10104}, .size = n * 4};
 	struct cmx_hdr h;
 	int64_t args[4];
 
@@ -789,7 +789,8 @@ static void read_ints(struct client *c, int32_t *out, uint64_t n)
  * kernel's arguments change between them: each launch must still write
  * its own slot with its own value (the held ones keep theirs). A launch on
  * a second queue waits for a held one, a marker on a third for another;
- * clFinish waits for the last held one. */
+ * clFinish waits for the first queue's last; a blocking read on the second
+ * queue, which cannot be held, has what is still held there go first. */
 START_TEST(held_commands)
 {
 	uint64_t b_ev[6], waits[2] = {0x10208, 0x10209};
@@ -813,9 +814,9 @@ START_TEST(held_commands)
 	send_msg(&d, &cmx_desc_EnqueueMarker_in, &mk, 0, NULL, 0);
 	send_msg(&d, &cmx_desc_Finish_in, &fin, 1, NULL, 0);
 	ck_assert_int_eq(recv_reply(&d, &cmx_desc_Finish_out, &(struct cmx_Finish_out){0}, NULL), 0);
+	read_ints(&d, 0x10110, got, 9);
 	wait_events(&d, waits, 2);
 	ck_assert_int_eq(event_status(&d, 0x10209), 0 /* CL_COMPLETE */);
-	read_ints(&d, got, 9);
 	for (int i = 0; i < 9; i++)
 		ck_assert_msg(got[i] == 100 + i, "slot %d: %d, want %d", i, got[i], 100 + i);
 	for (unsigned i = 0; i < 6; i++)
