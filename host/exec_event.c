@@ -42,8 +42,16 @@ static int wait_work(struct cmx_call *c)
 	struct cmx_WaitForEvents_in *in = c->in;
 	cl_int e = clWaitForEvents((cl_uint)in->events.n, (const cl_event *)in->events.h);
 
-	for (uint64_t i = 0; i < in->events.n; i++)
+	for (uint64_t i = 0; i < in->events.n; i++) {
+		cl_int st = CL_COMPLETE;
+		/* A failed held command's placeholder is a user event, for which
+		 * NVIDIA's clWaitForEvents reports no error: its status does. */
+		clGetEventInfo(in->events.h[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+			       NULL);
+		if (!e && st < 0)
+			e = CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
 		clReleaseEvent(in->events.h[i]);
+	}
 	return e;
 }
 
@@ -57,6 +65,18 @@ int cmx_h_WaitForEvents(struct cmx_call *c, struct cmx_WaitForEvents_in *in,
 	return cmx_defer_work(c, wait_work, NULL);
 }
 
+/* An execution status the daemon answers itself. */
+static int status_answer(struct cmx_call *c, struct cmx_GetEventInfo_out *out, cl_int status)
+{
+	c->scratch = malloc(sizeof(cl_int));
+	if (!c->scratch)
+		return CL_OUT_OF_HOST_MEMORY;
+	*(cl_int *)c->scratch = status;
+	out->value.ptr = c->scratch;
+	out->value.len = sizeof(cl_int);
+	return CL_SUCCESS;
+}
+
 int cmx_h_GetEventInfo(struct cmx_call *c, struct cmx_GetEventInfo_in *in,
 		       struct cmx_GetEventInfo_out *out)
 {
@@ -66,24 +86,11 @@ int cmx_h_GetEventInfo(struct cmx_call *c, struct cmx_GetEventInfo_in *in,
 		/* Poisoned: its command failed before reaching the device. */
 		if (in->param != CL_EVENT_COMMAND_EXECUTION_STATUS)
 			return CL_INVALID_EVENT;
-		c->scratch = malloc(sizeof(cl_int));
-		if (!c->scratch)
-			return CL_OUT_OF_HOST_MEMORY;
-		*(cl_int *)c->scratch = o ? o->err : CL_INVALID_EVENT;
-		out->value.ptr = c->scratch;
-		out->value.len = sizeof(cl_int);
-		return CL_SUCCESS;
+		return status_answer(c, out, o ? o->err : CL_INVALID_EVENT);
 	}
-	if (in->param == CL_EVENT_COMMAND_EXECUTION_STATUS && cmx_sched_is_held(in->event.h)) {
-		/* Held in the daemon: queued, as far as the guest can tell. */
-		c->scratch = malloc(sizeof(cl_int));
-		if (!c->scratch)
-			return CL_OUT_OF_HOST_MEMORY;
-		*(cl_int *)c->scratch = CL_QUEUED;
-		out->value.ptr = c->scratch;
-		out->value.len = sizeof(cl_int);
-		return CL_SUCCESS;
-	}
+	/* Held in the daemon: queued, as far as the guest can tell. */
+	if (in->param == CL_EVENT_COMMAND_EXECUTION_STATUS && cmx_sched_is_held(in->event.h))
+		return status_answer(c, out, CL_QUEUED);
 	return CMX_INFO(c, &out->value, clGetEventInfo, in->event.h, (cl_uint)in->param);
 }
 

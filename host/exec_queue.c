@@ -11,19 +11,31 @@ int cmx_h_CreateQueue(struct cmx_call *c, struct cmx_CreateQueue_in *in)
 	cl_command_queue q;
 	struct cmx_obj *o;
 	size_t n = 0;
+	int has_flags = 0;
 	cl_int e;
 
-	for (uint64_t i = 0; i + 1 < in->props.n && in->props.v[i] && n + 3 < 16; i += 2) {
+	for (uint64_t i = 0; i + 1 < in->props.n && in->props.v[i] && n + 5 < 16; i += 2) {
 		props[n++] = in->props.v[i];
 		props[n++] = in->props.v[i + 1];
-		if (in->props.v[i] == CL_QUEUE_PROPERTIES)
+		if (in->props.v[i] == CL_QUEUE_PROPERTIES) {
 			flags = in->props.v[i + 1];
+			has_flags = 1;
+			props[n - 1] |= CL_QUEUE_PROFILING_ENABLE;
+		}
+	}
+	/* Natively every queue profiles: the scheduler takes a command's device
+	 * time from it (host/scheduler.c). The guest answers profiling queries
+	 * from the properties it asked for. */
+	if (!has_flags) {
+		props[n++] = CL_QUEUE_PROPERTIES;
+		props[n++] = CL_QUEUE_PROFILING_ENABLE;
 	}
 	props[n] = 0;
 	if (cmx_srv->platform_version >= 200)
 		q = clCreateCommandQueueWithProperties(in->context.h, in->device.h, props, &e);
 	else
-		q = clCreateCommandQueue(in->context.h, in->device.h, flags, &e);
+		q = clCreateCommandQueue(in->context.h, in->device.h,
+					 flags | CL_QUEUE_PROFILING_ENABLE, &e);
 	if (e)
 		return e;
 	if (cmx_session_add(c->s, in->queue.id, CMX_K_QUEUE, q, in->context.h, 0, &o)) {

@@ -10,9 +10,11 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "call.h"
 #include "exec.h"
+#include "executor.h"
 #include "log.h"
 #include "server.h"
 #include "session.h"
@@ -21,8 +23,10 @@
 #define MAX_DEPS 4
 /* The cap's bucket holds at most this much device time (its window). */
 #define CAP_WINDOW_NS (200ull * 1000 * 1000)
-/* Commands on the device at once, whatever their estimates. */
-#define MAX_RUNNING 1024
+/* Commands on the device at once, whatever their estimates: enough to keep
+ * a device busy with tiny kernels (one client with 4 in flight saturates
+ * the H100), few enough that the rest waits here, where weights act. */
+#define MAX_RUNNING 16
 /* Buckets of the placeholder and kernel maps (powers of two). */
 #define PH_BUCKETS 1024
 #define K_BUCKETS  256
@@ -50,8 +54,11 @@ struct cmx_gate {
 	struct cmx_gate *next_held; /* while held: the tenant's FIFO; then its lane */
 	struct cmx_gate *next_q;    /* while held: its lane's held list */
 	struct cmx_gate *next_ph;   /* the placeholder map's chain */
-	int has_cb;		    /* its completion is reported */
-	int finished;		    /* reported by a later one's: awaits its own */
+	int has_cb;		    /* a completion callback is set on it */
+	unsigned reports;	    /* completion reports (callback, poller) to come */
+	int finished;		    /* accounted: freed once its reports have come */
+	atomic_int accounted;	    /* the same, for its poller (store: finish()) */
+	int polled;		    /* its poller saw it complete (or accounted) */
 	int in_order, exposed;
 	cl_uint nwait;	     /* held: its wait list (retained) */
 	cl_event wait_buf[]; /* the wait list */
@@ -69,6 +76,7 @@ struct lane {
 	uint64_t session;
 	int in_order, dirty;
 	int unflushed; /* released into since the last clFlush */
+	struct cmx_gate *waiter; /* the command its poller watches */
 	struct cmx_gate *head, **tail;	   /* on the device */
 	struct cmx_gate *held, *held_last; /* held, oldest first */
 	struct lane *next;
@@ -279,9 +287,70 @@ static void done_post(void *arg);
 static void watch(struct cmx_gate *g)
 {
 	g->has_cb = 1;
+	g->reports++;
 	/* Without a callback nothing would report it: count it done now. */
 	if (clSetEventCallback(g->done, CL_COMPLETE, done_cb, g))
 		done_post(g);
+}
+
+/*
+ * The poller: an executor thread that watches an in-order lane's newest
+ * command until it completes (or a callback reported it first), then reports
+ * it like the callback. Some drivers call callbacks late: NVIDIA's came
+ * milliseconds after its 19 us kernels, which, counted as device time, let
+ * one kernel onto the device at a time. A status query sees the completion
+ * within the poll period (10 us, doubling to 1 ms while it waits). One per
+ * lane at a time, and for at most POLL_NS: a command that waits for what
+ * nobody sets must not hold an executor thread (nor the daemon's exit);
+ * the lane's callbacks report it, and its next completion restarts the
+ * poller.
+ */
+#define POLL_NS (200ull * 1000 * 1000)
+
+static void poll_work(void *arg)
+{
+	struct cmx_gate *g = arg;
+	uint64_t until = cmx_now_ns() + POLL_NS;
+	long ns = 10000;
+
+	/* Pairs with the stores in finish() and cmx_sched_destroy(). */
+	while (atomic_load(&alive) && !atomic_load(&g->accounted) && cmx_now_ns() < until) {
+		cl_int st = CL_COMPLETE;
+		struct timespec ts = {0, ns};
+		if (clGetEventInfo(g->done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+				   NULL) ||
+		    st <= CL_COMPLETE) {
+			g->polled = 1; /* read on the loop, after the executor's post */
+			return;
+		}
+		nanosleep(&ts, NULL);
+		if (ns < 1000000)
+			ns *= 2;
+	}
+	g->polled = atomic_load(&g->accounted);
+}
+
+static void poll_done(void *arg)
+{
+	struct cmx_gate *g = arg;
+
+	if (!cmx_srv->sched)
+		return;
+	if (g->polled || g->finished) {
+		done_post(g);
+		return;
+	}
+	/* Gave up: g is still on its lane, which waits for its callbacks. */
+	g->reports--;
+	if (g->lane->waiter == g)
+		g->lane->waiter = NULL;
+}
+
+static void lane_poll(struct lane *l, struct cmx_gate *g)
+{
+	g->reports++;
+	l->waiter = g;
+	cmx_executor_run(cmx_srv->exec, poll_work, poll_done, g);
 }
 
 /* Once per loop turn: a callback on each in-order lane's newest command. */
@@ -296,6 +365,8 @@ static void flush_post(void *arg)
 			continue;
 		l->dirty = 0;
 		last = (struct cmx_gate *)((char *)l->tail - offsetof(struct cmx_gate, next_held));
+		if (!l->waiter)
+			lane_poll(l, last);
 		if (!last->has_cb)
 			watch(last);
 	}
@@ -678,11 +749,23 @@ static void release_upto(struct cmx_sched *sc, struct cmx_gate *g)
 	flush_released(sc);
 }
 
-/* g's command finished on the device, in ns of device time. */
+/* g's command finished on the device, in ns of device time: the driver's
+ * profile of it where it has one (every native queue profiles), else ns,
+ * its share of the time since the device last finished something. The
+ * profile leaves out what the device spends between commands: switching
+ * between tenants' contexts cost the H100 milliseconds, which, counted,
+ * made every estimate larger than the window. */
 static void account(struct cmx_sched *sc, struct cmx_gate *g, uint64_t ns, uint64_t now)
 {
 	struct cmx_tenant *t = g->t;
 	uint64_t undo = g->est / t->q.weight;
+	cl_ulong start = 0, end = 0;
+
+	if (!clGetEventProfilingInfo(g->done, CL_PROFILING_COMMAND_START, sizeof(start), &start,
+				     NULL) &&
+	    !clGetEventProfilingInfo(g->done, CL_PROFILING_COMMAND_END, sizeof(end), &end, NULL) &&
+	    end > start)
+		ns = end - start;
 
 	sc->running--;
 	sc->running_est -= g->est;
@@ -702,6 +785,15 @@ static void account(struct cmx_sched *sc, struct cmx_gate *g, uint64_t ns, uint6
 	}
 }
 
+/* x is accounted: freed now, or by the last of its reports still to come. */
+static void finish(struct cmx_gate *x)
+{
+	x->finished = 1;
+	atomic_store(&x->accounted, 1);
+	if (!x->reports)
+		gate_free(x);
+}
+
 /* g completed: so did everything before it in its in-order lane. */
 static void done_post(void *arg)
 {
@@ -710,14 +802,16 @@ static void done_post(void *arg)
 	struct lane *l = g->lane;
 	uint64_t now = cmx_now_ns(), from, total, k = 1;
 
+	g->reports--;
 	if (g->finished) {
-		gate_free(g);
+		if (!g->reports)
+			gate_free(g);
 		return;
 	}
 	if (!l) {
 		from = g->released > sc->last_done ? g->released : sc->last_done;
 		account(sc, g, now > from ? now - from : 0, now);
-		gate_free(g);
+		finish(g);
 		sc->last_done = now;
 		kick(sc);
 		return;
@@ -741,13 +835,15 @@ static void done_post(void *arg)
 		*pp = x->next_held;
 		if (l->tail == &x->next_held)
 			l->tail = pp;
+		if (l->waiter == x)
+			l->waiter = NULL;
 		account(sc, x, total / k, now);
-		/* One whose own callback is still to come is freed by it. */
-		if (x->has_cb && x != g)
-			x->finished = 1;
-		else
-			gate_free(x);
+		finish(x);
 	}
+	/* The poller goes on with what was enqueued since. */
+	if (l->head && l->in_order && !l->waiter)
+		lane_poll(l, (struct cmx_gate *)((char *)l->tail -
+						 offsetof(struct cmx_gate, next_held)));
 	lane_put(sc, l);
 	kick(sc);
 }

@@ -250,16 +250,22 @@ static void kernel_setup(struct client *c, const char *src, const char *name)
 	send_msg(c, &cmx_desc_CreateKernel_in, &kn, 0, NULL, 0);
 }
 
-static void launch(struct client *c, uint64_t event, uint64_t wait, uint64_t n)
+/* Kernel 0x10103 on queue, n work-items, after wait (0: none). */
+static void launch_on(struct client *c, uint64_t queue, uint64_t event, uint64_t wait, uint64_t n)
 {
 	uint64_t gl[1] = {n}, w[1] = {wait};
-	struct cmx_EnqueueKernel_in in = {.queue = {0x10101},
+	struct cmx_EnqueueKernel_in in = {.queue = {queue},
 					  .kernel = {0x10103},
 					  .global = {gl, 1},
 					  .wait = {w, wait ? 1 : 0},
 					  .event = {event}};
 
 	send_msg(c, &cmx_desc_EnqueueKernel_in, &in, 0, NULL, 0);
+}
+
+static void launch(struct client *c, uint64_t event, uint64_t wait, uint64_t n)
+{
+	launch_on(c, 0x10101, event, wait, n);
 }
 
 static int32_t event_status(struct client *c, uint64_t id)
@@ -291,6 +297,27 @@ static uint64_t metric(const char *name, const char *tenant)
 	v = strtoull(p + strlen(key), NULL, 10);
 	free(all);
 	return v;
+}
+
+/* A forked client is set up: it tells the parent (on fd), then waits to be
+ * killed. */
+static _Noreturn void child_park(int fd)
+{
+	if (write(fd, "x", 1) != 1)
+		_exit(1);
+	pause();
+	_exit(0);
+}
+
+/* Kills the client pid of tenant: all it was charged comes back. */
+static void killed_returns_all(pid_t pid, const char *tenant)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	field_becomes(tenant, "inflight", 0);
+	field_becomes(tenant, "mem", 0);
+	field_becomes(tenant, "objects", 0);
+	field_becomes(tenant, "sessions", 0);
 }
 
 /* ---- tests ---- */
@@ -418,19 +445,12 @@ START_TEST(killed_client_returns_memory)
 		context(&a, 0x10100);
 		buffer(&a, 0x10101, 0x10100, 512 << 10);
 		ping(&a);
-		if (write(pipefd[1], "x", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
+		child_park(pipefd[1]);
 	}
 	ck_assert_int_eq(read(pipefd[0], &x, 1), 1);
 	ck_assert_uint_eq(tenant_field("a", "mem"), 512 << 10);
 	ck_assert_uint_eq(tenant_field("a", "sessions"), 1);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	field_becomes("a", "mem", 0);
-	field_becomes("a", "objects", 0);
-	field_becomes("a", "sessions", 0);
+	killed_returns_all(pid, "a");
 }
 END_TEST
 
@@ -711,18 +731,6 @@ static void arg_int(struct client *c, uint64_t index, int32_t v)
 	send_msg(c, &cmx_desc_SetKernelArg_in, &in, 0, NULL, 0);
 }
 
-static void launch_on(struct client *c, uint64_t queue, uint64_t event, uint64_t wait)
-{
-	uint64_t gl[1] = {1}, w[1] = {wait};
-	struct cmx_EnqueueKernel_in in = {.queue = {queue},
-					  .kernel = {0x10103},
-					  .global = {gl, 1},
-					  .wait = {w, wait ? 1 : 0},
-					  .event = {event}};
-
-	send_msg(c, &cmx_desc_EnqueueKernel_in, &in, 0, NULL, 0);
-}
-
 static void queue(struct client *c, uint64_t id)
 {
 	uint64_t qprops[1] = {0};
@@ -760,11 +768,11 @@ static void put_setup(struct client *d)
 	ping(d);
 }
 
-/* A blocking read of n ints of buffer 0x10104 on queue 0x10101. */
-static void read_ints(struct client *c, int32_t *out, uint64_t n)
+/* A blocking read of n ints of buffer 0x10104 on queue. */
+static void read_ints(struct client *c, uint64_t queue, int32_t *out, uint64_t n)
 {
 	struct cmx_ReadBufferSync_in in = {
-	    .queue = {0x10101}, .mem = {0x10104}, .size = n * 4};
+	    .queue = {queue}, .mem = {0x10104}, .size = n * 4};
 	struct cmx_hdr h;
 	int64_t args[4];
 
@@ -781,7 +789,8 @@ static void read_ints(struct client *c, int32_t *out, uint64_t n)
  * kernel's arguments change between them: each launch must still write
  * its own slot with its own value (the held ones keep theirs). A launch on
  * a second queue waits for a held one, a marker on a third for another;
- * clFinish waits for the last held one. */
+ * clFinish waits for the first queue's last; a blocking read on the second
+ * queue, which cannot be held, has what is still held there go first. */
 START_TEST(held_commands)
 {
 	uint64_t b_ev[6], waits[2] = {0x10208, 0x10209};
@@ -797,17 +806,17 @@ START_TEST(held_commands)
 	for (int32_t i = 0; i < 8; i++) {
 		arg_int(&d, 1, i);
 		arg_int(&d, 2, 100 + i);
-		launch_on(&d, 0x10101, 0x10200 + (uint64_t)i, 0);
+		launch_on(&d, 0x10101, 0x10200 + (uint64_t)i, 0, 1);
 	}
 	arg_int(&d, 1, 8);
 	arg_int(&d, 2, 108);
-	launch_on(&d, 0x10110, 0x10208, 0x10207);
+	launch_on(&d, 0x10110, 0x10208, 0x10207, 1);
 	send_msg(&d, &cmx_desc_EnqueueMarker_in, &mk, 0, NULL, 0);
 	send_msg(&d, &cmx_desc_Finish_in, &fin, 1, NULL, 0);
 	ck_assert_int_eq(recv_reply(&d, &cmx_desc_Finish_out, &(struct cmx_Finish_out){0}, NULL), 0);
+	read_ints(&d, 0x10110, got, 9);
 	wait_events(&d, waits, 2);
 	ck_assert_int_eq(event_status(&d, 0x10209), 0 /* CL_COMPLETE */);
-	read_ints(&d, got, 9);
 	for (int i = 0; i < 9; i++)
 		ck_assert_msg(got[i] == 100 + i, "slot %d: %d, want %d", i, got[i], 100 + i);
 	for (unsigned i = 0; i < 6; i++)
@@ -842,24 +851,17 @@ START_TEST(killed_with_held)
 			_exit(1);
 		for (int32_t i = 0; i < 8; i++) {
 			arg_int(&d, 2, i);
-			launch_on(&d, 0x10101, 0x10200 + (uint64_t)i, 0);
+			launch_on(&d, 0x10101, 0x10200 + (uint64_t)i, 0, 1);
 		}
 		ping(&d);
-		if (write(to_parent[1], "x", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
+		child_park(to_parent[1]);
 	}
 	ck_assert_int_eq(read(to_parent[0], &x, 1), 1);
 	flood(&b, 0x10200);
 	ck_assert_int_eq(write(to_child[1], "g", 1), 1);
 	ck_assert_int_eq(read(to_parent[0], &x, 1), 1);
 	ck_assert_uint_gt(tenant_field("d", "inflight"), 0);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
-	field_becomes("d", "inflight", 0);
-	field_becomes("d", "objects", 0);
-	field_becomes("d", "mem", 0);
+	killed_returns_all(pid, "d");
 	wait_events(&b, (uint64_t[]){0x10200, 0x10201, 0x10202, 0x10203, 0x10204, 0x10205}, 6);
 	close(b.fd);
 	field_becomes("b", "inflight", 0);
