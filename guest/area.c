@@ -14,7 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define BLK CMX_AREA_BLK
+#define BLK  CMX_AREA_BLK
 #define PAGE 4096ull
 
 /* A heap block, kept in the guest's own memory: [off, off + total), its

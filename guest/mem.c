@@ -307,8 +307,11 @@ static cl_int area_map(cl_command_queue q, cl_mem m, cl_bool blocking, cl_map_fl
 
 static cl_int area_unmap(cl_command_queue q, cl_mem m, size_t off, struct cmx_cmd *c)
 {
-	struct cmx_UnmapBuffer_in in = {
-	    .queue = {q->id}, .mem = {m->id}, .offset = off, .wait = CMD_WAIT(c), .event = {c->ev_id}};
+	struct cmx_UnmapBuffer_in in = {.queue = {q->id},
+					.mem = {m->id},
+					.offset = off,
+					.wait = CMD_WAIT(c),
+					.event = {c->ev_id}};
 
 	return CMX_SEND(UnmapBuffer, &in);
 }
@@ -340,8 +343,8 @@ static cl_int area_transfer(cl_command_queue q, cl_mem m, size_t off, size_t siz
 	/* The map carries the wait list, the unmap the event. */
 	first.ev_id = 0;
 	last.w.n = 0;
-	e = area_map(q, m, CL_TRUE,
-		     write ? CL_MAP_WRITE_INVALIDATE_REGION : CL_MAP_READ, off, size, &first);
+	e = area_map(q, m, CL_TRUE, write ? CL_MAP_WRITE_INVALIDATE_REGION : CL_MAP_READ, off, size,
+		     &first);
 	if (e)
 		return e;
 	if (write)

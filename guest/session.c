@@ -906,6 +906,14 @@ static int open_area(struct cmx_session *s, int rings)
 	}
 	e = setup_call(s, s->fd, &cmx_desc_OpenArea_in, &in, ++s->seq, &cmx_desc_OpenArea_out,
 		       &out, fd);
+	if (e == -EPERM && (in.flags & CMX_AREA_HEAP)) {
+		/* A daemon from before the heap refuses the flag: ask again
+		 * for what it knows. */
+		in.flags &= ~(uint64_t)CMX_AREA_HEAP;
+		in.size = ring_len;
+		e = setup_call(s, s->fd, &cmx_desc_OpenArea_in, &in, ++s->seq,
+			       &cmx_desc_OpenArea_out, &out, fd);
+	}
 	if (e && e != -EPERM && e != -EPROTO)
 		goto out;
 	if (!e && fd[0] >= 0 && (!rings || (fd[1] >= 0 && (out.flags & CMX_AREA_RINGS))))

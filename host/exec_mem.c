@@ -14,7 +14,7 @@
 /* Host-access flags only bind the guest (which enforces them); the daemon
  * itself must be able to read and write every buffer. */
 #define HOST_ACCESS (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
-#define HOST_PTR (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR)
+#define HOST_PTR    (CL_MEM_USE_HOST_PTR | CL_MEM_ALLOC_HOST_PTR | CL_MEM_COPY_HOST_PTR)
 
 /* The native buffer of a CreateBuffer or CreateBufferArea that passed its
  * checks, charged to the tenant; host_ptr as the native call wants it. */
@@ -416,7 +416,8 @@ static void CL_CALLBACK area_buffer_gone(cl_mem m, void *blk)
 
 int cmx_h_CreateBufferArea(struct cmx_call *c, struct cmx_CreateBufferArea_in *in)
 {
-	cl_mem_flags flags = (in->flags & ~(cl_mem_flags)(HOST_ACCESS | HOST_PTR)) | CL_MEM_USE_HOST_PTR;
+	cl_mem_flags flags =
+	    (in->flags & ~(cl_mem_flags)(HOST_ACCESS | HOST_PTR)) | CL_MEM_USE_HOST_PTR;
 	cl_mem m;
 	cl_int e;
 

@@ -62,8 +62,9 @@ int cmx_h_OpenArea(struct cmx_call *c, struct cmx_OpenArea_in *in, struct cmx_Op
 
 	/* Only a Unix socket can carry the memfd, and only a peer on this
 	 * host can map it. */
-	if (c->s->area || (in->flags & ~(uint64_t)(CMX_AREA_RINGS | CMX_AREA_HEAP)) || !c->s->conn ||
-	    getsockname(c->s->conn->fd, (struct sockaddr *)&sa, &len) || sa.ss_family != AF_UNIX)
+	if (c->s->area || (in->flags & ~(uint64_t)(CMX_AREA_RINGS | CMX_AREA_HEAP)) ||
+	    !c->s->conn || getsockname(c->s->conn->fd, (struct sockaddr *)&sa, &len) ||
+	    sa.ss_family != AF_UNIX)
 		return CL_INVALID_OPERATION;
 	if (cmx_area_create(in->size, flags, &c->s->area, &fd))
 		return CL_OUT_OF_HOST_MEMORY;

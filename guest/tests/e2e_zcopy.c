@@ -20,19 +20,18 @@
 
 #define AHP (CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR)
 
-static const char zcopy_src[] =
-	"__kernel void inc(__global uint *x)\n"
-	"{\n"
-	"	x[get_global_id(0)] += 1;\n"
-	"}\n"
-	/* Long enough that a transfer which did not wait for it would be
-	 * overwritten (or read too early): every element ends +reps. */
-	"__kernel void slow_add(__global uint *x, uint reps)\n"
-	"{\n"
-	"	size_t i = get_global_id(0);\n"
-	"	for (uint r = 0; r < reps; r++)\n"
-	"		x[i] = x[i] * 3u + 1u;\n"
-	"}\n";
+static const char zcopy_src[] = "__kernel void inc(__global uint *x)\n"
+				"{\n"
+				"	x[get_global_id(0)] += 1;\n"
+				"}\n"
+				/* Long enough that a transfer which did not wait for it would be
+				 * overwritten (or read too early): every element ends +reps. */
+				"__kernel void slow_add(__global uint *x, uint reps)\n"
+				"{\n"
+				"	size_t i = get_global_id(0);\n"
+				"	for (uint r = 0; r < reps; r++)\n"
+				"		x[i] = x[i] * 3u + 1u;\n"
+				"}\n";
 
 struct kern {
 	cl_program prog;
@@ -84,8 +83,8 @@ static void *map(struct e2e_plat *p, cl_mem m, cl_bool blocking, cl_map_flags f,
 }
 
 /* Runs `run` on both platforms; each must leave want's bytes in its out. */
-static void both_match(void (*run)(struct e2e_plat *, cl_uint *), const cl_uint *want,
-		       size_t bytes, const char *what)
+static void both_match(void (*run)(struct e2e_plat *, cl_uint *), const cl_uint *want, size_t bytes,
+		       const char *what)
 {
 	cl_uint *nat = e2e_xcalloc(bytes), *virt = e2e_xcalloc(bytes);
 	char msg[128];
@@ -215,7 +214,7 @@ END_TEST
 
 /* ---- queue order: a transfer happens when its turn comes ---- */
 
-#define ORD_N (1024u * 1024) /* uints: 4 MiB */
+#define ORD_N	 (1024u * 1024) /* uints: 4 MiB */
 #define ORD_REPS 200u
 
 /*
@@ -246,8 +245,8 @@ static void order_run(struct e2e_plat *p, cl_uint *out, cl_uint *out2)
 	E2E_OK(p, clSetKernelArg(k.inc, 0, sizeof(m), &m));
 	{
 		size_t n = ORD_N;
-		E2E_OK(p, clEnqueueNDRangeKernel(p->queue, k.inc, 1, NULL, &n, NULL, 1, &gate,
-						 NULL));
+		E2E_OK(p,
+		       clEnqueueNDRangeKernel(p->queue, k.inc, 1, NULL, &n, NULL, 1, &gate, NULL));
 	}
 	E2E_OK(p, clEnqueueWriteBuffer(p->queue, m, CL_FALSE, 0, bytes, src, 0, NULL, &ev));
 	E2E_OK(p, clSetUserEventStatus(gate, CL_COMPLETE));
@@ -417,8 +416,8 @@ static void busy_client(int ready)
 		    clEnqueueWriteBuffer(p.queue, m, CL_FALSE, 0, bytes, host, 0, NULL, NULL) ||
 		    clEnqueueReadBuffer(p.queue, m, CL_FALSE, 0, bytes, host, 0, NULL, NULL))
 			_exit(4);
-		ptr = clEnqueueMapBuffer(p.queue, m, CL_FALSE, CL_MAP_WRITE, 0, bytes, 0, NULL, NULL,
-					 &err);
+		ptr = clEnqueueMapBuffer(p.queue, m, CL_FALSE, CL_MAP_WRITE, 0, bytes, 0, NULL,
+					 NULL, &err);
 		if (err || clEnqueueUnmapMemObject(p.queue, m, ptr, 0, NULL, NULL))
 			_exit(5);
 		if (i == 1 && write(ready, &one, 1) != 1)

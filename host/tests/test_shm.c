@@ -329,8 +329,7 @@ END_TEST
 /* CreateBufferArea of the block at off (len bytes) as id 0x10013. */
 static void area_buffer(struct client *c, uint32_t off, uint64_t len)
 {
-	struct cmx_CreateBufferArea_in in = {
-	    .mem = {0x10013}, .context = {0x10010}, .size = len};
+	struct cmx_CreateBufferArea_in in = {.mem = {0x10013}, .context = {0x10010}, .size = len};
 
 	send_area(c, &cmx_desc_CreateBufferArea_in, &in, 0, off, len);
 }
@@ -412,8 +411,8 @@ START_TEST(area_buffer_lies)
 		struct cmx_UnmapBuffer_in unmap = {
 		    .queue = {0x10011}, .mem = {0x10013}, .offset = 1 << 20, .event = {0x10020}};
 		struct cmx_GetMemInfo_in info = {.mem = {0x10013}, .param = CL_MEM_SIZE};
-		struct cmx_GetEventInfo_in ev = {
-		    .event = {0x10020}, .param = CL_EVENT_COMMAND_EXECUTION_STATUS};
+		struct cmx_GetEventInfo_in ev = {.event = {0x10020},
+						 .param = CL_EVENT_COMMAND_EXECUTION_STATUS};
 		struct cmx_ReleaseMem_in rel = {.mem = {0x10013}};
 		struct cmx_GetEventInfo_out eo;
 		uint8_t junk[4096] = {0}, *keep;
@@ -475,7 +474,8 @@ START_TEST(area_buffer_lies)
 			break;
 		}
 		if (closes)
-			ck_assert_msg(closed_by_daemon(c.fd), "lying area buffer %d not refused", i);
+			ck_assert_msg(closed_by_daemon(c.fd), "lying area buffer %d not refused",
+				      i);
 		else
 			ping_ok(&c);
 		close(c.fd);
