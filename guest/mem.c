@@ -354,6 +354,72 @@ static cl_int area_transfer(cl_command_queue q, cl_mem m, size_t off, size_t siz
 	return area_unmap(q, m, off, &last);
 }
 
+/*
+ * A non-blocking write of such a buffer copies once as well, when its turn
+ * comes: a non-blocking native map, whose completion the notification
+ * thread answers by copying the application's data into the storage and
+ * opening a user event that holds the unmap back; the unmap carries the
+ * application's event. The application keeps ptr until that event, as
+ * it must for any non-blocking write.
+ */
+struct later_write {
+	void *dst;
+	const void *src;
+	size_t size;
+	cl_event gate;
+};
+
+static void CL_CALLBACK later_copy(cl_event mapped, cl_int status, void *arg)
+{
+	struct later_write *w = arg;
+
+	if (status >= 0)
+		memcpy(w->dst, w->src, w->size);
+	cmx_clSetUserEventStatus(w->gate, status >= 0 ? CL_COMPLETE : status);
+	cmx_clReleaseEvent(w->gate);
+	free(w);
+}
+
+static cl_int area_write_later(cl_command_queue q, cl_mem m, size_t off, size_t size,
+			       const void *ptr, cl_uint n, const cl_event *list, cl_event *event)
+{
+	struct later_write *w = malloc(sizeof(*w));
+	cl_event mapped = NULL;
+	cl_int e = CL_OUT_OF_HOST_MEMORY;
+
+	if (!w)
+		return e;
+	w->src = ptr;
+	w->size = size;
+	w->gate = cmx_clCreateUserEvent(q->ctx, &e);
+	if (e)
+		goto fail;
+	w->dst = cmx_clEnqueueMapBuffer(q, m, CL_FALSE, CL_MAP_WRITE_INVALIDATE_REGION, off, size,
+					n, list, &mapped, &e);
+	if (e)
+		goto fail_gate;
+	e = cmx_clEnqueueUnmapMemObject(q, m, w->dst, 1, &w->gate, event);
+	if (e) {
+		cmx_clReleaseEvent(mapped);
+		goto fail_gate;
+	}
+	if (event && *event)
+		(*event)->type = CL_COMMAND_WRITE_BUFFER;
+	if (cmx_clSetEventCallback(mapped, CL_COMPLETE, later_copy, w)) {
+		/* No callback to come: do its work here. */
+		later_copy(mapped, cmx_clWaitForEvents(1, &mapped) ? -1 : CL_COMPLETE, w);
+	}
+	cmx_clReleaseEvent(mapped);
+	return CL_SUCCESS;
+
+fail_gate:
+	cmx_clSetUserEventStatus(w->gate, CL_OUT_OF_RESOURCES);
+	cmx_clReleaseEvent(w->gate);
+fail:
+	free(w);
+	return e;
+}
+
 /* Reads [off, off + size) of m into dst for a command that passed its
  * checks: blocking, the data is in dst on return; otherwise it lands later
  * and `finish` runs then. */
@@ -815,6 +881,8 @@ cl_int cmx_clEnqueueWriteBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, 
 	struct cmx_cmd c;
 	cl_int e = io_check(q, m, off, size, ptr, 0);
 
+	if (!e && !blocking && area_direct(q, m, size))
+		return area_write_later(q, m, off, size, ptr, n, list, event);
 	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_WRITE_BUFFER)))
 		return e;
 	in = (struct cmx_WriteBuffer_in){.queue = {q->id},

@@ -171,6 +171,21 @@ void cmx_session_release(struct cmx_session *s, uint64_t id, unsigned kind)
 		free_obj(s, o);
 }
 
+/* A user event the guest never set would hold the commands waiting for it
+ * (and what they use) for ever: a closing session completes it. Not with
+ * an error status: PoCL 3.1 aborts failing the commands that wait on it
+ * (a pthread error in pocl_update_event_failed()). Setting one already
+ * set only fails the call. */
+static void user_event_end(struct cmx_obj *o)
+{
+	cl_command_type t = 0;
+
+	if (o->kind == CMX_K_EVENT && o->h &&
+	    !clGetEventInfo(o->h, CL_EVENT_COMMAND_TYPE, sizeof(t), &t, NULL) &&
+	    t == CL_COMMAND_USER)
+		clSetUserEventStatus(o->h, CL_COMPLETE);
+}
+
 static void collect(struct cmx_obj *o, void *arg)
 {
 	struct cmx_obj ***cursor = arg;
@@ -204,6 +219,7 @@ void cmx_session_close(struct cmx_session *s)
 		for (int kind = CMX_K_COUNT - 1; kind > CMX_K_DEVICE; kind--)
 			for (size_t i = 0; i < n; i++)
 				if (all[i] && all[i]->kind == kind) {
+					user_event_end(all[i]);
 					free_obj(s, all[i]);
 					all[i] = NULL;
 				}
