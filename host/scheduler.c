@@ -365,7 +365,10 @@ static void flush_post(void *arg)
 			continue;
 		l->dirty = 0;
 		last = (struct cmx_gate *)((char *)l->tail - offsetof(struct cmx_gate, next_held));
-		if (!l->waiter)
+		/* Quick completion reports matter when tenants contend; a
+		 * lone tenant's callbacks do, and a poller would take a core
+		 * from its enqueueing on a small machine. */
+		if (!l->waiter && (sc->busy > 1 || sc->held))
 			lane_poll(l, last);
 		if (!last->has_cb)
 			watch(last);
