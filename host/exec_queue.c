@@ -6,7 +6,7 @@
 
 int cmx_h_CreateQueue(struct cmx_call *c, struct cmx_CreateQueue_in *in)
 {
-	cl_command_queue_properties flags = 0;
+	cl_command_queue_properties flags = 0, prof = cmx_srv->profile ? CL_QUEUE_PROFILING_ENABLE : 0;
 	cl_queue_properties props[16];
 	cl_command_queue q;
 	struct cmx_obj *o;
@@ -20,22 +20,22 @@ int cmx_h_CreateQueue(struct cmx_call *c, struct cmx_CreateQueue_in *in)
 		if (in->props.v[i] == CL_QUEUE_PROPERTIES) {
 			flags = in->props.v[i + 1];
 			has_flags = 1;
-			props[n - 1] |= CL_QUEUE_PROFILING_ENABLE;
+			props[n - 1] |= prof;
 		}
 	}
-	/* Natively every queue profiles: the scheduler takes a command's device
-	 * time from it (host/scheduler.c). The guest answers profiling queries
-	 * from the properties it asked for. */
-	if (!has_flags) {
+	/* Where tenants share the device every native queue profiles: the
+	 * scheduler takes a command's device time from it (host/scheduler.c).
+	 * The guest answers profiling queries from the properties it asked
+	 * for. */
+	if (!has_flags && prof) {
 		props[n++] = CL_QUEUE_PROPERTIES;
-		props[n++] = CL_QUEUE_PROFILING_ENABLE;
+		props[n++] = prof;
 	}
 	props[n] = 0;
 	if (cmx_srv->platform_version >= 200)
 		q = clCreateCommandQueueWithProperties(in->context.h, in->device.h, props, &e);
 	else
-		q = clCreateCommandQueue(in->context.h, in->device.h,
-					 flags | CL_QUEUE_PROFILING_ENABLE, &e);
+		q = clCreateCommandQueue(in->context.h, in->device.h, flags | prof, &e);
 	if (e)
 		return e;
 	if (cmx_session_add(c->s, in->queue.id, CMX_K_QUEUE, q, in->context.h, 0, &o)) {

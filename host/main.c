@@ -119,6 +119,13 @@ static int tenants_setup(struct cmx_server *srv, const char *config)
 			return -EINVAL;
 		}
 	}
+	/* Tenants to be fair to: a config, several tenants, or tokens that
+	 * name tenants. A daemon of one tenant pays no profiling. */
+	srv->profile = srv->config_path || srv->tenants.count > 1;
+	for (unsigned i = 0; i < nlisteners && !srv->profile; i++) {
+		char v[8];
+		srv->profile = cmx_addr_opt(&listeners[i].addr, "tokens", v, sizeof(v)) != -ENOENT;
+	}
 	return 0;
 }
 

@@ -753,8 +753,9 @@ static void release_upto(struct cmx_sched *sc, struct cmx_gate *g)
 }
 
 /* g's command finished on the device, in ns of device time: the driver's
- * profile of it where it has one (every native queue profiles), else ns,
- * its share of the time since the device last finished something. The
+ * profile of it where it has one (native queues profile where tenants
+ * share the device: struct cmx_server's profile), else ns, its share of
+ * the time since the device last finished something. The
  * profile leaves out what the device spends between commands: switching
  * between tenants' contexts cost the H100 milliseconds, which, counted,
  * made every estimate larger than the window. */

@@ -353,8 +353,23 @@ START_TEST(lying_subdevices)
 	send_msg(&c, &cmx_desc_GetDeviceInfo_in, &dq, 1, NULL, 0);
 	ck_assert_int_eq(recv_reply(&c, &cmx_desc_GetDeviceInfo_out, &dout, &keep), CL_SUCCESS);
 	free(keep);
+	/* A device that cannot be partitioned (a GPU) refuses as natively. */
+	dq.param = CL_DEVICE_PARTITION_MAX_SUB_DEVICES;
+	send_msg(&c, &cmx_desc_GetDeviceInfo_in, &dq, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_GetDeviceInfo_out, &dout, &keep), CL_SUCCESS);
+	memcpy(&cu, dout.value.ptr, sizeof(cu));
+	free(keep);
+	dq.param = CL_DEVICE_NAME;
 	sd.devices.id = 0x10700;
 	send_msg(&c, &cmx_desc_CreateSubDevices_in, &sd, 1, NULL, 0);
+	if (cu < 2) {
+		ck_assert_int_ne(recv_reply(&c, &cmx_desc_CreateSubDevices_out, &sout, NULL),
+				 CL_SUCCESS);
+		ping_ok(&c);
+		close(c.fd);
+		counts_return(o0, b0);
+		return;
+	}
 	ck_assert_int_eq(recv_reply(&c, &cmx_desc_CreateSubDevices_out, &sout, NULL), CL_SUCCESS);
 	rel.device.id = 0x10700;
 	send_msg(&c, &cmx_desc_ReleaseDevice_in, &rel, 0, NULL, 0);
