@@ -109,6 +109,10 @@ int cmx_device_open(struct cmx_server *srv, const char *spec)
 	if (sscanf(ver, "OpenCL %d.%d", &major, &minor) != 2)
 		major = 1, minor = 2;
 	srv->platform_version = (cl_uint)(major * 100 + minor);
+	/* Oclgrind runs the whole queue inside clFlush (and only there or in
+	 * a wait): on the loop that would hold every session for as long as
+	 * its kernels take. */
+	srv->flush_runs = strstr(all[pick].pname, "Oclgrind") != NULL;
 	cmx_info("serving %s / %s (%s)", all[pick].pname, all[pick].dname, ver);
 	return 0;
 }

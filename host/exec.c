@@ -106,13 +106,22 @@ static cl_int watch(cl_event e)
 	return CL_QUEUED;
 }
 
+void cmx_queue_flush(cl_command_queue q)
+{
+	if (!cmx_srv->flush_runs)
+		clFlush(q);
+}
+
 int cmx_defer_wait(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status))
 {
-	cl_int status;
+	cl_int status = CL_QUEUED;
 
-	/* Every call deferred this way starts with its queue. */
-	clFlush(((struct cmx_ref *)c->in)->h);
-	status = watch(e);
+	/* Every call deferred this way starts with its queue. A driver that
+	 * runs its queue only in a flush or a wait gets the executor's. */
+	if (!cmx_srv->flush_runs) {
+		clFlush(((struct cmx_ref *)c->in)->h);
+		status = watch(e);
+	}
 	if (status <= CL_COMPLETE) {
 		c->status = status;
 		post_fin(c);

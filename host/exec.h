@@ -33,6 +33,10 @@ int cmx_defer_event(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call 
  * call's first argument is its queue, flushed here. */
 int cmx_defer_wait(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status));
 
+/* clFlush on the loop, except where the driver runs the queue inside it
+ * (struct cmx_server's flush_runs): there an executor's wait does. */
+void cmx_queue_flush(cl_command_queue q);
+
 /* Runs work(c) on an executor thread, then fin(c, status) (or, with fin
  * NULL, cmx_call_done) on the loop. Returns CMX_DEFER. */
 int cmx_defer_work(struct cmx_call *c, int (*work)(struct cmx_call *c),

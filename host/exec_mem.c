@@ -474,7 +474,7 @@ struct cmx_amap {
 static void amap_end(struct cmx_amap *a, int unmap)
 {
 	if (unmap && !clEnqueueUnmapMemObject(a->q, a->m, a->ptr, 0, NULL, NULL))
-		clFlush(a->q);
+		cmx_queue_flush(a->q);
 	clReleaseMemObject(a->m);
 	clReleaseCommandQueue(a->q);
 	free(a);

@@ -52,8 +52,16 @@ int cmx_h_ReleaseQueue(struct cmx_call *c, struct cmx_ReleaseQueue_in *in)
 	return CL_SUCCESS;
 }
 
+static int flush_work(struct cmx_call *c)
+{
+	return clFlush(((struct cmx_Flush_in *)c->in)->queue.h);
+}
+
 int cmx_h_Flush(struct cmx_call *c, struct cmx_Flush_in *in)
 {
+	/* Where the driver runs the queue inside clFlush, off the loop. */
+	if (cmx_srv->flush_runs)
+		return cmx_defer_work(c, flush_work, NULL);
 	return clFlush(in->queue.h);
 }
 
@@ -70,7 +78,7 @@ int cmx_h_Finish(struct cmx_call *c, struct cmx_Finish_in *in, struct cmx_Finish
 	cl_int status = CL_QUEUED, e;
 	cl_event ev;
 
-	clFlush(in->queue.h);
+	cmx_queue_flush(in->queue.h);
 	if (q->last) {
 		/* In order: done when the last command is. Often it already is,
 		 * and the reply goes out at once. */
@@ -88,7 +96,6 @@ int cmx_h_Finish(struct cmx_call *c, struct cmx_Finish_in *in, struct cmx_Finish
 	e = clEnqueueMarkerWithWaitList(in->queue.h, 0, NULL, &ev);
 	if (e)
 		return e;
-	clFlush(in->queue.h);
 	e = cmx_defer_wait(c, ev, finish_done);
 	clReleaseEvent(ev);
 	return e;

@@ -674,7 +674,7 @@ static void flush_released(struct cmx_sched *sc)
 		if (l->unflushed) {
 			l->unflushed = 0;
 			sc->unflushed--;
-			clFlush(l->queue);
+			cmx_queue_flush(l->queue);
 		}
 }
 

@@ -38,6 +38,9 @@ struct cmx_server {
 	 * several tenants can share the device (NVIDIA: enqueue rate 0.47 of
 	 * native with every queue profiling, 0.76 without). */
 	int profile;
+	/* The driver runs its queue inside clFlush (Oclgrind): the loop never
+	 * flushes (cmx_queue_flush()); waits on executors drive the queue. */
+	int flush_runs;
 	uint64_t started_ns;
 	struct cmx_sched *sched;
 };
