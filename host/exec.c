@@ -6,7 +6,6 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "executor.h"
 #include "log.h"
@@ -75,24 +74,17 @@ static int wait_work(struct cmx_call *c)
  * (an executor wake-up and a post back to the loop fewer). The watch ends
  * at once when another connection's I/O waits for the loop; it yields the
  * core on every look, so the driver's own threads are not starved on a
- * small machine. Drivers that run a queue only while someone waits on it
- * (Oclgrind) finish on the executor after the watch, as before.
+ * small machine. A driver that runs its queue only in a flush or a wait
+ * (Oclgrind: struct cmx_server's flush_runs) is not watched: an executor
+ * waits at once.
  */
 #define WATCH_NS 100000
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* The event's status once it has ended (CL_COMPLETE or its error), or
  * CL_QUEUED if it is still running when the watch ends. */
 static cl_int watch(cl_event e)
 {
-	uint64_t end = now_ns() + WATCH_NS;
+	uint64_t end = cmx_now_ns() + WATCH_NS;
 	cl_int status;
 
 	do {
@@ -102,7 +94,7 @@ static cl_int watch(cl_event e)
 		if (status <= CL_COMPLETE)
 			return status;
 		sched_yield();
-	} while (!cmx_loop_io_ready(cmx_srv->loop) && now_ns() < end);
+	} while (!cmx_loop_io_ready(cmx_srv->loop) && cmx_now_ns() < end);
 	return CL_QUEUED;
 }
 
