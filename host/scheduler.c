@@ -39,6 +39,13 @@
  * completed with done's status when the scheduler learns done completed
  * (at once, with a callback of its own, when something native waits on ph:
  * `exposed`).
+ *
+ * A lone tenant's launches that go straight to the driver share one gate
+ * per in-order queue and loop turn (`n` commands, `done` the newest): they
+ * finish in order, and a gate per launch cost each launch an allocation,
+ * an accounting and its event's last release on the loop, a large part of
+ * what an empty kernel costs PoCL. The gate takes launches until its
+ * completion is watched (flush_post()).
  */
 struct cmx_gate {
 	struct cmx_tenant *t;
@@ -49,6 +56,7 @@ struct cmx_gate {
 	cl_event deps[MAX_DEPS]; /* guest user events it waits for, not yet set */
 	unsigned ndeps;
 	uint64_t released, est; /* when it went on the device; charged estimate */
+	unsigned n;		/* commands it stands for: done and those before it */
 	cl_command_queue queue;
 	struct lane *lane;	    /* its queue's */
 	struct cmx_gate *next_held; /* while held: the tenant's FIFO; then its lane */
@@ -128,10 +136,16 @@ static void inflight_inc(struct cmx_sched *sc, struct cmx_tenant *t)
 		sc->busy++;
 }
 
+static void inflight_sub(struct cmx_sched *sc, struct cmx_tenant *t, unsigned n)
+{
+	t->inflight -= n;
+	if (!t->inflight)
+		sc->busy--;
+}
+
 static void inflight_dec(struct cmx_sched *sc, struct cmx_tenant *t)
 {
-	if (!--t->inflight)
-		sc->busy--;
+	inflight_sub(sc, t, 1);
 }
 
 /* Cleared once the daemon has stopped its loop: a driver thread's late
@@ -447,6 +461,7 @@ static void charge_start(struct cmx_sched *sc, struct cmx_gate *g, uint64_t now)
 
 	g->released = now;
 	g->est = estimate(sc, t);
+	g->n = 1;
 	sc->running++;
 	sc->running_est += g->est;
 	sc->vclock = t->vtime;
@@ -765,23 +780,28 @@ static void account(struct cmx_sched *sc, struct cmx_gate *g, uint64_t ns, uint6
 	uint64_t undo = g->est / t->q.weight;
 	cl_ulong start = 0, end = 0;
 
-	if (!clGetEventProfilingInfo(g->done, CL_PROFILING_COMMAND_START, sizeof(start), &start,
+	/* A gate of several commands has the profile of its newest only. */
+	if (g->n == 1 &&
+	    !clGetEventProfilingInfo(g->done, CL_PROFILING_COMMAND_START, sizeof(start), &start,
 				     NULL) &&
 	    !clGetEventProfilingInfo(g->done, CL_PROFILING_COMMAND_END, sizeof(end), &end, NULL) &&
 	    end > start)
 		ns = end - start;
 
-	sc->running--;
+	sc->running -= g->n;
 	sc->running_est -= g->est;
-	t->est_ns = t->est_ns ? (t->est_ns * 7 + ns) / 8 : ns;
+	/* The running average per command, as if they had come one by one
+	 * (after 16 the older value weighs 0.12: enough). */
+	for (unsigned i = 0; i < g->n && i < 16; i++)
+		t->est_ns = t->est_ns ? (t->est_ns * 7 + ns / g->n) / 8 : ns / g->n;
 	/* The estimate charged at release, replaced by the measure. */
 	t->vtime += ns / t->q.weight;
 	t->vtime -= undo < t->vtime ? undo : t->vtime;
 	if (t->q.cap)
 		t->cap_tokens -= (int64_t)ns - (int64_t)g->est;
 	cmx_tenant_account(t, ns, now);
-	inflight_dec(sc, t);
-	t->completed++;
+	inflight_sub(sc, t, g->n);
+	t->completed += g->n;
 	if (g->ph) {
 		cl_int st = CL_COMPLETE;
 		clGetEventInfo(g->done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL);
@@ -804,7 +824,7 @@ static void done_post(void *arg)
 	struct cmx_gate *g = arg, *x;
 	struct cmx_sched *sc = cmx_srv->sched;
 	struct lane *l = g->lane;
-	uint64_t now = cmx_now_ns(), from, total, k = 1;
+	uint64_t now = cmx_now_ns(), from, total, k = g->n, gates = 1;
 
 	g->reports--;
 	if (g->finished) {
@@ -821,8 +841,10 @@ static void done_post(void *arg)
 		return;
 	}
 	if (l->in_order)
-		for (x = l->head, k = 1; x != g; x = x->next_held)
-			k++;
+		for (x = l->head; x != g; x = x->next_held) {
+			gates++;
+			k += x->n;
+		}
 	/* The device's time since it last finished something, or since the
 	 * first of these started if later: serial device time, shared evenly
 	 * among the k commands this completion reports. */
@@ -830,7 +852,7 @@ static void done_post(void *arg)
 	from = x->released > sc->last_done ? x->released : sc->last_done;
 	total = now > from ? now - from : 0;
 	sc->last_done = now;
-	for (uint64_t i = 0; i < k; i++) {
+	for (uint64_t i = 0; i < gates; i++) {
 		struct cmx_gate **pp = &l->head;
 		if (!l->in_order)
 			while (*pp != g)
@@ -841,11 +863,12 @@ static void done_post(void *arg)
 			l->tail = pp;
 		if (l->waiter == x)
 			l->waiter = NULL;
-		account(sc, x, total / k, now);
+		account(sc, x, total * x->n / (k ? k : 1), now);
 		finish(x);
 	}
-	/* The poller goes on with what was enqueued since. */
-	if (l->head && l->in_order && !l->waiter)
+	/* The poller goes on with what was enqueued since (only while tenants
+	 * contend, as in flush_post()). */
+	if (l->head && l->in_order && !l->waiter && (sc->busy > 1 || sc->held))
 		lane_poll(l, (struct cmx_gate *)((char *)l->tail -
 						 offsetof(struct cmx_gate, next_held)));
 	lane_put(sc, l);
@@ -888,6 +911,22 @@ static int alone(const struct cmx_sched *sc, const struct cmx_tenant *t)
 	return sc->busy == (t->inflight ? 1u : 0u);
 }
 
+/* The gate a lone tenant's next launch on l may join: l's newest, while
+ * nothing watches it yet (flush_post() closes it once per loop turn) and
+ * it stands only for commands that went straight to the driver. */
+static struct cmx_gate *open_gate(struct lane *l, const struct cmx_tenant *t)
+{
+	struct cmx_gate *g;
+
+	if (!l || !l->in_order || !l->dirty || !l->head)
+		return NULL;
+	g = (struct cmx_gate *)((char *)l->tail - offsetof(struct cmx_gate, next_held));
+	if (g->has_cb || g->exposed || g->ph || g->op || g->finished || l->waiter == g ||
+	    g->t != t)
+		return NULL;
+	return g;
+}
+
 int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct cmx_sched_cmd *cmd)
 {
 	struct cmx_sched *sc = cmx_srv->sched;
@@ -900,6 +939,7 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	cmd->nwait = nwait;
 	cmd->wait = (const cl_event *)wait;
 	cmd->g = NULL;
+	cmd->join = NULL;
 	cmd->hold = 0;
 	if (!sc || !q)
 		return CL_SUCCESS;
@@ -907,6 +947,11 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 		t->refused++;
 		return CL_OUT_OF_RESOURCES;
 	}
+	/* Alone, uncapped, nothing held and nothing to wait for: straight to
+	 * the driver, in the gate of the launches before it. */
+	if (holdable && !nwait && !sc->held && !t->q.cap && alone(sc, t) &&
+	    (cmd->join = open_gate(sc->lanes ? lane_find(sc, q->h) : NULL, t)))
+		return CL_SUCCESS;
 	g = calloc(1, sizeof(*g) + nwait * sizeof(cl_event));
 	if (!g)
 		return CL_OUT_OF_HOST_MEMORY;
@@ -1025,7 +1070,26 @@ void cmx_sched_end(struct cmx_sched_cmd *cmd, cl_int err, cl_event ev)
 	struct cmx_sched *sc = cmx_srv->sched;
 	struct cmx_gate *g = cmd->g;
 	struct cmx_tenant *t;
+	uint64_t est;
 
+	if (cmd->join && !err) {
+		/* Its gate now ends with it (see struct cmx_gate). */
+		g = cmd->join;
+		t = g->t;
+		clRetainEvent(ev);
+		clReleaseEvent(g->done);
+		g->done = ev;
+		est = estimate(sc, t);
+		g->n++;
+		g->est += est;
+		sc->running++;
+		sc->running_est += est;
+		sc->vclock = t->vtime;
+		t->vtime += est / t->q.weight;
+		inflight_inc(sc, t);
+		t->launched++;
+		return;
+	}
 	if (!g)
 		return;
 	t = g->t;

@@ -50,7 +50,8 @@ struct cmx_sched_cmd {
 	cl_uint nwait;
 	const cl_event *wait;
 	struct cmx_gate *g;
-	int hold; /* the command must wait in the daemon for its turn */
+	struct cmx_gate *join; /* or: the command joins this gate (a lone tenant's) */
+	int hold;	       /* the command must wait in the daemon for its turn */
 };
 
 int cmx_sched_create(struct cmx_server *srv, uint64_t window_us);

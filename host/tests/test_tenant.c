@@ -617,6 +617,31 @@ START_TEST(cap_quota)
 }
 END_TEST
 
+/* A lone tenant's launches without events share the scheduler's gates
+ * (one per queue and loop turn, host/scheduler.c): each one is still
+ * counted as launched and as completed, and nothing stays in flight. */
+START_TEST(lone_launches_counted)
+{
+	static const char src[] = "kernel void k(void) { }\n";
+	uint64_t n = 3000, last = 0x10400;
+	uint64_t l0 = metric("commands_launched_total", "d");
+	uint64_t c0 = metric("commands_completed_total", "d");
+	struct client d;
+
+	field_becomes("d", "inflight", 0);
+	hello_at(&d, sock_d);
+	kernel_setup(&d, src, "k");
+	for (uint64_t i = 0; i < n; i++)
+		launch(&d, i + 1 == n ? last : 0, 0, 1);
+	wait_events(&d, &last, 1);
+	field_becomes("d", "inflight", 0);
+	ck_assert_uint_eq(metric("commands_launched_total", "d") - l0, n);
+	ck_assert_uint_eq(metric("commands_completed_total", "d") - c0, n);
+	close(d.fd);
+	field_becomes("d", "objects", 0);
+}
+END_TEST
+
 START_TEST(metrics_and_tables)
 {
 	char *m = ask(metrics, "GET /metrics HTTP/1.0\r\n\r\n"), *t;
@@ -910,6 +935,7 @@ int main(void)
 	tcase_add_test(tc, memory_quota);
 	tcase_add_test(tc, object_quota);
 	tcase_add_test(tc, inflight_quota);
+	tcase_add_test(tc, lone_launches_counted);
 	tcase_add_test(tc, forged_ids_across_tenants);
 	tcase_add_test(tc, killed_client_returns_memory);
 	tcase_add_test(tc, non_root_refused);
