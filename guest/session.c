@@ -141,7 +141,11 @@ static int ring_wait(struct cmx_session *s, struct cmx_ring *r, int producer)
 			return 0;
 		if (atomic_load(&s->broken))
 			return -ECONNRESET;
-		if (!nap && ((i & 63) || now_ns() < until)) {
+		/* A full command ring is a whole ring of calls ahead of the
+		 * daemon: room comes back only after it has run many of them,
+		 * so the producer sleeps at once (the daemon's consume wakes
+		 * it) instead of spinning on the core they run on. */
+		if (!nap && !(producer && !s->ivs.map) && ((i & 63) || now_ns() < until)) {
 			sched_yield(); /* lets a runnable thread of this core (the driver's) go first */
 			continue;
 		}
