@@ -30,7 +30,8 @@ int cmx_defer_event(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call 
  * loop watches e for a short while (fin may run before this returns), then
  * an executor thread waits for it, which wakes sooner than a driver's
  * callback thread on some drivers (NVIDIA: tens of microseconds). The
- * call's first argument is its queue, flushed here. */
+ * call's first argument is its queue, flushed here where the driver needs
+ * it (cmx_queue_flush_to_wait()). */
 int cmx_defer_wait(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status));
 
 /* From any thread: finishes a call deferred with fin set (c->fin) on the

@@ -14,7 +14,6 @@
 
 #include "buf.h"
 #include "exec.h"
-#include "executor.h"
 #include "fdio.h"
 #include "log.h"
 #include "mayprint.h"
@@ -28,7 +27,6 @@ struct kp_cmd {
 	struct kp_cmd *next;
 	uint64_t session, tag;
 	cl_event gate;	/* user event in the kernel's wait list; set when it may run */
-	cl_event ev;	/* the launch's own (retained) */
 	/* What it waits for natively besides the gate (its wait list, and an
 	 * in-order queue's previous command): it is let run only once these
 	 * are done, so the one running never waits on anything but the device
@@ -165,8 +163,6 @@ static void cmd_free(struct kp_cmd *k)
 		clReleaseEvent(k->deps[i]);
 	free(k->deps);
 	clReleaseEvent(k->gate);
-	if (k->ev)
-		clReleaseEvent(k->ev);
 	free(k);
 }
 
@@ -255,42 +251,13 @@ static void send_output(struct kp_cmd *k)
 			   bytes ? free : NULL);
 }
 
-/*
- * NVIDIA writes a kernel's printf output when the host synchronises with
- * the device (clFinish, clWaitForEvents), not when the kernel completes
- * (docs/gpu.md, "Kernel printf"): a wait for the completed launch on an
- * executor thread (it may block: never on the loop, nor in a callback)
- * makes it write. PoCL has written before it reports completion; the
- * wait returns at once there.
- */
-static void kp_sync(void *arg)
-{
-	struct kp_cmd *k = arg;
-
-	clWaitForEvents(1, &k->ev);
-}
-
-static void kp_output(void *arg)
-{
-	struct kp_cmd *k = arg;
-
-	drain();
-	send_output(k);
-	kp.out.len = 0;
-	kp.running = NULL;
-	cmd_free(k);
-	kick();
-}
-
 static void kp_done(void *arg)
 {
 	struct kp_cmd *k = arg;
 
-	if (k == kp.running && k->ev) {
-		cmx_executor_run(cmx_srv->exec, kp_sync, kp_output, k);
-		return;
-	}
 	if (k == kp.running) {
+		/* The driver wrote before it reported completion: it is all
+		 * here. */
 		drain();
 		send_output(k);
 		kp.out.len = 0;
@@ -367,8 +334,6 @@ int cmx_kprintf_enqueue(struct cmx_call *c, const struct cmx_EnqueueKernel_in *i
 	for (pp = &kp.waiting; *pp; pp = &(*pp)->next)
 		;
 	*pp = k;
-	clRetainEvent(ev);
-	k->ev = ev;
 	if (clSetEventCallback(ev, CL_COMPLETE, kp_complete, k))
 		cmx_err("kernel printf: no completion callback; printing kernels stop here");
 	cmx_event_bind(c, &in->event, ev);

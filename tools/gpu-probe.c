@@ -382,24 +382,92 @@ static void lat_report(const char *name, uint64_t *v, int n)
 	       v[n * 9 / 10] / 1e3);
 }
 
+/* One launch of an empty kernel, ended one way; its time (ns), and the
+ * status polls it took in *polls. */
+enum { L_FLUSH = 1, L_CALLBACK = 2, L_YIELD = 4 };
+enum { END_FINISH, END_WAIT, END_SPIN, END_CALLBACK };
+
+static cl_kernel empty_k;
+
+static uint64_t launch_once(int flags, int end, uint64_t *polls)
+{
+	size_t g = 1;
+	cl_event ev;
+	cl_int st = CL_QUEUED;
+	uint64_t t = now_ns(), n = 0, d;
+
+	atomic_store(&cb_fired, 0);
+	CK(clEnqueueNDRangeKernel(q, empty_k, 1, NULL, &g, NULL, 0, NULL, &ev));
+	if (flags & L_CALLBACK || end == END_CALLBACK)
+		CK(clSetEventCallback(ev, CL_COMPLETE, on_done, NULL));
+	if (flags & L_FLUSH)
+		CK(clFlush(q));
+	switch (end) {
+	case END_FINISH:
+		CK(clFinish(q));
+		break;
+	case END_WAIT:
+		CK(clWaitForEvents(1, &ev));
+		break;
+	case END_SPIN:
+		/* Without a flush, give up after 2 ms: n counts those. */
+		while (st > CL_COMPLETE && (flags & L_FLUSH || now_ns() - t < 2000000)) {
+			CK(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+					  NULL));
+			n++;
+			if (flags & L_YIELD)
+				sched_yield();
+		}
+		if (st > CL_COMPLETE)
+			n = UINT64_MAX;
+		break;
+	case END_CALLBACK:
+		while (!atomic_load(&cb_fired))
+			;
+		break;
+	}
+	d = (end == END_CALLBACK ? atomic_load(&cb_at) : now_ns()) - t;
+	if (polls)
+		*polls = n;
+	clFinish(q); /* the callbacks of this launch are in */
+	clReleaseEvent(ev);
+	return d;
+}
+
+static void lat_launch(const char *name, int flags, int end, int runs)
+{
+	static uint64_t v[N_LAT], polls[N_LAT];
+	int stuck = 0;
+
+	for (int i = 0; i < runs; i++) {
+		v[i] = launch_once(flags, end, &polls[i]);
+		stuck += polls[i] == UINT64_MAX;
+	}
+	lat_report(name, v, runs);
+	if (end == END_SPIN)
+		printf("%-44s median %7llu%s\n", "  polls", (unsigned long long)median(polls, runs),
+		       stuck ? " (some never completed: see below)" : "");
+	if (stuck || (end == END_SPIN && !(flags & L_FLUSH)))
+		printf("%-44s %d of %d not done in 2 ms\n", "  without a flush", stuck, runs);
+}
+
 static void probe_latency(void)
 {
 	static const char *src = "__kernel void empty(__global int *p) { }\n";
-	static uint64_t v[N_LAT], polls[N_LAT];
+	static uint64_t v[N_LAT], cb[N_LAT];
 	cl_int e;
 	cl_program p = clCreateProgramWithSource(ctx, 1, &src, NULL, &e);
-	cl_kernel k;
 	cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4096, NULL, &e);
 	size_t g = 1;
 	char small[64] = {1};
 
 	CK(clBuildProgram(p, 1, &dev, "", NULL, NULL));
-	k = clCreateKernel(p, "empty", &e);
+	empty_k = clCreateKernel(p, "empty", &e);
 	CK(e);
-	CK(clSetKernelArg(k, 0, sizeof(b), &b));
+	CK(clSetKernelArg(empty_k, 0, sizeof(b), &b));
 	printf("== per-call costs (%d runs each)\n", N_LAT);
 	for (int i = 0; i < 200; i++)
-		CK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 0, NULL, NULL));
+		CK(clEnqueueNDRangeKernel(q, empty_k, 1, NULL, &g, NULL, 0, NULL, NULL));
 	CK(clFinish(q));
 
 	for (int i = 0; i < N_LAT; i++) {
@@ -408,94 +476,34 @@ static void probe_latency(void)
 		v[i] = now_ns() - t;
 	}
 	lat_report("blocking 64 B write", v, N_LAT);
-	for (int i = 0; i < N_LAT; i++) {
-		uint64_t t = now_ns();
-		CK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 0, NULL, NULL));
-		CK(clFinish(q));
-		v[i] = now_ns() - t;
-	}
-	lat_report("launch + clFinish", v, N_LAT);
-	for (int i = 0; i < N_LAT; i++) {
-		cl_event ev;
-		uint64_t t = now_ns();
-		CK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 0, NULL, &ev));
-		CK(clFlush(q));
-		CK(clWaitForEvents(1, &ev));
-		v[i] = now_ns() - t;
-		clReleaseEvent(ev);
-	}
-	lat_report("launch + flush + clWaitForEvents", v, N_LAT);
+	lat_launch("launch + clFinish", 0, END_FINISH, N_LAT);
+	lat_launch("launch + flush + clWaitForEvents", L_FLUSH, END_WAIT, N_LAT);
+	lat_launch("launch + flush + spin clGetEventInfo", L_FLUSH, END_SPIN, N_LAT);
+	lat_launch("launch + flush + poll with sched_yield", L_FLUSH | L_YIELD, END_SPIN, N_LAT);
+	lat_launch("launch, no flush, spin clGetEventInfo", 0, END_SPIN, 200);
+	lat_launch("launch + flush + completion callback", L_FLUSH, END_CALLBACK, N_LAT);
+	/* What a callback on the launch (the daemon's scheduler sets one per
+	 * queue and loop turn) costs a waiter that polls or finishes. */
+	lat_launch("launch + callback set + spin clGetEventInfo", L_CALLBACK, END_SPIN, N_LAT);
+	lat_launch("launch + callback set + clFinish", L_CALLBACK, END_FINISH, N_LAT);
 	for (int i = 0; i < N_LAT; i++) {
 		cl_event ev;
 		cl_int st = CL_QUEUED;
-		uint64_t t = now_ns(), n = 0;
-		CK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 0, NULL, &ev));
-		CK(clFlush(q));
-		while (st > CL_COMPLETE) {
+		uint64_t t = now_ns();
+		CK(clEnqueueWriteBuffer(q, b, CL_FALSE, 0, 64, small, 0, NULL, &ev));
+		while (st > CL_COMPLETE)
 			CK(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL));
-			n++;
-		}
 		v[i] = now_ns() - t;
-		polls[i] = n;
 		clReleaseEvent(ev);
 	}
-	lat_report("launch + flush + spin clGetEventInfo", v, N_LAT);
-	printf("%-44s median %7llu\n", "  polls", (unsigned long long)median(polls, N_LAT));
-	for (int i = 0; i < N_LAT; i++) {
-		cl_event ev;
-		cl_int st = CL_QUEUED;
-		uint64_t t = now_ns(), n = 0;
-		CK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 0, NULL, &ev));
-		CK(clFlush(q));
-		while (st > CL_COMPLETE) {
-			CK(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL));
-			n++;
-			sched_yield();
-		}
-		v[i] = now_ns() - t;
-		polls[i] = n;
-		clReleaseEvent(ev);
-	}
-	lat_report("launch + flush + poll with sched_yield", v, N_LAT);
-	printf("%-44s median %7llu\n", "  polls", (unsigned long long)median(polls, N_LAT));
-	{
-		int stuck = 0;
-		for (int i = 0; i < 200; i++) {
-			cl_event ev;
-			cl_int st = CL_QUEUED;
-			uint64_t t = now_ns();
-			CK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 0, NULL, &ev));
-			while (st > CL_COMPLETE && now_ns() - t < 2000000)
-				CK(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st),
-						  &st, NULL));
-			v[i] = now_ns() - t;
-			stuck += st > CL_COMPLETE;
-			clFinish(q);
-			clReleaseEvent(ev);
-		}
-		lat_report("launch, no flush, spin clGetEventInfo", v, 200);
-		printf("%-44s %d of 200 not done in 2 ms\n", "  without a flush", stuck);
-	}
+	lat_report("64 B write non-blocking + spin status", v, N_LAT);
 	for (int i = 0; i < N_LAT; i++) {
 		cl_event ev;
 		uint64_t t = now_ns();
-		atomic_store(&cb_fired, 0);
-		CK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 0, NULL, &ev));
-		CK(clSetEventCallback(ev, CL_COMPLETE, on_done, NULL));
-		CK(clFlush(q));
-		while (!atomic_load(&cb_fired))
-			;
-		v[i] = atomic_load(&cb_at) - t;
-		clReleaseEvent(ev);
-	}
-	lat_report("launch + flush + completion callback", v, N_LAT);
-	for (int i = 0; i < N_LAT; i++) {
-		cl_event ev;
-		uint64_t t = now_ns();
-		CK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 0, NULL, &ev));
+		CK(clEnqueueNDRangeKernel(q, empty_k, 1, NULL, &g, NULL, 0, NULL, &ev));
 		uint64_t t2 = now_ns();
 		CK(clSetEventCallback(ev, CL_COMPLETE, on_done, NULL));
-		polls[i] = now_ns() - t2;
+		cb[i] = now_ns() - t2;
 		v[i] = t2 - t;
 		clReleaseEvent(ev);
 		if (i % 64 == 63)
@@ -503,11 +511,11 @@ static void probe_latency(void)
 	}
 	clFinish(q);
 	lat_report("clEnqueueNDRangeKernel (with event)", v, N_LAT);
-	lat_report("clSetEventCallback", polls, N_LAT);
+	lat_report("clSetEventCallback", cb, N_LAT);
 	{
 		cl_event ev;
 		cl_int st;
-		CK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 0, NULL, &ev));
+		CK(clEnqueueNDRangeKernel(q, empty_k, 1, NULL, &g, NULL, 0, NULL, &ev));
 		CK(clFinish(q));
 		uint64_t t = now_ns();
 		for (int i = 0; i < 100000; i++)
@@ -519,7 +527,7 @@ static void probe_latency(void)
 		printf("%-44s %7.1f ns\n", "clFlush on an empty queue", (now_ns() - t) / 1e5);
 		clReleaseEvent(ev);
 	}
-	clReleaseKernel(k);
+	clReleaseKernel(empty_k);
 	clReleaseProgram(p);
 	clReleaseMemObject(b);
 }
