@@ -38,6 +38,9 @@ int cmx_defer_wait(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *
  * loop, as cmx_defer_event() does when its event completes. */
 void cmx_defer_post(struct cmx_call *c, int status);
 
+/* Logs how the loop's watches of blocking calls ended (info). */
+void cmx_watch_report(void);
+
 /* clFlush on the loop, except where the driver runs the queue inside it
  * (struct cmx_server's flush_runs): there an executor's wait does. */
 void cmx_queue_flush(cl_command_queue q);

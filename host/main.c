@@ -15,6 +15,7 @@
 #include "admin.h"
 #include "conffile.h"
 #include "conn.h"
+#include "exec.h"
 #include "executor.h"
 #include "kprintf.h"
 #include "pinned.h"
@@ -292,6 +293,7 @@ int main(int argc, char **argv)
 	if (e)
 		cmx_err("loop: %s", strerror(-e));
 	cmx_kprintf_fini();
+	cmx_watch_report();
 	cmx_pinned_stop();
 	cmx_sched_destroy(&srv);
 	cmx_executor_destroy(srv.exec);
