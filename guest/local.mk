@@ -4,7 +4,7 @@ lib_LTLIBRARIES += guest/libclmux.la
 guest_libclmux_la_SOURCES = guest/icd.h guest/icd.c guest/entry.h guest/session.h \
 	guest/session.c guest/queue.c guest/event.c guest/notify.c guest/mem.c guest/image.c guest/include.c \
 	guest/program.c guest/kernel.c guest/dial.h guest/dial.c guest/area.h guest/area.c \
-	guest/tls.h guest/tls.c guest/ivshmem.h guest/ivshmem.c
+	guest/tls.h guest/tls.c guest/ivshmem.h guest/ivshmem.c guest/copy.h guest/copy.c
 nodist_guest_libclmux_la_SOURCES = guest/stubs.gen.h
 guest_libclmux_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/guest -I$(top_builddir)/guest \
 	$(SSL_CFLAGS) $(LZ4_CFLAGS)
@@ -77,6 +77,11 @@ if HAVE_CHECK
 TESTS += guest/tests/e2e-ivshmem.sh
 endif
 EXTRA_DIST += guest/tests/e2e-ivshmem.sh
+# And through the GPU transfer paths, forced on (guest/tests/e2e-pinned.sh).
+if HAVE_CHECK
+TESTS += guest/tests/e2e-pinned.sh
+endif
+EXTRA_DIST += guest/tests/e2e-pinned.sh
 CLEANFILES += guest/tests/e2e_*.out
 
 # An application whose daemon is killed (e2e-shm.sh runs it over shm: too).

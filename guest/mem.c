@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "area.h"
+#include "copy.h"
 #include "entry.h"
 #include "icd.h"
 
@@ -348,9 +349,9 @@ static cl_int area_transfer(cl_command_queue q, cl_mem m, size_t off, size_t siz
 	if (e)
 		return e;
 	if (write)
-		memcpy(area_at(m, off), ptr, size);
+		cmx_copy(area_at(m, off), ptr, size);
 	else
-		memcpy(ptr, area_at(m, off), size);
+		cmx_copy(ptr, area_at(m, off), size);
 	return area_unmap(q, m, off, &last);
 }
 
@@ -374,7 +375,7 @@ static void CL_CALLBACK later_copy(cl_event mapped, cl_int status, void *arg)
 	struct later_write *w = arg;
 
 	if (status >= 0)
-		memcpy(w->dst, w->src, w->size);
+		cmx_copy(w->dst, w->src, w->size);
 	cmx_clSetUserEventStatus(w->gate, status >= 0 ? CL_COMPLETE : status);
 	cmx_clReleaseEvent(w->gate);
 	free(w);

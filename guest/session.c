@@ -19,6 +19,7 @@
 #include "compress.h"
 #include "dial.h"
 #include "area.h"
+#include "copy.h"
 #include "ivshmem.h"
 #include "log.h"
 #include "proto.gen.h"
@@ -439,7 +440,7 @@ static uint64_t area_put(struct cmx_session *s, const void *bulk, uint64_t len)
 
 	if (len <= INLINE_BULK || !(off = cmx_garea_alloc(&s->area, len, 0)))
 		return 0;
-	memcpy(s->area.base + off, bulk, len);
+	cmx_copy(s->area.base + off, bulk, len);
 	return off;
 }
 
@@ -686,7 +687,7 @@ int cmx_session_call(struct cmx_session *s, const struct cmx_msgdesc *din, const
 	e = wait_reply(s, &me);
 	if (me.area_off) {
 		if (!e && me.area_got)
-			memcpy(dst, s->area.base + me.area_off, me.area_got);
+			cmx_copy(dst, s->area.base + me.area_off, me.area_got);
 		cmx_garea_free(&s->area, me.area_off);
 	}
 	if (e) {
@@ -760,7 +761,7 @@ static void *notify_main(void *arg)
 				return NULL;
 			}
 			if (dst)
-				memcpy(dst, s->area.base + h.reserved, h.bulk);
+				cmx_copy(dst, s->area.base + h.reserved, h.bulk);
 			h.bulk = 0;
 		}
 		e = rx_take(&s->nrx, dst, h.bulk);

@@ -30,12 +30,22 @@ int cmx_defer_event(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call 
  * loop watches e for a short while (fin may run before this returns), then
  * an executor thread waits for it, which wakes sooner than a driver's
  * callback thread on some drivers (NVIDIA: tens of microseconds). The
- * call's first argument is its queue, flushed here. */
+ * call's first argument is its queue, flushed here where the driver needs
+ * it (cmx_queue_flush_to_wait()). */
 int cmx_defer_wait(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status));
+
+/* From any thread: finishes a call deferred with fin set (c->fin) on the
+ * loop, as cmx_defer_event() does when its event completes. */
+void cmx_defer_post(struct cmx_call *c, int status);
+
+/* Logs how the loop's watches of blocking calls ended (info). */
+void cmx_watch_report(void);
 
 /* clFlush on the loop, except where the driver runs the queue inside it
  * (struct cmx_server's flush_runs): there an executor's wait does. */
 void cmx_queue_flush(cl_command_queue q);
+/* The same before a wait: skipped where the driver submits at enqueue. */
+void cmx_queue_flush_to_wait(cl_command_queue q);
 
 /* Runs work(c) on an executor thread, then fin(c, status) (or, with fin
  * NULL, cmx_call_done) on the loop. Returns CMX_DEFER. */
@@ -73,6 +83,17 @@ int cmx_read_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct cmx_
 		    int sync);
 /* The staging a read lands in, as the call's reply payload; NULL: no memory. */
 void *cmx_read_staging(struct cmx_call *c, uint64_t size);
+/* A buffer write or read through a pinned slot (host/exec_pinned.c), where
+ * the daemon has a pool (a GPU's) and size suits it; CMX_PINNED_NO where
+ * not: the caller takes the pageable path. The write takes c->bulk and
+ * gives the native event in *ev (the caller binds or waits for it); the
+ * read replies through fin(c, status) (CMX_DEFER), as cmx_defer_event(). */
+#define CMX_PINNED_NO 2 /* not CMX_DEFER */
+int cmx_pinned_write(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t off,
+		     uint64_t size, cl_uint nwait, const cl_event *wait, cl_event *ev);
+int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t off,
+		    uint64_t size, cl_uint nwait, const cl_event *wait, const struct cmx_ref *guest_ev,
+		    void (*fin)(struct cmx_call *c, int status));
 /* Unmaps the native maps of area buffers the guest left mapped: those of
  * the buffer `mem`, or all of them (0). host/exec_mem.c. */
 void cmx_area_maps_drop(struct cmx_session *s, uint64_t mem);

@@ -164,11 +164,13 @@ static int write_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct 
 		return e;
 	if (sync)
 		return bind_wait(c, ev, guest_ev); /* the staging goes with the call */
-	e = clSetEventCallback(ev, CL_COMPLETE, free_staging, c->bulk);
-	if (e == CL_SUCCESS)
-		c->bulk = NULL;
-	else
-		clWaitForEvents(1, &ev); /* cannot free early: keep it correct */
+	if (c->bulk) { /* not already taken (host/exec_pinned.c) */
+		e = clSetEventCallback(ev, CL_COMPLETE, free_staging, c->bulk);
+		if (e == CL_SUCCESS)
+			c->bulk = NULL;
+		else
+			clWaitForEvents(1, &ev); /* cannot free early: keep it correct */
+	}
 	cmx_event_bind(c, guest_ev, ev);
 	return CL_SUCCESS;
 }
@@ -180,8 +182,10 @@ static int write_buffer(struct cmx_call *c, struct cmx_WriteBuffer_in *in, int s
 
 	if (c->bulk_len != in->size)
 		return CL_INVALID_VALUE;
-	e = clEnqueueWriteBuffer(in->queue.h, in->mem.h, CL_FALSE, in->offset, in->size, c->bulk,
-				 WAIT(in->wait), &ev);
+	e = cmx_pinned_write(c, in->queue.h, in->mem.h, in->offset, in->size, WAIT(in->wait), &ev);
+	if (e == CMX_PINNED_NO)
+		e = clEnqueueWriteBuffer(in->queue.h, in->mem.h, CL_FALSE, in->offset, in->size,
+					 c->bulk, WAIT(in->wait), &ev);
 	return write_staged(c, e, ev, &in->event, sync);
 }
 
@@ -290,9 +294,13 @@ static void *staging(struct cmx_call *c, uint64_t size)
 static int read_buffer(struct cmx_call *c, struct cmx_ReadBufferSync_in *in, int sync)
 {
 	cl_event ev;
-	void *dst = staging(c, in->size);
-	cl_int e;
+	void *dst;
+	cl_int e = cmx_pinned_read(c, in->queue.h, in->mem.h, in->offset, in->size, WAIT(in->wait),
+				   &in->event, sync ? read_done_sync : read_done_async);
 
+	if (e != CMX_PINNED_NO)
+		return e;
+	dst = staging(c, in->size);
 	if (!dst)
 		return CL_OUT_OF_HOST_MEMORY;
 	e = clEnqueueReadBuffer(in->queue.h, in->mem.h, CL_FALSE, in->offset, in->size, dst,

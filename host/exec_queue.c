@@ -78,7 +78,7 @@ int cmx_h_Finish(struct cmx_call *c, struct cmx_Finish_in *in, struct cmx_Finish
 	cl_int status = CL_QUEUED, e;
 	cl_event ev;
 
-	cmx_queue_flush(in->queue.h);
+	cmx_queue_flush_to_wait(in->queue.h);
 	if (q->last) {
 		/* In order: done when the last command is. Often it already is,
 		 * and the reply goes out at once. */

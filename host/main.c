@@ -15,8 +15,10 @@
 #include "admin.h"
 #include "conffile.h"
 #include "conn.h"
+#include "exec.h"
 #include "executor.h"
 #include "kprintf.h"
+#include "pinned.h"
 #include "listener.h"
 #include "reaper.h"
 #include "log.h"
@@ -264,6 +266,9 @@ int main(int argc, char **argv)
 	e = cmx_kprintf_init(srv.loop);
 	if (e)
 		cmx_warn("kernel printf output stays on stdout: %s", strerror(-e));
+	/* A GPU's large transfers go through pinned staging (host/pinned.c). */
+	if (cmx_pinned_start(srv.devices[0]))
+		cmx_warn("no copy threads: transfers stay pageable");
 	for (unsigned i = 0; i < nlisteners; i++)
 		if (cmx_listener_start(&listeners[i]))
 			return 1;
@@ -288,6 +293,8 @@ int main(int argc, char **argv)
 	if (e)
 		cmx_err("loop: %s", strerror(-e));
 	cmx_kprintf_fini();
+	cmx_watch_report();
+	cmx_pinned_stop();
 	cmx_sched_destroy(&srv);
 	cmx_executor_destroy(srv.exec);
 	cmx_loop_destroy(srv.loop);

@@ -19,6 +19,10 @@ tools_clmux_sample_LDADD = $(OPENCL_LIBS)
 tools_clmux_bench_SOURCES = tools/bench.c
 tools_clmux_bench_LDADD = $(OPENCL_LIBS) -lm
 # Head-of-line blocking between clients (docs/performance.md); not a test.
+# Driver questions for the GPU paths (docs/gpu.md); rides in tools/gpu-bundle.
+noinst_PROGRAMS += tools/clmux-gpu-probe
+tools_clmux_gpu_probe_SOURCES = tools/gpu-probe.c
+tools_clmux_gpu_probe_LDADD = $(OPENCL_LIBS) -lpthread
 bin_PROGRAMS += tools/clmux-hol-bench
 tools_clmux_hol_bench_SOURCES = tools/hol-bench.c
 tools_clmux_hol_bench_LDADD = $(OPENCL_LIBS)

@@ -225,9 +225,11 @@ static void assert_same_file(const char *got_path, const char *want_path, const 
 	char *got = slurp(got_path, &got_len), *want = slurp(want_path, &want_len);
 
 	/* The native output must be what the program asked for, or the
-	 * comparison proves nothing. */
+	 * comparison proves nothing. NVIDIA (580, CUDA 13.0) drops the text
+	 * before a vector conversion: "2,3,4,5 C" for "vec %v4hld %c";
+	 * clmux must print the same. */
 	ck_assert_msg(strstr(want, "launch 5 item 7: str 3.500000 b2\n") &&
-			  strstr(want, "vec 2,3,4,5 C\n") && !strstr(want, "never"),
+			  strstr(want, "2,3,4,5 C\n") && !strstr(want, "never"),
 		      "native stdout lacks the kernels' output:\n%s", want);
 	ck_assert_msg(got_len == want_len && !memcmp(got, want, want_len),
 		      "%s: stdout differs from native.\n--- native\n%s--- clmux\n%s", what, want,
