@@ -16,6 +16,11 @@
 #include "session.h"
 
 /*
+ * Only sessions without a shared area (tcp, tls, vsock): with one, payloads
+ * and read data already take the area's one-copy path, and a buffer may
+ * itself live in the area, where a pointer into it means an area block on
+ * the wire (cmx_area_mark()).
+ *
  * Why only a CPU device: there a map is the buffer's own memory (PoCL: no
  * copy either way), so receiving into it is the one copy a native write
  * makes. Elsewhere a map is a transfer of its own (staging wins).
@@ -97,7 +102,7 @@ struct cmx_land *cmx_land_open(struct cmx_conn *c, const struct cmx_hdr *h, cons
 	cl_int e;
 
 	_Static_assert(sizeof(struct cmx_WriteBufferSync_in) == sizeof(in), "one layout");
-	if (!s || c->role != CMX_ROLE_CALL || h->bulk < CMX_LAND_MIN ||
+	if (!s || s->area || c->role != CMX_ROLE_CALL || h->bulk < CMX_LAND_MIN ||
 	    (h->op != CMX_OP_WriteBuffer && h->op != CMX_OP_WriteBufferSync) ||
 	    (h->flags & (CMX_HDR_LZ4 | CMX_HDR_AREA)))
 		return NULL;
@@ -234,7 +239,7 @@ int cmx_land_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t off
 	cl_context ctx;
 	cl_int e;
 
-	if (size < CMX_LAND_MIN || c->area_out || !on_cpu(q) ||
+	if (size < CMX_LAND_MIN || c->area_out || c->s->area || !on_cpu(q) ||
 	    clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL) != CL_SUCCESS ||
 	    !(t = calloc(1, sizeof(*t))))
 		return -1;

@@ -138,6 +138,20 @@ START_TEST(forged_ids)
 }
 END_TEST
 
+/* A context (id), its queue (id + 1) and a buffer of size bytes (id + 2). */
+static void queue_and_buffer(struct client *c, uint64_t id, uint64_t size)
+{
+	uint64_t devs[1] = { 1 }, qprops[1] = { 0 };
+	struct cmx_CreateContext_in ctx = { .context = { id }, .devices = { devs, 1 } };
+	struct cmx_CreateQueue_in qu = { .queue = { id + 1 }, .context = { id }, .device = { 1 },
+					 .props = { qprops, 1 } };
+	struct cmx_CreateBuffer_in buf = { .mem = { id + 2 }, .context = { id }, .size = size };
+
+	send_msg(c, &cmx_desc_CreateContext_in, &ctx, 0, NULL, 0);
+	send_msg(c, &cmx_desc_CreateQueue_in, &qu, 0, NULL, 0);
+	send_msg(c, &cmx_desc_CreateBuffer_in, &buf, 0, NULL, 0);
+}
+
 /* A client that dies halfway through a 16 MiB buffer write, holding a
  * context, a queue and a buffer: all of it is released. */
 START_TEST(killed_mid_transfer)
@@ -151,20 +165,13 @@ START_TEST(killed_mid_transfer)
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		struct client c;
-		uint64_t devs[1] = { 1 }, qprops[1] = { 0 };
-		struct cmx_CreateContext_in ctx = { .context = { 0x10010 }, .devices = { devs, 1 } };
-		struct cmx_CreateQueue_in qu = { .queue = { 0x10011 }, .context = { 0x10010 }, .device = { 1 },
-						 .props = { qprops, 1 } };
-		struct cmx_CreateBuffer_in buf = { .mem = { 0x10012 }, .context = { 0x10010 }, .size = 16 << 20 };
 		struct cmx_WriteBuffer_in wr = { .queue = { 0x10011 }, .mem = { 0x10012 }, .size = 16 << 20 };
 		struct cmx_Ping_in pin = { 0 };
 		struct cmx_Ping_out pout;
 		static uint8_t half[8 << 20];
 
 		hello(&c);
-		send_msg(&c, &cmx_desc_CreateContext_in, &ctx, 0, NULL, 0);
-		send_msg(&c, &cmx_desc_CreateQueue_in, &qu, 0, NULL, 0);
-		send_msg(&c, &cmx_desc_CreateBuffer_in, &buf, 0, NULL, 0);
+		queue_and_buffer(&c, 0x10010, 16 << 20);
 		send_msg(&c, &cmx_desc_Ping_in, &pin, 1, NULL, 0);
 		if (recv_reply(&c, &cmx_desc_Ping_out, &pout, NULL))
 			_exit(3);
@@ -197,11 +204,6 @@ START_TEST(lying_large_transfers)
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		struct client c;
-		uint64_t devs[1] = { 1 }, qprops[1] = { 0 };
-		struct cmx_CreateContext_in ctx = { .context = { 0x10020 }, .devices = { devs, 1 } };
-		struct cmx_CreateQueue_in qu = { .queue = { 0x10021 }, .context = { 0x10020 }, .device = { 1 },
-						 .props = { qprops, 1 } };
-		struct cmx_CreateBuffer_in buf = { .mem = { 0x10022 }, .context = { 0x10020 }, .size = 4 << 20 };
 		struct cmx_WriteBufferSync_in wr = { .queue = { 0x10021 }, .mem = { 0x10022 } };
 		struct cmx_WriteBufferSync_out wout;
 		struct cmx_ReadBufferSync_in rd = { .queue = { 0x10021 }, .mem = { 0x10022 },
@@ -213,9 +215,7 @@ START_TEST(lying_large_transfers)
 
 		e2e_rand_bytes(data, 2 << 20, 5);
 		hello(&c);
-		send_msg(&c, &cmx_desc_CreateContext_in, &ctx, 0, NULL, 0);
-		send_msg(&c, &cmx_desc_CreateQueue_in, &qu, 0, NULL, 0);
-		send_msg(&c, &cmx_desc_CreateBuffer_in, &buf, 0, NULL, 0);
+		queue_and_buffer(&c, 0x10020, 4 << 20);
 		/* 2 MiB of payload for a 16 MiB write. */
 		wr.size = 16 << 20;
 		send_msg(&c, &cmx_desc_WriteBufferSync_in, &wr, 1, data, 2 << 20);
