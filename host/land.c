@@ -25,13 +25,18 @@
  * copy either way), so receiving into it is the one copy a native write
  * makes. Elsewhere a map is a transfer of its own (staging wins).
  *
- * Writes: the map is blocking, on the loop, so it is made only when it
- * cannot wait for anything of the guest's: every earlier command of the
- * in-order queue is done, or the only one left is the unmap of the landing
- * just before (a chunked transfer's next chunk), which the driver finishes
- * in microseconds. A queue that could still run a kernel on the buffer, or
- * wait for a user event the guest sets later in this same stream, is never
- * waited for: its write goes through staging, as before.
+ * Writes: the payload goes into the region only when nothing can still
+ * touch it: every earlier command of the in-order queue is done, or the
+ * only one left is the unmap of the landing just before (a chunked
+ * transfer's next chunk, another region), and the wait list is complete.
+ * The map is not waited for: even on an idle queue a blocking map waited
+ * up to 20 ms here while another queue's kernel ran (PoCL), and the loop
+ * never waits on the driver. On a CPU device the pointer a non-blocking
+ * map returns is the buffer's own memory at once, and with nothing before
+ * it the map has nothing to copy (CL_MAP_WRITE_INVALIDATE_REGION). A queue
+ * that could still run a kernel on the buffer, or wait for a user event
+ * the guest sets later in this same stream, goes through staging, as
+ * before.
  */
 struct cmx_land {
 	struct cmx_conn *conn;
@@ -70,8 +75,8 @@ static void count(uint64_t *n)
 	pthread_mutex_unlock(&sent_lock);
 }
 
-/* The queue's device is a CPU whose driver does not run the queue inside
- * clFlush (Oclgrind: a blocking map on the loop would run its queue). */
+/* The queue's device is a CPU, whose maps are the buffer's own memory, and
+ * not one that runs its queue only inside clFlush or a wait (Oclgrind). */
 static int on_cpu(cl_command_queue q)
 {
 	cl_device_id d;
@@ -128,12 +133,13 @@ struct cmx_land *cmx_land_open(struct cmx_conn *c, const struct cmx_hdr *h, cons
 	l = malloc(sizeof(*l));
 	if (!l)
 		return NULL;
-	l->ptr = clEnqueueMapBuffer(q->h, m->h, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, in.offset,
+	l->ptr = clEnqueueMapBuffer(q->h, m->h, CL_FALSE, CL_MAP_WRITE_INVALIDATE_REGION, in.offset,
 				    in.size, 0, NULL, NULL, &e);
 	if (e != CL_SUCCESS || !l->ptr) {
 		free(l);
 		goto busy;
 	}
+	cmx_queue_flush(q->h);
 	clRetainCommandQueue(q->h);
 	clRetainMemObject(m->h);
 	l->conn = c;
