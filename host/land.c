@@ -59,21 +59,6 @@ struct sent {
 
 static pthread_mutex_t sent_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sent *sent_list;
-static struct cmx_land_stats stats;
-
-void cmx_land_get_stats(struct cmx_land_stats *st)
-{
-	pthread_mutex_lock(&sent_lock);
-	*st = stats;
-	pthread_mutex_unlock(&sent_lock);
-}
-
-static void count(uint64_t *n)
-{
-	pthread_mutex_lock(&sent_lock);
-	(*n)++;
-	pthread_mutex_unlock(&sent_lock);
-}
 
 /* The queue's device is a CPU, whose maps are the buffer's own memory, and
  * not one that runs its queue only inside clFlush or a wait (Oclgrind). */
@@ -149,8 +134,7 @@ struct cmx_land *cmx_land_open(struct cmx_conn *c, const struct cmx_hdr *h, cons
 	l->size = in.size;
 	return l;
 busy:
-	count(&stats.fallbacks);
-	cmx_dbg("session %llu: a %llu-byte write goes through staging: its queue is busy",
+	cmx_dbg("session %llu: a %llu-byte write goes through staging (queue busy, or no map)",
 		(unsigned long long)s->id, (unsigned long long)h->bulk);
 	return NULL;
 }
@@ -204,7 +188,6 @@ cl_int cmx_land_finish(struct cmx_land *l, cl_command_queue q, cl_mem m, uint64_
 		cmx_land_abort(l);
 		return e;
 	}
-	count(&stats.writes);
 	/* The next chunk's map may wait for this unmap (cmx_land_open()). */
 	if (l->conn->land_last)
 		clReleaseEvent(l->conn->land_last);
@@ -278,7 +261,6 @@ int cmx_land_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t off
 	pthread_mutex_lock(&sent_lock);
 	t->next = sent_list;
 	sent_list = t;
-	stats.reads++;
 	pthread_mutex_unlock(&sent_lock);
 	c->rbulk = t->ptr;
 	c->rbulk_len = size;

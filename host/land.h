@@ -44,10 +44,4 @@ cl_int cmx_land_finish(struct cmx_land *l, cl_command_queue q, cl_mem m, uint64_
 int cmx_land_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t off, uint64_t size,
 		  cl_uint n, const cl_event *wait, cl_event *map_ev, cl_event *done_ev);
 
-/* Counters for tests and logs: landed writes and reads sent from maps. */
-struct cmx_land_stats {
-	uint64_t writes, reads, fallbacks;
-};
-void cmx_land_get_stats(struct cmx_land_stats *st);
-
 #endif
