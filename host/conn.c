@@ -18,6 +18,7 @@
 #include "auth.h"
 #include "frame.h"
 #include "inflate.h"
+#include "land.h"
 #include "listener.h"
 #include "log.h"
 #include "proto.gen.h"
@@ -75,7 +76,12 @@ static void conn_put(struct cmx_conn *c)
 		seg_close_fds(s);
 		free(s);
 	}
-	cmx_staging_put(c->bulk_buf);
+	if (c->bulk_land)
+		cmx_land_abort(c->bulk_land); /* ended mid-payload */
+	else
+		cmx_staging_put(c->bulk_buf);
+	if (c->land_last)
+		clReleaseEvent(c->land_last);
 	free(c->bulk_args);
 	free(c->rx);
 	if (c->fd >= 0)
@@ -196,6 +202,23 @@ static int deliver(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 	return cmx_call_dispatch(c->sess, h, args, bulk);
 }
 
+/* A payload that landed in native memory reaches its handler as the
+ * connection's `landed` (host/land.c) instead of as bulk; one the handler
+ * did not take (the call failed before) is unmapped here. */
+static int deliver_bulk(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args,
+			uint8_t *buf, struct cmx_land *land)
+{
+	int e;
+
+	if (!land)
+		return deliver(c, h, args, buf);
+	c->landed = land;
+	e = deliver(c, h, args, NULL);
+	cmx_land_abort(c->landed);
+	c->landed = NULL;
+	return e;
+}
+
 /* Parses every complete message in rx. Returns 0, or -errno to end the
  * connection. */
 static int rx_parse(struct cmx_conn *c)
@@ -248,9 +271,11 @@ static int rx_parse(struct cmx_conn *c)
 				return e;
 			continue;
 		}
-		/* A payload: staged in its own buffer, which the handler keeps. */
+		/* A payload: staged in its own buffer, which the handler keeps;
+		 * a large write on a CPU device lands in the mapped buffer. */
 		uint64_t have = c->rx_len - c->rx_pos;
-		uint8_t *buf = cmx_staging_get(h.bulk);
+		struct cmx_land *land = cmx_land_open(c, &h, args);
+		uint8_t *buf = land ? cmx_land_ptr(land) : cmx_staging_get(h.bulk);
 		if (!buf)
 			return -ENOMEM;
 		if (have > h.bulk)
@@ -258,19 +283,23 @@ static int rx_parse(struct cmx_conn *c)
 		memcpy(buf, c->rx + c->rx_pos, have);
 		c->rx_pos += have;
 		if (have == h.bulk) {
-			e = deliver(c, &h, args, buf);
+			e = deliver_bulk(c, &h, args, buf, land);
 			if (e)
 				return e;
 			continue;
 		}
 		c->bulk_args = malloc(h.size ? h.size : 8);
 		if (!c->bulk_args) {
-			cmx_staging_put(buf);
+			if (land)
+				cmx_land_abort(land);
+			else
+				cmx_staging_put(buf);
 			return -ENOMEM;
 		}
 		memcpy(c->bulk_args, args, h.size);
 		c->bulk_hdr = h;
 		c->bulk_buf = buf;
+		c->bulk_land = land;
 		c->bulk_got = have;
 		c->in_bulk = 1;
 		break;
@@ -313,9 +342,11 @@ static int rx_got(struct cmx_conn *c, size_t n)
 		c->bulk_got += n;
 		if (c->bulk_got == c->bulk_hdr.bulk) {
 			uint8_t *args = c->bulk_args, *buf = c->bulk_buf;
+			struct cmx_land *land = c->bulk_land;
 			c->in_bulk = 0;
 			c->bulk_args = c->bulk_buf = NULL;
-			e = deliver(c, &c->bulk_hdr, args, buf);
+			c->bulk_land = NULL;
+			e = deliver_bulk(c, &c->bulk_hdr, args, buf, land);
 			free(args);
 		}
 	} else {

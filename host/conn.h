@@ -68,6 +68,11 @@ struct cmx_conn {
 	uint8_t *bulk_buf;
 	uint64_t bulk_got;
 	int in_bulk;
+	/* bulk_buf is mapped native memory (host/land.h), not staging; handed
+	 * to the handler as `landed` while the call is delivered. land_last:
+	 * the native unmap that ended the latest landing (retained). */
+	struct cmx_land *bulk_land, *landed;
+	void *land_last;
 
 	/* The tenant's rate quota: the next recv waits for this timeout. */
 	struct cmx_io rate_io;

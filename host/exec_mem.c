@@ -3,6 +3,7 @@
 // leave from staging; staging is freed when the native command completes.
 #include "exec.h"
 #include "scheduler.h"
+#include "land.h"
 #include "staging.h"
 #include "tenant.h"
 
@@ -177,11 +178,20 @@ static int write_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct 
 
 static int write_buffer(struct cmx_call *c, struct cmx_WriteBuffer_in *in, int sync)
 {
+	struct cmx_land *land = cmx_land_take(c);
 	cl_event ev;
 	cl_int e;
 
-	if (c->bulk_len != in->size)
+	if (c->bulk_len != in->size) {
+		cmx_land_abort(land);
 		return CL_INVALID_VALUE;
+	}
+	if (land) {
+		/* The payload is in the buffer already (host/land.c). */
+		e = cmx_land_finish(land, in->queue.h, in->mem.h, in->offset, in->size,
+				    WAIT(in->wait), &ev);
+		return write_staged(c, e, ev, &in->event, sync);
+	}
 	e = cmx_pinned_write(c, in->queue.h, in->mem.h, in->offset, in->size, WAIT(in->wait), &ev);
 	if (e == CMX_PINNED_NO)
 		e = clEnqueueWriteBuffer(in->queue.h, in->mem.h, CL_FALSE, in->offset, in->size,
@@ -251,7 +261,7 @@ int cmx_h_WriteBufferRectSync(struct cmx_call *c, struct cmx_WriteBufferRectSync
 static void read_done_sync(struct cmx_call *c, int status)
 {
 	if (status != CL_SUCCESS) {
-		cmx_staging_put(c->rbulk);
+		c->rbulk_free(c->rbulk);
 		c->rbulk = NULL;
 		c->rbulk_free = NULL;
 	}
@@ -263,7 +273,7 @@ static void read_done_async(struct cmx_call *c, int status)
 	struct cmx_ReadDone_in n = {.tag = cmx_call_tag(c), .status = status < 0 ? status : 0};
 
 	cmx_session_notify(c->s, &cmx_desc_ReadDone_in, &n, c->rbulk, status < 0 ? 0 : c->rbulk_len,
-			   cmx_staging_put);
+			   c->rbulk_free);
 	c->rbulk = NULL;
 	c->rbulk_free = NULL;
 	cmx_call_done(c, CL_SUCCESS);
@@ -291,13 +301,34 @@ static void *staging(struct cmx_call *c, uint64_t size)
 	return cmx_call_read_buffer(c, size);
 }
 
+/* A large read on a CPU device, sent from the mapped buffer (host/land.c):
+ * the reply (or ReadDone) leaves when the map completes; the guest's event
+ * is the unmap's, which waits until the data has left. */
+static int read_mapped(struct cmx_call *c, struct cmx_ReadBufferSync_in *in, int sync, int *e)
+{
+	cl_event map_ev, done_ev;
+
+	if (c->area_out || in->size < CMX_LAND_MIN ||
+	    cmx_land_read(c, in->queue.h, in->mem.h, in->offset, in->size, WAIT(in->wait), &map_ev,
+			  &done_ev))
+		return 0;
+	cmx_event_bind(c, &in->event, done_ev);
+	*e = sync ? cmx_defer_wait(c, map_ev, read_done_sync)
+		  : cmx_defer_event(c, map_ev, read_done_async);
+	clReleaseEvent(map_ev);
+	return 1;
+}
+
 static int read_buffer(struct cmx_call *c, struct cmx_ReadBufferSync_in *in, int sync)
 {
 	cl_event ev;
 	void *dst;
-	cl_int e = cmx_pinned_read(c, in->queue.h, in->mem.h, in->offset, in->size, WAIT(in->wait),
-				   &in->event, sync ? read_done_sync : read_done_async);
+	int e;
 
+	if (read_mapped(c, in, sync, &e))
+		return e;
+	e = cmx_pinned_read(c, in->queue.h, in->mem.h, in->offset, in->size, WAIT(in->wait),
+			    &in->event, sync ? read_done_sync : read_done_async);
 	if (e != CMX_PINNED_NO)
 		return e;
 	dst = staging(c, in->size);

@@ -6,7 +6,7 @@ host_clmuxd_SOURCES = host/main.c host/loop.h host/loop.c host/conn.h host/conn.
 	host/staging.h host/staging.c host/area.h host/area.c host/shm.h host/shm.c host/exec.h host/exec.c host/exec_session.c host/exec_context.c host/exec_queue.c \
 	host/exec_mem.c host/exec_image.c host/exec_program.c host/incdir.h host/incdir.c host/exec_kernel.c host/kprintf.h host/kprintf.c host/exec_event.c \
 	host/peer.h host/peer.c host/auth.h host/auth.c host/listener.h host/listener.c \
-	host/tls.h host/tls.c host/inflate.h host/inflate.c \
+	host/tls.h host/tls.c host/inflate.h host/inflate.c host/land.h host/land.c \
 	host/reaper.h host/reaper.c host/vhost.h host/vhost.c host/ivshmem.h host/ivshmem.c \
 	host/tenant.h host/tenant.c host/conffile.h host/conffile.c host/text.h host/text.c \
 	host/admin.h host/admin.c host/scheduler.h host/scheduler.c host/pinned.h host/pinned.c host/exec_pinned.c

@@ -26,6 +26,11 @@ tools_clmux_gpu_probe_LDADD = $(OPENCL_LIBS) -lpthread
 bin_PROGRAMS += tools/clmux-hol-bench
 tools_clmux_hol_bench_SOURCES = tools/hol-bench.c
 tools_clmux_hol_bench_LDADD = $(OPENCL_LIBS)
+# Bare loopback TCP (send, vmsplice+splice, MSG_ZEROCOPY; N streams), the
+# ceiling of the tcp transport (docs/performance.md); not a test.
+noinst_PROGRAMS += tools/clmux-loopback-bench
+tools_clmux_loopback_bench_SOURCES = tools/loopback-bench.c
+tools_clmux_loopback_bench_LDADD = -lpthread
 
 TESTS += tools/tests/test_cmxgen.sh tools/compat-clinfo.sh tools/compat-pyopencl.sh \
 	tools/tests/transports.sh tools/tests/tenant-bench-slice.sh tools/tests/tls.sh

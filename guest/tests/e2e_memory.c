@@ -936,6 +936,92 @@ START_TEST(test_mem_info)
 }
 END_TEST
 
+/* ---- large transfers ---- */
+
+/* Over sockets on a CPU device, transfers of 1 MiB and more land straight
+ * in the native buffer, or are sent from it (host/land.c), unless the
+ * queue is busy. */
+#define BIG_SIZE ((21u << 20) + 4096)
+#define BIG_UINTS (BIG_SIZE / sizeof(cl_uint))
+#define EARLY_SIZE (8u << 20)
+
+static void large_run(struct e2e_plat *p, unsigned char *out, unsigned char *early)
+{
+	cl_program prog = e2e_program_build(p, memory_src, NULL);
+	cl_kernel k = e2e_kernel_create(p, prog, "inc");
+	unsigned char *host = e2e_xmalloc(BIG_SIZE);
+	size_t n = (4u << 20) / sizeof(cl_uint), all = BIG_UINTS;
+	cl_event w, r;
+	cl_mem m;
+
+	e2e_rand_bytes(host, BIG_SIZE, 301);
+	m = e2e_buffer_create(p, CL_MEM_READ_WRITE, BIG_SIZE, NULL);
+	E2E_OK(p, clSetKernelArg(k, 0, sizeof(m), &m));
+	/* An idle queue: the write lands. */
+	E2E_OK(p, clEnqueueWriteBuffer(p->queue, m, CL_TRUE, 0, BIG_SIZE, host, 0, NULL, NULL));
+	/* A kernel still queued: the next write must come after it. */
+	E2E_OK(p, clEnqueueNDRangeKernel(p->queue, k, 1, NULL, &n, NULL, 0, NULL, NULL));
+	e2e_rand_bytes(host, BIG_SIZE, 302);
+	E2E_OK(p, clEnqueueWriteBuffer(p->queue, m, CL_TRUE, (3u << 20) + 8, 2u << 20, host, 0,
+				       NULL, NULL));
+	/* Non-blocking writes back to back (the second lands behind the
+	 * first's unmap), waited for by a blocking read. */
+	E2E_OK(p, clEnqueueWriteBuffer(p->queue, m, CL_FALSE, 1u << 20, 1u << 20,
+				       host + (2u << 20), 0, NULL, NULL));
+	E2E_OK(p, clEnqueueWriteBuffer(p->queue, m, CL_FALSE, 5u << 20, 1u << 20,
+				       host + (4u << 20), 0, NULL, &w));
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, m, CL_TRUE, 0, BIG_SIZE, out, 1, &w, NULL));
+	/* A non-blocking read, then a kernel that changes what it reads: the
+	 * read gets the bytes from before the kernel. */
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, m, CL_FALSE, 1u << 20, EARLY_SIZE, early, 0, NULL,
+				      &r));
+	E2E_OK(p, clEnqueueNDRangeKernel(p->queue, k, 1, NULL, &all, NULL, 0, NULL, NULL));
+	E2E_OK(p, clWaitForEvents(1, &r));
+	/* Two reads of one region at once, then the whole buffer again. */
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, m, CL_FALSE, 1u << 20, EARLY_SIZE,
+				      early + EARLY_SIZE, 0, NULL, NULL));
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, m, CL_FALSE, 1u << 20, EARLY_SIZE,
+				      early + 2 * EARLY_SIZE, 0, NULL, NULL));
+	E2E_OK(p, clFinish(p->queue));
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, m, CL_TRUE, 0, BIG_SIZE, out + BIG_SIZE, 0, NULL,
+				      NULL));
+	clReleaseEvent(w);
+	clReleaseEvent(r);
+	clReleaseMemObject(m);
+	clReleaseKernel(k);
+	clReleaseProgram(prog);
+	free(host);
+}
+
+START_TEST(test_large)
+{
+	unsigned char *nat, *virt, *nat_early, *virt_early;
+
+	const char *area_mb = getenv("CLMUX_AREA_MB");
+
+	/* A shared area or ivshmem region smaller than the payloads: blocking
+	 * writes of a few MiB hang there (also before host/land.c existed,
+	 * main 96a3765); left to those transports' own fix. */
+	if (getenv("CMX_E2E_IVSHMEM") || (area_mb && strcmp(area_mb, "0"))) {
+		fprintf(stderr, "e2e: note: test_large skipped on a small shared area\n");
+		return;
+	}
+	nat = e2e_xmalloc(2 * BIG_SIZE);
+	virt = e2e_xmalloc(2 * BIG_SIZE);
+	nat_early = e2e_xmalloc(3 * EARLY_SIZE);
+	virt_early = e2e_xmalloc(3 * EARLY_SIZE);
+
+	large_run(&e2e_native, nat, nat_early);
+	large_run(&e2e_virtual, virt, virt_early);
+	e2e_assert_bytes_eq(virt, nat, 2 * BIG_SIZE, "large writes and reads");
+	e2e_assert_bytes_eq(virt_early, nat_early, 3 * EARLY_SIZE, "reads before a kernel");
+	free(nat);
+	free(virt);
+	free(nat_early);
+	free(virt_early);
+}
+END_TEST
+
 static Suite *memory_suite(void)
 {
 	Suite *s = suite_create("e2e_memory");
@@ -963,6 +1049,7 @@ static Suite *memory_suite(void)
 	tcase_add_test(tc, test_fill);
 	tcase_add_test(tc, test_copy_buffer);
 	tcase_add_test(tc, test_out_of_bounds);
+	tcase_add_test(tc, test_large);
 	suite_add_tcase(s, tc);
 	return s;
 }

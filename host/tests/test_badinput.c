@@ -138,6 +138,20 @@ START_TEST(forged_ids)
 }
 END_TEST
 
+/* A context (id), its queue (id + 1) and a buffer of size bytes (id + 2). */
+static void queue_and_buffer(struct client *c, uint64_t id, uint64_t size)
+{
+	uint64_t devs[1] = { 1 }, qprops[1] = { 0 };
+	struct cmx_CreateContext_in ctx = { .context = { id }, .devices = { devs, 1 } };
+	struct cmx_CreateQueue_in qu = { .queue = { id + 1 }, .context = { id }, .device = { 1 },
+					 .props = { qprops, 1 } };
+	struct cmx_CreateBuffer_in buf = { .mem = { id + 2 }, .context = { id }, .size = size };
+
+	send_msg(c, &cmx_desc_CreateContext_in, &ctx, 0, NULL, 0);
+	send_msg(c, &cmx_desc_CreateQueue_in, &qu, 0, NULL, 0);
+	send_msg(c, &cmx_desc_CreateBuffer_in, &buf, 0, NULL, 0);
+}
+
 /* A client that dies halfway through a 16 MiB buffer write, holding a
  * context, a queue and a buffer: all of it is released. */
 START_TEST(killed_mid_transfer)
@@ -151,20 +165,13 @@ START_TEST(killed_mid_transfer)
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		struct client c;
-		uint64_t devs[1] = { 1 }, qprops[1] = { 0 };
-		struct cmx_CreateContext_in ctx = { .context = { 0x10010 }, .devices = { devs, 1 } };
-		struct cmx_CreateQueue_in qu = { .queue = { 0x10011 }, .context = { 0x10010 }, .device = { 1 },
-						 .props = { qprops, 1 } };
-		struct cmx_CreateBuffer_in buf = { .mem = { 0x10012 }, .context = { 0x10010 }, .size = 16 << 20 };
 		struct cmx_WriteBuffer_in wr = { .queue = { 0x10011 }, .mem = { 0x10012 }, .size = 16 << 20 };
 		struct cmx_Ping_in pin = { 0 };
 		struct cmx_Ping_out pout;
 		static uint8_t half[8 << 20];
 
 		hello(&c);
-		send_msg(&c, &cmx_desc_CreateContext_in, &ctx, 0, NULL, 0);
-		send_msg(&c, &cmx_desc_CreateQueue_in, &qu, 0, NULL, 0);
-		send_msg(&c, &cmx_desc_CreateBuffer_in, &buf, 0, NULL, 0);
+		queue_and_buffer(&c, 0x10010, 16 << 20);
 		send_msg(&c, &cmx_desc_Ping_in, &pin, 1, NULL, 0);
 		if (recv_reply(&c, &cmx_desc_Ping_out, &pout, NULL))
 			_exit(3);
@@ -178,6 +185,67 @@ START_TEST(killed_mid_transfer)
 	counts_return(o0, b0);
 	daemon_counts(&o1, &b1);
 	ck_assert_uint_eq(b1, b0);
+}
+END_TEST
+
+/* Large transfers, which on a CPU device land in the mapped buffer or leave
+ * from it (host/land.c): a payload that is not the size the arguments say,
+ * or a range past the buffer's end, is refused and lands nowhere; a good
+ * one reads back; a client that dies while its 16 MiB read is being sent
+ * leaves nothing behind. */
+START_TEST(lying_large_transfers)
+{
+	uint64_t o0, b0;
+	pid_t pid;
+	int status;
+
+	daemon_counts(&o0, &b0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct client c;
+		struct cmx_WriteBufferSync_in wr = { .queue = { 0x10021 }, .mem = { 0x10022 } };
+		struct cmx_WriteBufferSync_out wout;
+		struct cmx_ReadBufferSync_in rd = { .queue = { 0x10021 }, .mem = { 0x10022 },
+						    .offset = 1 << 20, .size = 2 << 20 };
+		struct cmx_ReadBufferSync_out rout;
+		struct cmx_CreateBuffer_in big = { .mem = { 0x10023 }, .context = { 0x10020 }, .size = 16 << 20 };
+		struct cmx_ReadBufferSync_in rbig = { .queue = { 0x10021 }, .mem = { 0x10023 }, .size = 16 << 20 };
+		uint8_t *data = malloc(2 << 20), *back = malloc(2 << 20);
+
+		e2e_rand_bytes(data, 2 << 20, 5);
+		hello(&c);
+		queue_and_buffer(&c, 0x10020, 4 << 20);
+		/* 2 MiB of payload for a 16 MiB write. */
+		wr.size = 16 << 20;
+		send_msg(&c, &cmx_desc_WriteBufferSync_in, &wr, 1, data, 2 << 20);
+		if (recv_reply(&c, &cmx_desc_WriteBufferSync_out, &wout, NULL) != CL_INVALID_VALUE)
+			_exit(3);
+		/* Past the end of the 4 MiB buffer. */
+		wr.offset = 3 << 20;
+		wr.size = 2 << 20;
+		send_msg(&c, &cmx_desc_WriteBufferSync_in, &wr, 1, data, 2 << 20);
+		if (recv_reply(&c, &cmx_desc_WriteBufferSync_out, &wout, NULL) != CL_INVALID_VALUE)
+			_exit(4);
+		wr.offset = 1 << 20;
+		send_msg(&c, &cmx_desc_WriteBufferSync_in, &wr, 1, data, 2 << 20);
+		if (recv_reply(&c, &cmx_desc_WriteBufferSync_out, &wout, NULL) != CL_SUCCESS)
+			_exit(5);
+		send_msg(&c, &cmx_desc_ReadBufferSync_in, &rd, 1, NULL, 0);
+		if (recv_reply(&c, &cmx_desc_ReadBufferSync_out, &rout, NULL) != CL_SUCCESS ||
+		    recv(c.fd, back, 2 << 20, MSG_WAITALL) != 2 << 20 || memcmp(back, data, 2 << 20))
+			_exit(6);
+		/* A 16 MiB read the client never takes: it dies meanwhile. */
+		send_msg(&c, &cmx_desc_CreateBuffer_in, &big, 0, NULL, 0);
+		send_msg(&c, &cmx_desc_ReadBufferSync_in, &rbig, 1, NULL, 0);
+		if (recv(c.fd, back, 4096, MSG_WAITALL) != 4096)
+			_exit(7);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "client exit %d",
+		      WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+	counts_return(o0, b0);
 }
 END_TEST
 
@@ -577,6 +645,7 @@ int main(void)
 	tcase_add_test(tc, malformed_arguments);
 	tcase_add_test(tc, forged_ids);
 	tcase_add_test(tc, killed_mid_transfer);
+	tcase_add_test(tc, lying_large_transfers);
 	tcase_add_test(tc, lying_images);
 	tcase_add_test(tc, lying_programs);
 	tcase_add_test(tc, printing_abandoned);
