@@ -69,7 +69,9 @@ outcome() {
 
 : >"$tmp/results"
 while IFS="$(printf '\t')" read -r name cmd; do
-	printf '%s %s %s\n' "$name" "$(outcome "$tmp/native" "$cmd")" "$(outcome "$tmp/clmux" "$cmd")" >>"$tmp/results"
+	nat=$(outcome "$tmp/native" "$cmd")
+	clmuxd_up
+	printf '%s %s %s\n' "$name" "$nat" "$(outcome "$tmp/clmux" "$cmd")" >>"$tmp/results"
 done <"$tmp/tests"
 [ -n "${CMX_PIGLIT_LIST:-}" ] && cp "$tmp/results" "$CMX_PIGLIT_LIST"
 
