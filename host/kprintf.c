@@ -27,6 +27,8 @@ struct kp_cmd {
 	struct kp_cmd *next;
 	uint64_t session, tag;
 	cl_event gate;	/* user event in the kernel's wait list; set when it may run */
+	cl_event ev;	/* the launch's own event (retained) */
+	int finished;	/* done with, found by the poll: freed when the callback comes */
 	/* What it waits for natively besides the gate (its wait list, and an
 	 * in-order queue's previous command): it is let run only once these
 	 * are done, so the one running never waits on anything but the device
@@ -45,6 +47,14 @@ static struct {
 	struct kp_cmd *waiting, *running;
 	struct cmx_buf out; /* what the running one has printed so far */
 	uint64_t dropped;
+	/* On a driver that runs its queue only inside a wait (Oclgrind), the
+	 * loop looks at the launches' status on a timer: that driver calls
+	 * completion callbacks only when the whole wait returns, and a wait
+	 * that reaches a gate would never return (see tick_arm()). */
+	struct cmx_io tick_io;
+	struct __kernel_timespec tick_ts;
+	uint64_t tick_ns;
+	int tick_armed;
 } kp = { .rfd = -1, .orig_out = -1 };
 
 /* Output nobody waits for: the daemon's own stdout, if it had one. */
@@ -163,6 +173,8 @@ static void cmd_free(struct kp_cmd *k)
 		clReleaseEvent(k->deps[i]);
 	free(k->deps);
 	clReleaseEvent(k->gate);
+	if (k->ev)
+		clReleaseEvent(k->ev);
 	free(k);
 }
 
@@ -185,6 +197,61 @@ static int cmd_ready(struct kp_cmd *k)
 		ready = 0;
 	}
 	return ready;
+}
+
+static void kick(void);
+static void finish(struct kp_cmd *k, int status);
+
+/*
+ * The status poll, on a driver that runs its queue only inside a wait
+ * (struct cmx_server's flush_runs: Oclgrind). There the application's wait
+ * (an executor's clWaitForEvents or clFinish) runs every command before the
+ * one it waits for, in that one call, and calls their completion callbacks
+ * only when it returns. A second printing launch waits on its gate, which
+ * is set once the first's completion is handled: by the callback alone,
+ * that never happens, because the wait that ran the first is the one now
+ * spinning on the second's gate (Oclgrind spins on an unset user event). The loop therefore reads the running
+ * launch's status itself, every 1 ms doubling to 16 ms while launches are
+ * pending, handles its completion when it sees it, and lets the next one
+ * run; the callback, when it comes, only frees it.
+ */
+#define KP_TICK_MIN_NS 1000000ull
+#define KP_TICK_MAX_NS 16000000ull
+
+static void tick_done(struct cmx_io *io, int res, unsigned flags);
+
+static void tick_arm(uint64_t ns)
+{
+	struct io_uring_sqe *sqe;
+
+	if (!cmx_srv->flush_runs || kp.tick_armed || (!kp.running && !kp.waiting))
+		return;
+	if (!(sqe = cmx_loop_sqe(kp.loop, &kp.tick_io)))
+		return;
+	kp.tick_armed = 1;
+	kp.tick_ns = ns;
+	kp.tick_io.cb = tick_done;
+	kp.tick_ts.tv_sec = (long long)(ns / 1000000000ull);
+	kp.tick_ts.tv_nsec = (long long)(ns % 1000000000ull);
+	io_uring_prep_timeout(sqe, &kp.tick_ts, 0, 0);
+}
+
+static void tick_done(struct cmx_io *io, int res, unsigned flags)
+{
+	struct kp_cmd *k = kp.running;
+	uint64_t next = kp.tick_ns < KP_TICK_MAX_NS ? kp.tick_ns * 2 : KP_TICK_MAX_NS;
+	cl_int st = CL_QUEUED;
+
+	/* Still armed while it runs: kick() arms nothing meanwhile. */
+	if (k && clGetEventInfo(k->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL) ==
+			 CL_SUCCESS && st <= CL_COMPLETE) {
+		finish(k, st);
+		k->finished = 1;
+		next = KP_TICK_MIN_NS;
+	}
+	kick(); /* reads the waiting ones' dependencies */
+	kp.tick_armed = 0;
+	tick_arm(next);
 }
 
 /* Lets the oldest ready launch run when none does (that of a session now
@@ -216,6 +283,7 @@ static void kick(void)
 			pp = &k->next;
 		}
 	}
+	tick_arm(KP_TICK_MIN_NS);
 }
 
 static void kick_post(void *arg)
@@ -251,10 +319,11 @@ static void send_output(struct kp_cmd *k)
 			   bytes ? free : NULL);
 }
 
-static void kp_done(void *arg)
+/* Its command has ended: the running one's output goes to its session; one
+ * that failed before it ran leaves the waiting list. */
+static void finish(struct kp_cmd *k, int status)
 {
-	struct kp_cmd *k = arg;
-
+	k->status = status;
 	if (k == kp.running) {
 		/* The driver wrote before it reported completion: it is all
 		 * here. */
@@ -271,6 +340,14 @@ static void kp_done(void *arg)
 				break;
 			}
 	}
+}
+
+static void kp_done(void *arg)
+{
+	struct kp_cmd *k = arg;
+
+	if (!k->finished)
+		finish(k, k->status);
 	cmd_free(k);
 	kick();
 }
@@ -334,6 +411,8 @@ int cmx_kprintf_enqueue(struct cmx_call *c, const struct cmx_EnqueueKernel_in *i
 	for (pp = &kp.waiting; *pp; pp = &(*pp)->next)
 		;
 	*pp = k;
+	clRetainEvent(ev);
+	k->ev = ev;
 	if (clSetEventCallback(ev, CL_COMPLETE, kp_complete, k))
 		cmx_err("kernel printf: no completion callback; printing kernels stop here");
 	cmx_event_bind(c, &in->event, ev);

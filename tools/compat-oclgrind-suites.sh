@@ -1,0 +1,56 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# The compatibility suites on a second OpenCL implementation: clinfo,
+# piglit's OpenCL tests and the project's PyOpenCL test file, each natively
+# on Oclgrind and through clmux with clmuxd serving Oclgrind (--device
+# oclgrind), compared by the same scripts as on PoCL (tools/compat-*.sh)
+# with Oclgrind's own exception lists. A test that passes natively must
+# pass through clmux. clinfo must match but for its listed exceptions.
+#
+# Oclgrind simulates every work-item and is slow: in tools/check (make
+# check-compat-oclgrind) piglit runs the named selection below, the rest
+# with CMX_OCLGRIND_ALL=1 (make check-compat-oclgrind-all); the choice is
+# explained in docs/compatibility.md. Exit 0: parity; 1: a difference; 77:
+# Oclgrind not installed (a suite whose tool is missing skips alone). From
+# a build directory:
+#   OCL_ICD_VENDORS=$PWD/icd CLMUXD=$PWD/host/clmuxd srcdir=.. ../tools/compat-oclgrind-suites.sh
+set -u
+rt=${OCLGRIND_ICD:-/usr/lib/oclgrind/liboclgrind-rt-icd.so}
+[ -f "$rt" ] || { echo "SKIP: Oclgrind not installed ($rt)"; exit 77; }
+srcdir=${srcdir:-$(dirname "$0")/..}
+icd=${OCL_ICD_VENDORS:-icd}
+[ -f "$icd/clmux.icd" ] || { echo "FAIL: no $icd/clmux.icd"; exit 1; }
+
+vendors=$(mktemp -d)
+trap 'rm -rf "$vendors"' EXIT
+echo "$rt" >"$vendors/oclgrind.icd"
+cp "$icd/clmux.icd" "$vendors/"
+
+# piglit on Oclgrind: the 67 programs (API behaviour, where clmux's own
+# checks and forwarding are at stake) and the build/ tests; the execute/
+# tests run kernels that Oclgrind simulates slowly (about 10 s a test
+# through clmux) and come with CMX_OCLGRIND_ALL=1.
+piglit_env="CMX_PIGLIT_PARITY=pass CMX_PIGLIT_TIMEOUT=${CMX_PIGLIT_TIMEOUT:-60}"
+if [ -n "${CMX_OCLGRIND_ALL:-}" ]; then
+	piglit_env="$piglit_env CMX_PIGLIT_ALL=1"
+else
+	piglit_env="$piglit_env CMX_PIGLIT_EXECUTE=none"
+fi
+
+fail=0
+for suite in clinfo piglit pyopencl; do
+	echo "== $suite: Oclgrind natively and through clmux"
+	extra=""
+	[ $suite = piglit ] && extra=$piglit_env
+	# shellcheck disable=SC2086 # extra: assignments
+	env OCL_ICD_VENDORS="$vendors" CMX_COMPAT_DAEMON_ARGS="--device oclgrind" srcdir="$srcdir" \
+		$extra "$srcdir/tools/compat-$suite.sh"
+	rc=$?
+	case $rc in
+	0) ;;
+	77) echo "(skipped: tool missing)" ;;
+	*) fail=1 ;;
+	esac
+done
+[ $fail = 0 ] && echo "PASS: clinfo, piglit and PyOpenCL on Oclgrind: every test passing natively passes through clmux"
+exit $fail
