@@ -3,6 +3,7 @@
 // completion or to the executor.
 #include "exec.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,12 +56,28 @@ int cmx_defer_event(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call 
 	return err ? err : CMX_DEFER;
 }
 
+static pthread_mutex_t drive_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void cmx_exec_drive_lock(void)
+{
+	if (cmx_srv->flush_runs)
+		pthread_mutex_lock(&drive_lock);
+}
+
+void cmx_exec_drive_unlock(void)
+{
+	if (cmx_srv->flush_runs)
+		pthread_mutex_unlock(&drive_lock);
+}
+
 static int wait_work(struct cmx_call *c)
 {
 	cl_event e = c->result;
 	cl_int status = CL_COMPLETE;
 
+	cmx_exec_drive_lock();
 	clWaitForEvents(1, &e);
+	cmx_exec_drive_unlock();
 	clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status, NULL);
 	clReleaseEvent(e);
 	c->result = NULL;

@@ -37,6 +37,18 @@ int cmx_defer_wait(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *
  * (struct cmx_server's flush_runs): there an executor's wait does. */
 void cmx_queue_flush(cl_command_queue q);
 
+/*
+ * Around every call an executor makes to run the queue (clWaitForEvents,
+ * clFlush), on a driver that runs its queue inside them (struct
+ * cmx_server's flush_runs): Oclgrind runs commands in the calling thread
+ * and is not thread-safe, so two executors driving it at once ran one
+ * kernel twice (its assertion `m_kernelInvocation == NULL` aborted the
+ * daemon). No-ops elsewhere. A wait that spins on a user event holds the
+ * lock; user events are set on the loop, which never takes it.
+ */
+void cmx_exec_drive_lock(void);
+void cmx_exec_drive_unlock(void);
+
 /* Runs work(c) on an executor thread, then fin(c, status) (or, with fin
  * NULL, cmx_call_done) on the loop. Returns CMX_DEFER. */
 int cmx_defer_work(struct cmx_call *c, int (*work)(struct cmx_call *c),

@@ -40,7 +40,11 @@ int cmx_h_ReleaseEvent(struct cmx_call *c, struct cmx_ReleaseEvent_in *in)
 static int wait_work(struct cmx_call *c)
 {
 	struct cmx_WaitForEvents_in *in = c->in;
-	cl_int e = clWaitForEvents((cl_uint)in->events.n, (const cl_event *)in->events.h);
+	cl_int e;
+
+	cmx_exec_drive_lock();
+	e = clWaitForEvents((cl_uint)in->events.n, (const cl_event *)in->events.h);
+	cmx_exec_drive_unlock();
 
 	for (uint64_t i = 0; i < in->events.n; i++) {
 		cl_int st = CL_COMPLETE;

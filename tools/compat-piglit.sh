@@ -81,6 +81,7 @@ while IFS="$(printf '\t')" read -r name cmd; do
 	nat=$(outcome "$tmp/native" "$cmd")
 	clmuxd_up
 	printf '%s %s %s\n' "$name" "$nat" "$(outcome "$tmp/clmux" "$cmd")" >>"$tmp/results"
+	kill -0 "$pid" 2>/dev/null || echo "$name" >>"$tmp/killers"
 done <"$tmp/tests"
 [ -n "${CMX_PIGLIT_LIST:-}" ] && cp "$tmp/results" "$CMX_PIGLIT_LIST"
 
@@ -103,7 +104,7 @@ for side in native:2 clmux:3; do
 		"$(count "$c" pass)" "$(count "$c" fail)" "$(count "$c" skip)" "$(count "$c" warn)" \
 		"$(count "$c" crash)" "$(count "$c" timeout)"
 done
-[ -s "$tmp/restarts" ] && echo "note: clmuxd restarted $(wc -l <"$tmp/restarts") times after the driver crashed it"
+[ -s "$tmp/killers" ] && echo "note: the driver crashed clmuxd in:" $(cat "$tmp/killers")
 [ $fail = 0 ] && [ "$parity" = same ] &&
 	echo "PASS: $(wc -l <"$tmp/results") piglit OpenCL tests end the same natively and through clmux ($device)"
 [ $fail = 0 ] && [ "$parity" = pass ] &&
