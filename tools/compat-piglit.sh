@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: MIT
 # piglit's OpenCL tests natively and through clmux: every test must end the
 # same way (pass, fail, skip, warn, crash) on both, but for the differences
-# listed below with their reasons.
+# listed below with their reasons; with CMX_PIGLIT_PARITY=pass (Oclgrind:
+# tools/compat-oclgrind-suites.sh), every test that passes natively must
+# pass through clmux. A driver crash that ends clmuxd (an in-process driver)
+# gets the next test a fresh daemon; the tests that did are named.
 #
 # The set: every cl-* program piglit ships (Debian's piglit package,
 # /usr/lib/x86_64-linux-gnu/piglit/bin) except cl-interop-* (EGL/GL
