@@ -47,14 +47,6 @@ static struct {
 	struct kp_cmd *waiting, *running;
 	struct cmx_buf out; /* what the running one has printed so far */
 	uint64_t dropped;
-	/* On a driver that runs its queue only inside a wait (Oclgrind), the
-	 * loop looks at the launches' status on a timer: that driver calls
-	 * completion callbacks only when the whole wait returns, and a wait
-	 * that reaches a gate would never return (see tick_arm()). */
-	struct cmx_io tick_io;
-	struct __kernel_timespec tick_ts;
-	uint64_t tick_ns;
-	int tick_armed;
 } kp = { .rfd = -1, .orig_out = -1 };
 
 /* Output nobody waits for: the daemon's own stdout, if it had one. */
@@ -203,55 +195,33 @@ static void kick(void);
 static void finish(struct kp_cmd *k, int status);
 
 /*
- * The status poll, on a driver that runs its queue only inside a wait
- * (struct cmx_server's flush_runs: Oclgrind). There the application's wait
- * (an executor's clWaitForEvents or clFinish) runs every command before the
- * one it waits for, in that one call, and calls their completion callbacks
- * only when it returns. A second printing launch waits on its gate, which
- * is set once the first's completion is handled: by the callback alone,
- * that never happens, because the wait that ran the first is the one now
- * spinning on the second's gate (Oclgrind spins on an unset user event). The loop therefore reads the running
- * launch's status itself, every 1 ms doubling to 16 ms while launches are
- * pending, handles its completion when it sees it, and lets the next one
- * run; the callback, when it comes, only frees it.
+ * The status poll (kp_poll(), cmx_exec_poll_start()), on a driver that runs
+ * its queue only inside a wait (struct cmx_server's flush_runs: Oclgrind).
+ * There the application's wait (an executor's clWaitForEvents or clFinish)
+ * runs every command before the one it waits for, in that one call, and
+ * calls their completion callbacks only when it returns. A second printing
+ * launch waits on its gate, which is set once the first's completion is
+ * handled: by the callback alone, that never happens, because the wait
+ * that ran the first is the one now spinning on the second's gate
+ * (Oclgrind spins on an unset user event). The loop therefore reads the
+ * running launch's status itself while launches are pending, handles its
+ * completion when it sees it, and lets the next one run; the callback,
+ * when it comes, only frees it.
  */
-#define KP_TICK_MIN_NS 1000000ull
-#define KP_TICK_MAX_NS 16000000ull
-
-static void tick_done(struct cmx_io *io, int res, unsigned flags);
-
-static void tick_arm(uint64_t ns)
-{
-	struct io_uring_sqe *sqe;
-
-	if (!cmx_srv->flush_runs || kp.tick_armed || (!kp.running && !kp.waiting))
-		return;
-	if (!(sqe = cmx_loop_sqe(kp.loop, &kp.tick_io)))
-		return;
-	kp.tick_armed = 1;
-	kp.tick_ns = ns;
-	kp.tick_io.cb = tick_done;
-	kp.tick_ts.tv_sec = (long long)(ns / 1000000000ull);
-	kp.tick_ts.tv_nsec = (long long)(ns % 1000000000ull);
-	io_uring_prep_timeout(sqe, &kp.tick_ts, 0, 0);
-}
-
-static void tick_done(struct cmx_io *io, int res, unsigned flags)
+static int kp_poll(void)
 {
 	struct kp_cmd *k = kp.running;
-	uint64_t next = kp.tick_ns < KP_TICK_MAX_NS ? kp.tick_ns * 2 : KP_TICK_MAX_NS;
 	cl_int st = CL_QUEUED;
+	int seen = 0;
 
-	/* Still armed while it runs: kick() arms nothing meanwhile. */
 	if (k && clGetEventInfo(k->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL) ==
 			 CL_SUCCESS && st <= CL_COMPLETE) {
 		finish(k, st);
 		k->finished = 1;
-		next = KP_TICK_MIN_NS;
+		seen = 1;
 	}
 	kick(); /* reads the waiting ones' dependencies */
-	kp.tick_armed = 0;
-	tick_arm(next);
+	return seen ? 1 : kp.running || kp.waiting ? 0 : -1;
 }
 
 /* Lets the oldest ready launch run when none does (that of a session now
@@ -283,7 +253,8 @@ static void kick(void)
 			pp = &k->next;
 		}
 	}
-	tick_arm(KP_TICK_MIN_NS);
+	if (kp.running || kp.waiting)
+		cmx_exec_poll_start(kp_poll);
 }
 
 static void kick_post(void *arg)

@@ -13,9 +13,9 @@
 # --device oclgrind): clpeak's transfer bandwidth and kernel latency only
 # (its first global-bandwidth kernel did not finish in 7 minutes natively:
 # Oclgrind simulates every work-item), and no hashcat (natively it stops
-# at "Not enough allocatable device memory"; through clmux, which reports
-# no host-unified memory, it goes on and Oclgrind aborts the daemon
-# creating its kernels: "Undefined external function: llvm.fshl.i32").
+# at "Not enough allocatable device memory"; through clmux it goes on, and
+# Oclgrind ends the daemon creating its kernels: "Undefined external
+# function: llvm.fshl.i32").
 set -u
 command -v clpeak >/dev/null 2>&1 || command -v hashcat >/dev/null 2>&1 ||
 	{ echo "SKIP: neither clpeak nor hashcat installed"; exit 77; }
