@@ -76,5 +76,5 @@ if command -v $hashcat >/dev/null 2>&1; then
 fi
 apps="clpeak and hashcat"
 [ "$hashcat" = hashcat ] || apps=clpeak
-[ $fail = 0 ] && echo "PASS: $apps complete through clmux ($device)"
+[ $fail = 0 ] && echo "PASS: $apps: completed through clmux ($device)"
 exit $fail

@@ -7,7 +7,7 @@
 # with Oclgrind's own exception lists. A test that passes natively must
 # pass through clmux. clinfo must match but for its listed exceptions.
 #
-# In tools/check (make check-compat-oclgrind, about 4 minutes on 2 cores)
+# In tools/check (make check-compat-oclgrind, 1.5 to 2.5 minutes on 2 cores)
 # piglit runs the selection it runs on PoCL; every piglit test with
 # CMX_OCLGRIND_ALL=1 (make check-compat-oclgrind-all; docs/compatibility.md
 # has the counts). Exit 0: parity; 1: a difference; 77:
@@ -27,7 +27,7 @@ echo "$rt" >"$vendors/oclgrind.icd"
 cp "$icd/clmux.icd" "$vendors/"
 
 # piglit on Oclgrind: the same selection as on PoCL (tools/compat-piglit.sh;
-# about 2 min 20 s on 2 cores), every test with CMX_OCLGRIND_ALL=1.
+# about 1 to 2 minutes on 2 cores), every test with CMX_OCLGRIND_ALL=1.
 piglit_env="CMX_PIGLIT_PARITY=pass CMX_PIGLIT_TIMEOUT=${CMX_PIGLIT_TIMEOUT:-60}"
 [ -n "${CMX_OCLGRIND_ALL:-}" ] && piglit_env="$piglit_env CMX_PIGLIT_ALL=1 CMX_PIGLIT_LIST=${CMX_PIGLIT_LIST:-}"
 
