@@ -273,8 +273,11 @@ static int in_heap(cl_context ctx, cl_mem_flags flags, size_t size)
 		return 1;
 	if (size < HEAP_PLAIN_MIN)
 		return 0;
+	/* Only a device that is a CPU and nothing else (Oclgrind calls itself
+	 * every type) works in host memory. */
 	for (cl_uint i = 0; i < ctx->ndevices; i++)
-		if (!(ctx->devices[i]->type & CL_DEVICE_TYPE_CPU))
+		if ((ctx->devices[i]->type & ~(cl_device_type)CL_DEVICE_TYPE_DEFAULT) !=
+		    CL_DEVICE_TYPE_CPU)
 			return 0;
 	return 1;
 }

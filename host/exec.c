@@ -3,6 +3,7 @@
 // completion or to the executor.
 #include "exec.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,12 +59,96 @@ int cmx_defer_event(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call 
 	return err ? err : CMX_DEFER;
 }
 
+#define POLL_MIN_NS 1000000ull
+#define POLL_MAX_NS 16000000ull
+#define POLL_FNS 4
+
+static struct {
+	struct cmx_io io;
+	struct __kernel_timespec ts;
+	uint64_t ns;
+	int armed;
+	int (*fn[POLL_FNS])(void);
+} poll;
+
+static void poll_done(struct cmx_io *io, int res, unsigned flags);
+
+static void poll_arm(uint64_t ns)
+{
+	struct io_uring_sqe *sqe;
+	int any = 0;
+
+	for (int i = 0; i < POLL_FNS; i++)
+		any |= poll.fn[i] != NULL;
+	if (poll.armed || !any || !(sqe = cmx_loop_sqe(cmx_srv->loop, &poll.io)))
+		return;
+	poll.armed = 1;
+	poll.ns = ns;
+	poll.io.cb = poll_done;
+	poll.ts.tv_sec = (long long)(ns / 1000000000ull);
+	poll.ts.tv_nsec = (long long)(ns % 1000000000ull);
+	io_uring_prep_timeout(sqe, &poll.ts, 0, 0);
+}
+
+static void poll_done(struct cmx_io *io, int res, unsigned flags)
+{
+	uint64_t next = poll.ns < POLL_MAX_NS ? poll.ns * 2 : POLL_MAX_NS;
+
+	/* Still armed while the pollers run: a start from inside arms
+	 * nothing. */
+	for (int i = 0; i < POLL_FNS; i++) {
+		int r = poll.fn[i] ? poll.fn[i]() : -1;
+
+		if (r < 0)
+			poll.fn[i] = NULL;
+		else if (r > 0)
+			next = POLL_MIN_NS;
+	}
+	poll.armed = 0;
+	poll_arm(next);
+}
+
+void cmx_exec_poll_start(int (*fn)(void))
+{
+	int free_slot = -1;
+
+	if (!cmx_srv->flush_runs)
+		return;
+	for (int i = 0; i < POLL_FNS; i++) {
+		if (poll.fn[i] == fn)
+			goto arm;
+		if (!poll.fn[i] && free_slot < 0)
+			free_slot = i;
+	}
+	if (free_slot < 0)
+		return;
+	poll.fn[free_slot] = fn;
+arm:
+	poll_arm(POLL_MIN_NS);
+}
+
+static pthread_mutex_t drive_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void cmx_exec_drive_lock(void)
+{
+	if (cmx_srv->flush_runs)
+		pthread_mutex_lock(&drive_lock);
+}
+
+void cmx_exec_drive_unlock(void)
+{
+	if (cmx_srv->flush_runs)
+		pthread_mutex_unlock(&drive_lock);
+}
+
 static int wait_work(struct cmx_call *c)
 {
 	cl_event e = c->result;
 	cl_int status = CL_COMPLETE;
 
+	cmx_exec_drive_lock();
 	clWaitForEvents(1, &e);
+	cmx_exec_drive_unlock();
 	clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status, NULL);
 	clReleaseEvent(e);
 	c->result = NULL;

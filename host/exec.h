@@ -47,6 +47,31 @@ void cmx_queue_flush(cl_command_queue q);
 /* The same before a wait: skipped where the driver submits at enqueue. */
 void cmx_queue_flush_to_wait(cl_command_queue q);
 
+/*
+ * Around every call an executor makes to run the queue (clWaitForEvents,
+ * clFlush), on a driver that runs its queue inside them (struct
+ * cmx_server's flush_runs): Oclgrind runs commands in the calling thread
+ * and is not thread-safe, so two executors driving it at once ran one
+ * kernel twice (its assertion `m_kernelInvocation == NULL` aborted the
+ * daemon). No-ops elsewhere. A wait that spins on a user event holds the
+ * lock; user events are set on the loop, which never takes it.
+ */
+void cmx_exec_drive_lock(void);
+void cmx_exec_drive_unlock(void);
+
+/*
+ * On a driver that calls completion callbacks only when the whole wait
+ * that ran the command returns (flush_runs: Oclgrind), that wait can spin
+ * on a user event which is set only once such a callback has come: the
+ * next printing kernel's gate, the gate of an area buffer's non-blocking
+ * write. Whoever waits for callbacks there also reads statuses on a loop
+ * timer: cmx_exec_poll_start(fn) has fn run every 1 ms, doubling to 16 ms
+ * while nothing completes; fn returns 1 when it saw a command complete, 0
+ * when it still watches one, -1 when it watches nothing (it is dropped
+ * until started again). No-op on other drivers. Loop thread.
+ */
+void cmx_exec_poll_start(int (*fn)(void));
+
 /* Runs work(c) on an executor thread, then fin(c, status) (or, with fin
  * NULL, cmx_call_done) on the loop. Returns CMX_DEFER. */
 int cmx_defer_work(struct cmx_call *c, int (*work)(struct cmx_call *c),

@@ -4,6 +4,7 @@
 #include "scheduler.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 int cmx_h_CreateUserEvent(struct cmx_call *c, struct cmx_CreateUserEvent_in *in)
 {
@@ -40,7 +41,11 @@ int cmx_h_ReleaseEvent(struct cmx_call *c, struct cmx_ReleaseEvent_in *in)
 static int wait_work(struct cmx_call *c)
 {
 	struct cmx_WaitForEvents_in *in = c->in;
-	cl_int e = clWaitForEvents((cl_uint)in->events.n, (const cl_event *)in->events.h);
+	cl_int e;
+
+	cmx_exec_drive_lock();
+	e = clWaitForEvents((cl_uint)in->events.n, (const cl_event *)in->events.h);
+	cmx_exec_drive_unlock();
 
 	for (uint64_t i = 0; i < in->events.n; i++) {
 		cl_int st = CL_COMPLETE;
@@ -107,20 +112,91 @@ int cmx_h_GetEventProfilingInfo(struct cmx_call *c, struct cmx_GetEventProfiling
 struct callback_note {
 	uint64_t session, tag;
 	cl_int status;
+	/* Watched by the status poll (a driver that calls callbacks late,
+	 * below): the event, the status that fires it, the next watched one;
+	 * sent: the poll has notified, the callback only frees. Loop thread. */
+	cl_event ev;
+	cl_int type;
+	int sent;
+	struct callback_note *next;
 };
 
-static void callback_post(void *arg)
+/* Callbacks the status poll watches (flush_runs only). */
+static struct callback_note *watched;
+
+static struct cmx_session *note_session(const struct callback_note *n)
 {
-	struct callback_note *n = arg;
 	struct cmx_session *s;
 
 	for (s = cmx_srv->sessions; s && s->id != n->session; s = s->next)
 		;
-	if (s && !s->closed) {
-		struct cmx_EventDone_in in = {.tag = n->tag, .status = n->status};
+	return s && !s->closed ? s : NULL;
+}
+
+static void notify_done(const struct callback_note *n, cl_int status)
+{
+	struct cmx_session *s = note_session(n);
+
+	if (s) {
+		struct cmx_EventDone_in in = {.tag = n->tag, .status = status};
 		cmx_session_notify(s, &cmx_desc_EventDone_in, &in, NULL, 0, NULL);
 	}
+}
+
+static void unwatch(struct callback_note *n)
+{
+	for (struct callback_note **pp = &watched; *pp; pp = &(*pp)->next)
+		if (*pp == n) {
+			*pp = n->next;
+			clReleaseEvent(n->ev);
+			n->ev = NULL;
+			return;
+		}
+}
+
+static void callback_post(void *arg)
+{
+	struct callback_note *n = arg;
+
+	if (!n->sent)
+		notify_done(n, n->status);
+	unwatch(n);
 	free(n);
+}
+
+/*
+ * On a driver that calls callbacks only when the whole wait that ran the
+ * command returns (Oclgrind: cmx_exec_poll_start()), an area buffer's
+ * non-blocking write deadlocked: its unmap waits on a user event the guest
+ * sets from the map's callback, and the wait that ran the map spun on that
+ * unmap. The loop reads the watched events' status and notifies as soon as
+ * one has reached its callback's status; the callback, when it comes, only
+ * frees the note.
+ */
+static int callbacks_poll(void)
+{
+	int seen = 0;
+
+	for (struct callback_note **pp = &watched, *n; (n = *pp);) {
+		cl_int st = CL_QUEUED;
+
+		/* A gone session's note is left to its callback. */
+		if (note_session(n) &&
+		    (clGetEventInfo(n->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+				    NULL) != CL_SUCCESS || st > n->type)) {
+			pp = &n->next;
+			continue;
+		}
+		if (note_session(n)) {
+			notify_done(n, st < 0 ? st : n->type);
+			n->sent = 1;
+		}
+		*pp = n->next;
+		clReleaseEvent(n->ev);
+		n->ev = NULL;
+		seen = 1;
+	}
+	return seen ? 1 : watched ? 0 : -1;
 }
 
 static void CL_CALLBACK event_callback(cl_event e, cl_int status, void *arg)
@@ -147,6 +223,7 @@ int cmx_h_SetEventCallback(struct cmx_call *c, struct cmx_SetEventCallback_in *i
 
 	if (!n)
 		return CL_OUT_OF_HOST_MEMORY;
+	memset(n, 0, sizeof(*n));
 	n->session = c->s->id;
 	n->tag = in->tag;
 	if (!in->event.h) {
@@ -156,9 +233,19 @@ int cmx_h_SetEventCallback(struct cmx_call *c, struct cmx_SetEventCallback_in *i
 		return CL_SUCCESS;
 	}
 	e = clSetEventCallback(in->event.h, (cl_int)in->type, event_callback, n);
-	if (e)
+	if (e) {
 		free(n);
-	return e;
+		return e;
+	}
+	if (cmx_srv->flush_runs) {
+		clRetainEvent(in->event.h);
+		n->ev = in->event.h;
+		n->type = (cl_int)in->type;
+		n->next = watched;
+		watched = n;
+		cmx_exec_poll_start(callbacks_poll);
+	}
+	return CL_SUCCESS;
 }
 
 int cmx_h_EnqueueMarker(struct cmx_call *c, struct cmx_EnqueueMarker_in *in)

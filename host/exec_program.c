@@ -114,14 +114,66 @@ static void put_info_str(struct cmx_buf *b, cl_int e, const char *s)
  * u64 access qualifier, u64 type qualifier, bytes type name, bytes name
  * (0 qualifiers and empty names where the driver has no argument info).
  */
-static void describe_kernels(cl_program p, struct cmx_buf *b)
+/*
+ * Every kernel of the program, by name, leaving out those the driver fails
+ * to create: Oclgrind's clCreateKernelsInProgram hands out a kernel it could
+ * not make (clpeak's half-precision kernels: "Unsupported constant type"),
+ * on which clGetKernelInfo crashed the daemon, where natively the
+ * application never creates it. Without the names (below OpenCL 1.2): all
+ * at once. The count, or 0 with nothing allocated.
+ */
+static cl_uint create_kernels(cl_program p, cl_kernel **out)
 {
-	cl_uint n = 0;
+	size_t len = 0;
+	cl_uint n = 0, got = 0;
+	char *names, *save = NULL;
 	cl_kernel *ks;
 
-	if (clCreateKernelsInProgram(p, 0, NULL, &n) != CL_SUCCESS || !n ||
-	    !(ks = calloc(n, sizeof(*ks))) ||
-	    clCreateKernelsInProgram(p, n, ks, &n) != CL_SUCCESS) {
+	if (clGetProgramInfo(p, CL_PROGRAM_KERNEL_NAMES, 0, NULL, &len) != CL_SUCCESS || !len) {
+		if (clCreateKernelsInProgram(p, 0, NULL, &n) != CL_SUCCESS || !n ||
+		    !(ks = calloc(n, sizeof(*ks))))
+			return 0;
+		if (clCreateKernelsInProgram(p, n, ks, &n) != CL_SUCCESS) {
+			free(ks);
+			return 0;
+		}
+		*out = ks;
+		return n;
+	}
+	if (!(names = malloc(len + 1)))
+		return 0;
+	if (clGetProgramInfo(p, CL_PROGRAM_KERNEL_NAMES, len, names, NULL) != CL_SUCCESS)
+		names[0] = 0;
+	names[len] = 0;
+	for (size_t i = 0; names[i]; i++)
+		n += names[i] == ';';
+	if (!(ks = calloc((size_t)n + 1, sizeof(*ks)))) {
+		free(names);
+		return 0;
+	}
+	for (char *name = strtok_r(names, ";", &save); name && got <= n;
+	     name = strtok_r(NULL, ";", &save)) {
+		cl_int e;
+		cl_kernel k = clCreateKernel(p, name, &e);
+
+		if (k && e == CL_SUCCESS)
+			ks[got++] = k;
+	}
+	free(names);
+	if (!got) {
+		free(ks);
+		return 0;
+	}
+	*out = ks;
+	return got;
+}
+
+static void describe_kernels(cl_program p, struct cmx_buf *b)
+{
+	cl_kernel *ks = NULL;
+	cl_uint n = create_kernels(p, &ks);
+
+	if (!n) {
 		cmx_buf_put_u64(b, 0);
 		return;
 	}

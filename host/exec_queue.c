@@ -54,7 +54,12 @@ int cmx_h_ReleaseQueue(struct cmx_call *c, struct cmx_ReleaseQueue_in *in)
 
 static int flush_work(struct cmx_call *c)
 {
-	return clFlush(((struct cmx_Flush_in *)c->in)->queue.h);
+	cl_int e;
+
+	cmx_exec_drive_lock();
+	e = clFlush(((struct cmx_Flush_in *)c->in)->queue.h);
+	cmx_exec_drive_unlock();
+	return e;
 }
 
 int cmx_h_Flush(struct cmx_call *c, struct cmx_Flush_in *in)

@@ -27,6 +27,8 @@ struct kp_cmd {
 	struct kp_cmd *next;
 	uint64_t session, tag;
 	cl_event gate;	/* user event in the kernel's wait list; set when it may run */
+	cl_event ev;	/* the launch's own event (retained) */
+	int finished;	/* done with, found by the poll: freed when the callback comes */
 	/* What it waits for natively besides the gate (its wait list, and an
 	 * in-order queue's previous command): it is let run only once these
 	 * are done, so the one running never waits on anything but the device
@@ -163,6 +165,8 @@ static void cmd_free(struct kp_cmd *k)
 		clReleaseEvent(k->deps[i]);
 	free(k->deps);
 	clReleaseEvent(k->gate);
+	if (k->ev)
+		clReleaseEvent(k->ev);
 	free(k);
 }
 
@@ -185,6 +189,39 @@ static int cmd_ready(struct kp_cmd *k)
 		ready = 0;
 	}
 	return ready;
+}
+
+static void kick(void);
+static void finish(struct kp_cmd *k, int status);
+
+/*
+ * The status poll (kp_poll(), cmx_exec_poll_start()), on a driver that runs
+ * its queue only inside a wait (struct cmx_server's flush_runs: Oclgrind).
+ * There the application's wait (an executor's clWaitForEvents or clFinish)
+ * runs every command before the one it waits for, in that one call, and
+ * calls their completion callbacks only when it returns. A second printing
+ * launch waits on its gate, which is set once the first's completion is
+ * handled: by the callback alone, that never happens, because the wait
+ * that ran the first is the one now spinning on the second's gate
+ * (Oclgrind spins on an unset user event). The loop therefore reads the
+ * running launch's status itself while launches are pending, handles its
+ * completion when it sees it, and lets the next one run; the callback,
+ * when it comes, only frees it.
+ */
+static int kp_poll(void)
+{
+	struct kp_cmd *k = kp.running;
+	cl_int st = CL_QUEUED;
+	int seen = 0;
+
+	if (k && clGetEventInfo(k->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL) ==
+			 CL_SUCCESS && st <= CL_COMPLETE) {
+		finish(k, st);
+		k->finished = 1;
+		seen = 1;
+	}
+	kick(); /* reads the waiting ones' dependencies */
+	return seen ? 1 : kp.running || kp.waiting ? 0 : -1;
 }
 
 /* Lets the oldest ready launch run when none does (that of a session now
@@ -216,6 +253,8 @@ static void kick(void)
 			pp = &k->next;
 		}
 	}
+	if (kp.running || kp.waiting)
+		cmx_exec_poll_start(kp_poll);
 }
 
 static void kick_post(void *arg)
@@ -251,10 +290,11 @@ static void send_output(struct kp_cmd *k)
 			   bytes ? free : NULL);
 }
 
-static void kp_done(void *arg)
+/* Its command has ended: the running one's output goes to its session; one
+ * that failed before it ran leaves the waiting list. */
+static void finish(struct kp_cmd *k, int status)
 {
-	struct kp_cmd *k = arg;
-
+	k->status = status;
 	if (k == kp.running) {
 		/* The driver wrote before it reported completion: it is all
 		 * here. */
@@ -271,6 +311,14 @@ static void kp_done(void *arg)
 				break;
 			}
 	}
+}
+
+static void kp_done(void *arg)
+{
+	struct kp_cmd *k = arg;
+
+	if (!k->finished)
+		finish(k, k->status);
 	cmd_free(k);
 	kick();
 }
@@ -334,6 +382,8 @@ int cmx_kprintf_enqueue(struct cmx_call *c, const struct cmx_EnqueueKernel_in *i
 	for (pp = &kp.waiting; *pp; pp = &(*pp)->next)
 		;
 	*pp = k;
+	clRetainEvent(ev);
+	k->ev = ev;
 	if (clSetEventCallback(ev, CL_COMPLETE, kp_complete, k))
 		cmx_err("kernel printf: no completion callback; printing kernels stop here");
 	cmx_event_bind(c, &in->event, ev);

@@ -18,7 +18,8 @@ clmuxd=${CLMUXD:-host/clmuxd}
 # Program and Check case: what runs.
 cases="e2e_image:transfer e2e_image:kernel e2e_image:query e2e_image:errors e2e_program:build
 	e2e_program:compile e2e_memory:transfer
-	e2e_memory:create e2e_memory:sub_buffer e2e_memory:map e2e_events:info e2e_async:async"
+	e2e_memory:create e2e_memory:sub_buffer e2e_memory:map e2e_events:info e2e_async:async
+	e2e_printf:gated e2e_program:refused e2e_zcopy:later_write"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -42,6 +42,7 @@ EXTRA_DIST += tools/tests/test_cmxgen.sh tools/tests/golden.schema \
 	tools/tests/compat-env.sh tools/tests/transports.sh tools/tests/tenant-bench-slice.sh \
 	tools/tests/tls.sh \
 	tools/compat-oclgrind.sh tools/compat-piglit.sh tools/compat-apps.sh \
+	tools/compat-oclgrind-suites.sh \
 	tools/gpu-bundle tools/gpu-check tools/transport-bench
 
 # What every test sees: the build tree's vendors directory (clmux and the
@@ -67,8 +68,21 @@ check-piglit: all icd/clmux.icd
 # go to piglit-all.txt, the counts to docs/compatibility.md.
 check-piglit-all: all icd/clmux.icd
 	OCL_ICD_VENDORS=$(abs_top_builddir)/icd CLMUXD=$(abs_top_builddir)/host/clmuxd 	  CMX_PIGLIT_ALL=1 CMX_PIGLIT_LIST=$(abs_top_builddir)/piglit-all.txt 	  srcdir=$(top_srcdir) $(top_srcdir)/tools/compat-piglit.sh; rc=$$?; [ $$rc = 77 ] || exit $$rc
-# clpeak and hashcat natively and through clmux: minutes, not in check.
+# clinfo, piglit's selection and the PyOpenCL test file natively on
+# Oclgrind and through clmux serving Oclgrind (1.5 to 2.5 minutes on 2
+# cores; tools/check runs it); -all runs every piglit test (per-test
+# results in piglit-oclgrind-all.txt). A skip (77: no Oclgrind) passes.
+check-compat-oclgrind: all icd/clmux.icd
+	OCL_ICD_VENDORS=$(abs_top_builddir)/icd CLMUXD=$(abs_top_builddir)/host/clmuxd \
+	  srcdir=$(top_srcdir) $(top_srcdir)/tools/compat-oclgrind-suites.sh; rc=$$?; [ $$rc = 77 ] || exit $$rc
+check-compat-oclgrind-all: all icd/clmux.icd
+	OCL_ICD_VENDORS=$(abs_top_builddir)/icd CLMUXD=$(abs_top_builddir)/host/clmuxd \
+	  CMX_OCLGRIND_ALL=1 CMX_PIGLIT_LIST=$(abs_top_builddir)/piglit-oclgrind-all.txt \
+	  srcdir=$(top_srcdir) $(top_srcdir)/tools/compat-oclgrind-suites.sh; rc=$$?; [ $$rc = 77 ] || exit $$rc
+# clpeak and hashcat natively and through clmux: minutes, not in check
+# (CMX_APPS_DEVICE=oclgrind: clpeak on Oclgrind, about 10 minutes).
 bench-apps: all icd/clmux.icd
 	OCL_ICD_VENDORS=$(abs_top_builddir)/icd CLMUXD=$(abs_top_builddir)/host/clmuxd \
 	  srcdir=$(top_srcdir) $(top_srcdir)/tools/compat-apps.sh
-.PHONY: check-oclgrind check-piglit check-piglit-all bench-apps
+.PHONY: check-oclgrind check-piglit check-piglit-all bench-apps check-compat-oclgrind \
+	check-compat-oclgrind-all

@@ -276,6 +276,70 @@ START_TEST(test_two_clients)
 }
 END_TEST
 
+/*
+ * Printing launches one after another, each waiting for the one before it
+ * (its gate), then one wait for the last: clFinish, clWaitForEvents on its
+ * event, a blocking read. A driver that runs its queue only inside a wait
+ * and calls completion callbacks only when that wait returns (Oclgrind)
+ * runs the first launch in the application's wait and then spins on the
+ * second's gate: the daemon must see the first complete without its
+ * callback. The kernel may print (never does), so it is gated; the buffer
+ * counts the launches that ran.
+ */
+static const char gated_src[] =
+    "kernel void bump(global int *n, int k)\n"
+    "{\n"
+    "  if (k < 0)\n"
+    "    printf(\"never\\n\");\n"
+    "  n[get_global_id(0)] += 1;\n"
+    "}\n";
+
+static void gated_run(struct e2e_plat *p, int got[3])
+{
+	cl_program prog = e2e_program_build(p, gated_src, NULL);
+	cl_kernel k = e2e_kernel_create(p, prog, "bump");
+	int zero[4] = {0}, one = 1, n[4];
+	cl_mem buf = e2e_buffer_create(p, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(n), zero);
+	size_t g = 4;
+	cl_event ev = NULL;
+
+	E2E_OK(p, clSetKernelArg(k, 0, sizeof(buf), &buf));
+	E2E_OK(p, clSetKernelArg(k, 1, sizeof(one), &one));
+	for (int i = 0; i < 3; i++)
+		E2E_OK(p, clEnqueueNDRangeKernel(p->queue, k, 1, NULL, &g, NULL, 0, NULL, NULL));
+	E2E_OK(p, clFinish(p->queue));
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, buf, CL_TRUE, 0, sizeof(n), n, 0, NULL, NULL));
+	got[0] = n[3];
+	for (int i = 0; i < 3; i++)
+		E2E_OK(p, clEnqueueNDRangeKernel(p->queue, k, 1, NULL, &g, NULL, 0, NULL,
+						 i == 2 ? &ev : NULL));
+	E2E_OK(p, clWaitForEvents(1, &ev));
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, buf, CL_TRUE, 0, sizeof(n), n, 0, NULL, NULL));
+	got[1] = n[0];
+	for (int i = 0; i < 2; i++)
+		E2E_OK(p, clEnqueueNDRangeKernel(p->queue, k, 1, NULL, &g, NULL, 0, NULL, NULL));
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, buf, CL_TRUE, 0, sizeof(n), n, 0, NULL, NULL));
+	got[2] = n[1];
+	clReleaseEvent(ev);
+	clReleaseMemObject(buf);
+	clReleaseKernel(k);
+	clReleaseProgram(prog);
+}
+
+START_TEST(test_gated_launches)
+{
+	int nat[3], virt[3];
+
+	gated_run(&e2e_native, nat);
+	gated_run(&e2e_virtual, virt);
+	ck_assert_int_eq(nat[0], 3);
+	ck_assert_int_eq(nat[2], 8);
+	for (int i = 0; i < 3; i++)
+		ck_assert_msg(virt[i] == nat[i], "after wait %d: clmux %d, native %d", i, virt[i],
+			      nat[i]);
+}
+END_TEST
+
 static Suite *printf_suite(void)
 {
 	Suite *s = suite_create("e2e_printf");
@@ -285,6 +349,9 @@ static Suite *printf_suite(void)
 	tcase_set_timeout(tc, PRINTF_TIMEOUT_S);
 	tcase_add_test(tc, test_stdout_same);
 	tcase_add_test(tc, test_two_clients);
+	suite_add_tcase(s, tc);
+	tc = e2e_tcase("gated");
+	tcase_add_test(tc, test_gated_launches);
 	suite_add_tcase(s, tc);
 	return s;
 }

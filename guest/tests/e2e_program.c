@@ -297,6 +297,69 @@ START_TEST(test_unknown_kernel)
 }
 END_TEST
 
+/*
+ * A program with a kernel the driver builds but cannot create: Oclgrind
+ * compiles half-precision arithmetic and then refuses the kernel
+ * ("Unsupported constant type"), while its clCreateKernelsInProgram hands
+ * it out anyway. The daemon makes every kernel for the build's kernel info:
+ * it must leave that one out, not crash. The other kernel runs as
+ * natively; creating the refused one fails (or works) as natively.
+ */
+static const char refused_src[] =
+    "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n"
+    "kernel void hp(global half *o, half a) { half x = a * (half)1.5; o[0] = x * (half)0.25; }\n"
+    "kernel void ok(global int *o) { o[get_global_id(0)] = 7 + (int)get_global_id(0); }\n";
+
+static void refused_run(struct e2e_plat *p, cl_int *hp_err, int out[4])
+{
+	cl_int e;
+	cl_program prog = clCreateProgramWithSource(p->context, 1, (const char *[]){refused_src},
+						    NULL, &e);
+	cl_kernel hp, ok;
+	cl_mem buf;
+	size_t g = 4;
+
+	E2E_OK(p, e);
+	/* Without cl_khr_fp16 a build may fail: then there is nothing to
+	 * compare but the failure. */
+	e = clBuildProgram(prog, 1, &p->device, NULL, NULL, NULL);
+	if (e != CL_SUCCESS) {
+		*hp_err = e;
+		out[0] = -1;
+		clReleaseProgram(prog);
+		return;
+	}
+	hp = clCreateKernel(prog, "hp", hp_err);
+	if (hp)
+		clReleaseKernel(hp);
+	ok = e2e_kernel_create(p, prog, "ok");
+	buf = e2e_buffer_create(p, CL_MEM_READ_WRITE, 4 * sizeof(int), NULL);
+	E2E_OK(p, clSetKernelArg(ok, 0, sizeof(buf), &buf));
+	E2E_OK(p, clEnqueueNDRangeKernel(p->queue, ok, 1, NULL, &g, NULL, 0, NULL, NULL));
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, buf, CL_TRUE, 0, 4 * sizeof(int), out, 0, NULL,
+				      NULL));
+	clReleaseMemObject(buf);
+	clReleaseKernel(ok);
+	clReleaseProgram(prog);
+}
+
+START_TEST(test_kernel_refused)
+{
+	cl_int nat_err, virt_err;
+	int nat[4], virt[4];
+
+	refused_run(&e2e_native, &nat_err, nat);
+	refused_run(&e2e_virtual, &virt_err, virt);
+	ck_assert_msg((nat_err == CL_SUCCESS) == (virt_err == CL_SUCCESS),
+		      "clCreateKernel(\"hp\"): clmux %s, native %s", e2e_cl_strerror(virt_err),
+		      e2e_cl_strerror(nat_err));
+	ck_assert_int_eq(virt[0], nat[0]);
+	if (nat[0] >= 0)
+		for (int i = 0; i < 4; i++)
+			ck_assert_int_eq(virt[i], 7 + i);
+}
+END_TEST
+
 /* ---- clGetProgramInfo ---- */
 
 static int str_cmp(const void *a, const void *b)
@@ -862,6 +925,10 @@ static Suite *program_suite(void)
 	tcase_add_test(tc, test_build_failure);
 	tcase_add_test(tc, test_unknown_kernel);
 	tcase_add_test(tc, test_binaries);
+	suite_add_tcase(s, tc);
+
+	tc = e2e_tcase("refused");
+	tcase_add_test(tc, test_kernel_refused);
 	suite_add_tcase(s, tc);
 
 	tc = e2e_tcase("kernel_args");

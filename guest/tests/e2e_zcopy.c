@@ -469,6 +469,42 @@ START_TEST(test_client_killed)
 }
 END_TEST
 
+/*
+ * A non-blocking write of 4 MiB (a map, the copy on the map's callback, an
+ * unmap held by a user event until then), a kernel, clFinish. On a driver
+ * that runs the map inside the wait for the kernel and calls the map's
+ * callback only when that wait returns (Oclgrind), the wait spun on the
+ * unmap's user event: the daemon must report the map's completion by its
+ * status (run by make check-oclgrind).
+ */
+#define LATER_N (1024u * 1024) /* uints: 4 MiB */
+
+static void later_write_run(struct e2e_plat *p, cl_uint *out)
+{
+	size_t bytes = LATER_N * sizeof(cl_uint);
+	cl_mem m = e2e_buffer_create(p, AHP, bytes, NULL);
+	cl_uint *src = e2e_xmalloc(bytes);
+	struct kern k;
+
+	kern_init(p, &k);
+	e2e_rand_u32(src, LATER_N, 907, 1u << 30);
+	E2E_OK(p, clEnqueueWriteBuffer(p->queue, m, CL_FALSE, 0, bytes, src, 0, NULL, NULL));
+	run_inc(p, &k, m, 64);
+	E2E_OK(p, clFinish(p->queue));
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, m, CL_TRUE, 0, bytes, out, 0, NULL, NULL));
+	for (size_t i = 64; i < LATER_N; i++)
+		out[i]++; /* the kernel ran on the first 64 */
+	free(src);
+	kern_fini(&k);
+	clReleaseMemObject(m);
+}
+
+START_TEST(test_later_write)
+{
+	seeded_match(later_write_run, LATER_N, 907, 1, "non-blocking write, kernel, clFinish");
+}
+END_TEST
+
 static Suite *zcopy_suite(void)
 {
 	Suite *s = suite_create("zcopy");
@@ -480,6 +516,9 @@ static Suite *zcopy_suite(void)
 	tcase_add_test(tc, test_queue_order);
 	tcase_add_test(tc, test_sub_buffer);
 	tcase_add_test(tc, test_reuse);
+	suite_add_tcase(s, tc);
+	tc = e2e_tcase("later_write");
+	tcase_add_test(tc, test_later_write);
 	suite_add_tcase(s, tc);
 	/* No fixture: the client is forked before this process touches OpenCL. */
 	tcase_set_timeout(tk, E2E_TIMEOUT_S);
