@@ -136,6 +136,7 @@ int cmx_pinned_write(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t 
 	cl_context ctx;
 	cl_event *list = NULL;
 	uint64_t n = (size + CMX_PINNED_SLOT - 1) / CMX_PINNED_SLOT, done;
+	unsigned lanes;
 	cl_int e;
 
 	if (!c->bulk || c->bulk_len != size || !size)
@@ -191,7 +192,10 @@ int cmx_pinned_write(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t 
 	c->bulk = NULL;
 	atomic_init(&w->copies, (unsigned)done);
 	atomic_init(&w->refs, (unsigned)(2 * done));
-	for (uint64_t k = 0; k < w->lanes; k++)
+	/* Once the last lane's copy is posted, w may be gone (its chunks
+	 * copied, written and freed on other threads): not read again. */
+	lanes = w->lanes;
+	for (unsigned k = 0; k < lanes; k++)
 		chunk_copy(w, k);
 	return e;
 }
