@@ -188,7 +188,13 @@ static int ring_send(struct cmx_session *s, struct iovec *iov, int n)
 				return (int)w;
 			p += w;
 			left -= (size_t)w;
-			if (left && (e = ring_wait(s, &s->cmd, 1)))
+			if (!left)
+				continue;
+			/* Full: what is in is published (and the daemon woken)
+			 * before waiting, or it could never make room. */
+			if (cmx_ring_publish(&s->cmd))
+				ring_bell(s);
+			if ((e = ring_wait(s, &s->cmd, 1)))
 				return e;
 		}
 	}
