@@ -113,6 +113,7 @@ int cmx_device_open(struct cmx_server *srv, const char *spec)
 	 * a wait): on the loop that would hold every session for as long as
 	 * its kernels take. */
 	srv->flush_runs = strstr(all[pick].pname, "Oclgrind") != NULL;
+	srv->submits_at_enqueue = strstr(all[pick].pname, "NVIDIA") != NULL;
 	cmx_info("serving %s / %s (%s)", all[pick].pname, all[pick].dname, ver);
 	return 0;
 }

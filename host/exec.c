@@ -226,29 +226,9 @@ void cmx_queue_flush(cl_command_queue q)
 		clFlush(q);
 }
 
-/*
- * NVIDIA submits a command when it is enqueued (docs/gpu.md: tools/gpu-probe
- * saw no kernel left unstarted without a flush) and its clFlush costs
- * 1.8 us even on an empty queue, about a tenth of a short blocking call: a
- * wait skips it there. What a driver did keep back would still start: a
- * watch that sees no completion hands the wait to an executor, and
- * clWaitForEvents flushes.
- */
-static int submits_at_enqueue(void)
-{
-	static int known = -1;
-	char name[128] = "";
-
-	if (known < 0) {
-		clGetPlatformInfo(cmx_srv->platform, CL_PLATFORM_NAME, sizeof(name) - 1, name, NULL);
-		known = strstr(name, "NVIDIA") != NULL;
-	}
-	return known;
-}
-
 void cmx_queue_flush_to_wait(cl_command_queue q)
 {
-	if (!submits_at_enqueue())
+	if (!cmx_srv->submits_at_enqueue)
 		cmx_queue_flush(q);
 }
 

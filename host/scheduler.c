@@ -148,6 +148,13 @@ static void inflight_dec(struct cmx_sched *sc, struct cmx_tenant *t)
 	inflight_sub(sc, t, 1);
 }
 
+/* Several tenants have commands on the device, or some wait in the
+ * daemon: quick completion reports (a lane's poller) are worth a core. */
+static int contended(const struct cmx_sched *sc)
+{
+	return sc->busy > 1 || sc->held;
+}
+
 /* Cleared once the daemon has stopped its loop: a driver thread's late
  * callback then posts nothing. */
 static atomic_int alive = 1;
@@ -382,7 +389,7 @@ static void flush_post(void *arg)
 		/* Quick completion reports matter when tenants contend; a
 		 * lone tenant's callbacks do, and a poller would take a core
 		 * from its enqueueing on a small machine. */
-		if (!l->waiter && (sc->busy > 1 || sc->held))
+		if (!l->waiter && contended(sc))
 			lane_poll(l, last);
 		if (!last->has_cb)
 			watch(last);
@@ -868,7 +875,7 @@ static void done_post(void *arg)
 	}
 	/* The poller goes on with what was enqueued since (only while tenants
 	 * contend, as in flush_post()). */
-	if (l->head && l->in_order && !l->waiter && (sc->busy > 1 || sc->held))
+	if (l->head && l->in_order && !l->waiter && contended(sc))
 		lane_poll(l, (struct cmx_gate *)((char *)l->tail -
 						 offsetof(struct cmx_gate, next_held)));
 	lane_put(sc, l);

@@ -41,6 +41,14 @@ struct cmx_server {
 	/* The driver runs its queue inside clFlush (Oclgrind): the loop never
 	 * flushes (cmx_queue_flush()); waits on executors drive the queue. */
 	int flush_runs;
+	/* The driver submits a command when it is enqueued (NVIDIA: no kernel
+	 * was seen left unstarted without a flush, docs/gpu.md), and its
+	 * clFlush costs 1.8 us even on an empty queue, about a tenth of a
+	 * short blocking call: a wait skips it (cmx_queue_flush_to_wait()).
+	 * What a driver did keep back still starts: a watch that sees no
+	 * completion hands the wait to an executor, and clWaitForEvents
+	 * flushes. */
+	int submits_at_enqueue;
 	uint64_t started_ns;
 	struct cmx_sched *sched;
 };
