@@ -10,6 +10,7 @@
 
 #include "executor.h"
 #include "log.h"
+#include "scheduler.h"
 
 void cmx_event_bind(struct cmx_call *c, const struct cmx_ref *ev, cl_event e)
 {
@@ -175,10 +176,13 @@ static int wait_work(struct cmx_call *c)
 #define CMX_WATCH_MIN_NS 30000
 #endif
 
-/* How the watches ended, for the log at exit (cmx_watch_report()). Loop
- * thread only. */
+/* How the watches ended, for the log at exit (cmx_watch_report()), and
+ * where a call that the watch saw complete spent its time in the daemon:
+ * from the loop's wake-up to the wait (decode, checks, the native
+ * enqueue), the watch, and the reply's queueing. Loop thread only. */
 static struct {
 	uint64_t done, done_ns, io, timeout;
+	struct cmx_lat enq, seen, reply;
 } ws;
 
 /* The event's status once it has ended (CL_COMPLETE or its error), or
@@ -213,11 +217,15 @@ void cmx_watch_report(void)
 	uint64_t n = ws.done + ws.io + ws.timeout;
 
 	if (n)
-		cmx_info("watches: %llu; done in the watch %llu (mean %.1f us), ended for I/O %llu, "
-			 "after %u us %llu",
+		cmx_info("watches: %llu; done in the watch %llu (mean %.1f us; medians of the last "
+			 "%u: wake-up to wait %.1f us, watch %.1f us, reply %.1f us), ended for I/O "
+			 "%llu, after %u us %llu",
 			 (unsigned long long)n, (unsigned long long)ws.done,
 			 ws.done ? (double)ws.done_ns / (double)ws.done / 1e3 : 0.0,
+			 ws.enq.n < CMX_LAT_N ? ws.enq.n : CMX_LAT_N, cmx_lat_median_us(&ws.enq),
+			 cmx_lat_median_us(&ws.seen), cmx_lat_median_us(&ws.reply),
 			 (unsigned long long)ws.io, WATCH_NS / 1000, (unsigned long long)ws.timeout);
+	cmx_loop_report(cmx_srv->loop);
 }
 
 void cmx_queue_flush(cl_command_queue q)
@@ -232,19 +240,45 @@ void cmx_queue_flush_to_wait(cl_command_queue q)
 		cmx_queue_flush(q);
 }
 
+cl_bool cmx_exec_block_short(struct cmx_call *c, uint64_t size, uint64_t nwait)
+{
+	struct cmx_obj *q;
+	cl_int st = CL_COMPLETE;
+
+	if (!cmx_srv->short_blocking || size > CMX_SHORT_BLOCK_MAX || nwait ||
+	    !cmx_sched_alone(c->s->tenant))
+		return CL_FALSE;
+	q = cmx_session_obj(c->s, ((struct cmx_ref *)c->in)->id, CMX_K_QUEUE);
+	if (!q || (q->flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))
+		return CL_FALSE;
+	/* Behind running work (or a command the scheduler holds) the call
+	 * would wait for that on the loop. */
+	if (q->last && (clGetEventInfo(q->last, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st),
+				       &st, NULL) != CL_SUCCESS ||
+			st > CL_COMPLETE))
+		return CL_FALSE;
+	return CL_TRUE;
+}
+
 int cmx_defer_wait(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status))
 {
 	cl_int status = CL_QUEUED;
 
 	/* Every call deferred this way starts with its queue. A driver that
 	 * runs its queue only in a flush or a wait gets the executor's. */
+	uint64_t t0 = cmx_now_ns(), t1;
+
 	if (!cmx_srv->flush_runs) {
 		cmx_queue_flush_to_wait(((struct cmx_ref *)c->in)->h);
 		status = watch(e);
 	}
 	if (status <= CL_COMPLETE) {
+		t1 = cmx_now_ns();
 		c->status = status;
 		post_fin(c);
+		cmx_lat_add(&ws.enq, t0 - cmx_loop_turn_ns(cmx_srv->loop));
+		cmx_lat_add(&ws.seen, t1 - t0);
+		cmx_lat_add(&ws.reply, cmx_now_ns() - t1);
 		return CMX_DEFER;
 	}
 	clRetainEvent(e);

@@ -34,6 +34,15 @@ int cmx_defer_event(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call 
  * it (cmx_queue_flush_to_wait()). */
 int cmx_defer_wait(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status));
 
+/* Whether a blocking transfer of size bytes with nwait events to wait for
+ * may run blocking on the loop (CL_TRUE): where the driver's blocking calls
+ * are short (struct cmx_server's short_blocking), for at most
+ * CMX_SHORT_BLOCK_MAX bytes, on an in-order queue whose last command has
+ * completed, with no wait list and no other tenant's work on the device.
+ * The call's first argument is its queue. Loop thread. */
+#define CMX_SHORT_BLOCK_MAX (64u << 10)
+cl_bool cmx_exec_block_short(struct cmx_call *c, uint64_t size, uint64_t nwait);
+
 /* From any thread: finishes a call deferred with fin set (c->fin) on the
  * loop, as cmx_defer_event() does when its event completes. */
 void cmx_defer_post(struct cmx_call *c, int status);

@@ -334,8 +334,12 @@ static int read_buffer(struct cmx_call *c, struct cmx_ReadBufferSync_in *in, int
 	dst = staging(c, in->size);
 	if (!dst)
 		return CL_OUT_OF_HOST_MEMORY;
-	e = clEnqueueReadBuffer(in->queue.h, in->mem.h, CL_FALSE, in->offset, in->size, dst,
-				WAIT(in->wait), &ev);
+	/* A small one blocking where the driver's are short: NVIDIA
+	 * completes a non-blocking read into pageable memory 15-40 us late
+	 * (docs/gpu.md). */
+	e = clEnqueueReadBuffer(in->queue.h, in->mem.h,
+				sync && cmx_exec_block_short(c, in->size, in->wait.n), in->offset,
+				in->size, dst, WAIT(in->wait), &ev);
 	return read_staged(c, e, ev, &in->event, sync);
 }
 

@@ -37,6 +37,12 @@ struct cmx_loop {
 	struct post *local, **local_tail;
 	pthread_t thread;
 	uint64_t linger_until; /* CLOCK_MONOTONIC ns; 0: none */
+	uint64_t turn_ns;      /* when the current turn's completions came */
+	/* Lingers: from the reply's submission to the next completion (the
+	 * guest's next call, the round trip outside the daemon), and those
+	 * that ended with none. */
+	struct cmx_lat gap;
+	uint64_t lingers, idle_lingers;
 	int efd;
 	uint64_t efd_val;
 	struct cmx_io efd_io;
@@ -217,6 +223,16 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+uint64_t cmx_loop_turn_ns(const struct cmx_loop *l)
+{
+	return l->turn_ns;
+}
+
+void cmx_loop_turn_mark(struct cmx_loop *l)
+{
+	l->turn_ns = now_ns();
+}
+
 void cmx_loop_linger(struct cmx_loop *l, uint64_t ns)
 {
 	uint64_t until = now_ns() + ns;
@@ -230,11 +246,53 @@ void cmx_loop_linger(struct cmx_loop *l, uint64_t ns)
  * work (a socket's received bytes) becomes completions. */
 static void linger(struct cmx_loop *l)
 {
+	uint64_t start, now;
+
 	io_uring_submit(&l->ring);
+	start = now = now_ns();
 	while (!io_uring_cq_ready(&l->ring) && !l->local && !atomic_load(&l->wake_pending) &&
-	       now_ns() < l->linger_until)
+	       now < l->linger_until) {
 		sched_yield();
+		now = now_ns();
+	}
+	l->lingers++;
+	if (now < l->linger_until)
+		cmx_lat_add(&l->gap, now - start);
+	else
+		l->idle_lingers++;
 	l->linger_until = 0;
+}
+
+void cmx_lat_add(struct cmx_lat *t, uint64_t ns)
+{
+	t->ns[t->n++ % CMX_LAT_N] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+double cmx_lat_median_us(struct cmx_lat *t)
+{
+	unsigned n = t->n < CMX_LAT_N ? t->n : CMX_LAT_N;
+
+	if (!n)
+		return 0;
+	qsort(t->ns, n, sizeof(t->ns[0]), cmp_u32);
+	return t->ns[n / 2] / 1e3;
+}
+
+void cmx_loop_report(struct cmx_loop *l)
+{
+	if (l->lingers)
+		cmx_info("lingers after a sync reply: %llu; the next call came in %.1f us (median "
+			 "of the last %u), none in %llu",
+			 (unsigned long long)l->lingers, cmx_lat_median_us(&l->gap),
+			 l->gap.n < CMX_LAT_N ? l->gap.n : CMX_LAT_N,
+			 (unsigned long long)l->idle_lingers);
 }
 
 int cmx_loop_run(struct cmx_loop *l)
@@ -259,6 +317,7 @@ int cmx_loop_run(struct cmx_loop *l)
 
 		if (e < 0 && e != -EINTR && e != -EAGAIN && e != -EBUSY)
 			return e;
+		l->turn_ns = now_ns();
 		/* Each completion leaves the queue before its callback runs, so
 		 * that cmx_loop_busy() sees only the ones still waiting. */
 		while (io_uring_peek_cqe(&l->ring, &cqe) == 0) {

@@ -37,6 +37,29 @@ int cmx_loop_io_ready(struct cmx_loop *l);
  * loop costs more than that). Loop thread. */
 void cmx_loop_linger(struct cmx_loop *l, uint64_t ns);
 
+/* When the loop last woke with completions (CLOCK_MONOTONIC ns): the
+ * arrival of the calls it is handling now, for the watch's breakdown
+ * (cmx_watch_report()). Loop thread. */
+uint64_t cmx_loop_turn_ns(const struct cmx_loop *l);
+/* A handler that finds new calls while it spins (the shm rings) marks
+ * their arrival. Loop thread. */
+void cmx_loop_turn_mark(struct cmx_loop *l);
+
+/* The last CMX_LAT_N samples of one duration, for a median in the log at
+ * exit (the breakdown of a blocking call's time in the daemon). */
+#define CMX_LAT_N 4096
+struct cmx_lat {
+	uint32_t ns[CMX_LAT_N];
+	unsigned n;
+};
+void cmx_lat_add(struct cmx_lat *t, uint64_t ns);
+/* Sorts the samples: at exit only. */
+double cmx_lat_median_us(struct cmx_lat *t);
+
+/* Logs (info) how the loop's lingers after sync replies on sockets ended:
+ * how soon the guest's next call came. */
+void cmx_loop_report(struct cmx_loop *l);
+
 /* Thread-safe: runs fn(arg) on the loop thread soon. Used by executor
  * threads and native OpenCL callbacks. */
 void cmx_loop_post(struct cmx_loop *l, void (*fn)(void *arg), void *arg);

@@ -127,6 +127,7 @@ struct cmx_sched {
 };
 
 static void kick(struct cmx_sched *sc);
+static int alone(const struct cmx_sched *sc, const struct cmx_tenant *t);
 
 /* Every change of a tenant's in-flight count goes through these, so that
  * `busy` follows it. */
@@ -266,6 +267,13 @@ int cmx_sched_busy(struct cmx_server *srv)
 	return sc && (sc->running || sc->held || sc->lanes);
 }
 
+int cmx_sched_alone(const struct cmx_tenant *t)
+{
+	const struct cmx_sched *sc = cmx_srv->sched;
+
+	return !sc || (!sc->held && alone(sc, t));
+}
+
 void cmx_sched_destroy(struct cmx_server *srv)
 {
 	atomic_store(&alive, 0);
@@ -312,6 +320,28 @@ static void watch(struct cmx_gate *g)
 	/* Without a callback nothing would report it: count it done now. */
 	if (clSetEventCallback(g->done, CL_COMPLETE, done_cb, g))
 		done_post(g);
+}
+
+/* Reports g's completion without a callback if it has completed already
+ * (a blocking call's watch, or clFinish, saw it): setting one costs NVIDIA
+ * 2 us on the loop, and the callback comes back through the eventfd, a
+ * loop turn more, often during the guest's next call. Returns 1 when it
+ * did. */
+static int report_done(struct cmx_gate *g)
+{
+	static int peek = -1;
+	cl_int st = CL_QUEUED;
+
+	if (peek < 0)
+		peek = !getenv("CLMUX_SCHED_PEEK") || atoi(getenv("CLMUX_SCHED_PEEK")) > 0;
+	if (!peek || clGetEventInfo(g->done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+				    NULL) != CL_SUCCESS ||
+	    st > CL_COMPLETE)
+		return 0;
+	g->has_cb = 1; /* closed: no launch joins it */
+	g->reports++;
+	cmx_loop_post(cmx_srv->loop, done_post, g);
+	return 1;
 }
 
 /*
@@ -391,7 +421,7 @@ static void flush_post(void *arg)
 		 * from its enqueueing on a small machine. */
 		if (!l->waiter && contended(sc))
 			lane_poll(l, last);
-		if (!last->has_cb)
+		if (!last->has_cb && !report_done(last))
 			watch(last);
 	}
 }

@@ -12,6 +12,7 @@ struct cmx_ref;
 struct cmx_server;
 struct cmx_session;
 struct cmx_gate;
+struct cmx_tenant;
 
 /* How much estimated device time the scheduler lets onto the device at
  * once (--sched-window, us): what a newly busy tenant may wait behind. */
@@ -59,6 +60,9 @@ int cmx_sched_create(struct cmx_server *srv, uint64_t window_us);
 void cmx_sched_destroy(struct cmx_server *srv);
 /* Commands still held or on the device (the daemon drains them first). */
 int cmx_sched_busy(struct cmx_server *srv);
+/* No other tenant than t has commands on the device or held, and none of
+ * t's are held (always, without a scheduler). Loop thread. */
+int cmx_sched_alone(const struct cmx_tenant *t);
 
 /* The wait list arguments of the native enqueue, as WAIT() (host/exec.h). */
 #define CMX_SCHED_WAIT(sc) (sc).nwait, (sc).nwait ? (sc).wait : NULL

@@ -49,6 +49,13 @@ struct cmx_server {
 	 * completion hands the wait to an executor, and clWaitForEvents
 	 * flushes. */
 	int submits_at_enqueue;
+	/* The driver's blocking transfers are short (a GPU: NVIDIA's blocking
+	 * 64 B write spins ~7 us): a small blocking transfer on an idle
+	 * in-order queue runs blocking on the loop instead of being enqueued
+	 * and watched (cmx_exec_block_short()). Off on a CPU device, whose
+	 * blocking calls wake a waiting thread (PoCL); CLMUX_SHORT_BLOCKING=0/1
+	 * overrides. */
+	int short_blocking;
 	uint64_t started_ns;
 	struct cmx_sched *sched;
 };

@@ -20,6 +20,29 @@
 
 #define SPIN_NS	  10000	  /* spin this long after the last call before sleeping */
 #define BUDGET_NS 1000000 /* at most this long in one turn: other sessions wait */
+/* After a sync call, on a machine with cores to spare: the guest's next
+ * call usually comes within microseconds of its reply, and a daemon
+ * still looking takes it without a doorbell and a loop wake-up. */
+#define SYNC_SPIN_NS	 50000
+#define SYNC_SPIN_CORES	 8
+
+/* How long to look after a sync call: 0 on a small machine, where the
+ * spinning would take the core that produces the reply (the driver's
+ * threads), SYNC_SPIN_NS with SYNC_SPIN_CORES or more;
+ * CLMUX_SHM_SYNC_SPIN_US overrides. */
+static uint64_t sync_spin_ns(void)
+{
+	static int64_t ns = -1;
+
+	if (ns < 0) {
+		const char *env = getenv("CLMUX_SHM_SYNC_SPIN_US");
+		ns = env ? (int64_t)atoi(env) * 1000
+			 : sysconf(_SC_NPROCESSORS_ONLN) >= SYNC_SPIN_CORES ? SYNC_SPIN_NS : 0;
+		if (ns < 0)
+			ns = 0;
+	}
+	return (uint64_t)ns;
+}
 
 static uint64_t now_ns(void)
 {
@@ -55,6 +78,7 @@ int cmx_shm_pump(struct cmx_conn *(*chan)(void *arg, int ntf), void *arg, int *t
 
 		if (!c)
 			return 0;
+		cmx_loop_turn_mark(cmx_srv->loop);
 		n = cmx_conn_ring_input(c);
 		if (!(c = chan(arg, 0)))
 			return 0; /* the session ended on a bad message */
@@ -68,10 +92,12 @@ int cmx_shm_pump(struct cmx_conn *(*chan)(void *arg, int ntf), void *arg, int *t
 			*took = 1;
 			/* A guest that just made a sync call sends nothing more
 			 * until it has the reply: spinning would only take the
-			 * CPU from the threads that produce that reply. */
-			if (sync)
+			 * CPU from the threads that produce that reply, unless
+			 * there are cores to spare. A reply still to come posts
+			 * to the loop, which ends the spin. */
+			if (sync && !sync_spin_ns())
 				return 1;
-			until = now_ns() + SPIN_NS;
+			until = now_ns() + (sync ? sync_spin_ns() : SPIN_NS);
 			continue;
 		}
 		if ((i & 31) == 0) {

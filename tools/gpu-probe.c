@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Answers driver questions for clmux's GPU paths: transfer bandwidth by kind of host memory, per-call costs, where kernel printf goes.
 //
-// usage: clmux-gpu-probe [PLATFORM_SUBSTRING [MIB]]   (default NVIDIA, 64)
+// usage: clmux-gpu-probe [PLATFORM_SUBSTRING [MIB [lat]]]   (default NVIDIA, 64)
+//
+// With `lat`, only the per-call costs: run on the clmux platform (CLMUX_SERVER
+// set) they are the same calls through the daemon, and "clFinish on an idle
+// queue" is then a round trip that the daemon answers with no wait.
 //
 // Not a benchmark of clmux: it talks to the native driver only, so that
 // docs/performance.md can say what the driver does with each kind of host
@@ -476,6 +480,18 @@ static void probe_latency(void)
 		v[i] = now_ns() - t;
 	}
 	lat_report("blocking 64 B write", v, N_LAT);
+	for (int i = 0; i < N_LAT; i++) {
+		uint64_t t = now_ns();
+		CK(clEnqueueReadBuffer(q, b, CL_TRUE, 0, 64, small, 0, NULL, NULL));
+		v[i] = now_ns() - t;
+	}
+	lat_report("blocking 64 B read", v, N_LAT);
+	for (int i = 0; i < N_LAT; i++) {
+		uint64_t t = now_ns();
+		CK(clFinish(q));
+		v[i] = now_ns() - t;
+	}
+	lat_report("clFinish on an idle queue", v, N_LAT);
 	lat_launch("launch + clFinish", 0, END_FINISH, N_LAT);
 	lat_launch("launch + flush + clWaitForEvents", L_FLUSH, END_WAIT, N_LAT);
 	lat_launch("launch + flush + spin clGetEventInfo", L_FLUSH, END_SPIN, N_LAT);
@@ -497,6 +513,17 @@ static void probe_latency(void)
 		clReleaseEvent(ev);
 	}
 	lat_report("64 B write non-blocking + spin status", v, N_LAT);
+	for (int i = 0; i < N_LAT; i++) {
+		cl_event ev;
+		cl_int st = CL_QUEUED;
+		uint64_t t = now_ns();
+		CK(clEnqueueReadBuffer(q, b, CL_FALSE, 0, 64, small, 0, NULL, &ev));
+		while (st > CL_COMPLETE)
+			CK(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL));
+		v[i] = now_ns() - t;
+		clReleaseEvent(ev);
+	}
+	lat_report("64 B read non-blocking + spin status", v, N_LAT);
 	for (int i = 0; i < N_LAT; i++) {
 		cl_event ev;
 		uint64_t t = now_ns();
@@ -637,6 +664,7 @@ int main(int argc, char **argv)
 {
 	const char *want = argc > 1 ? argv[1] : "NVIDIA";
 	size_t size = (argc > 2 ? (size_t)atoi(argv[2]) : 64) << 20;
+	int lat_only = argc > 3 && !strcmp(argv[3], "lat");
 	cl_platform_id plats[16];
 	cl_uint np = 0;
 	cl_int e;
@@ -657,6 +685,10 @@ int main(int argc, char **argv)
 	CK(e);
 	q = clCreateCommandQueueWithProperties(ctx, dev, NULL, &e);
 	CK(e);
+	if (lat_only) {
+		probe_latency();
+		goto out;
+	}
 	probe_printf();
 	fflush(stdout);
 	probe_latency();
@@ -664,6 +696,8 @@ int main(int argc, char **argv)
 	probe_cross_context(size);
 	fflush(stdout);
 	probe_bandwidth(size);
+out:
+	fflush(stdout);
 	clReleaseCommandQueue(q);
 	clReleaseContext(ctx);
 	return 0;
