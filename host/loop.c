@@ -38,11 +38,9 @@ struct cmx_loop {
 	pthread_t thread;
 	uint64_t linger_until; /* CLOCK_MONOTONIC ns; 0: none */
 	uint64_t turn_ns;      /* when the current turn's completions came */
-	/* Lingers: from the reply's submission to the next completion (the
-	 * guest's next call, the round trip outside the daemon), and those
-	 * that ended with none. */
-	struct cmx_lat gap;
-	uint64_t lingers, idle_lingers;
+	/* Lingers asked for (sync replies on sockets), those that ran out
+	 * with nothing to do, and the times the loop slept in the kernel. */
+	uint64_t lingers, idle_lingers, sleeps;
 	int efd;
 	uint64_t efd_val;
 	struct cmx_io efd_io;
@@ -247,6 +245,7 @@ void cmx_loop_linger(struct cmx_loop *l, uint64_t ns)
 {
 	uint64_t until = now_ns() + ns;
 
+	l->lingers++;
 	if (until > l->linger_until)
 		l->linger_until = until;
 }
@@ -256,21 +255,21 @@ void cmx_loop_linger(struct cmx_loop *l, uint64_t ns)
  * work (a socket's received bytes) becomes completions. */
 static void linger(struct cmx_loop *l)
 {
-	uint64_t start, now;
+	uint64_t now;
 
 	io_uring_submit(&l->ring);
-	start = now = now_ns();
+	now = now_ns();
 	while (!io_uring_cq_ready(&l->ring) && !l->local && !atomic_load(&l->wake_pending) &&
 	       now < l->linger_until) {
 		sched_yield();
 		now = now_ns();
 	}
-	l->lingers++;
-	if (now < l->linger_until)
-		cmx_lat_add(&l->gap, now - start);
-	else
+	/* The first completion is often the reply's own send, done in the
+	 * submit: the linger goes on in the next turn until its time ends. */
+	if (now >= l->linger_until) {
+		l->linger_until = 0;
 		l->idle_lingers++;
-	l->linger_until = 0;
+	}
 }
 
 void cmx_lat_add(struct cmx_lat *t, uint64_t ns)
@@ -297,12 +296,9 @@ double cmx_lat_median_us(struct cmx_lat *t)
 
 void cmx_loop_report(struct cmx_loop *l)
 {
-	if (l->lingers)
-		cmx_info("lingers after a sync reply: %llu; the next call came in %.1f us (median "
-			 "of the last %u), none in %llu",
-			 (unsigned long long)l->lingers, cmx_lat_median_us(&l->gap),
-			 l->gap.n < CMX_LAT_N ? l->gap.n : CMX_LAT_N,
-			 (unsigned long long)l->idle_lingers);
+	cmx_info("loop: lingered after %llu sync replies, %llu lingers ran out, slept %llu times",
+		 (unsigned long long)l->lingers, (unsigned long long)l->idle_lingers,
+		 (unsigned long long)l->sleeps);
 }
 
 int cmx_loop_run(struct cmx_loop *l)
@@ -320,6 +316,8 @@ int cmx_loop_run(struct cmx_loop *l)
 			linger(l);
 		if (timed)
 			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+		if (!io_uring_cq_ready(&l->ring) && !l->local && !atomic_load(&l->wake_pending))
+			l->sleeps++;
 		e = io_uring_submit_and_wait(&l->ring, 1);
 		if (timed && ms_since(&cpu, CLOCK_THREAD_CPUTIME_ID) > STALL_MS)
 			cmx_dbg("loop: the submit used %.1f ms of CPU",

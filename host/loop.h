@@ -56,8 +56,8 @@ void cmx_lat_add(struct cmx_lat *t, uint64_t ns);
 /* Sorts the samples: at exit only. */
 double cmx_lat_median_us(struct cmx_lat *t);
 
-/* Logs (info) how the loop's lingers after sync replies on sockets ended:
- * how soon the guest's next call came. */
+/* Logs (info) how the loop's lingers after sync replies on sockets ended,
+ * and how often it slept. */
 void cmx_loop_report(struct cmx_loop *l);
 
 /* Thread-safe: runs fn(arg) on the loop thread soon. Used by executor
