@@ -182,7 +182,10 @@ static void all_returned(uint64_t o0, uint64_t b0, int a0, int f0)
 		hello(&c);
 		daemon_holds(c.fd, &a, &f);
 		close(c.fd);
-		if (a == a0 && f == f0)
+		/* Fewer is fine: the baseline may have counted what an earlier
+		 * test's session was still giving back (an shm session's
+		 * doorbell closes on the loop's next turn). */
+		if (a <= a0 && f <= f0)
 			return;
 		usleep(20000);
 	}
