@@ -200,74 +200,189 @@ int cmx_pinned_write(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t 
 	return e;
 }
 
+/*
+ * A read of n chunks over up to four slots. Every chunk's native read is
+ * enqueued at once, into its lane's slot; chunk k >= lanes waits behind a
+ * user event of its own, set when chunk k - lanes has been copied out of
+ * the slot (an in-order queue runs them in order anyway: the gate only
+ * keeps a slot from being overwritten before its copy). The copy threads
+ * move each landed chunk into the reply; the last copy finishes the call.
+ */
+struct rchunk {
+	struct pinned_read *r;
+	uint64_t k;
+};
+
 struct pinned_read {
 	struct cmx_call *c;
-	void *slot;
-	uint64_t size;
+	uint64_t size, n;
+	unsigned lanes;
+	void *slot[LANES];
+	cl_event *gates; /* [k] for k >= lanes */
+	struct rchunk *chunks;
+	atomic_uint left; /* chunks not yet copied out */
+	atomic_int status; /* the first failure */
 };
+
+static uint64_t rchunk_len(const struct pinned_read *r, uint64_t k)
+{
+	uint64_t at = k * CMX_PINNED_SLOT;
+
+	return r->size - at < CMX_PINNED_SLOT ? r->size - at : CMX_PINNED_SLOT;
+}
+
+/* Chunk k is out of its slot (or failed): the slot takes the lane's next
+ * chunk, or goes back; the last one finishes the call. Any thread. */
+static void rchunk_done(struct pinned_read *r, uint64_t k)
+{
+	struct cmx_call *c = r->c;
+	int status;
+
+	if (k + r->lanes < r->n) {
+		clSetUserEventStatus(r->gates[k + r->lanes], CL_COMPLETE);
+		clReleaseEvent(r->gates[k + r->lanes]);
+	} else {
+		cmx_pinned_put(r->slot[k % r->lanes]);
+	}
+	if (atomic_fetch_sub_explicit(&r->left, 1, memory_order_acq_rel) != 1)
+		return;
+	status = atomic_load_explicit(&r->status, memory_order_acquire);
+	free(r->gates);
+	free(r->chunks);
+	free(r);
+	cmx_defer_post(c, status < 0 ? status : CL_COMPLETE);
+}
 
 static void read_copied(void *arg)
 {
-	struct pinned_read *r = arg;
-	struct cmx_call *c = r->c;
+	struct rchunk *ch = arg;
 
-	cmx_pinned_put(r->slot);
-	free(r);
-	cmx_defer_post(c, CL_COMPLETE);
+	rchunk_done(ch->r, ch->k);
 }
 
 /* Driver thread: the DMA into the slot is done (or failed); the copy
  * threads take it from here (a callback must not block). */
 static void CL_CALLBACK read_landed(cl_event e, cl_int status, void *arg)
 {
-	struct pinned_read *r = arg;
+	struct rchunk *ch = arg;
+	struct pinned_read *r = ch->r;
+	int ok = 0;
 
 	if (status < 0) {
-		struct cmx_call *c = r->c;
-		cmx_pinned_put(r->slot);
-		free(r);
-		cmx_defer_post(c, status);
+		atomic_compare_exchange_strong(&r->status, &ok, status);
+		rchunk_done(r, ch->k);
 		return;
 	}
-	cmx_pinned_copy(r->c->rbulk, r->slot, r->size, read_copied, r);
+	cmx_pinned_copy((char *)r->c->rbulk + ch->k * CMX_PINNED_SLOT, r->slot[ch->k % r->lanes],
+			rchunk_len(r, ch->k), read_copied, ch);
+}
+
+/* The native reads of chunks [0, n), each its event in evs; returns how
+ * many were enqueued. */
+static uint64_t rchunks_enqueue(struct pinned_read *r, cl_command_queue q, cl_mem m, uint64_t off,
+				cl_uint nwait, const cl_event *wait, cl_event *evs, cl_int *err)
+{
+	uint64_t k;
+
+	for (k = 0; k < r->n; k++) {
+		/* In order: the first carries the wait list, a later lane's
+		 * chunk its slot's gate. */
+		cl_uint nl = k ? (k >= r->lanes) : nwait;
+		const cl_event *l = k ? &r->gates[k] : wait;
+
+		*err = clEnqueueReadBuffer(q, m, CL_FALSE, off + k * CMX_PINNED_SLOT,
+					   rchunk_len(r, k), r->slot[k % r->lanes], nl,
+					   nl ? l : NULL, &evs[k]);
+		if (*err)
+			break;
+		r->chunks[k] = (struct rchunk){r, k};
+	}
+	return k;
 }
 
 int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t off,
 		    uint64_t size, cl_uint nwait, const cl_event *wait, const struct cmx_ref *guest_ev,
 		    void (*fin)(struct cmx_call *c, int status))
 {
+	uint64_t n = (size + CMX_PINNED_SLOT - 1) / CMX_PINNED_SLOT, done;
+	cl_command_queue_properties props = 0;
 	struct pinned_read *r;
-	void *slot = cmx_pinned_get(size);
-	cl_event ev;
+	cl_event *evs = NULL;
+	cl_context ctx;
 	cl_int e;
 
-	if (!slot)
+	if (!size)
 		return CMX_PINNED_NO;
-	r = malloc(sizeof(*r));
-	e = r && cmx_read_staging(c, size) ? CL_SUCCESS : CL_OUT_OF_HOST_MEMORY;
-	if (!e)
-		e = clEnqueueReadBuffer(q, m, CL_FALSE, off, size, slot, nwait, wait, &ev);
-	if (e) {
+	/* Several chunks keep their order only on an in-order queue. */
+	if (n > 1 && (clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof(props), &props, NULL) ||
+		      (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)))
+		return CMX_PINNED_NO;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return CMX_PINNED_NO;
+	r->c = c;
+	r->size = size;
+	r->n = n;
+	while (r->lanes < LANES && r->lanes < n &&
+	       (r->slot[r->lanes] = cmx_pinned_get(rchunk_len(r, r->lanes))))
+		r->lanes++;
+	if (!r->lanes) {
+		free(r);
+		return CMX_PINNED_NO;
+	}
+	r->gates = calloc(n, sizeof(*r->gates));
+	r->chunks = calloc(n, sizeof(*r->chunks));
+	evs = calloc(n, sizeof(*evs));
+	e = !r->gates || !r->chunks || !evs || !cmx_read_staging(c, size)
+		    ? CL_OUT_OF_HOST_MEMORY
+		    : clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL);
+	for (uint64_t k = r->lanes; k < n && !e; k++)
+		r->gates[k] = clCreateUserEvent(ctx, &e);
+	done = e ? 0 : rchunks_enqueue(r, q, m, off, nwait, wait, evs, &e);
+	/* Gates of chunks never enqueued: nobody waits for them. */
+	for (uint64_t k = done > r->lanes ? done : r->lanes; k < n; k++)
+		if (r->gates[k]) {
+			clSetUserEventStatus(r->gates[k], CL_COMPLETE);
+			clReleaseEvent(r->gates[k]);
+		}
+	if (!done) {
+		for (unsigned i = 0; i < r->lanes; i++)
+			cmx_pinned_put(r->slot[i]);
 		cmx_staging_put(c->rbulk);
 		c->rbulk = NULL;
+		free(r->gates);
+		free(r->chunks);
 		free(r);
-		cmx_pinned_put(slot);
+		free(evs);
 		return e;
 	}
+	/* What was enqueued runs to its end, and a failure after the first
+	 * chunk fails the call; lanes past it give their slots back. Fixed
+	 * before the first callback is set: they read n and lanes. */
+	for (unsigned i = (unsigned)(done < r->lanes ? done : r->lanes); i < r->lanes; i++)
+		cmx_pinned_put(r->slot[i]);
+	if (done < r->lanes)
+		r->lanes = (unsigned)done;
+	r->n = done;
+	atomic_init(&r->left, (unsigned)done);
+	atomic_init(&r->status, e);
 	c->rbulk_free = cmx_staging_put;
-	*r = (struct pinned_read){c, slot, size};
-	clRetainEvent(ev);
-	cmx_event_bind(c, guest_ev, ev);
 	c->fin = fin;
-	e = clSetEventCallback(ev, CL_COMPLETE, read_landed, r);
-	if (e) {
-		/* The read is in the queue and lands in the slot: keep both
-		 * until it has, then fail the call. */
-		clWaitForEvents(1, &ev);
-		cmx_pinned_put(slot);
-		free(r);
+	clRetainEvent(evs[done - 1]);
+	cmx_event_bind(c, guest_ev, evs[done - 1]);
+	for (uint64_t k = 0; k < done; k++) {
+		if (clSetEventCallback(evs[k], CL_COMPLETE, read_landed, &r->chunks[k])) {
+			/* Without word of its end, wait for it here: the
+			 * slot is the driver's until then. */
+			cl_int st = CL_COMPLETE;
+			clWaitForEvents(1, &evs[k]);
+			clGetEventInfo(evs[k], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+				       NULL);
+			read_landed(evs[k], st < 0 ? st : CL_OUT_OF_RESOURCES, &r->chunks[k]);
+		}
+		clReleaseEvent(evs[k]);
 	}
+	free(evs);
 	cmx_queue_flush(q);
-	clReleaseEvent(ev);
-	return e ? e : CMX_DEFER;
+	return CMX_DEFER;
 }
