@@ -77,16 +77,11 @@ if HAVE_CHECK
 TESTS += guest/tests/e2e-ivshmem.sh
 endif
 EXTRA_DIST += guest/tests/e2e-ivshmem.sh
-# And through the GPU transfer paths, forced on (guest/tests/e2e-pinned.sh).
+# And through the GPU paths, forced on (guest/tests/e2e-pinned.sh).
 if HAVE_CHECK
 TESTS += guest/tests/e2e-pinned.sh
 endif
 EXTRA_DIST += guest/tests/e2e-pinned.sh
-# And through the GPU's short-call paths, forced on (guest/tests/e2e-short.sh).
-if HAVE_CHECK
-TESTS += guest/tests/e2e-short.sh
-endif
-EXTRA_DIST += guest/tests/e2e-short.sh
 CLEANFILES += guest/tests/e2e_*.out
 
 # An application whose daemon is killed (e2e-shm.sh runs it over shm: too).

@@ -17,15 +17,87 @@
 #include "pinned.h"
 #include "staging.h"
 
-/* Slots one write holds at most: lane i serves its chunks i, i + lanes, ... */
+/* Slots one transfer holds at most. */
 #define LANES 4
 
 /*
- * A write of n chunks (of a slot each, the last maybe shorter). Chunk k's
- * native write goes from its lane's slot behind its own user event, set
- * when the copy threads have copied it in; when that write completes, the
- * lane's next chunk is copied into the same slot. One reference per copy
- * and per native write still to come: the last frees it.
+ * The slots of one transfer of n chunks of a slot each (the last maybe
+ * shorter): lane i serves chunks i, i + count, ... Fixed before the first
+ * chunk's callback can run: the callbacks read it.
+ */
+struct lanes {
+	uint64_t size, n;
+	unsigned count;
+	void *slot[LANES];
+};
+
+static uint64_t chunk_len(const struct lanes *l, uint64_t k)
+{
+	uint64_t at = k * CMX_PINNED_SLOT;
+
+	return l->size - at < CMX_PINNED_SLOT ? l->size - at : CMX_PINNED_SLOT;
+}
+
+static void *chunk_slot(const struct lanes *l, uint64_t k)
+{
+	return l->slot[k % l->count];
+}
+
+/* Takes the slots of a transfer of size bytes on q: 0, or CMX_PINNED_NO
+ * where none is free, or for several chunks on an out-of-order queue
+ * (they keep their order only on an in-order one). */
+static int lanes_take(struct lanes *l, cl_command_queue q, uint64_t size)
+{
+	cl_command_queue_properties props = 0;
+
+	l->size = size;
+	l->n = (size + CMX_PINNED_SLOT - 1) / CMX_PINNED_SLOT;
+	l->count = 0;
+	if (!size ||
+	    (l->n > 1 && (clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof(props), &props,
+						NULL) ||
+			  (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))))
+		return CMX_PINNED_NO;
+	while (l->count < LANES && l->count < l->n &&
+	       (l->slot[l->count] = cmx_pinned_get(chunk_len(l, l->count))))
+		l->count++;
+	return l->count ? 0 : CMX_PINNED_NO;
+}
+
+/* Gates [from, n) of a transfer on q, each a user event; 0 or a cl error. */
+static cl_int gates_make(cl_event *gates, uint64_t from, uint64_t n, cl_command_queue q)
+{
+	cl_context ctx;
+	cl_int e = clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL);
+
+	for (uint64_t k = from; k < n && !e; k++)
+		gates[k] = clCreateUserEvent(ctx, &e);
+	return e;
+}
+
+/* Only the first `done` chunks were enqueued: the gates from `first` of
+ * those that were not are set (nobody waits for them), and the lanes past
+ * them give their slots back (every lane when done is 0). */
+static void lanes_trim(struct lanes *l, cl_event *gates, uint64_t first, uint64_t done)
+{
+	for (uint64_t k = done > first ? done : first; gates && k < l->n; k++)
+		if (gates[k]) {
+			clSetUserEventStatus(gates[k], CL_COMPLETE);
+			clReleaseEvent(gates[k]);
+		}
+	for (unsigned i = (unsigned)(done < l->count ? done : l->count); i < l->count; i++)
+		cmx_pinned_put(l->slot[i]);
+	if (done < l->count)
+		l->count = (unsigned)done;
+	l->n = done;
+}
+
+/*
+ * A write of n chunks. Chunk k's native write goes from its lane's slot
+ * behind its own user event, set when the copy threads have copied it in;
+ * when that write completes, the lane's next chunk is copied into the
+ * same slot. One reference per copy and per native write still to come:
+ * the last frees it.
  */
 struct chunk {
 	struct pinned_write *w;
@@ -33,10 +105,9 @@ struct chunk {
 };
 
 struct pinned_write {
+	struct lanes l;
 	void *payload; /* the call's bulk: an area block or staging */
-	uint64_t off, size, n;
-	unsigned lanes;
-	void *slot[LANES];
+	uint64_t off;
 	atomic_uint copies; /* chunks not yet copied: the last gives the payload back */
 	atomic_uint refs;
 	cl_event *gates;
@@ -50,13 +121,6 @@ static void write_put(struct pinned_write *w)
 	free(w->gates);
 	free(w->chunks);
 	free(w);
-}
-
-static uint64_t chunk_len(const struct pinned_write *w, uint64_t k)
-{
-	uint64_t at = k * CMX_PINNED_SLOT;
-
-	return w->size - at < CMX_PINNED_SLOT ? w->size - at : CMX_PINNED_SLOT;
 }
 
 static void chunk_copied(void *arg)
@@ -73,8 +137,8 @@ static void chunk_copied(void *arg)
 
 static void chunk_copy(struct pinned_write *w, uint64_t k)
 {
-	cmx_pinned_copy(w->slot[k % w->lanes], (char *)w->payload + k * CMX_PINNED_SLOT,
-			chunk_len(w, k), chunk_copied, &w->chunks[k]);
+	cmx_pinned_copy(chunk_slot(&w->l, k), (char *)w->payload + k * CMX_PINNED_SLOT,
+			chunk_len(&w->l, k), chunk_copied, &w->chunks[k]);
 }
 
 /* Driver thread: chunk k is on the device; its slot takes the lane's next
@@ -84,10 +148,10 @@ static void CL_CALLBACK chunk_written(cl_event e, cl_int status, void *arg)
 	struct chunk *ch = arg;
 	struct pinned_write *w = ch->w;
 
-	if (ch->k + w->lanes < w->n)
-		chunk_copy(w, ch->k + w->lanes);
+	if (ch->k + w->l.count < w->l.n)
+		chunk_copy(w, ch->k + w->l.count);
 	else
-		cmx_pinned_put(w->slot[ch->k % w->lanes]);
+		cmx_pinned_put(chunk_slot(&w->l, ch->k));
 	write_put(w);
 }
 
@@ -99,7 +163,7 @@ static uint64_t chunks_enqueue(struct pinned_write *w, cl_command_queue q, cl_me
 {
 	uint64_t k;
 
-	for (k = 0; k < w->n; k++) {
+	for (k = 0; k < w->l.n; k++) {
 		cl_event e;
 		cl_uint nl = k ? 0 : nwait; /* in order: the first carries the wait list */
 
@@ -107,7 +171,8 @@ static uint64_t chunks_enqueue(struct pinned_write *w, cl_command_queue q, cl_me
 			memcpy(list, wait, nl * sizeof(*list));
 		list[nl] = w->gates[k];
 		*err = clEnqueueWriteBuffer(q, m, CL_FALSE, w->off + k * CMX_PINNED_SLOT,
-					    chunk_len(w, k), w->slot[k % w->lanes], nl + 1, list, &e);
+					    chunk_len(&w->l, k), chunk_slot(&w->l, k), nl + 1, list,
+					    &e);
 		if (*err)
 			break;
 		w->chunks[k] = (struct chunk){w, k};
@@ -120,7 +185,7 @@ static uint64_t chunks_enqueue(struct pinned_write *w, cl_command_queue q, cl_me
 			*err = CL_OUT_OF_RESOURCES;
 			break;
 		}
-		if (k + 1 < w->n)
+		if (k + 1 < w->l.n)
 			clReleaseEvent(e);
 		else
 			*ev = e;
@@ -132,81 +197,54 @@ int cmx_pinned_write(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t 
 		     uint64_t size, cl_uint nwait, const cl_event *wait, cl_event *ev)
 {
 	struct pinned_write *w;
-	cl_command_queue_properties props = 0;
-	cl_context ctx;
 	cl_event *list = NULL;
-	uint64_t n = (size + CMX_PINNED_SLOT - 1) / CMX_PINNED_SLOT, done;
+	uint64_t done;
 	unsigned lanes;
 	cl_int e;
 
-	if (!c->bulk || c->bulk_len != size || !size)
+	if (!c->bulk || c->bulk_len != size || !(w = calloc(1, sizeof(*w))))
 		return CMX_PINNED_NO;
-	/* Several chunks keep their order only on an in-order queue. */
-	if (n > 1 && (clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof(props), &props, NULL) ||
-		      (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)))
-		return CMX_PINNED_NO;
-	w = calloc(1, sizeof(*w));
-	if (!w)
-		return CMX_PINNED_NO;
-	w->off = off;
-	w->size = size;
-	w->n = n;
-	while (w->lanes < LANES && w->lanes < n &&
-	       (w->slot[w->lanes] = cmx_pinned_get(chunk_len(w, w->lanes))))
-		w->lanes++;
-	if (!w->lanes) {
+	if (lanes_take(&w->l, q, size)) {
 		free(w);
 		return CMX_PINNED_NO;
 	}
-	w->gates = calloc(n, sizeof(*w->gates));
-	w->chunks = calloc(n, sizeof(*w->chunks));
+	w->off = off;
+	w->gates = calloc(w->l.n, sizeof(*w->gates));
+	w->chunks = calloc(w->l.n, sizeof(*w->chunks));
 	list = malloc(((size_t)nwait + 1) * sizeof(*list));
-	e = !w->gates || !w->chunks || !list
-		    ? CL_OUT_OF_HOST_MEMORY
-		    : clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL);
-	for (uint64_t k = 0; k < n && !e; k++)
-		w->gates[k] = clCreateUserEvent(ctx, &e);
+	e = !w->gates || !w->chunks || !list ? CL_OUT_OF_HOST_MEMORY
+					     : gates_make(w->gates, 0, w->l.n, q);
 	done = e ? 0 : chunks_enqueue(w, q, m, nwait, wait, list, ev, &e);
 	free(list);
-	for (uint64_t k = done; k < n; k++)
-		if (w->gates[k]) {
-			clSetUserEventStatus(w->gates[k], CL_COMPLETE);
-			clReleaseEvent(w->gates[k]);
-		}
+	/* What was enqueued runs to its end (a failure after the first
+	 * chunk still fails the call). */
+	lanes_trim(&w->l, w->gates, 0, done);
 	if (!done) {
-		for (unsigned i = 0; i < w->lanes; i++)
-			cmx_pinned_put(w->slot[i]);
 		free(w->gates);
 		free(w->chunks);
 		free(w);
 		return e;
 	}
-	/* What was enqueued runs to its end (a failure after the first
-	 * chunk still fails the call); lanes past it give their slots back. */
-	for (unsigned i = (unsigned)(done < w->lanes ? done : w->lanes); i < w->lanes; i++)
-		cmx_pinned_put(w->slot[i]);
-	if (done < w->lanes)
-		w->lanes = (unsigned)done;
-	w->n = done;
 	w->payload = c->bulk;
 	c->bulk = NULL;
 	atomic_init(&w->copies, (unsigned)done);
 	atomic_init(&w->refs, (unsigned)(2 * done));
 	/* Once the last lane's copy is posted, w may be gone (its chunks
 	 * copied, written and freed on other threads): not read again. */
-	lanes = w->lanes;
+	lanes = w->l.count;
 	for (unsigned k = 0; k < lanes; k++)
 		chunk_copy(w, k);
 	return e;
 }
 
 /*
- * A read of n chunks over up to four slots. Every chunk's native read is
- * enqueued at once, into its lane's slot; chunk k >= lanes waits behind a
- * user event of its own, set when chunk k - lanes has been copied out of
- * the slot (an in-order queue runs them in order anyway: the gate only
- * keeps a slot from being overwritten before its copy). The copy threads
- * move each landed chunk into the reply; the last copy finishes the call.
+ * A read of n chunks. Every chunk's native read is enqueued at once, into
+ * its lane's slot; a chunk past the first of each lane waits behind a
+ * user event of its own, set when the lane's previous chunk has been
+ * copied out of the slot (an in-order queue runs them in order anyway:
+ * the gate only keeps a slot from being overwritten before its copy). The
+ * copy threads move each landed chunk into the reply; the last copy
+ * finishes the call.
  */
 struct rchunk {
 	struct pinned_read *r;
@@ -214,22 +252,13 @@ struct rchunk {
 };
 
 struct pinned_read {
+	struct lanes l;
 	struct cmx_call *c;
-	uint64_t size, n;
-	unsigned lanes;
-	void *slot[LANES];
-	cl_event *gates; /* [k] for k >= lanes */
+	cl_event *gates; /* [k] for k >= l.count */
 	struct rchunk *chunks;
-	atomic_uint left; /* chunks not yet copied out */
+	atomic_uint left;  /* chunks not yet copied out */
 	atomic_int status; /* the first failure */
 };
-
-static uint64_t rchunk_len(const struct pinned_read *r, uint64_t k)
-{
-	uint64_t at = k * CMX_PINNED_SLOT;
-
-	return r->size - at < CMX_PINNED_SLOT ? r->size - at : CMX_PINNED_SLOT;
-}
 
 /* Chunk k is out of its slot (or failed): the slot takes the lane's next
  * chunk, or goes back; the last one finishes the call. Any thread. */
@@ -238,11 +267,11 @@ static void rchunk_done(struct pinned_read *r, uint64_t k)
 	struct cmx_call *c = r->c;
 	int status;
 
-	if (k + r->lanes < r->n) {
-		clSetUserEventStatus(r->gates[k + r->lanes], CL_COMPLETE);
-		clReleaseEvent(r->gates[k + r->lanes]);
+	if (k + r->l.count < r->l.n) {
+		clSetUserEventStatus(r->gates[k + r->l.count], CL_COMPLETE);
+		clReleaseEvent(r->gates[k + r->l.count]);
 	} else {
-		cmx_pinned_put(r->slot[k % r->lanes]);
+		cmx_pinned_put(chunk_slot(&r->l, k));
 	}
 	if (atomic_fetch_sub_explicit(&r->left, 1, memory_order_acq_rel) != 1)
 		return;
@@ -273,8 +302,8 @@ static void CL_CALLBACK read_landed(cl_event e, cl_int status, void *arg)
 		rchunk_done(r, ch->k);
 		return;
 	}
-	cmx_pinned_copy((char *)r->c->rbulk + ch->k * CMX_PINNED_SLOT, r->slot[ch->k % r->lanes],
-			rchunk_len(r, ch->k), read_copied, ch);
+	cmx_pinned_copy((char *)r->c->rbulk + ch->k * CMX_PINNED_SLOT, chunk_slot(&r->l, ch->k),
+			chunk_len(&r->l, ch->k), read_copied, ch);
 }
 
 /* The native reads of chunks [0, n), each its event in evs; returns how
@@ -284,15 +313,15 @@ static uint64_t rchunks_enqueue(struct pinned_read *r, cl_command_queue q, cl_me
 {
 	uint64_t k;
 
-	for (k = 0; k < r->n; k++) {
+	for (k = 0; k < r->l.n; k++) {
 		/* In order: the first carries the wait list, a later lane's
 		 * chunk its slot's gate. */
-		cl_uint nl = k ? (k >= r->lanes) : nwait;
-		const cl_event *l = k ? &r->gates[k] : wait;
+		cl_uint nl = k ? (k >= r->l.count) : nwait;
+		const cl_event *wl = k ? &r->gates[k] : wait;
 
 		*err = clEnqueueReadBuffer(q, m, CL_FALSE, off + k * CMX_PINNED_SLOT,
-					   rchunk_len(r, k), r->slot[k % r->lanes], nl,
-					   nl ? l : NULL, &evs[k]);
+					   chunk_len(&r->l, k), chunk_slot(&r->l, k), nl,
+					   nl ? wl : NULL, &evs[k]);
 		if (*err)
 			break;
 		r->chunks[k] = (struct rchunk){r, k};
@@ -304,50 +333,27 @@ int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t o
 		    uint64_t size, cl_uint nwait, const cl_event *wait, const struct cmx_ref *guest_ev,
 		    void (*fin)(struct cmx_call *c, int status))
 {
-	uint64_t n = (size + CMX_PINNED_SLOT - 1) / CMX_PINNED_SLOT, done;
-	cl_command_queue_properties props = 0;
-	struct pinned_read *r;
+	struct pinned_read *r = calloc(1, sizeof(*r));
 	cl_event *evs = NULL;
-	cl_context ctx;
+	uint64_t done;
 	cl_int e;
 
-	if (!size)
-		return CMX_PINNED_NO;
-	/* Several chunks keep their order only on an in-order queue. */
-	if (n > 1 && (clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof(props), &props, NULL) ||
-		      (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)))
-		return CMX_PINNED_NO;
-	r = calloc(1, sizeof(*r));
-	if (!r)
-		return CMX_PINNED_NO;
-	r->c = c;
-	r->size = size;
-	r->n = n;
-	while (r->lanes < LANES && r->lanes < n &&
-	       (r->slot[r->lanes] = cmx_pinned_get(rchunk_len(r, r->lanes))))
-		r->lanes++;
-	if (!r->lanes) {
+	if (!r || lanes_take(&r->l, q, size)) {
 		free(r);
 		return CMX_PINNED_NO;
 	}
-	r->gates = calloc(n, sizeof(*r->gates));
-	r->chunks = calloc(n, sizeof(*r->chunks));
-	evs = calloc(n, sizeof(*evs));
+	r->c = c;
+	r->gates = calloc(r->l.n, sizeof(*r->gates));
+	r->chunks = calloc(r->l.n, sizeof(*r->chunks));
+	evs = calloc(r->l.n, sizeof(*evs));
 	e = !r->gates || !r->chunks || !evs || !cmx_read_staging(c, size)
 		    ? CL_OUT_OF_HOST_MEMORY
-		    : clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL);
-	for (uint64_t k = r->lanes; k < n && !e; k++)
-		r->gates[k] = clCreateUserEvent(ctx, &e);
+		    : gates_make(r->gates, r->l.count, r->l.n, q);
 	done = e ? 0 : rchunks_enqueue(r, q, m, off, nwait, wait, evs, &e);
-	/* Gates of chunks never enqueued: nobody waits for them. */
-	for (uint64_t k = done > r->lanes ? done : r->lanes; k < n; k++)
-		if (r->gates[k]) {
-			clSetUserEventStatus(r->gates[k], CL_COMPLETE);
-			clReleaseEvent(r->gates[k]);
-		}
+	/* What was enqueued runs to its end, and a failure after the first
+	 * chunk fails the call. */
+	lanes_trim(&r->l, r->gates, r->l.count, done);
 	if (!done) {
-		for (unsigned i = 0; i < r->lanes; i++)
-			cmx_pinned_put(r->slot[i]);
 		cmx_staging_put(c->rbulk);
 		c->rbulk = NULL;
 		free(r->gates);
@@ -356,14 +362,6 @@ int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t o
 		free(evs);
 		return e;
 	}
-	/* What was enqueued runs to its end, and a failure after the first
-	 * chunk fails the call; lanes past it give their slots back. Fixed
-	 * before the first callback is set: they read n and lanes. */
-	for (unsigned i = (unsigned)(done < r->lanes ? done : r->lanes); i < r->lanes; i++)
-		cmx_pinned_put(r->slot[i]);
-	if (done < r->lanes)
-		r->lanes = (unsigned)done;
-	r->n = done;
 	atomic_init(&r->left, (unsigned)done);
 	atomic_init(&r->status, e);
 	c->rbulk_free = cmx_staging_put;

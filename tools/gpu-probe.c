@@ -455,6 +455,28 @@ static void lat_launch(const char *name, int flags, int end, int runs)
 		printf("%-44s %d of %d not done in 2 ms\n", "  without a flush", stuck, runs);
 }
 
+/* A non-blocking 64 B write (read: a read) of b, spun on until done. */
+static void lat_nonblocking(const char *name, cl_mem b, int read)
+{
+	static uint64_t v[N_LAT];
+	char small[64] = {1};
+
+	for (int i = 0; i < N_LAT; i++) {
+		cl_event ev;
+		cl_int st = CL_QUEUED;
+		uint64_t t = now_ns();
+		if (read)
+			CK(clEnqueueReadBuffer(q, b, CL_FALSE, 0, 64, small, 0, NULL, &ev));
+		else
+			CK(clEnqueueWriteBuffer(q, b, CL_FALSE, 0, 64, small, 0, NULL, &ev));
+		while (st > CL_COMPLETE)
+			CK(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL));
+		v[i] = now_ns() - t;
+		clReleaseEvent(ev);
+	}
+	lat_report(name, v, N_LAT);
+}
+
 static void probe_latency(void)
 {
 	static const char *src = "__kernel void empty(__global int *p) { }\n";
@@ -502,28 +524,8 @@ static void probe_latency(void)
 	 * queue and loop turn) costs a waiter that polls or finishes. */
 	lat_launch("launch + callback set + spin clGetEventInfo", L_CALLBACK, END_SPIN, N_LAT);
 	lat_launch("launch + callback set + clFinish", L_CALLBACK, END_FINISH, N_LAT);
-	for (int i = 0; i < N_LAT; i++) {
-		cl_event ev;
-		cl_int st = CL_QUEUED;
-		uint64_t t = now_ns();
-		CK(clEnqueueWriteBuffer(q, b, CL_FALSE, 0, 64, small, 0, NULL, &ev));
-		while (st > CL_COMPLETE)
-			CK(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL));
-		v[i] = now_ns() - t;
-		clReleaseEvent(ev);
-	}
-	lat_report("64 B write non-blocking + spin status", v, N_LAT);
-	for (int i = 0; i < N_LAT; i++) {
-		cl_event ev;
-		cl_int st = CL_QUEUED;
-		uint64_t t = now_ns();
-		CK(clEnqueueReadBuffer(q, b, CL_FALSE, 0, 64, small, 0, NULL, &ev));
-		while (st > CL_COMPLETE)
-			CK(clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL));
-		v[i] = now_ns() - t;
-		clReleaseEvent(ev);
-	}
-	lat_report("64 B read non-blocking + spin status", v, N_LAT);
+	lat_nonblocking("64 B write non-blocking + spin status", b, 0);
+	lat_nonblocking("64 B read non-blocking + spin status", b, 1);
 	for (int i = 0; i < N_LAT; i++) {
 		cl_event ev;
 		uint64_t t = now_ns();
