@@ -17,6 +17,7 @@
 #define CL_TARGET_OPENCL_VERSION 300
 #endif
 #include <CL/cl.h>
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -25,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -540,6 +542,24 @@ static void probe_latency(void)
 	}
 	clFinish(q);
 	lat_report("clEnqueueNDRangeKernel (with event)", v, N_LAT);
+	for (int i = 0; i < N_LAT; i++) {
+		cl_event ev;
+		uint64_t t = now_ns();
+		CK(clEnqueueNDRangeKernel(q, empty_k, 1, NULL, &g, NULL, 0, NULL, &ev));
+		v[i] = now_ns() - t;
+		clReleaseEvent(ev);
+		if (i % 64 == 63)
+			clFinish(q);
+	}
+	clFinish(q);
+	lat_report("clEnqueueNDRangeKernel (event, no callback)", v, N_LAT);
+	for (int i = 0; i < N_LAT; i++) {
+		uint64_t t = now_ns();
+		CK(clEnqueueNDRangeKernel(q, empty_k, 1, NULL, &g, NULL, 0, NULL, NULL));
+		v[i] = now_ns() - t;
+		CK(clFinish(q));
+	}
+	lat_report("clEnqueueNDRangeKernel (no event, idle queue)", v, N_LAT);
 	lat_report("clSetEventCallback", cb, N_LAT);
 	{
 		cl_event ev;
@@ -559,6 +579,56 @@ static void probe_latency(void)
 	clReleaseKernel(empty_k);
 	clReleaseProgram(p);
 	clReleaseMemObject(b);
+}
+
+/* ---- the machine's own floor: a Unix socket round trip ---- */
+
+static int echo_fd, echo_spin;
+
+/* Echoes 64-byte messages until the socket closes: looking with
+ * MSG_DONTWAIT and yielding (as the ICD's reader does), or blocking in
+ * recv (a sleeping peer: its wake-up is in the round trip). */
+static void *echo_run(void *arg)
+{
+	char buf[64];
+
+	for (;;) {
+		ssize_t n = recv(echo_fd, buf, sizeof(buf), echo_spin ? MSG_DONTWAIT : 0);
+		if (n < 0 && errno == EAGAIN) {
+			sched_yield();
+			continue;
+		}
+		if (n <= 0 || send(echo_fd, buf, (size_t)n, MSG_NOSIGNAL) != n)
+			return NULL;
+	}
+}
+
+static void probe_socket(int spin)
+{
+	static uint64_t v[N_LAT * 5];
+	char buf[64] = {1};
+	int sv[2];
+	pthread_t th;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		die("socketpair", -1);
+	echo_fd = sv[1];
+	echo_spin = spin;
+	pthread_create(&th, NULL, echo_run, NULL);
+	for (int i = 0; i < N_LAT * 5; i++) {
+		uint64_t t = now_ns();
+		if (send(sv[0], buf, sizeof(buf), MSG_NOSIGNAL) != sizeof(buf))
+			die("send", -1);
+		while (recv(sv[0], buf, sizeof(buf), MSG_DONTWAIT) < 0)
+			sched_yield();
+		v[i] = now_ns() - t;
+	}
+	close(sv[0]);
+	pthread_join(th, NULL);
+	close(sv[1]);
+	lat_report(spin ? "unix socket round trip, both sides spinning"
+			: "unix socket round trip, the echo side asleep",
+		   v, N_LAT * 5);
 }
 
 /* ---- kernel printf: where does it go? ---- */
@@ -689,6 +759,8 @@ int main(int argc, char **argv)
 	CK(e);
 	if (lat_only) {
 		probe_latency();
+		probe_socket(1);
+		probe_socket(0);
 		goto out;
 	}
 	probe_printf();
