@@ -253,8 +253,8 @@ cl_bool cmx_exec_block_short(struct cmx_call *c, uint64_t size, uint64_t nwait)
 		return CL_FALSE;
 	/* Behind running work (or a command the scheduler holds) the call
 	 * would wait for that on the loop. */
-	if (q->last && (clGetEventInfo(q->last, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st),
-				       &st, NULL) != CL_SUCCESS ||
+	if (q->last && (clGetEventInfo(q->last, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+				       NULL) != CL_SUCCESS ||
 			st > CL_COMPLETE))
 		return CL_FALSE;
 	return CL_TRUE;
@@ -263,11 +263,10 @@ cl_bool cmx_exec_block_short(struct cmx_call *c, uint64_t size, uint64_t nwait)
 int cmx_defer_wait(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status))
 {
 	cl_int status = CL_QUEUED;
+	uint64_t t0 = cmx_now_ns(), t1;
 
 	/* Every call deferred this way starts with its queue. A driver that
 	 * runs its queue only in a flush or a wait gets the executor's. */
-	uint64_t t0 = cmx_now_ns(), t1;
-
 	if (!cmx_srv->flush_runs) {
 		cmx_queue_flush_to_wait(((struct cmx_ref *)c->in)->h);
 		status = watch(e);

@@ -334,9 +334,9 @@ static int read_buffer(struct cmx_call *c, struct cmx_ReadBufferSync_in *in, int
 	dst = staging(c, in->size);
 	if (!dst)
 		return CL_OUT_OF_HOST_MEMORY;
-	/* A small one blocking where the driver's are short: NVIDIA
-	 * completes a non-blocking read into pageable memory 15-40 us late
-	 * (docs/gpu.md). */
+	/* A small one blocking where the driver's are short: NVIDIA's
+	 * non-blocking read into pageable memory completes ~6 us after its
+	 * blocking one would have returned (docs/gpu.md). */
 	e = clEnqueueReadBuffer(in->queue.h, in->mem.h,
 				sync && cmx_exec_block_short(c, in->size, in->wait.n), in->offset,
 				in->size, dst, WAIT(in->wait), &ev);

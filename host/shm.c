@@ -23,8 +23,8 @@
 /* After a sync call, on a machine with cores to spare: the guest's next
  * call usually comes within microseconds of its reply, and a daemon
  * still looking takes it without a doorbell and a loop wake-up. */
-#define SYNC_SPIN_NS	 50000
-#define SYNC_SPIN_CORES	 8
+#define SYNC_SPIN_NS	50000
+#define SYNC_SPIN_CORES 8
 
 /* How long to look after a sync call: 0 on a small machine, where the
  * spinning would take the core that produces the reply (the driver's
@@ -36,8 +36,10 @@ static uint64_t sync_spin_ns(void)
 
 	if (ns < 0) {
 		const char *env = getenv("CLMUX_SHM_SYNC_SPIN_US");
-		ns = env ? (int64_t)atoi(env) * 1000
-			 : sysconf(_SC_NPROCESSORS_ONLN) >= SYNC_SPIN_CORES ? SYNC_SPIN_NS : 0;
+		if (env)
+			ns = (int64_t)atoi(env) * 1000;
+		else
+			ns = sysconf(_SC_NPROCESSORS_ONLN) >= SYNC_SPIN_CORES ? SYNC_SPIN_NS : 0;
 		if (ns < 0)
 			ns = 0;
 	}

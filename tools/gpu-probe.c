@@ -479,6 +479,31 @@ static void lat_nonblocking(const char *name, cl_mem b, int read)
 	lat_report(name, v, N_LAT);
 }
 
+/* Launches of the empty kernel with an event, a clFinish every 64; with
+ * `callback`, one set on each, its cost in cb[]. */
+static void lat_enqueue(const char *name, int callback, uint64_t *cb)
+{
+	static uint64_t v[N_LAT];
+	size_t g = 1;
+
+	for (int i = 0; i < N_LAT; i++) {
+		cl_event ev;
+		uint64_t t = now_ns(), t2;
+		CK(clEnqueueNDRangeKernel(q, empty_k, 1, NULL, &g, NULL, 0, NULL, &ev));
+		t2 = now_ns();
+		v[i] = t2 - t;
+		if (callback) {
+			CK(clSetEventCallback(ev, CL_COMPLETE, on_done, NULL));
+			cb[i] = now_ns() - t2;
+		}
+		clReleaseEvent(ev);
+		if (i % 64 == 63)
+			clFinish(q);
+	}
+	clFinish(q);
+	lat_report(name, v, N_LAT);
+}
+
 static void probe_latency(void)
 {
 	static const char *src = "__kernel void empty(__global int *p) { }\n";
@@ -528,31 +553,8 @@ static void probe_latency(void)
 	lat_launch("launch + callback set + clFinish", L_CALLBACK, END_FINISH, N_LAT);
 	lat_nonblocking("64 B write non-blocking + spin status", b, 0);
 	lat_nonblocking("64 B read non-blocking + spin status", b, 1);
-	for (int i = 0; i < N_LAT; i++) {
-		cl_event ev;
-		uint64_t t = now_ns();
-		CK(clEnqueueNDRangeKernel(q, empty_k, 1, NULL, &g, NULL, 0, NULL, &ev));
-		uint64_t t2 = now_ns();
-		CK(clSetEventCallback(ev, CL_COMPLETE, on_done, NULL));
-		cb[i] = now_ns() - t2;
-		v[i] = t2 - t;
-		clReleaseEvent(ev);
-		if (i % 64 == 63)
-			clFinish(q);
-	}
-	clFinish(q);
-	lat_report("clEnqueueNDRangeKernel (with event)", v, N_LAT);
-	for (int i = 0; i < N_LAT; i++) {
-		cl_event ev;
-		uint64_t t = now_ns();
-		CK(clEnqueueNDRangeKernel(q, empty_k, 1, NULL, &g, NULL, 0, NULL, &ev));
-		v[i] = now_ns() - t;
-		clReleaseEvent(ev);
-		if (i % 64 == 63)
-			clFinish(q);
-	}
-	clFinish(q);
-	lat_report("clEnqueueNDRangeKernel (event, no callback)", v, N_LAT);
+	lat_enqueue("clEnqueueNDRangeKernel (with event)", 1, cb);
+	lat_enqueue("clEnqueueNDRangeKernel (event, no callback)", 0, NULL);
 	for (int i = 0; i < N_LAT; i++) {
 		uint64_t t = now_ns();
 		CK(clEnqueueNDRangeKernel(q, empty_k, 1, NULL, &g, NULL, 0, NULL, NULL));
