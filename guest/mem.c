@@ -583,7 +583,7 @@ static int create_may_fail(cl_context ctx, size_t size, uint64_t live)
 	if (size >= SYNC_CREATE_MIN)
 		return 1;
 	for (cl_uint i = 0; i < ctx->ndevices; i++)
-		if (live > ctx->devices[i]->max_alloc)
+		if (ctx->devices[i]->max_alloc && live > ctx->devices[i]->max_alloc)
 			return 1;
 	return 0;
 }

@@ -123,7 +123,8 @@ if [ -n "${CMX_OCLGRIND_ALL:-}" ]; then
 			echo "FAIL $c passes natively on Oclgrind now: take it off the exceptions"
 			echo x >>"$tmp/stale"
 		else
-			echo "ok   $c fails natively: $(grep -a ':[FE]:' "$tmp/log" | cut -d: -f5- | head -1)"
+			echo "ok   $c fails natively: $(grep -a ':[FE]:' "$tmp/log" | cut -d: -f5- |
+				head -1 | LC_ALL=C tr -c '[:print:]\n' '?')"
 		fi
 	done
 	[ -f "$tmp/stale" ] && fail=$((fail + 1))

@@ -61,7 +61,7 @@ check-oclgrind: all $(check_PROGRAMS) icd/clmux.icd
 	OCL_ICD_VENDORS=$(abs_top_builddir)/icd CLMUXD=$(abs_top_builddir)/host/clmuxd \
 	  $(top_srcdir)/tools/compat-oclgrind.sh; rc=$$?; [ $$rc = 77 ] || exit $$rc
 # The same, then every exception run natively on Oclgrind, to show
-# that it still fails there (about 15 minutes; not in tools/check).
+# that it still fails there (12 minutes; not in tools/check).
 check-oclgrind-all: all $(check_PROGRAMS) icd/clmux.icd
 	OCL_ICD_VENDORS=$(abs_top_builddir)/icd CLMUXD=$(abs_top_builddir)/host/clmuxd \
 	  CMX_OCLGRIND_ALL=1 $(top_srcdir)/tools/compat-oclgrind.sh; rc=$$?; [ $$rc = 77 ] || exit $$rc

@@ -1029,9 +1029,9 @@ END_TEST
  * creation succeeds; what the kept buffer computes is compared.
  */
 #define REFUSED_QUOTA "mem = 16M"
-#define REFUSED_BIG (10u << 20)	  /* two do not fit */
+#define REFUSED_BIG   (10u << 20)  /* two do not fit */
 #define REFUSED_SMALL (700u << 10) /* one-way alone; the 9th after a big one does not fit */
-#define REFUSED_MAX 16
+#define REFUSED_MAX   16
 
 struct refused {
 	cl_int big_err, small_err;
@@ -1052,7 +1052,8 @@ static void refused_run(struct e2e_plat *p, struct refused *r)
 	if (b)
 		clReleaseMemObject(b);
 	for (r->smalls = 0; r->smalls < REFUSED_MAX; r->smalls++) {
-		small[r->smalls] = clCreateBuffer(p->context, CL_MEM_READ_WRITE, REFUSED_SMALL, NULL, &e);
+		small[r->smalls] =
+		    clCreateBuffer(p->context, CL_MEM_READ_WRITE, REFUSED_SMALL, NULL, &e);
 		if (!small[r->smalls])
 			break;
 	}
@@ -1085,8 +1086,8 @@ START_TEST(test_refused)
 	ck_assert_int_eq(setenv("CLMUX_SERVER", server, 1), 0);
 	ck_assert_int_eq(e2e_plat_init(&nat, "native", e2e_native_match()), 0);
 	ck_assert_int_eq(e2e_plat_init(&virt, "virtual", e2e_virtual_match()), 0);
-	E2E_OK(&virt, clGetDeviceInfo(virt.device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof(mem), &mem,
-				      NULL));
+	E2E_OK(&virt,
+	       clGetDeviceInfo(virt.device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof(mem), &mem, NULL));
 	ck_assert_uint_eq(mem, 16u << 20);
 	refused_run(&nat, &n);
 	refused_run(&virt, &v);

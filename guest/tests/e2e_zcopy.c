@@ -136,7 +136,8 @@ static void map_run(struct e2e_plat *p, cl_uint *out)
 	if (p == &e2e_virtual && !e2e_same_platform())
 		ck_assert_uint_eq(count, 1);
 	else if (count != 1)
-		fprintf(stderr, "e2e: note: %s CL_MEM_MAP_COUNT %u with one mapping, the spec says 1\n",
+		fprintf(stderr,
+			"e2e: note: %s CL_MEM_MAP_COUNT %u with one mapping, the spec says 1\n",
 			p->role, count);
 	E2E_OK(p, clEnqueueUnmapMemObject(p->queue, m, w, 0, NULL, NULL));
 	run_inc(p, &k, m, MAP_N);

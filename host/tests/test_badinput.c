@@ -143,18 +143,18 @@ END_TEST
 START_TEST(create_status)
 {
 	struct client a, b;
-	uint64_t devs[1] = { 1 }, o0, b0;
-	struct cmx_CreateContext_in ctx = { .context = { 0x10200 }, .devices = { devs, 1 } };
-	struct cmx_CreateBuffer_in bad = { .mem = { 0x10201 }, .context = { 0x10999 }, .size = 64 };
-	struct cmx_ReleaseMem_in rel = { .mem = { 0x10201 } };
+	uint64_t devs[1] = {1}, o0, b0;
+	struct cmx_CreateContext_in ctx = {.context = {0x10200}, .devices = {devs, 1}};
+	struct cmx_CreateBuffer_in bad = {.mem = {0x10201}, .context = {0x10999}, .size = 64};
+	struct cmx_ReleaseMem_in rel = {.mem = {0x10201}};
 	static const struct {
 		int who;
 		uint64_t id;
 		int32_t want;
 	} asks[] = {
-		{ 0, 0x10200, CL_SUCCESS },	     { 0, 0x10201, CL_INVALID_CONTEXT },
-		{ 1, 0x10200, CL_INVALID_VALUE },    { 0, 0, CL_INVALID_VALUE },
-		{ 0, ~0ull, CL_INVALID_VALUE },	     { 0, 1, CL_SUCCESS /* a root device */ },
+	    {0, 0x10200, CL_SUCCESS},	    {0, 0x10201, CL_INVALID_CONTEXT},
+	    {1, 0x10200, CL_INVALID_VALUE}, {0, 0, CL_INVALID_VALUE},
+	    {0, ~0ull, CL_INVALID_VALUE},   {0, 1, CL_SUCCESS /* a root device */},
 	};
 	struct cmx_GetCreateStatus_out out;
 
@@ -165,7 +165,7 @@ START_TEST(create_status)
 	send_msg(&a, &cmx_desc_CreateBuffer_in, &bad, 0, NULL, 0);
 	for (size_t i = 0; i < sizeof(asks) / sizeof(asks[0]); i++) {
 		struct client *c = asks[i].who ? &b : &a;
-		struct cmx_GetCreateStatus_in in = { .object = asks[i].id };
+		struct cmx_GetCreateStatus_in in = {.object = asks[i].id};
 
 		send_msg(c, &cmx_desc_GetCreateStatus_in, &in, 1, NULL, 0);
 		ck_assert_int_eq(recv_reply(c, &cmx_desc_GetCreateStatus_out, &out, NULL),
@@ -173,7 +173,7 @@ START_TEST(create_status)
 	}
 	send_msg(&a, &cmx_desc_ReleaseMem_in, &rel, 0, NULL, 0);
 	{
-		struct cmx_GetCreateStatus_in in = { .object = 0x10201 };
+		struct cmx_GetCreateStatus_in in = {.object = 0x10201};
 
 		send_msg(&a, &cmx_desc_GetCreateStatus_in, &in, 1, NULL, 0);
 		ck_assert_int_eq(recv_reply(&a, &cmx_desc_GetCreateStatus_out, &out, NULL),
