@@ -148,6 +148,10 @@ struct cmx_kinfo {
 	const char *attributes;
 	cl_uint nargs;
 	struct cmx_arginfo *args;
+	/* CL_KERNEL_COMPILE_WORK_GROUP_SIZE from the daemon; reqd_known 0
+	 * (an older daemon): read from the attributes. */
+	size_t reqd[3];
+	int reqd_known;
 };
 
 struct _cl_program {

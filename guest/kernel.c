@@ -95,7 +95,10 @@ static cl_kernel kernel_alloc(cl_program p, const struct cmx_kinfo *info)
 	}
 	ck->k.program = p;
 	ck->k.info = info;
-	parse_reqd(info->attributes, ck->reqd);
+	if (info->reqd_known)
+		memcpy(ck->reqd, info->reqd, sizeof(ck->reqd));
+	else
+		parse_reqd(info->attributes, ck->reqd);
 	pthread_mutex_init(&ck->k.lock, NULL);
 	return &ck->k;
 }

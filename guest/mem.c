@@ -498,6 +498,9 @@ static cl_int read_region(cl_command_queue q, cl_mem m, cl_bool blocking, size_t
 
 /* ---- creation and lifetime ---- */
 
+/* Bytes of the process's buffers (not sub-buffers) not yet freed. */
+static _Atomic uint64_t live_bytes;
+
 cl_mem cmx_mem_new(cl_context ctx, cl_mem_flags flags, size_t size)
 {
 	cl_mem m = cmx_object_new(sizeof(*m), CMX_MAGIC_MEM);
@@ -523,6 +526,8 @@ void cmx_mem_free(cl_mem m)
 	/* The storage is reused once the daemon's native buffer is gone too. */
 	if (m->area_off && !m->parent && !m->image && heap)
 		cmx_garea_heap_free(heap, m->area_off, 1);
+	if (m->type == CL_MEM_OBJECT_BUFFER && !m->parent)
+		atomic_fetch_sub(&live_bytes, m->size);
 	while (m->maps) {
 		struct cmx_mapping *mp = m->maps;
 
@@ -562,12 +567,50 @@ static cl_int area_buffer_create(cl_mem m, const struct cmx_CreateBuffer_in *in,
 	return CL_SUCCESS;
 }
 
+/*
+ * Creation is asynchronous (the guest checked what the specification lets
+ * it), but the device's free memory and the tenant's quota are the
+ * daemon's to judge. A buffer of SYNC_CREATE_MIN bytes or more, or one that
+ * brings the process's buffers past a device's CL_DEVICE_MAX_MEM_ALLOC_SIZE
+ * (a tenant's quota caps it), is confirmed before the call returns, so a
+ * refusal is the call's error as natively, not a poisoned id found at first
+ * use. Smaller ones stay one-way.
+ */
+#define SYNC_CREATE_MIN (1u << 20)
+
+static int create_may_fail(cl_context ctx, size_t size, uint64_t live)
+{
+	if (size >= SYNC_CREATE_MIN)
+		return 1;
+	for (cl_uint i = 0; i < ctx->ndevices; i++)
+		if (ctx->devices[i]->max_alloc && live > ctx->devices[i]->max_alloc)
+			return 1;
+	return 0;
+}
+
+/* The daemon's word on m's creation: 0, or the error it failed with (its id
+ * then forgotten there too). */
+static cl_int create_confirm(cl_mem m)
+{
+	struct cmx_GetCreateStatus_in in = {.object = m->id};
+	struct cmx_GetCreateStatus_out out;
+	struct cmx_ReleaseMem_in rel = {.mem = {m->id}};
+	struct cmx_reply r;
+	cl_int e;
+
+	e = cmx_reply_status(cmx_rpc_GetCreateStatus(cmx_icd.s, &in, &out, &r), &r);
+	if (e)
+		(void)CMX_SEND(ReleaseMem, &rel);
+	return e;
+}
+
 static cl_mem buffer_create(cl_context ctx, const cl_mem_properties *props, cl_mem_flags flags,
 			    size_t size, void *host_ptr, cl_int *errcode_ret)
 {
 	int has_host = (flags & (CL_MEM_USE_HOST_PTR | CL_MEM_COPY_HOST_PTR)) != 0;
 	struct cmx_CreateBuffer_in in;
 	cl_ulong max_alloc = 0;
+	uint64_t live;
 	cl_mem m;
 	cl_int e;
 
@@ -589,6 +632,8 @@ static cl_mem buffer_create(cl_context ctx, const cl_mem_properties *props, cl_m
 	m = cmx_mem_new(ctx, flags, size);
 	if (!m)
 		return cmx_fail(errcode_ret, CL_OUT_OF_HOST_MEMORY);
+	/* Counted from here: cmx_mem_free() takes it off. */
+	live = atomic_fetch_add(&live_bytes, size) + size;
 	if (props) {
 		m->props = calloc(1, sizeof(*m->props));
 		m->nprops = 1;
@@ -608,6 +653,8 @@ static cl_mem buffer_create(cl_context ctx, const cl_mem_properties *props, cl_m
 		e = area_buffer_create(m, &in, has_host ? host_ptr : NULL);
 	else
 		e = CMX_SEND(CreateBuffer, &in, has_host ? host_ptr : NULL, has_host ? size : 0);
+	if (!e && create_may_fail(ctx, size, live))
+		e = create_confirm(m);
 	if (e) {
 		cmx_mem_free(m);
 		return cmx_fail(errcode_ret, e);

@@ -194,6 +194,15 @@ static cl_int kinfo_parse(cl_program p, const void *data, size_t len, struct cmx
 				ai->value_size = type_value_size(ai->type_name, addr_bytes);
 		}
 	}
+	/* Then each kernel's compile work-group size (absent from an older
+	 * daemon). */
+	if (n && r.left / 24 >= n) {
+		for (uint64_t i = 0; i < n; i++) {
+			for (int d = 0; d < 3; d++)
+				ks[i].reqd[d] = (size_t)cmx_reader_u64(&r);
+			ks[i].reqd_known = 1;
+		}
+	}
 	*out = ks;
 	*nout = (cl_uint)n;
 	*blob_out = blob;

@@ -23,6 +23,16 @@ static void tenant_view(struct cmx_call *c, unsigned param, void *v, size_t size
 		memcpy(v, &quota, sizeof(quota));
 }
 
+int cmx_h_GetCreateStatus(struct cmx_call *c, struct cmx_GetCreateStatus_in *in,
+			  struct cmx_GetCreateStatus_out *out)
+{
+	struct cmx_obj *o = cmx_objtab_get(&c->s->objs, in->object);
+
+	if (!o)
+		return CL_INVALID_VALUE;
+	return o->err;
+}
+
 int cmx_h_GetDeviceIDs(struct cmx_call *c, struct cmx_GetDeviceIDs_in *in,
 		       struct cmx_GetDeviceIDs_out *out)
 {

@@ -112,7 +112,8 @@ static void put_info_str(struct cmx_buf *b, cl_int e, const char *s)
  * Kernel info (docs/protocol.md): u64 count, then per kernel: bytes name,
  * bytes attributes, u64 nargs, then per argument: u64 address qualifier,
  * u64 access qualifier, u64 type qualifier, bytes type name, bytes name
- * (0 qualifiers and empty names where the driver has no argument info).
+ * (0 qualifiers and empty names where the driver has no argument info);
+ * then per kernel its CL_KERNEL_COMPILE_WORK_GROUP_SIZE, three u64.
  */
 /*
  * Every kernel of the program, by name, leaving out those the driver fails
@@ -168,12 +169,33 @@ static cl_uint create_kernels(cl_program p, cl_kernel **out)
 	return got;
 }
 
+/* The program's first device, for queries that need one (Oclgrind refuses
+ * a NULL device even where the program has only one); NULL if none. */
+static cl_device_id first_device(cl_program p)
+{
+	cl_uint n = 0;
+	cl_device_id *devs, d = NULL;
+
+	if (clGetProgramInfo(p, CL_PROGRAM_NUM_DEVICES, sizeof(n), &n, NULL) != CL_SUCCESS || !n ||
+	    !(devs = calloc(n, sizeof(*devs))))
+		return NULL;
+	if (clGetProgramInfo(p, CL_PROGRAM_DEVICES, n * sizeof(*devs), devs, NULL) == CL_SUCCESS)
+		d = devs[0];
+	free(devs);
+	return d;
+}
+
 static void describe_kernels(cl_program p, struct cmx_buf *b)
 {
 	cl_kernel *ks = NULL;
 	cl_uint n = create_kernels(p, &ks);
+	cl_device_id dev = first_device(p);
+	size_t(*reqd)[3];
 
-	if (!n) {
+	if (!n || !(reqd = calloc(n, sizeof(*reqd)))) {
+		for (cl_uint k = 0; k < n; k++)
+			clReleaseKernel(ks[k]);
+		free(ks);
 		cmx_buf_put_u64(b, 0);
 		return;
 	}
@@ -186,7 +208,15 @@ static void describe_kernels(cl_program p, struct cmx_buf *b)
 		e = clGetKernelInfo(ks[k], CL_KERNEL_FUNCTION_NAME, sizeof(name), name, NULL);
 		put_info_str(b, e, name);
 		e = clGetKernelInfo(ks[k], CL_KERNEL_ATTRIBUTES, sizeof(attrs), attrs, NULL);
+		/* Oclgrind 21.10 answers bytes without their NUL. */
+		attrs[sizeof(attrs) - 1] = 0;
 		put_info_str(b, e, attrs);
+		/* What reqd_work_group_size says, which the guest checks launches
+		 * against: from the driver's own answer, not the attributes'
+		 * text (Oclgrind's is garbage). */
+		if (!dev || clGetKernelWorkGroupInfo(ks[k], dev, CL_KERNEL_COMPILE_WORK_GROUP_SIZE,
+						     sizeof(reqd[k]), reqd[k], NULL) != CL_SUCCESS)
+			memset(reqd[k], 0, sizeof(reqd[k]));
 		clGetKernelInfo(ks[k], CL_KERNEL_NUM_ARGS, sizeof(nargs), &nargs, NULL);
 		cmx_buf_put_u64(b, nargs);
 		for (cl_uint a = 0; a < nargs; a++) {
@@ -211,6 +241,10 @@ static void describe_kernels(cl_program p, struct cmx_buf *b)
 		}
 		clReleaseKernel(ks[k]);
 	}
+	for (cl_uint k = 0; k < n; k++)
+		for (int d = 0; d < 3; d++)
+			cmx_buf_put_u64(b, reqd[k][d]);
+	free(reqd);
 	free(ks);
 }
 

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -114,6 +115,10 @@ int cmx_kprintf_init(struct cmx_loop *l)
 		return e;
 	}
 	close(fds[1]);
+	/* A driver that prints through stdio (Oclgrind) would leave a kernel's
+	 * output in the buffer of stdout, now a pipe, until 4 KiB or exit:
+	 * unbuffered, it is in the pipe when the command completes. */
+	setvbuf(stdout, NULL, _IONBF, 0);
 	kp.rfd = fds[0];
 	arm();
 	return 0;

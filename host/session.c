@@ -129,7 +129,11 @@ static void release_native(struct cmx_obj *o)
 
 static void reap_obj(void *arg)
 {
+	/* Oclgrind's queue release finishes the queue, running its commands
+	 * in this thread: one thread drives that driver at a time. */
+	cmx_exec_drive_lock();
 	release_native(arg);
+	cmx_exec_drive_unlock();
 	free(arg);
 }
 
@@ -145,9 +149,11 @@ static void free_obj(struct cmx_session *s, struct cmx_obj *o)
 		s->tenant->objects--;
 	/* A large buffer's native release unmaps it, for tens of milliseconds
 	 * (PoCL: 80 ms a GiB), and the releases of a closing session may wait
-	 * for it on the driver's locks: neither on the loop. The reaper keeps
-	 * their order. */
-	if (s->closed || (o->kind == CMX_K_MEM && o->size >= CMX_REAP_MIN)) {
+	 * for it on the driver's locks: neither on the loop, nor a queue's
+	 * release on Oclgrind, which runs the queue (reap_obj()). The reaper
+	 * keeps their order. */
+	if (s->closed || (o->kind == CMX_K_MEM && o->size >= CMX_REAP_MIN) ||
+	    (o->kind == CMX_K_QUEUE && cmx_srv->flush_runs)) {
 		cmx_reap(reap_obj, o);
 		return;
 	}

@@ -212,6 +212,23 @@ void e2e_check_err(const char *what, cl_int virt, cl_int nat, cl_int want)
 		      want, e2e_cl_strerror(nat));
 }
 
+void e2e_tcase_add_test(TCase *tc, const TTest *t)
+{
+	const char *only = getenv("CMX_E2E_TEST");
+	size_t n = strlen(t->name);
+
+	if (only && *only) {
+		const char *p = only;
+
+		while ((p = strstr(p, t->name)) &&
+		       !((p == only || p[-1] == ',') && (p[n] == ',' || !p[n])))
+			p += n;
+		if (!p)
+			return;
+	}
+	_tcase_add_test(tc, t, 0, 0, 0, 1);
+}
+
 TCase *e2e_tcase(const char *name)
 {
 	TCase *tc = tcase_create(name);
@@ -466,10 +483,57 @@ static int e2e_transport_setup(void)
 	return setenv("CLMUX_TOKEN", token, 1) < 0 ? -ENOMEM : 0;
 }
 
+/* A tenant with limits (e2e_tenant()): a listener of its own, named in the
+ * daemon's configuration file, both in the harness's directory. */
+static const char *e2e_tenant_name, *e2e_tenant_keys;
+static char e2e_tenant_conf[PATH_MAX], e2e_tenant_sock[PATH_MAX];
+static char e2e_tenant_listen[PATH_MAX + 80], e2e_tenant_addr[PATH_MAX + 8];
+
+void e2e_tenant(const char *name, const char *keys)
+{
+	e2e_tenant_name = name;
+	e2e_tenant_keys = keys;
+}
+
+const char *e2e_tenant_server(void)
+{
+	return e2e_tenant_addr[0] ? e2e_tenant_addr : NULL;
+}
+
+/* Writes the configuration (every other peer stays tenant default, with
+ * no limits) and fills the listener's words; 0 or -errno. */
+static int e2e_tenant_setup(void)
+{
+	FILE *f;
+
+	if (!e2e_tenant_name)
+		return 0;
+	if (snprintf(e2e_tenant_conf, PATH_MAX, "%s/clmuxd.conf", e2e_daemon_dir) >= PATH_MAX ||
+	    snprintf(e2e_tenant_sock, PATH_MAX, "%s/%s.sock", e2e_daemon_dir, e2e_tenant_name) >=
+		(int)sizeof(((struct sockaddr_un *)0)->sun_path))
+		return -ENAMETOOLONG;
+	f = fopen(e2e_tenant_conf, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "[clmuxd]\ndefault-tenant = default\n[tenant %s]\n%s\n", e2e_tenant_name,
+		e2e_tenant_keys);
+	if (fclose(f))
+		return -EIO;
+	snprintf(e2e_tenant_listen, sizeof(e2e_tenant_listen), "unix:%s,tenant=%s", e2e_tenant_sock,
+		 e2e_tenant_name);
+	snprintf(e2e_tenant_addr, sizeof(e2e_tenant_addr), "unix:%s", e2e_tenant_sock);
+	return 0;
+}
+
 static void e2e_daemon_cleanup(void)
 {
 	if (e2e_daemon_pid)
 		unsetenv("CLMUX_SERVER");
+	if (e2e_tenant_conf[0])
+		unlink(e2e_tenant_conf);
+	if (e2e_tenant_sock[0])
+		unlink(e2e_tenant_sock);
+	e2e_tenant_conf[0] = e2e_tenant_sock[0] = e2e_tenant_listen[0] = e2e_tenant_addr[0] = '\0';
 	for (int i = 0; i < 4; i++)
 		if (e2e_extra_files[i][0])
 			unlink(e2e_extra_files[i]);
@@ -599,7 +663,7 @@ int e2e_daemon_start(void)
 		return -ENAMETOOLONG;
 	}
 	snprintf(addr, sizeof(addr), "unix:%s", e2e_daemon_sock);
-	if (e2e_transport_setup() < 0) {
+	if (e2e_transport_setup() < 0 || e2e_tenant_setup() < 0) {
 		e2e_daemon_cleanup();
 		return -EINVAL;
 	}
@@ -618,7 +682,7 @@ int e2e_daemon_start(void)
 		const char *extra = getenv("CMX_E2E_DAEMON_ARGS");
 		/* --admin none: a test daemon must not take the host's
 		 * default admin socket. */
-		char *argv[16] = {(char *)bin, "--listen", addr, "--admin", "none"}, *words;
+		char *argv[20] = {(char *)bin, "--listen", addr, "--admin", "none"}, *words;
 		int argc = 5;
 
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -626,9 +690,15 @@ int e2e_daemon_start(void)
 			argv[argc++] = "--listen";
 			argv[argc++] = e2e_extra_listen;
 		}
+		if (e2e_tenant_listen[0]) {
+			argv[argc++] = "--config";
+			argv[argc++] = e2e_tenant_conf;
+			argv[argc++] = "--listen";
+			argv[argc++] = e2e_tenant_listen;
+		}
 		/* More daemon options, split at spaces (e.g. "--device oclgrind"). */
 		if (extra && (words = strdup(extra)))
-			for (char *w = strtok(words, " "); w && argc < 15; w = strtok(NULL, " "))
+			for (char *w = strtok(words, " "); w && argc < 19; w = strtok(NULL, " "))
 				argv[argc++] = w;
 		argv[argc] = NULL;
 		/* The daemon's temporary files go in the harness's directory,

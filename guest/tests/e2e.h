@@ -69,6 +69,13 @@ int e2e_same_platform(void);
  */
 void e2e_check_err(const char *what, cl_int virt, cl_int nat, cl_int want);
 
+/* CMX_E2E_TEST=NAME[,NAME...]: only the tests of those names are added
+ * (with Check's CK_RUN_CASE, single tests of a case run alone: the Oclgrind
+ * script leaves out those that fail natively there). */
+void e2e_tcase_add_test(TCase *tc, const TTest *t);
+#undef tcase_add_test
+#define tcase_add_test(tc, tf) e2e_tcase_add_test(tc, tf)
+
 /* A test case with the e2e fixture and timeout. */
 TCase *e2e_tcase(const char *name);
 /* Probe, daemon start, srunner_run_all, daemon stop; returns the exit status
@@ -89,6 +96,11 @@ const char *e2e_daemon_tmpdir(void);
  * the daemon has finished laying out). */
 int e2e_file_has_magic(const char *path, uint32_t magic);
 int e2e_daemon_stop(void);
+/* Before e2e_main(): the daemon gets a tenant NAME with the quota lines
+ * KEYS ("mem = 16M") and a listener of its own; e2e_tenant_server() is its
+ * address for CLMUX_SERVER once the daemon runs (NULL without a daemon). */
+void e2e_tenant(const char *name, const char *keys);
+const char *e2e_tenant_server(void);
 
 const char *e2e_cl_strerror(cl_int err);
 

@@ -1024,6 +1024,95 @@ START_TEST(test_large)
 }
 END_TEST
 
+/* ---- an allocation the device refuses ---- */
+
+/*
+ * Through clmux the device's memory is the tenant's quota (main() gives
+ * tenant "small" 16 MiB): a buffer that does not fit must fail at
+ * clCreateBuffer with CL_MEM_OBJECT_ALLOCATION_FAILURE, as on a device
+ * that has no room, so the application never reaches a use of it (creation
+ * is otherwise one-way: the refusal showed only at the first use, as
+ * CL_INVALID_MEM_OBJECT). Natively (PoCL, Oclgrind: more memory) every
+ * creation succeeds; what the kept buffer computes is compared.
+ */
+#define REFUSED_QUOTA "mem = 16M"
+#define REFUSED_BIG   (10u << 20)  /* two do not fit */
+#define REFUSED_SMALL (700u << 10) /* one-way alone; the 9th after a big one does not fit */
+#define REFUSED_MAX   16
+
+struct refused {
+	cl_int big_err, small_err;
+	int smalls; /* small buffers made before one was refused */
+	cl_uint got[4];
+};
+
+static void refused_run(struct e2e_plat *p, struct refused *r)
+{
+	cl_uint init[4] = {1, 2, 3, 4};
+	cl_mem a, b, small[REFUSED_MAX];
+	cl_int e = CL_SUCCESS;
+
+	a = e2e_buffer_create(p, CL_MEM_READ_WRITE, REFUSED_BIG, NULL);
+	b = clCreateBuffer(p->context, CL_MEM_READ_WRITE, REFUSED_BIG, NULL, &r->big_err);
+	ck_assert_msg(!b == (r->big_err != CL_SUCCESS), "%s: buffer %p with status %d", p->role,
+		      (void *)b, r->big_err);
+	if (b)
+		clReleaseMemObject(b);
+	for (r->smalls = 0; r->smalls < REFUSED_MAX; r->smalls++) {
+		small[r->smalls] =
+		    clCreateBuffer(p->context, CL_MEM_READ_WRITE, REFUSED_SMALL, NULL, &e);
+		if (!small[r->smalls])
+			break;
+	}
+	r->small_err = e;
+	/* The refusals ended nothing: the first buffer works. */
+	E2E_OK(p, clEnqueueWriteBuffer(p->queue, a, CL_TRUE, 0, sizeof(init), init, 0, NULL, NULL));
+	inc_run(p, a, 4);
+	read_all(p, a, sizeof(r->got), r->got);
+	for (int i = 0; i < r->smalls; i++)
+		clReleaseMemObject(small[i]);
+	clReleaseMemObject(a);
+	/* Released memory is room again. */
+	b = clCreateBuffer(p->context, CL_MEM_READ_WRITE, REFUSED_BIG, NULL, &e);
+	E2E_OK(p, e);
+	clReleaseMemObject(b);
+}
+
+START_TEST(test_refused)
+{
+	const char *server = e2e_tenant_server();
+	struct e2e_plat nat, virt;
+	struct refused n, v;
+	cl_ulong mem = 0;
+
+	if (!server) {
+		fprintf(stderr, "e2e_memory: no daemon of the harness's, no quota to test\n");
+		return;
+	}
+	/* Before the first OpenCL call: the ICD connects when it loads. */
+	ck_assert_int_eq(setenv("CLMUX_SERVER", server, 1), 0);
+	ck_assert_int_eq(e2e_plat_init(&nat, "native", e2e_native_match()), 0);
+	ck_assert_int_eq(e2e_plat_init(&virt, "virtual", e2e_virtual_match()), 0);
+	E2E_OK(&virt,
+	       clGetDeviceInfo(virt.device, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof(mem), &mem, NULL));
+	ck_assert_uint_eq(mem, 16u << 20);
+	refused_run(&nat, &n);
+	refused_run(&virt, &v);
+	ck_assert_int_eq(n.big_err, CL_SUCCESS);
+	ck_assert_msg(v.big_err == CL_MEM_OBJECT_ALLOCATION_FAILURE,
+		      "a buffer past the quota: %s (%d), want CL_MEM_OBJECT_ALLOCATION_FAILURE",
+		      e2e_cl_strerror(v.big_err), v.big_err);
+	ck_assert_msg(v.smalls == 8 && v.small_err == CL_MEM_OBJECT_ALLOCATION_FAILURE,
+		      "small buffers: %d made, then %s (%d); want 8, then "
+		      "CL_MEM_OBJECT_ALLOCATION_FAILURE",
+		      v.smalls, e2e_cl_strerror(v.small_err), v.small_err);
+	ck_assert_mem_eq(v.got, n.got, sizeof(n.got));
+	ck_assert_uint_eq(n.got[3], 5);
+	e2e_plat_fini(&virt);
+	e2e_plat_fini(&nat);
+}
+END_TEST
+
 static Suite *memory_suite(void)
 {
 	Suite *s = suite_create("e2e_memory");
@@ -1053,10 +1142,17 @@ static Suite *memory_suite(void)
 	tcase_add_test(tc, test_out_of_bounds);
 	tcase_add_test(tc, test_large);
 	suite_add_tcase(s, tc);
+
+	/* No fixture: its clmux platform is the quota tenant's. */
+	tc = tcase_create("refused");
+	tcase_set_timeout(tc, E2E_TIMEOUT_S);
+	tcase_add_test(tc, test_refused);
+	suite_add_tcase(s, tc);
 	return s;
 }
 
 int main(void)
 {
+	e2e_tenant("small", REFUSED_QUOTA);
 	return e2e_main(memory_suite());
 }

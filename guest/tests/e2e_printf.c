@@ -178,6 +178,11 @@ static pid_t spawn(const char *role, const char *match, const char *path)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (fd < 0 || dup2(fd, STDOUT_FILENO) < 0)
 			_exit(2);
+		/* A driver that prints through stdio (Oclgrind) would keep a
+		 * kernel's output in stdout's buffer past clFinish, where
+		 * the specification has it flushed, and lose it at _exit():
+		 * unbuffered, its output lands when it is printed. */
+		setvbuf(stdout, NULL, _IONBF, 0);
 		_exit(printing_main(role, match));
 	}
 	return pid;

@@ -132,7 +132,13 @@ static void map_run(struct e2e_plat *p, cl_uint *out)
 	w = map(p, m, CL_TRUE, CL_MAP_WRITE_INVALIDATE_REGION, 0, bytes, NULL);
 	memcpy(w, orig, bytes);
 	E2E_OK(p, clGetMemObjectInfo(m, CL_MEM_MAP_COUNT, sizeof(count), &count, NULL));
-	ck_assert_uint_eq(count, 1);
+	/* Oclgrind 21.10 counts no mapping (0): clmux is held to the spec. */
+	if (p == &e2e_virtual && !e2e_same_platform())
+		ck_assert_uint_eq(count, 1);
+	else if (count != 1)
+		fprintf(stderr,
+			"e2e: note: %s CL_MEM_MAP_COUNT %u with one mapping, the spec says 1\n",
+			p->role, count);
 	E2E_OK(p, clEnqueueUnmapMemObject(p->queue, m, w, 0, NULL, NULL));
 	run_inc(p, &k, m, MAP_N);
 	r = map(p, m, CL_TRUE, CL_MAP_READ, 0, bytes, NULL);

@@ -138,6 +138,54 @@ START_TEST(forged_ids)
 }
 END_TEST
 
+/* GetCreateStatus of any u64: a live id, a poisoned one (its creation's
+ * error, until released), another session's, 0, one never named. */
+START_TEST(create_status)
+{
+	struct client a, b;
+	uint64_t devs[1] = {1}, o0, b0;
+	struct cmx_CreateContext_in ctx = {.context = {0x10200}, .devices = {devs, 1}};
+	struct cmx_CreateBuffer_in bad = {.mem = {0x10201}, .context = {0x10999}, .size = 64};
+	struct cmx_ReleaseMem_in rel = {.mem = {0x10201}};
+	static const struct {
+		int who;
+		uint64_t id;
+		int32_t want;
+	} asks[] = {
+	    {0, 0x10200, CL_SUCCESS},	    {0, 0x10201, CL_INVALID_CONTEXT},
+	    {1, 0x10200, CL_INVALID_VALUE}, {0, 0, CL_INVALID_VALUE},
+	    {0, ~0ull, CL_INVALID_VALUE},   {0, 1, CL_SUCCESS /* a root device */},
+	};
+	struct cmx_GetCreateStatus_out out;
+
+	daemon_counts(&o0, &b0);
+	hello(&a);
+	hello(&b);
+	send_msg(&a, &cmx_desc_CreateContext_in, &ctx, 0, NULL, 0);
+	send_msg(&a, &cmx_desc_CreateBuffer_in, &bad, 0, NULL, 0);
+	for (size_t i = 0; i < sizeof(asks) / sizeof(asks[0]); i++) {
+		struct client *c = asks[i].who ? &b : &a;
+		struct cmx_GetCreateStatus_in in = {.object = asks[i].id};
+
+		send_msg(c, &cmx_desc_GetCreateStatus_in, &in, 1, NULL, 0);
+		ck_assert_int_eq(recv_reply(c, &cmx_desc_GetCreateStatus_out, &out, NULL),
+				 asks[i].want);
+	}
+	send_msg(&a, &cmx_desc_ReleaseMem_in, &rel, 0, NULL, 0);
+	{
+		struct cmx_GetCreateStatus_in in = {.object = 0x10201};
+
+		send_msg(&a, &cmx_desc_GetCreateStatus_in, &in, 1, NULL, 0);
+		ck_assert_int_eq(recv_reply(&a, &cmx_desc_GetCreateStatus_out, &out, NULL),
+				 CL_INVALID_VALUE);
+	}
+	ping_ok(&b);
+	close(a.fd);
+	close(b.fd);
+	counts_return(o0, b0);
+}
+END_TEST
+
 /* A context (id), its queue (id + 1) and a buffer of size bytes (id + 2). */
 static void queue_and_buffer(struct client *c, uint64_t id, uint64_t size)
 {
@@ -644,6 +692,7 @@ int main(void)
 	tcase_add_test(tc, garbage_and_bad_headers);
 	tcase_add_test(tc, malformed_arguments);
 	tcase_add_test(tc, forged_ids);
+	tcase_add_test(tc, create_status);
 	tcase_add_test(tc, killed_mid_transfer);
 	tcase_add_test(tc, lying_large_transfers);
 	tcase_add_test(tc, lying_images);
