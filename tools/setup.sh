@@ -7,7 +7,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 PACKAGES="build-essential autoconf automake libtool pkg-config python3 opencl-headers
 ocl-icd-opencl-dev ocl-icd-libopencl1 liburing-dev check pocl-opencl-icd clinfo clang
 libclang-rt-14-dev python3-pyopencl python3-numpy oclgrind piglit
-qemu-system-x86 xz-utils libssl-dev liblz4-dev openssl"
+qemu-system-x86 xz-utils libssl-dev liblz4-dev openssl clpeak hashcat"
 
 missing=""
 for p in $PACKAGES; do
