@@ -159,8 +159,9 @@ static void lie(enum lie how)
 		send_msg(&(struct client){ .fd = lane[0] }, &cmx_desc_Ping_in, &(struct cmx_Ping_in){ 0 },
 			 1, NULL, 0);
 		break;
-	case DIES_MID_PIECE:
-		piece(lane[0], 5, 0, sizeof(data) * 2, data);
+	case DIES_MID_PIECE: /* half of a 2 MiB piece */
+		piece(lane[0], 5, 0, sizeof(data) * 2, NULL);
+		send_raw(lane[0], data, sizeof(data));
 		close(lane[0]);
 		lane[0] = -1;
 		break;
