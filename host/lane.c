@@ -31,6 +31,9 @@
  * writes into.
  */
 #define PIECES_MAX (4 * CMX_LANES_MAX) /* per transfer: ranges checked for overlap */
+/* Transfers one session may hold open (the reference guest: one): each
+ * holds a map, a queue and a buffer. */
+#define XFERS_MAX 16
 
 struct cmx_xfer {
 	struct cmx_xfer *next;
@@ -92,8 +95,10 @@ static void xfer_unlist(struct cmx_xfer *x)
 		return;
 	for (pp = &x->s->xfers; *pp && *pp != x; pp = &(*pp)->next)
 		;
-	if (*pp)
+	if (*pp) {
 		*pp = x->next;
+		x->s->nxfers--;
+	}
 	x->s = NULL;
 	cmx_xfer_put(x);
 }
@@ -129,6 +134,8 @@ static cl_int xfer_new(struct cmx_call *c, uint64_t id, const struct cmx_ref *q,
 		return CL_INVALID_OPERATION;
 	if (!id || xfer_find(s, id))
 		return CL_INVALID_VALUE;
+	if (s->nxfers >= XFERS_MAX)
+		return CL_OUT_OF_RESOURCES;
 	if (!m || !size || off > m->size || size > m->size - off)
 		return CL_INVALID_VALUE;
 	x = calloc(1, sizeof(*x));
@@ -145,6 +152,7 @@ static cl_int xfer_new(struct cmx_call *c, uint64_t id, const struct cmx_ref *q,
 	x->s = s;
 	x->next = s->xfers;
 	s->xfers = x;
+	s->nxfers++;
 	*out = x;
 	return CL_SUCCESS;
 }

@@ -30,6 +30,7 @@ struct cmx_session {
 	struct cmx_conn *lanes[CMX_LANES_MAX];
 	unsigned nlanes;
 	struct cmx_xfer *xfers;
+	unsigned nxfers;
 	struct cmx_objtab objs;
 	struct cmx_area *area; /* shared memory (OpenArea), or NULL */
 	struct cmx_shm *shm;   /* its rings at work (shm transport), or NULL */

@@ -120,6 +120,10 @@ START_TEST(write_and_read)
 		ck_assert_int_eq(recv(lane[i], back + off, len, MSG_WAITALL), (ssize_t)len);
 	}
 	ck_assert(!memcmp(back, data + 4096, rd.size));
+	/* Transfers opened and never ended: 16 at most, all let go at close. */
+	for (uint64_t t = 100; t < 116; t++)
+		ck_assert_int_eq(write_lanes(&c, t, 0, 4096), CL_SUCCESS);
+	ck_assert_int_eq(write_lanes(&c, 116, 0, 4096), CL_OUT_OF_RESOURCES);
 	/* A lane closed between transfers ends the session. */
 	close(lane[1]);
 	expect_closed(c.fd);
