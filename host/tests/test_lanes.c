@@ -2,7 +2,8 @@
 // Bulk lanes against a live clmuxd (host/lane.c): a good write and read over
 // two lanes, then lanes that lie (wrong session or token, a transfer never
 // opened, bytes past the transfer, overlapping pieces, a lane or a client
-// that dies mid-piece). Each ends only its session, which frees everything.
+// that dies mid-piece, a real client killed mid-transfer). Each ends only
+// its session, which frees everything.
 #include <check.h>
 #include <errno.h>
 #include <signal.h>
@@ -231,6 +232,56 @@ START_TEST(killed_mid_lanes)
 }
 END_TEST
 
+/* Through the ICD: a client killed while its 64 MiB blocking writes and
+ * reads are under way (on its lanes over tcp, elsewhere on the call
+ * channel): everything it held is released. */
+START_TEST(icd_killed_mid_transfer)
+{
+	uint64_t o0, b0;
+	int fds[2], status;
+	char byte;
+	pid_t pid;
+
+	daemon_counts(&o0, &b0);
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		size_t size = 64u << 20;
+		char *host = malloc(size);
+		struct e2e_plat p;
+		cl_int err;
+		cl_mem m;
+
+		close(fds[0]);
+		if (!host || e2e_plat_init(&p, "virtual", e2e_virtual_match()))
+			_exit(3);
+		memset(host, 7, size);
+		m = clCreateBuffer(p.context, CL_MEM_READ_WRITE, size, NULL, &err);
+		if (!m)
+			_exit(4);
+		for (int it = 0;; it++) {
+			if (clEnqueueWriteBuffer(p.queue, m, CL_TRUE, 0, size, host, 0, NULL, NULL) ||
+			    clEnqueueReadBuffer(p.queue, m, CL_TRUE, 0, size, host, 0, NULL, NULL))
+				_exit(5);
+			/* Busy: the parent kills it from now on, mid-transfer
+			 * most of the time (each takes milliseconds). */
+			if (it == 1 && write(fds[1], "x", 1) != 1)
+				_exit(6);
+		}
+	}
+	close(fds[1]);
+	ck_assert_int_eq(read(fds[0], &byte, 1), 1);
+	close(fds[0]);
+	e2e_sleep_ms(5);
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "client status 0x%x",
+		      status);
+	counts_return(o0, b0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("lanes");
@@ -239,6 +290,7 @@ int main(void)
 	tcase_add_test(tc, write_and_read);
 	tcase_add_test(tc, lying_lanes);
 	tcase_add_test(tc, killed_mid_lanes);
+	tcase_add_test(tc, icd_killed_mid_transfer);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return e2e_daemon_run(s);
