@@ -150,20 +150,51 @@ const char *cmx_dial_strerror(int err)
 	return dial_why[0] ? dial_why : strerror(-err);
 }
 
-static int io_all(int fd, void *p, size_t n, int out)
+int cmx_dial_send_all(int fd, struct iovec *iov, int n, uint64_t *writes)
 {
 	while (n) {
-		struct iovec iov = { p, n };
-		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-		ssize_t r = out ? cmx_dial_sendmsg(fd, &mh) : cmx_dial_recv(fd, p, n, MSG_WAITALL);
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+		ssize_t w = cmx_dial_sendmsg(fd, &mh);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (writes)
+			(*writes)++;
+		while (n && (size_t)w >= iov->iov_len) {
+			w -= (ssize_t)iov->iov_len;
+			iov++;
+			n--;
+		}
+		if (n) {
+			iov->iov_base = (char *)iov->iov_base + w;
+			iov->iov_len -= (size_t)w;
+		}
+	}
+	return 0;
+}
+
+int cmx_dial_recv_all(int fd, void *p, uint64_t n)
+{
+	while (n) {
+		ssize_t r = cmx_dial_recv(fd, p, n, MSG_WAITALL);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
 			return r < 0 ? -errno : -ECONNRESET;
 		p = (char *)p + r;
-		n -= (size_t)r;
+		n -= (uint64_t)r;
 	}
 	return 0;
+}
+
+static int io_all(int fd, void *p, size_t n, int out)
+{
+	struct iovec iov = { p, n };
+
+	return out ? cmx_dial_send_all(fd, &iov, 1, NULL) : cmx_dial_recv_all(fd, p, n);
 }
 
 /* Sends Auth and reads its Reply (status only). */

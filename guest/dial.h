@@ -5,6 +5,7 @@
 #define CMX_GUEST_DIAL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 
@@ -38,6 +39,11 @@ const char *cmx_dial_strerror(int err);
 ssize_t cmx_dial_sendmsg(int fd, const struct msghdr *mh);
 ssize_t cmx_dial_recvmsg(int fd, struct msghdr *mh, int flags);
 ssize_t cmx_dial_recv(int fd, void *buf, size_t len, int flags);
+/* All of iov (n entries, consumed) through cmx_dial_sendmsg(), counting
+ * the writes in *writes (may be NULL); all of n bytes into p through
+ * cmx_dial_recv(). 0 or -errno (-ECONNRESET: the peer closed). */
+int cmx_dial_send_all(int fd, struct iovec *iov, int n, uint64_t *writes);
+int cmx_dial_recv_all(int fd, void *p, uint64_t n);
 /* Closes a channel's socket and frees its TLS link. */
 void cmx_dial_close(int fd);
 

@@ -11,6 +11,7 @@
 #include "copy.h"
 #include "entry.h"
 #include "icd.h"
+#include "lane.h"
 
 /*
  * Everything the spec requires to fail synchronously is decided here, from
@@ -254,6 +255,82 @@ static size_t chunks_before_last(cl_command_queue q, size_t size)
 	return (size - 1) / CHUNK;
 }
 
+/* ---- large blocking transfers over bulk lanes (tcp) ---- */
+
+/*
+ * One loopback TCP stream is bounded by its receiver's copy; the session's
+ * lanes (guest/lane.c) carry a large blocking transfer as one piece each,
+ * copied by as many threads on both sides. A sync call opens the transfer
+ * (the daemon maps the region), the pieces follow on the lanes, and a sync
+ * call ends it (a write: the unmap, once every byte is in; a read replies
+ * once its pieces are queued). -1: the lanes are not for this one (none,
+ * too small, another thread's transfer has them): take the call channel.
+ */
+static struct cmx_lanes *lanes_for(uint64_t size, uint64_t *transfer)
+{
+	struct cmx_lanes *l = size >= CMX_LANES_MIN ? cmx_session_lanes(cmx_icd.s) : NULL;
+
+	return l && cmx_lanes_take(l, transfer) ? l : NULL;
+}
+
+static cl_int lanes_write(const struct cmx_WriteBuffer_in *in, const void *ptr)
+{
+	struct cmx_WriteLanes_in wi = { .queue = in->queue, .mem = in->mem, .offset = in->offset,
+					.size = in->size, .wait = in->wait, .event = in->event };
+	struct cmx_WriteLanesEnd_in ei = { .queue = in->queue };
+	struct cmx_WriteLanes_out wo;
+	struct cmx_WriteLanesEnd_out eo;
+	struct cmx_lanes *l = lanes_for(in->size, &wi.transfer);
+	struct cmx_reply r;
+	cl_int e;
+	int err;
+
+	if (!l)
+		return -1;
+	wi.lanes = cmx_lanes_count(l);
+	ei.transfer = wi.transfer;
+	e = cmx_reply_status(cmx_rpc_WriteLanes(cmx_icd.s, &wi, &wo, &r), &r);
+	if (!e && (err = cmx_lanes_send(l, wi.transfer, ptr, in->size))) {
+		/* The daemon holds a transfer that can never complete. */
+		cmx_session_fail(cmx_icd.s, err);
+		e = cmx_transport_err(err);
+	}
+	if (!e)
+		e = cmx_reply_status(cmx_rpc_WriteLanesEnd(cmx_icd.s, &ei, &eo, &r), &r);
+	cmx_lanes_give(l);
+	return e;
+}
+
+static cl_int lanes_read(const struct cmx_ReadBuffer_in *in, void *dst)
+{
+	struct cmx_ReadLanes_in ri = { .queue = in->queue, .mem = in->mem, .offset = in->offset,
+				       .size = in->size, .wait = in->wait, .event = in->event };
+	struct cmx_ReadLanes_out ro;
+	struct cmx_lanes *l = lanes_for(in->size, &ri.transfer);
+	struct cmx_reply r;
+	cl_int e;
+	int err;
+
+	if (!l)
+		return -1;
+	ri.lanes = cmx_lanes_count(l);
+	/* The pieces are queued when the reply comes (a refused read sends
+	 * none); the lanes' sockets hold what arrives before they listen. */
+	e = cmx_reply_status(cmx_rpc_ReadLanes(cmx_icd.s, &ri, &ro, &r), &r);
+	if (e) {
+		cmx_lanes_give(l);
+		return e;
+	}
+	cmx_lanes_recv_start(l, ri.transfer, dst, in->size);
+	err = cmx_lanes_wait(l);
+	if (err) {
+		cmx_session_fail(cmx_icd.s, err);
+		e = cmx_transport_err(err);
+	}
+	cmx_lanes_give(l);
+	return e;
+}
+
 /* ---- buffers in the shared area: maps are the daemon's native ones ---- */
 
 /*
@@ -445,6 +522,8 @@ static cl_int read_region(cl_command_queue q, cl_mem m, cl_bool blocking, size_t
 		       "the async read is the sync one plus a tag");
 	if (blocking && area_direct(q, m, size))
 		return area_transfer(q, m, off, size, dst, 0, c);
+	if (blocking && (e = lanes_read(&in, dst)) != -1)
+		return e;
 	if (blocking) {
 		struct cmx_ReadBufferSync_out out;
 		struct cmx_reply r;
@@ -945,6 +1024,8 @@ cl_int cmx_clEnqueueWriteBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, 
 	/* Either way the data leaves with the command: ptr is free on return. */
 	if (blocking && area_direct(q, m, size)) {
 		e = area_transfer(q, m, off, size, (void *)ptr, 1, &c);
+	} else if (blocking && (e = lanes_write(&in, ptr)) != -1) {
+		/* done over the lanes */
 	} else if (blocking) {
 		struct cmx_WriteBufferSync_out out;
 		struct cmx_reply r;

@@ -21,6 +21,7 @@
 #include "area.h"
 #include "copy.h"
 #include "ivshmem.h"
+#include "lane.h"
 #include "log.h"
 #include "proto.gen.h"
 #include "ring.h"
@@ -98,6 +99,8 @@ struct cmx_session {
 	/* ivshmem: the rings lie in a slot of a PCI BAR; there is no socket
 	 * and no doorbell: both sides poll (ivs.map NULL: not ivshmem). */
 	struct cmx_givs ivs;
+	/* tcp: bulk lanes for large blocking transfers (guest/lane.c), or NULL. */
+	struct cmx_lanes *lanes;
 };
 
 static uint64_t now_ns(void)
@@ -241,27 +244,7 @@ static ssize_t chan_recv(struct rx *r, void *buf, size_t len, int all)
 
 static int write_all(int fd, struct iovec *iov, int n, uint64_t *writes)
 {
-	while (n) {
-		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
-		ssize_t w = cmx_dial_sendmsg(fd, &mh);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		(*writes)++;
-		while (n && (size_t)w >= iov->iov_len) {
-			w -= (ssize_t)iov->iov_len;
-			iov++;
-			n--;
-		}
-		if (n) {
-			iov->iov_base = (char *)iov->iov_base + w;
-			iov->iov_len -= (size_t)w;
-		}
-	}
-	return 0;
+	return cmx_dial_send_all(fd, iov, n, writes);
 }
 
 /* Makes at least n bytes readable at r->buf + r->pos (n <= RX_SIZE). */
@@ -351,7 +334,18 @@ static void session_break(struct cmx_session *s, int err)
 	cmx_err("connection to clmuxd lost (%s); OpenCL calls now fail", strerror(-err));
 	shutdown(s->fd, SHUT_RDWR);
 	shutdown(s->nfd, SHUT_RDWR);
+	cmx_lanes_shutdown(s->lanes);
 	wake_sleepers(s);
+}
+
+void cmx_session_fail(struct cmx_session *s, int err)
+{
+	session_break(s, err);
+}
+
+struct cmx_lanes *cmx_session_lanes(struct cmx_session *s)
+{
+	return atomic_load(&s->broken) ? NULL : s->lanes;
 }
 
 int cmx_session_broken(struct cmx_session *s)
@@ -735,7 +729,8 @@ static void *notify_main(void *arg)
 			return NULL;
 		}
 		oi = cmx_op_info(h.op);
-		if (!oi || !(oi->flags & CMX_OPF_NOTIFY) || oi->in->size > sizeof(in) ||
+		if (!oi || !(oi->flags & CMX_OPF_NOTIFY) || h.op == CMX_OP_LanePiece ||
+		    oi->in->size > sizeof(in) ||
 		    cmx_codec_decode(oi->in, args, h.size, in)) {
 			free(args);
 			session_break(s, -EBADMSG);
@@ -1018,6 +1013,31 @@ static int ivs_connect(struct cmx_session *s, const char *spec)
 	return e;
 }
 
+/* tcp: the bulk lanes, each dialled and authenticated as the notification
+ * channel is. Without them (none wanted, a daemon that refuses role 2)
+ * every transfer takes the call channel. */
+static void lanes_open(struct cmx_session *s, const struct cmx_addr *a)
+{
+	unsigned n = cmx_lanes_wanted(), k;
+	int fds[CMX_LANES_MAX], e = 0;
+
+	for (k = 0; k < n && !e; k++) {
+		fds[k] = cmx_dial(a);
+		e = fds[k] < 0 ? fds[k] : hello(s, fds[k], 2);
+		if (e && fds[k] >= 0)
+			cmx_dial_close(fds[k]);
+	}
+	if (e) {
+		cmx_dbg("no bulk lanes (%s): transfers take the call channel", strerror(-e));
+		while (--k)
+			cmx_dial_close(fds[k - 1]);
+		return;
+	}
+	if (n && cmx_lanes_create(fds, n, &s->lanes))
+		s->lanes = NULL;
+	cmx_dbg("bulk lanes: %u", s->lanes ? n : 0);
+}
+
 /* A Unix, vsock or TCP daemon: both channels, Hello on each, and for Unix
  * the shared area (shm: with the rings, which then carry everything). */
 static int sock_connect(struct cmx_session *s, const char *spec)
@@ -1057,12 +1077,15 @@ static int sock_connect(struct cmx_session *s, const char *spec)
 		s->nrx.ring = &s->ntf;
 		s->shm = 1;
 	}
+	if (!e && a.type == CMX_ADDR_TCP && !a.tls)
+		lanes_open(s, &a);
 	return e;
 }
 
 /* Everything a session holds; each part may be absent. */
 static void session_free(struct cmx_session *s)
 {
+	cmx_lanes_destroy(s->lanes);
 	cmx_dial_close(s->nfd);
 	cmx_dial_close(s->fd);
 	if (s->bell >= 0)

@@ -71,5 +71,9 @@ void cmx_reply_fini(struct cmx_reply *r);
 void cmx_session_get_stats(struct cmx_session *s, struct cmx_session_stats *st);
 /* True once either channel has failed; every later call fails at once. */
 int cmx_session_broken(struct cmx_session *s);
+/* Ends the session as a failed channel does (a bulk lane's error). */
+void cmx_session_fail(struct cmx_session *s, int err);
+/* The session's bulk lanes (guest/lane.h), or NULL: none, or broken. */
+struct cmx_lanes *cmx_session_lanes(struct cmx_session *s);
 
 #endif

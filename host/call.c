@@ -13,6 +13,7 @@
 #include "area.h"
 #include "auth.h"
 #include "conn.h"
+#include "lane.h"
 #include "log.h"
 #include "proto.gen.h"
 #include "scheduler.h"
@@ -146,9 +147,27 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 			 c->peer.name, t->name);
 		return 0;
 	}
-	s = in.role == 1 ? cmx_session_find(c->srv, in.session, in.token) : NULL;
-	if (!s || s->nconn)
+	s = in.role == 1 || in.role == 2 ? cmx_session_find(c->srv, in.session, in.token) : NULL;
+	if (s && in.role == 2) {
+		/* A bulk lane (host/lane.c): a connection of the same peer's
+		 * tenant, as the session's token already proves. */
+		int e = cmx_lane_attach(s, c);
+		if (e) {
+			cmx_warn("session %llu: refused a lane from %s: %s",
+				 (unsigned long long)s->id, c->peer.name, strerror(-e));
+			return e;
+		}
+		c->role = CMX_ROLE_LANE;
+		c->sess = s;
+		out.session = s->id;
+		reply_on(c, NULL, h->seq, CL_SUCCESS, &cmx_desc_Hello_out, &out, NULL, 0, NULL, NULL);
+		return 0;
+	}
+	if (!s || in.role != 1 || s->nconn) {
+		cmx_warn("%s: refused: a channel for no session of it (role %llu)", c->peer.name,
+			 (unsigned long long)in.role);
 		return -EPERM;
+	}
 	c->role = CMX_ROLE_NOTIFY;
 	c->sess = s;
 	s->nconn = c;

@@ -41,6 +41,7 @@ struct cmx_call {
 	void (*fin)(struct cmx_call *c, int status);
 	int status;
 	void *result; /* a work function's product for its fin */
+	void *ctx;    /* the handler's own state for its fin (cmx_defer_wait() takes result) */
 	void *in, *out;
 	uint8_t *args; /* the encoded arguments the decoded pointers refer to */
 };

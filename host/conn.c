@@ -19,6 +19,7 @@
 #include "frame.h"
 #include "inflate.h"
 #include "land.h"
+#include "lane.h"
 #include "listener.h"
 #include "log.h"
 #include "proto.gen.h"
@@ -44,6 +45,12 @@
 /* Output a peer may leave unread before it is taken for dead: a guest that
  * stops reading must not make the daemon hold its replies without bound. */
 #define TX_LIMIT (4ull << 30)
+/* A lane's receive buffer: headers and little else, so that the loop copies
+ * next to nothing of a piece; the payload is received by a worker thread
+ * straight into its region (host/lane.c). */
+#define LANE_RX 4096u
+/* Most bytes of one recv or send of a lane's worker thread. */
+#define LANE_STEP (256u << 20)
 
 /* A queued piece of output: owned bytes, or a borrowed payload. */
 struct seg {
@@ -78,6 +85,8 @@ static void conn_put(struct cmx_conn *c)
 	}
 	if (c->bulk_land)
 		cmx_land_abort(c->bulk_land); /* ended mid-payload */
+	else if (c->lane_xfer)
+		cmx_xfer_put(c->lane_xfer); /* a piece cut short */
 	else
 		cmx_staging_put(c->bulk_buf);
 	if (c->land_last)
@@ -121,6 +130,14 @@ void cmx_conn_kill(struct cmx_conn *c, const char *why)
 			if (s->nconn == c)
 				s->nconn = NULL;
 			cmx_session_unref(s);
+		} else if (c->role == CMX_ROLE_LANE) {
+			/* A lane lost may have lost data: the session ends, as
+			 * its call channel's end ends it (nothing to do when
+			 * that is what closes the lanes). */
+			struct cmx_conn *call = s->closed ? NULL : s->conn;
+			cmx_lane_detach(s, c);
+			if (call)
+				cmx_conn_kill(call, "a bulk lane closed");
 		} else {
 			cmx_session_close(s);
 		}
@@ -138,10 +155,21 @@ static void rx_arm(struct cmx_conn *c)
 	if (c->rx_ring || c->tx_ring || c->tx_ring_next) {
 		/* shm: the socket only tells that the guest lives. */
 		io_uring_prep_recv(sqe, c->fd, c->probe, sizeof(c->probe), 0);
+	} else if (c->in_bulk && c->lane_xfer) {
+		/* A worker thread of its own receives the whole piece, beside
+		 * the other lanes' (the loop would be one copying core). */
+		uint64_t left = c->bulk_hdr.bulk - c->bulk_got;
+		io_uring_prep_recv(sqe, c->fd, c->bulk_buf + c->bulk_got,
+				   left < LANE_STEP ? (size_t)left : LANE_STEP,
+				   MSG_WAITALL);
+		sqe->flags |= IOSQE_ASYNC;
 	} else if (c->in_bulk) {
 		uint64_t left = c->bulk_hdr.bulk - c->bulk_got;
 		io_uring_prep_recv(sqe, c->fd, c->bulk_buf + c->bulk_got,
 				   left < RX_BULK_STEP ? (size_t)left : RX_BULK_STEP, 0);
+	} else if (c->role == CMX_ROLE_LANE) {
+		size_t room = c->rx_cap - c->rx_len;
+		io_uring_prep_recv(sqe, c->fd, c->rx + c->rx_len, room < LANE_RX ? room : LANE_RX, 0);
 	} else
 		io_uring_prep_recv(sqe, c->fd, c->rx + c->rx_len, c->rx_cap - c->rx_len, 0);
 	c->refs++;
@@ -150,8 +178,15 @@ static void rx_arm(struct cmx_conn *c)
 /* Validates a header before anything is allocated for it. */
 static int check_header(struct cmx_conn *c, const struct cmx_hdr *h)
 {
-	int e = cmx_frame_check_call(h);
+	int e;
 
+	/* A lane carries pieces and nothing else. */
+	if (c->role == CMX_ROLE_LANE)
+		return h->op == CMX_OP_LanePiece && h->size == 16 && h->bulk && !h->flags &&
+				       h->bulk <= CMX_MAX_BULK
+			       ? 0
+			       : -EPROTO;
+	e = cmx_frame_check_call(h);
 	if (e)
 		return e;
 	/* Where a token is asked, Auth comes first, small and without payload:
@@ -272,16 +307,36 @@ static int rx_parse(struct cmx_conn *c)
 			continue;
 		}
 		/* A payload: staged in its own buffer, which the handler keeps;
-		 * a large write on a CPU device lands in the mapped buffer. */
+		 * a large write on a CPU device lands in the mapped buffer; a
+		 * lane's piece in its transfer's region. */
 		uint64_t have = c->rx_len - c->rx_pos;
-		struct cmx_land *land = cmx_land_open(c, &h, args);
-		uint8_t *buf = land ? cmx_land_ptr(land) : cmx_staging_get(h.bulk);
-		if (!buf)
-			return -ENOMEM;
+		struct cmx_land *land = NULL;
+		uint8_t *buf;
+		if (c->role == CMX_ROLE_LANE) {
+			struct cmx_LanePiece_in p;
+			if (((uintptr_t)args & 7) ||
+			    cmx_codec_decode(&cmx_desc_LanePiece_in, args, h.size, &p))
+				return -EBADMSG;
+			buf = cmx_lane_piece_begin(c->sess, p.transfer, p.offset, h.bulk,
+						   &c->lane_xfer);
+			if (!buf)
+				return -EBADMSG;
+		} else {
+			land = cmx_land_open(c, &h, args);
+			buf = land ? cmx_land_ptr(land) : cmx_staging_get(h.bulk);
+			if (!buf)
+				return -ENOMEM;
+		}
 		if (have > h.bulk)
 			have = h.bulk;
 		memcpy(buf, c->rx + c->rx_pos, have);
 		c->rx_pos += have;
+		if (have == h.bulk && c->lane_xfer) {
+			struct cmx_xfer *x = c->lane_xfer;
+			c->lane_xfer = NULL;
+			cmx_lane_piece_end(x, h.bulk);
+			continue;
+		}
 		if (have == h.bulk) {
 			e = deliver_bulk(c, &h, args, buf, land);
 			if (e)
@@ -292,9 +347,9 @@ static int rx_parse(struct cmx_conn *c)
 		if (!c->bulk_args) {
 			if (land)
 				cmx_land_abort(land);
-			else
+			else if (!c->lane_xfer)
 				cmx_staging_put(buf);
-			return -ENOMEM;
+			return -ENOMEM; /* a lane's transfer: dropped with c */
 		}
 		memcpy(c->bulk_args, args, h.size);
 		c->bulk_hdr = h;
@@ -340,7 +395,15 @@ static int rx_got(struct cmx_conn *c, size_t n)
 		c->sess->recvs++;
 	if (c->in_bulk) {
 		c->bulk_got += n;
-		if (c->bulk_got == c->bulk_hdr.bulk) {
+		if (c->bulk_got == c->bulk_hdr.bulk && c->lane_xfer) {
+			struct cmx_xfer *x = c->lane_xfer;
+			c->in_bulk = 0;
+			c->lane_xfer = NULL;
+			free(c->bulk_args);
+			c->bulk_args = NULL;
+			c->bulk_buf = NULL;
+			cmx_lane_piece_end(x, c->bulk_hdr.bulk);
+		} else if (c->bulk_got == c->bulk_hdr.bulk) {
 			uint8_t *args = c->bulk_args, *buf = c->bulk_buf;
 			struct cmx_land *land = c->bulk_land;
 			c->in_bulk = 0;
@@ -586,7 +649,9 @@ static void tx_kick(struct cmx_conn *c)
 		return;
 	}
 	memset(&c->mh, 0, sizeof(c->mh));
-	for (struct seg *s = c->tx_head; s && n < CMX_CONN_IOV && total < TX_STEP;
+	/* A lane's sends go to a worker thread each (host/lane.c), whole. */
+	size_t step = c->role == CMX_ROLE_LANE ? LANE_STEP : TX_STEP;
+	for (struct seg *s = c->tx_head; s && n < CMX_CONN_IOV && total < step;
 	     s = s->next, n++) {
 		/* A passed fd rides on its segment's first byte: that segment
 		 * starts a sendmsg of its own. */
@@ -605,14 +670,16 @@ static void tx_kick(struct cmx_conn *c)
 		}
 		c->iov[n].iov_base = (char *)s->ptr + s->off;
 		c->iov[n].iov_len = s->len - s->off;
-		if (c->iov[n].iov_len > TX_STEP - total)
-			c->iov[n].iov_len = TX_STEP - total;
+		if (c->iov[n].iov_len > step - total)
+			c->iov[n].iov_len = step - total;
 		total += c->iov[n].iov_len;
 	}
 	c->mh.msg_iov = c->iov;
 	c->mh.msg_iovlen = (size_t)n;
 	sqe = cmx_loop_sqe(c->srv->loop, &c->tx_io);
 	io_uring_prep_sendmsg(sqe, c->fd, &c->mh, MSG_NOSIGNAL);
+	if (c->role == CMX_ROLE_LANE)
+		sqe->flags |= IOSQE_ASYNC;
 	c->tx_busy = 1;
 	c->refs++;
 }
@@ -623,20 +690,36 @@ void cmx_conn_send(struct cmx_conn *c, const struct cmx_hdr *h, const void *args
 	cmx_conn_send_fd(c, h, args, bulk, free_fn, NULL);
 }
 
+static void send_seg(struct cmx_conn *c, const struct cmx_hdr *h, const void *args, void *bulk,
+		     void (*free_fn)(void *), void *free_arg, const int *fds);
+
 void cmx_conn_send_fd(struct cmx_conn *c, const struct cmx_hdr *h, const void *args, void *bulk,
 		      void (*free_fn)(void *), const int *fds)
 {
-	int fd[2] = { fds ? fds[0] : -1, fds ? fds[1] : -1 };
 	struct cmx_hdr packed;
-	struct seg *s;
 
 	/* A large payload of a session that asked for it goes compressed
 	 * when that makes it smaller (host/inflate.c). */
 	if (!c->dead && cmx_deflate(c, h, &packed, &bulk, &free_fn))
 		h = &packed;
+	send_seg(c, h, args, bulk, free_fn, bulk, fds);
+}
+
+void cmx_conn_send_ref(struct cmx_conn *c, const struct cmx_hdr *h, const void *args, void *bulk,
+		       void (*free_fn)(void *), void *free_arg)
+{
+	send_seg(c, h, args, bulk, free_fn, free_arg, NULL);
+}
+
+static void send_seg(struct cmx_conn *c, const struct cmx_hdr *h, const void *args, void *bulk,
+		     void (*free_fn)(void *), void *free_arg, const int *fds)
+{
+	int fd[2] = { fds ? fds[0] : -1, fds ? fds[1] : -1 };
+	struct seg *s;
+
 	if (c->dead) {
 		if (free_fn)
-			free_fn(bulk);
+			free_fn(free_arg);
 		for (int i = 0; i < 2; i++)
 			if (fd[i] >= 0)
 				close(fd[i]);
@@ -645,7 +728,7 @@ void cmx_conn_send_fd(struct cmx_conn *c, const struct cmx_hdr *h, const void *a
 	s = malloc(sizeof(*s) + CMX_HDR_SIZE + h->size);
 	if (!s) {
 		if (free_fn)
-			free_fn(bulk);
+			free_fn(free_arg);
 		for (int i = 0; i < 2; i++)
 			if (fd[i] >= 0)
 				close(fd[i]);
@@ -668,7 +751,7 @@ void cmx_conn_send_fd(struct cmx_conn *c, const struct cmx_hdr *h, const void *a
 		struct seg *b = calloc(1, sizeof(*b));
 		if (!b) {
 			if (free_fn)
-				free_fn(bulk);
+				free_fn(free_arg);
 			cmx_conn_kill(c, "out of memory");
 			return;
 		}
@@ -676,12 +759,12 @@ void cmx_conn_send_fd(struct cmx_conn *c, const struct cmx_hdr *h, const void *a
 		b->fd[0] = b->fd[1] = -1;
 		b->len = h->bulk;
 		b->free_fn = free_fn;
-		b->free_arg = bulk;
+		b->free_arg = free_arg;
 		*c->tx_tail = b;
 		c->tx_tail = &b->next;
 		c->tx_bytes_queued += b->len;
 	} else if (free_fn) {
-		free_fn(bulk);
+		free_fn(free_arg);
 	}
 	if (c->tx_bytes_queued > TX_LIMIT) {
 		cmx_conn_kill(c, "peer stopped reading");

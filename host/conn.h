@@ -16,9 +16,10 @@ struct cmx_listener;
 struct cmx_ring;
 struct cmx_server;
 struct cmx_session;
+struct cmx_xfer;
 struct seg;
 
-enum cmx_conn_role { CMX_ROLE_NEW, CMX_ROLE_CALL, CMX_ROLE_NOTIFY };
+enum cmx_conn_role { CMX_ROLE_NEW, CMX_ROLE_CALL, CMX_ROLE_NOTIFY, CMX_ROLE_LANE };
 
 #define CMX_CONN_IOV 64
 
@@ -73,6 +74,8 @@ struct cmx_conn {
 	 * the native unmap that ended the latest landing (retained). */
 	struct cmx_land *bulk_land, *landed;
 	void *land_last;
+	/* A lane's piece being received into its transfer's region (host/lane.c). */
+	struct cmx_xfer *lane_xfer;
 
 	/* The tenant's rate quota: the next recv waits for this timeout. */
 	struct cmx_io rate_io;
@@ -107,6 +110,10 @@ void cmx_conn_tx_ready(struct cmx_conn *c);
  * referenced until written, then is passed to free_fn. */
 void cmx_conn_send(struct cmx_conn *c, const struct cmx_hdr *h, const void *args,
 		   void *bulk, void (*free_fn)(void *));
+/* The same, with free_fn(free_arg) once the payload is written (a piece of
+ * a larger region). */
+void cmx_conn_send_ref(struct cmx_conn *c, const struct cmx_hdr *h, const void *args,
+		       void *bulk, void (*free_fn)(void *), void *free_arg);
 /* The same, passing fds[0..1] (those >= 0; fds may be NULL), which the
  * connection closes once sent, with the message's first byte. A header with CMX_HDR_AREA queues no payload: it is
  * in the shared area, and free_fn(bulk) runs at once. */

@@ -265,6 +265,7 @@ int cmx_defer_wait(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *
 	cl_int status = CL_QUEUED;
 	uint64_t t0 = cmx_now_ns(), t1;
 
+	c->fin = fin; /* the watch's post_fin() finishes with it too */
 	/* Every call deferred this way starts with its queue. A driver that
 	 * runs its queue only in a flush or a wait gets the executor's. */
 	if (!cmx_srv->flush_runs) {

@@ -6,7 +6,7 @@ host_clmuxd_SOURCES = host/main.c host/loop.h host/loop.c host/conn.h host/conn.
 	host/staging.h host/staging.c host/area.h host/area.c host/shm.h host/shm.c host/exec.h host/exec.c host/exec_session.c host/exec_context.c host/exec_queue.c \
 	host/exec_mem.c host/exec_image.c host/exec_program.c host/incdir.h host/incdir.c host/exec_kernel.c host/kprintf.h host/kprintf.c host/exec_event.c \
 	host/peer.h host/peer.c host/auth.h host/auth.c host/listener.h host/listener.c \
-	host/tls.h host/tls.c host/inflate.h host/inflate.c host/land.h host/land.c \
+	host/tls.h host/tls.c host/inflate.h host/inflate.c host/land.h host/land.c host/lane.h host/lane.c \
 	host/reaper.h host/reaper.c host/vhost.h host/vhost.c host/ivshmem.h host/ivshmem.c \
 	host/tenant.h host/tenant.c host/conffile.h host/conffile.c host/text.h host/text.c \
 	host/admin.h host/admin.c host/scheduler.h host/scheduler.c host/pinned.h host/pinned.c host/exec_pinned.c
@@ -53,6 +53,12 @@ TESTS += host/tests/test_badinput
 host_tests_test_badinput_SOURCES = host/tests/test_badinput.c host/tests/rawclient.h
 host_tests_test_badinput_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_badinput_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la $(CHECK_LIBS) \
+	$(OPENCL_LIBS) -lpthread
+check_PROGRAMS += host/tests/test_lanes
+TESTS += host/tests/test_lanes
+host_tests_test_lanes_SOURCES = host/tests/test_lanes.c host/tests/rawclient.h
+host_tests_test_lanes_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_lanes_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la $(CHECK_LIBS) \
 	$(OPENCL_LIBS) -lpthread
 check_PROGRAMS += host/tests/test_compressed
 TESTS += host/tests/test_compressed

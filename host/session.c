@@ -13,6 +13,7 @@
 #include "codec.h"
 #include "conn.h"
 #include "exec.h"
+#include "lane.h"
 #include "log.h"
 #include "reaper.h"
 #include "server.h"
@@ -52,9 +53,13 @@ struct cmx_session *cmx_session_create(struct cmx_server *srv, struct cmx_conn *
 
 struct cmx_session *cmx_session_find(struct cmx_server *srv, uint64_t id, uint64_t token)
 {
+	/* The token is compared in constant time (a channel that guesses
+	 * learns nothing from how long a refusal takes). */
 	for (struct cmx_session *s = srv->sessions; s; s = s->next)
-		if (s->id == id && s->token == token && !s->closed)
-			return s;
+		if (s->id == id && !s->closed) {
+			volatile uint64_t diff = s->token ^ token;
+			return diff ? NULL : s;
+		}
 	return NULL;
 }
 
@@ -214,6 +219,7 @@ void cmx_session_close(struct cmx_session *s)
 		s->nconn = NULL;
 		cmx_conn_kill(nc, NULL);
 	}
+	cmx_lane_session_close(s);
 	cmx_area_maps_drop(s, 0);
 	/* Release in kind order, dependents first: events, kernels, programs,
 	 * buffers, queues, contexts; native reference counts keep anything a

@@ -7,6 +7,7 @@
 
 #include "object.h"
 #include "objtab.h"
+#include "piece.h"
 
 struct cmx_amap;
 struct cmx_area;
@@ -14,6 +15,7 @@ struct cmx_shm;
 struct cmx_conn;
 struct cmx_server;
 struct cmx_tenant;
+struct cmx_xfer;
 
 struct cmx_session {
 	uint64_t id, token;
@@ -23,6 +25,12 @@ struct cmx_session {
 	struct cmx_tenant *tenant; /* whose quotas it draws on */
 	struct cmx_conn *conn;	/* calls and replies */
 	struct cmx_conn *nconn; /* notifications */
+	/* Bulk lanes (host/lane.c), in the order their Hellos came, and the
+	 * transfers on them. */
+	struct cmx_conn *lanes[CMX_LANES_MAX];
+	unsigned nlanes;
+	struct cmx_xfer *xfers;
+	unsigned nxfers;
 	struct cmx_objtab objs;
 	struct cmx_area *area; /* shared memory (OpenArea), or NULL */
 	struct cmx_shm *shm;   /* its rings at work (shm transport), or NULL */

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 noinst_LTLIBRARIES += transport/libcmxtransport.la
-transport_libcmxtransport_la_SOURCES = transport/wire.h transport/log.h transport/log.c \
+transport_libcmxtransport_la_SOURCES = transport/wire.h transport/piece.h transport/log.h transport/log.c \
 	transport/codec.h transport/codec.c transport/buf.h transport/buf.c \
 	transport/addr.h transport/addr.c transport/frame.h transport/frame.c transport/area_layout.h transport/ivshmem_layout.h \
 	transport/ring.h transport/ring.c transport/compress.h transport/compress.c \

@@ -940,7 +940,8 @@ END_TEST
 
 /* Over sockets on a CPU device, transfers of 1 MiB and more land straight
  * in the native buffer, or are sent from it (host/land.c), unless the
- * queue is busy. */
+ * queue is busy; over tcp, blocking ones of 8 MiB and more travel on the
+ * session's bulk lanes (host/lane.c). */
 #define BIG_SIZE ((21u << 20) + 4096)
 #define BIG_UINTS (BIG_SIZE / sizeof(cl_uint))
 #define EARLY_SIZE (8u << 20)
@@ -964,6 +965,11 @@ static void large_run(struct e2e_plat *p, unsigned char *out, unsigned char *ear
 	e2e_rand_bytes(host, BIG_SIZE, 302);
 	E2E_OK(p, clEnqueueWriteBuffer(p->queue, m, CL_TRUE, (3u << 20) + 8, 2u << 20, host, 0,
 				       NULL, NULL));
+	/* Another kernel queued, then a write large enough for the bulk lanes
+	 * (tcp, host/lane.c), over the kernel's range: its map waits for it. */
+	E2E_OK(p, clEnqueueNDRangeKernel(p->queue, k, 1, NULL, &n, NULL, 0, NULL, NULL));
+	E2E_OK(p, clEnqueueWriteBuffer(p->queue, m, CL_TRUE, 12u << 20, BIG_SIZE - (12u << 20),
+				       host + (8u << 20), 0, NULL, NULL));
 	/* Non-blocking writes back to back (the second lands behind the
 	 * first's unmap), waited for by a blocking read. */
 	E2E_OK(p, clEnqueueWriteBuffer(p->queue, m, CL_FALSE, 1u << 20, 1u << 20,

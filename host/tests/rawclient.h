@@ -199,4 +199,25 @@ static inline void counts_return(uint64_t obj0, uint64_t bytes0)
 		     (unsigned long long)bytes0);
 }
 
+/* The daemon ends the connection fd; closed here. */
+static inline void expect_closed(int fd)
+{
+	ck_assert(closed_by_daemon(fd));
+	close(fd);
+}
+
+/* A context (id), its queue (id + 1) and a buffer of size bytes (id + 2). */
+static inline void queue_and_buffer(struct client *c, uint64_t id, uint64_t size)
+{
+	uint64_t devs[1] = { 1 }, qprops[1] = { 0 };
+	struct cmx_CreateContext_in ctx = { .context = { id }, .devices = { devs, 1 } };
+	struct cmx_CreateQueue_in qu = { .queue = { id + 1 }, .context = { id }, .device = { 1 },
+					 .props = { qprops, 1 } };
+	struct cmx_CreateBuffer_in buf = { .mem = { id + 2 }, .context = { id }, .size = size };
+
+	send_msg(c, &cmx_desc_CreateContext_in, &ctx, 0, NULL, 0);
+	send_msg(c, &cmx_desc_CreateQueue_in, &qu, 0, NULL, 0);
+	send_msg(c, &cmx_desc_CreateBuffer_in, &buf, 0, NULL, 0);
+}
+
 #endif

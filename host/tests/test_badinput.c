@@ -186,20 +186,6 @@ START_TEST(create_status)
 }
 END_TEST
 
-/* A context (id), its queue (id + 1) and a buffer of size bytes (id + 2). */
-static void queue_and_buffer(struct client *c, uint64_t id, uint64_t size)
-{
-	uint64_t devs[1] = { 1 }, qprops[1] = { 0 };
-	struct cmx_CreateContext_in ctx = { .context = { id }, .devices = { devs, 1 } };
-	struct cmx_CreateQueue_in qu = { .queue = { id + 1 }, .context = { id }, .device = { 1 },
-					 .props = { qprops, 1 } };
-	struct cmx_CreateBuffer_in buf = { .mem = { id + 2 }, .context = { id }, .size = size };
-
-	send_msg(c, &cmx_desc_CreateContext_in, &ctx, 0, NULL, 0);
-	send_msg(c, &cmx_desc_CreateQueue_in, &qu, 0, NULL, 0);
-	send_msg(c, &cmx_desc_CreateBuffer_in, &buf, 0, NULL, 0);
-}
-
 /* A client that dies halfway through a 16 MiB buffer write, holding a
  * context, a queue and a buffer: all of it is released. */
 START_TEST(killed_mid_transfer)
@@ -414,12 +400,6 @@ START_TEST(lying_programs)
 	counts_return(o0, b0);
 }
 END_TEST
-
-static void expect_closed(int fd)
-{
-	ck_assert(closed_by_daemon(fd));
-	close(fd);
-}
 
 /* Sub-devices: an unterminated list, ids the guest does not own or that
  * run into its objects, a root device "released": refused, nothing kept. */

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The transports beyond unix: a representative part of the end-to-end suite
 # and the bad-input test (a client killed mid-transfer, wrong and missing
-# tokens, a token flood, malformed first bytes) through tcp and vsock-uds,
+# tokens, a token flood, malformed first bytes) and the bulk lanes' (lying
+# lanes, a client killed mid-transfer on them) through tcp and vsock-uds,
 # one program over IPv6; then a guest refused at the door offers no clmux
 # platform and says why in one line. Run from the build tree (make check).
 set -u
@@ -62,7 +63,7 @@ fi
 
 for t in tcp vsock-uds; do
 	for p in guest/tests/e2e_memory guest/tests/e2e_multi guest/tests/e2e_events \
-		host/tests/test_badinput; do
+		host/tests/test_badinput host/tests/test_lanes; do
 		run "$t" "$p"
 	done
 done
