@@ -359,14 +359,14 @@ static cl_int area_transfer(cl_command_queue q, cl_mem m, size_t off, size_t siz
 }
 
 /*
- * A non-blocking write of such a buffer copies once as well, when its turn
- * comes: a non-blocking native map, whose completion the notification
- * thread answers by copying the application's data into the storage and
- * opening a user event that holds the unmap back; the unmap carries the
- * application's event. The application keeps ptr until that event, as
- * it must for any non-blocking write.
+ * A non-blocking transfer of such a buffer copies once as well, when its
+ * turn comes: a non-blocking native map, whose completion the notification
+ * thread answers by copying between the application's memory and the
+ * storage and opening a user event that holds the unmap back; the unmap
+ * carries the application's event. The application keeps ptr until that
+ * event, as it must for any non-blocking transfer.
  */
-struct later_write {
+struct later_copy {
 	void *dst;
 	const void *src;
 	size_t size;
@@ -375,7 +375,7 @@ struct later_write {
 
 static void CL_CALLBACK later_copy(cl_event mapped, cl_int status, void *arg)
 {
-	struct later_write *w = arg;
+	struct later_copy *w = arg;
 
 	if (status >= 0)
 		cmx_copy(w->dst, w->src, w->size);
@@ -384,31 +384,34 @@ static void CL_CALLBACK later_copy(cl_event mapped, cl_int status, void *arg)
 	free(w);
 }
 
-static cl_int area_write_later(cl_command_queue q, cl_mem m, size_t off, size_t size,
-			       const void *ptr, cl_uint n, const cl_event *list, cl_event *event)
+static cl_int area_later(cl_command_queue q, cl_mem m, size_t off, size_t size, void *ptr,
+			 int write, cl_uint n, const cl_event *list, cl_event *event)
 {
-	struct later_write *w = malloc(sizeof(*w));
+	struct later_copy *w = malloc(sizeof(*w));
 	cl_event mapped = NULL;
 	cl_int e = CL_OUT_OF_HOST_MEMORY;
+	void *at;
 
 	if (!w)
 		return e;
-	w->src = ptr;
 	w->size = size;
 	w->gate = cmx_clCreateUserEvent(q->ctx, &e);
 	if (e)
 		goto fail;
-	w->dst = cmx_clEnqueueMapBuffer(q, m, CL_FALSE, CL_MAP_WRITE_INVALIDATE_REGION, off, size,
-					n, list, &mapped, &e);
+	at = cmx_clEnqueueMapBuffer(q, m, CL_FALSE,
+				    write ? CL_MAP_WRITE_INVALIDATE_REGION : CL_MAP_READ, off, size,
+				    n, list, &mapped, &e);
 	if (e)
 		goto fail_gate;
-	e = cmx_clEnqueueUnmapMemObject(q, m, w->dst, 1, &w->gate, event);
+	w->dst = write ? at : ptr;
+	w->src = write ? ptr : at;
+	e = cmx_clEnqueueUnmapMemObject(q, m, at, 1, &w->gate, event);
 	if (e) {
 		cmx_clReleaseEvent(mapped);
 		goto fail_gate;
 	}
 	if (event && *event)
-		(*event)->type = CL_COMMAND_WRITE_BUFFER;
+		(*event)->type = write ? CL_COMMAND_WRITE_BUFFER : CL_COMMAND_READ_BUFFER;
 	if (cmx_clSetEventCallback(mapped, CL_COMPLETE, later_copy, w)) {
 		/* No callback to come: do its work here. */
 		later_copy(mapped, cmx_clWaitForEvents(1, &mapped) ? -1 : CL_COMPLETE, w);
@@ -916,6 +919,8 @@ cl_int cmx_clEnqueueReadBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, s
 	struct cmx_cmd c;
 	cl_int e = io_check(q, m, off, size, ptr, 1);
 
+	if (!e && !blocking && area_direct(q, m, size))
+		return area_later(q, m, off, size, ptr, 0, n, list, event);
 	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_READ_BUFFER)))
 		return e;
 	e = cmx_cmd_end(&c, read_region(q, m, blocking, off, size, ptr, &c, NULL, NULL));
@@ -933,7 +938,7 @@ cl_int cmx_clEnqueueWriteBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, 
 	cl_int e = io_check(q, m, off, size, ptr, 0);
 
 	if (!e && !blocking && area_direct(q, m, size))
-		return area_write_later(q, m, off, size, ptr, n, list, event);
+		return area_later(q, m, off, size, (void *)ptr, 1, n, list, event);
 	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_WRITE_BUFFER)))
 		return e;
 	in = (struct cmx_WriteBuffer_in){.queue = {q->id},
