@@ -549,13 +549,43 @@ void cmx_mem_free(cl_mem m)
  * maps move no data and large blocking transfers copy once. Without a
  * heap, or with no room in it, the buffer is an ordinary one.
  */
+/*
+ * Room that released buffers still hold (clpeak releases a 512 MiB buffer
+ * and creates the next at once): their releases left with this process's
+ * last call but the daemon may not have destroyed them yet. A round trip
+ * sent after them (the context's creation status) sees them handled; a
+ * driver that runs the destructor a little later gets a few more looks.
+ */
+#define RECLAIM_TRIES 20
+#define RECLAIM_WAIT_US 1000
+
+static uint64_t heap_alloc_reclaim(struct cmx_garea *heap, const struct cmx_CreateBuffer_in *in)
+{
+	uint64_t off = cmx_garea_heap_alloc(heap, in->size);
+
+	for (int i = 0; !off && i < RECLAIM_TRIES && cmx_garea_heap_pending(heap) >= in->size;
+	     i++) {
+		if (i) {
+			usleep(RECLAIM_WAIT_US);
+		} else {
+			struct cmx_GetCreateStatus_in st = {.object = in->context.id};
+			struct cmx_GetCreateStatus_out out;
+			struct cmx_reply r;
+
+			(void)cmx_rpc_GetCreateStatus(cmx_icd.s, &st, &out, &r);
+		}
+		off = cmx_garea_heap_alloc(heap, in->size);
+	}
+	return off;
+}
+
 static cl_int area_buffer_create(cl_mem m, const struct cmx_CreateBuffer_in *in,
 				 const void *host_ptr)
 {
 	struct cmx_garea *heap = cmx_session_heap(cmx_icd.s);
 	struct cmx_CreateBufferArea_in a = {
 	    .mem = in->mem, .context = in->context, .flags = in->flags, .size = in->size};
-	uint64_t off = heap ? cmx_garea_heap_alloc(heap, in->size) : 0;
+	uint64_t off = heap ? heap_alloc_reclaim(heap, in) : 0;
 
 	if (!off)
 		return CMX_SEND(CreateBuffer, in, host_ptr, host_ptr ? in->size : 0);
