@@ -273,3 +273,16 @@ void cmx_garea_heap_free(struct cmx_garea *a, uint64_t off, int sent)
 		}
 	pthread_mutex_unlock(&a->lock);
 }
+
+uint64_t cmx_garea_heap_pending(struct cmx_garea *a)
+{
+	uint64_t n = 0;
+
+	pthread_mutex_lock(&a->lock);
+	heap_reclaim_locked(a);
+	for (struct cmx_hblk *b = a->heap; b; b = b->next)
+		if (b->freed)
+			n += b->total;
+	pthread_mutex_unlock(&a->lock);
+	return n;
+}

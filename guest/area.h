@@ -52,6 +52,8 @@ uint64_t cmx_garea_heap_alloc(struct cmx_garea *a, uint64_t len);
 /* The guest is done with a heap block; it is reused once the host stored
  * its done word too, at once when `sent` is 0 (the host never heard of it). */
 void cmx_garea_heap_free(struct cmx_garea *a, uint64_t off, int sent);
+/* Bytes of heap blocks the guest freed that the host is not yet done with. */
+uint64_t cmx_garea_heap_pending(struct cmx_garea *a);
 /* Whether [off, off + len) lies in the ring allocator's part. */
 int cmx_garea_valid(const struct cmx_garea *a, uint64_t off, uint64_t len);
 

@@ -436,14 +436,14 @@ static cl_int area_transfer(cl_command_queue q, cl_mem m, size_t off, size_t siz
 }
 
 /*
- * A non-blocking write of such a buffer copies once as well, when its turn
- * comes: a non-blocking native map, whose completion the notification
- * thread answers by copying the application's data into the storage and
- * opening a user event that holds the unmap back; the unmap carries the
- * application's event. The application keeps ptr until that event, as
- * it must for any non-blocking write.
+ * A non-blocking transfer of such a buffer copies once as well, when its
+ * turn comes: a non-blocking native map, whose completion the notification
+ * thread answers by copying between the application's memory and the
+ * storage and opening a user event that holds the unmap back; the unmap
+ * carries the application's event. The application keeps ptr until that
+ * event, as it must for any non-blocking transfer.
  */
-struct later_write {
+struct later_copy {
 	void *dst;
 	const void *src;
 	size_t size;
@@ -452,7 +452,7 @@ struct later_write {
 
 static void CL_CALLBACK later_copy(cl_event mapped, cl_int status, void *arg)
 {
-	struct later_write *w = arg;
+	struct later_copy *w = arg;
 
 	if (status >= 0)
 		cmx_copy(w->dst, w->src, w->size);
@@ -461,31 +461,34 @@ static void CL_CALLBACK later_copy(cl_event mapped, cl_int status, void *arg)
 	free(w);
 }
 
-static cl_int area_write_later(cl_command_queue q, cl_mem m, size_t off, size_t size,
-			       const void *ptr, cl_uint n, const cl_event *list, cl_event *event)
+static cl_int area_later(cl_command_queue q, cl_mem m, size_t off, size_t size, void *ptr,
+			 int write, cl_uint n, const cl_event *list, cl_event *event)
 {
-	struct later_write *w = malloc(sizeof(*w));
+	struct later_copy *w = malloc(sizeof(*w));
 	cl_event mapped = NULL;
 	cl_int e = CL_OUT_OF_HOST_MEMORY;
+	void *at;
 
 	if (!w)
 		return e;
-	w->src = ptr;
 	w->size = size;
 	w->gate = cmx_clCreateUserEvent(q->ctx, &e);
 	if (e)
 		goto fail;
-	w->dst = cmx_clEnqueueMapBuffer(q, m, CL_FALSE, CL_MAP_WRITE_INVALIDATE_REGION, off, size,
-					n, list, &mapped, &e);
+	at = cmx_clEnqueueMapBuffer(q, m, CL_FALSE,
+				    write ? CL_MAP_WRITE_INVALIDATE_REGION : CL_MAP_READ, off, size,
+				    n, list, &mapped, &e);
 	if (e)
 		goto fail_gate;
-	e = cmx_clEnqueueUnmapMemObject(q, m, w->dst, 1, &w->gate, event);
+	w->dst = write ? at : ptr;
+	w->src = write ? ptr : at;
+	e = cmx_clEnqueueUnmapMemObject(q, m, at, 1, &w->gate, event);
 	if (e) {
 		cmx_clReleaseEvent(mapped);
 		goto fail_gate;
 	}
 	if (event && *event)
-		(*event)->type = CL_COMMAND_WRITE_BUFFER;
+		(*event)->type = write ? CL_COMMAND_WRITE_BUFFER : CL_COMMAND_READ_BUFFER;
 	if (cmx_clSetEventCallback(mapped, CL_COMPLETE, later_copy, w)) {
 		/* No callback to come: do its work here. */
 		later_copy(mapped, cmx_clWaitForEvents(1, &mapped) ? -1 : CL_COMPLETE, w);
@@ -625,13 +628,43 @@ void cmx_mem_free(cl_mem m)
  * maps move no data and large blocking transfers copy once. Without a
  * heap, or with no room in it, the buffer is an ordinary one.
  */
+/*
+ * Room that released buffers still hold (clpeak releases a 512 MiB buffer
+ * and creates the next at once): their releases left with this process's
+ * last call but the daemon may not have destroyed them yet. A round trip
+ * sent after them (the context's creation status) sees them handled; a
+ * driver that runs the destructor a little later gets a few more looks.
+ */
+#define RECLAIM_TRIES 20
+#define RECLAIM_WAIT_US 1000
+
+static uint64_t heap_alloc_reclaim(struct cmx_garea *heap, const struct cmx_CreateBuffer_in *in)
+{
+	uint64_t off = cmx_garea_heap_alloc(heap, in->size);
+
+	for (int i = 0; !off && i < RECLAIM_TRIES && cmx_garea_heap_pending(heap) >= in->size;
+	     i++) {
+		if (i) {
+			usleep(RECLAIM_WAIT_US);
+		} else {
+			struct cmx_GetCreateStatus_in st = {.object = in->context.id};
+			struct cmx_GetCreateStatus_out out;
+			struct cmx_reply r;
+
+			(void)cmx_rpc_GetCreateStatus(cmx_icd.s, &st, &out, &r);
+		}
+		off = cmx_garea_heap_alloc(heap, in->size);
+	}
+	return off;
+}
+
 static cl_int area_buffer_create(cl_mem m, const struct cmx_CreateBuffer_in *in,
 				 const void *host_ptr)
 {
 	struct cmx_garea *heap = cmx_session_heap(cmx_icd.s);
 	struct cmx_CreateBufferArea_in a = {
 	    .mem = in->mem, .context = in->context, .flags = in->flags, .size = in->size};
-	uint64_t off = heap ? cmx_garea_heap_alloc(heap, in->size) : 0;
+	uint64_t off = heap ? heap_alloc_reclaim(heap, in) : 0;
 
 	if (!off)
 		return CMX_SEND(CreateBuffer, in, host_ptr, host_ptr ? in->size : 0);
@@ -995,6 +1028,8 @@ cl_int cmx_clEnqueueReadBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, s
 	struct cmx_cmd c;
 	cl_int e = io_check(q, m, off, size, ptr, 1);
 
+	if (!e && !blocking && area_direct(q, m, size))
+		return area_later(q, m, off, size, ptr, 0, n, list, event);
 	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_READ_BUFFER)))
 		return e;
 	e = cmx_cmd_end(&c, read_region(q, m, blocking, off, size, ptr, &c, NULL, NULL));
@@ -1012,7 +1047,7 @@ cl_int cmx_clEnqueueWriteBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, 
 	cl_int e = io_check(q, m, off, size, ptr, 0);
 
 	if (!e && !blocking && area_direct(q, m, size))
-		return area_write_later(q, m, off, size, ptr, n, list, event);
+		return area_later(q, m, off, size, (void *)ptr, 1, n, list, event);
 	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_WRITE_BUFFER)))
 		return e;
 	in = (struct cmx_WriteBuffer_in){.queue = {q->id},

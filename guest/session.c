@@ -31,7 +31,10 @@
 #define RX_SIZE (64u << 10)
 #define RECV_STEP (128u << 10)	    /* most bytes of one payload recv (AF_VSOCK) */
 #define AREA_DEFAULT (256ull << 20) /* shared data area asked for; CLMUX_AREA_MB */
-#define HEAP_DEFAULT (512ull << 20) /* and for buffers in it; CLMUX_HEAP_MB */
+/* The heap for buffers, CLMUX_HEAP_MB: by default the rest of the largest
+ * area, so that a 512 MiB buffer (clpeak's transfer buffer on a device
+ * allowing 1 GiB allocations and more) fits with its header page. */
+#define HEAP_DEFAULT (CMX_AREA_MAX - AREA_DEFAULT)
 #define AREA_FLUSH (256u << 10)	    /* an async payload this large goes out at once */
 #define SPIN_NS 50000		    /* shm: a waiter spins this long before it sleeps */
 #define SOCK_SPIN_NS 50000	    /* a reply's reader looks this long before it sleeps */
@@ -906,7 +909,9 @@ static int open_area(struct cmx_session *s, int rings)
 	/* The heap (buffers created with CL_MEM_ALLOC_HOST_PTR) is the part
 	 * of the data region after the payload blocks' part. */
 	ring_len = in.size;
-	if (in.size && in.size < CMX_AREA_MAX && heap && heap <= CMX_AREA_MAX - in.size) {
+	if (in.size && in.size < CMX_AREA_MAX && heap) {
+		if (heap > CMX_AREA_MAX - in.size)
+			heap = CMX_AREA_MAX - in.size; /* what the daemon grants at most */
 		in.size += heap;
 		in.flags |= CMX_AREA_HEAP;
 	}

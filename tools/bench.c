@@ -368,6 +368,37 @@ static void bench_map_bw_ahp(struct plat *p, int n, double *out)
 	free(host);
 }
 
+/* clpeak_bw: clpeak's transfer buffer (half a 1 GiB device allocation:
+ * 512 MiB, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR), created right after
+ * a buffer as large was released (clpeak's global-bandwidth test's), a
+ * non-blocking write and a non-blocking read of all of it, clFinish; GB/s
+ * moved. */
+#define CLPEAK_BYTES (512ul << 20)
+
+static void bench_clpeak_bw(struct plat *p, int n, double *out)
+{
+	const cl_mem_flags flags = CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR;
+	char *host = xmalloc(CLPEAK_BYTES);
+	cl_mem m = make_buffer_flags(p, flags, CLPEAK_BYTES);
+
+	memset(host, 0x5a, CLPEAK_BYTES);
+	CHECK(clEnqueueWriteBuffer(p->q, m, CL_TRUE, 0, CLPEAK_BYTES, host, 0, NULL, NULL));
+	CHECK(clFinish(p->q));
+	CHECK(clReleaseMemObject(m));
+	m = make_buffer_flags(p, flags, CLPEAK_BYTES);
+	for (int rep = -1; rep < n; rep++) {
+		double t0 = now_s();
+
+		CHECK(clEnqueueWriteBuffer(p->q, m, CL_FALSE, 0, CLPEAK_BYTES, host, 0, NULL, NULL));
+		CHECK(clEnqueueReadBuffer(p->q, m, CL_FALSE, 0, CLPEAK_BYTES, host, 0, NULL, NULL));
+		CHECK(clFinish(p->q));
+		if (rep >= 0)
+			out[rep] = 2 * CLPEAK_BYTES / (now_s() - t0) * 1e-9;
+	}
+	CHECK(clReleaseMemObject(m));
+	free(host);
+}
+
 /* vecadd: write a, write b, kernel, read c, from host arrays to a verified host result; ms. */
 static void bench_vecadd(struct plat *p, int n, double *out)
 {
@@ -462,6 +493,7 @@ static struct bench benches[] = {
 	{ "write_bw_ahp", "GB/s", HIGHER, 10, 3, bench_write_bw_ahp, 0, { 0, 0 } },
 	{ "read_bw_ahp", "GB/s", HIGHER, 10, 3, bench_read_bw_ahp, 0, { 0, 0 } },
 	{ "map_bw_ahp", "GB/s", HIGHER, 10, 3, bench_map_bw_ahp, 0, { 0, 0 } },
+	{ "clpeak_bw", "GB/s", HIGHER, 6, 2, bench_clpeak_bw, 0, { 0, 0 } },
 	{ "vecadd", "ms", LOWER, 6, 2, bench_vecadd, 0, { 0, 0 } },
 	{ "build", "ms", LOWER, 6, 2, bench_build, 0, { 0, 0 } },
 };

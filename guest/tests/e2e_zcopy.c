@@ -511,6 +511,47 @@ START_TEST(test_later_write)
 }
 END_TEST
 
+/*
+ * A non-blocking read of 4 MiB (its copy on the map's callback, as the
+ * write's) after a kernel, then at once a non-blocking write of zeros over
+ * the buffer: the read sees the kernel's result and not the zeros, its
+ * event is a read's and completes with the data in place.
+ */
+static void later_read_run(struct e2e_plat *p, cl_uint *out)
+{
+	size_t bytes = LATER_N * sizeof(cl_uint);
+	cl_mem m = e2e_buffer_create(p, AHP, bytes, NULL);
+	cl_uint *src = e2e_xmalloc(bytes), *zero = calloc(1, bytes);
+	cl_command_type type = 0;
+	cl_event ev;
+	struct kern k;
+
+	ck_assert_ptr_nonnull(zero);
+	kern_init(p, &k);
+	e2e_rand_u32(src, LATER_N, 911, 1u << 30);
+	E2E_OK(p, clEnqueueWriteBuffer(p->queue, m, CL_TRUE, 0, bytes, src, 0, NULL, NULL));
+	run_inc(p, &k, m, 64);
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, m, CL_FALSE, 0, bytes, out, 0, NULL, &ev));
+	E2E_OK(p, clEnqueueWriteBuffer(p->queue, m, CL_FALSE, 0, bytes, zero, 0, NULL, NULL));
+	E2E_OK(p, clWaitForEvents(1, &ev));
+	E2E_OK(p, clGetEventInfo(ev, CL_EVENT_COMMAND_TYPE, sizeof(type), &type, NULL));
+	ck_assert_uint_eq(type, CL_COMMAND_READ_BUFFER);
+	E2E_OK(p, clFinish(p->queue));
+	for (size_t i = 64; i < LATER_N; i++)
+		out[i]++; /* the kernel ran on the first 64 */
+	clReleaseEvent(ev);
+	free(zero);
+	free(src);
+	kern_fini(&k);
+	clReleaseMemObject(m);
+}
+
+START_TEST(test_later_read)
+{
+	seeded_match(later_read_run, LATER_N, 911, 1, "kernel, non-blocking read, write over it");
+}
+END_TEST
+
 static Suite *zcopy_suite(void)
 {
 	Suite *s = suite_create("zcopy");
@@ -525,6 +566,7 @@ static Suite *zcopy_suite(void)
 	suite_add_tcase(s, tc);
 	tc = e2e_tcase("later_write");
 	tcase_add_test(tc, test_later_write);
+	tcase_add_test(tc, test_later_read);
 	suite_add_tcase(s, tc);
 	/* No fixture: the client is forked before this process touches OpenCL. */
 	tcase_set_timeout(tk, E2E_TIMEOUT_S);
