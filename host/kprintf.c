@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -78,6 +79,27 @@ static void drain(void)
 	}
 }
 
+/* Reads what a driver that trails its completion still writes: until the
+ * pipe has been quiet for KP_QUIET_MS, at most KP_TRAIL_MS in all. It holds
+ * the loop that long after each printing launch, on such a driver only
+ * (struct cmx_server's printf_trails); printing is a debugging path. */
+#define KP_QUIET_MS 2
+#define KP_TRAIL_MS 20
+
+static void drain_trailing(void)
+{
+	struct pollfd p = { .fd = kp.rfd, .events = POLLIN };
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (kp.rfd >= 0 && poll(&p, 1, KP_QUIET_MS) > 0) {
+		drain();
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= KP_TRAIL_MS)
+			break;
+	}
+}
+
 static void arm(void);
 
 static void poll_done(struct cmx_io *io, int res, unsigned flags)
@@ -115,10 +137,6 @@ int cmx_kprintf_init(struct cmx_loop *l)
 		return e;
 	}
 	close(fds[1]);
-	/* A driver that prints through stdio (Oclgrind) would leave a kernel's
-	 * output in the buffer of stdout, now a pipe, until 4 KiB or exit:
-	 * unbuffered, it is in the pipe when the command completes. */
-	setvbuf(stdout, NULL, _IONBF, 0);
 	kp.rfd = fds[0];
 	arm();
 	return 0;
@@ -302,8 +320,16 @@ static void finish(struct kp_cmd *k, int status)
 	k->status = status;
 	if (k == kp.running) {
 		/* The driver wrote before it reported completion: it is all
-		 * here. */
+		 * here, or in stdout's buffer where a driver prints through
+		 * stdio (Oclgrind). Not unbuffered: NVIDIA prints through stdio
+		 * too, one conversion at a time, and flushes when its kernel's
+		 * output is all there; unbuffered, the pipe got the pieces as
+		 * they came, and its completion could be seen between two
+		 * (e2e_printf on the H100 lost the rest of a line). */
+		fflush(stdout);
 		drain();
+		if (cmx_srv->printf_trails)
+			drain_trailing();
 		send_output(k);
 		kp.out.len = 0;
 		kp.running = NULL;

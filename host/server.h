@@ -56,6 +56,11 @@ struct cmx_server {
 	 * blocking calls wake a waiting thread (PoCL); CLMUX_SHORT_BLOCKING=0/1
 	 * overrides. */
 	int short_blocking;
+	/* The driver may still be writing a kernel's printf output when its
+	 * completion is seen (NVIDIA: a line cut in two was seen, its rest
+	 * written after the callback and after a status poll saw it complete):
+	 * host/kprintf.c reads until the pipe stays quiet for a moment. */
+	int printf_trails;
 	uint64_t started_ns;
 	struct cmx_sched *sched;
 };
