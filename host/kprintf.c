@@ -321,11 +321,10 @@ static void finish(struct kp_cmd *k, int status)
 	if (k == kp.running) {
 		/* The driver wrote before it reported completion: it is all
 		 * here, or in stdout's buffer where a driver prints through
-		 * stdio (Oclgrind). Not unbuffered: NVIDIA prints through stdio
-		 * too, one conversion at a time, and flushes when its kernel's
-		 * output is all there; unbuffered, the pipe got the pieces as
-		 * they came, and its completion could be seen between two
-		 * (e2e_printf on the H100 lost the rest of a line). */
+		 * stdio (Oclgrind), flushed here rather than left unbuffered
+		 * under every driver. NVIDIA may still be writing, piece by
+		 * piece (e2e_printf on the H100 lost the rest of a line):
+		 * drain_trailing() waits for the pipe to go quiet. */
 		fflush(stdout);
 		drain();
 		if (cmx_srv->printf_trails)
