@@ -71,7 +71,7 @@ endif
 if HAVE_CHECK
 TESTS += guest/tests/e2e-shm.sh
 endif
-EXTRA_DIST += guest/tests/e2e-shm.sh
+EXTRA_DIST += guest/tests/e2e-shm.sh guest/tests/e2e-run.sh
 # And over an ivshmem region (guest/tests/e2e-ivshmem.sh).
 if HAVE_CHECK
 TESTS += guest/tests/e2e-ivshmem.sh

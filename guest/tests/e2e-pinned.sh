@@ -7,20 +7,9 @@
 # transfers on the loop (CLMUX_SHORT_BLOCKING=1) and the shm loop's spin
 # after a sync call (CLMUX_SHM_SYNC_SPIN_US; off on small machines).
 set -u
-rc=0
 pinned="CLMUX_PINNED=1 CLMUX_PINNED_MIN=1 CLMUX_COPY_THREADS=2"
 short="CLMUX_SHORT_BLOCKING=1 CLMUX_SHM_SYNC_SPIN_US=20"
-run() { # NAME ENV... PROGRAM
-	name=$1
-	shift
-	env "$@" >"guest/tests/$name.out" 2>&1
-	s=$?
-	case $s in
-	0) echo "$name: passed" ;;
-	77) echo "$name: skipped" ;;
-	*) echo "$name: FAILED ($s)"; tail -40 "guest/tests/$name.out"; rc=1 ;;
-	esac
-}
+. "$(dirname "$0")/e2e-run.sh"
 # shellcheck disable=SC2086 # word splitting wanted
 for t in e2e_memory e2e_events e2e_zcopy; do
 	run "$t-pinned" $pinned ./guest/tests/$t

@@ -5,18 +5,7 @@
 # memory tests with payloads in the stream: over unix: without a shared
 # area, and over shm: with an area too small for most of them.
 set -u
-rc=0
-run() { # NAME ENV... PROGRAM
-	name=$1
-	shift
-	env "$@" >"guest/tests/$name.out" 2>&1
-	s=$?
-	case $s in
-	0) echo "$name: passed" ;;
-	77) echo "$name: skipped" ;;
-	*) echo "$name: FAILED ($s)"; tail -40 "guest/tests/$name.out"; rc=1 ;;
-	esac
-}
+. "$(dirname "$0")/e2e-run.sh"
 # e2e-ivshmem.sh: the same over an ivshmem region (the daemon serves a
 # file as QEMU's ivshmem-plain would share it, the ICD maps it as a guest
 # maps the BAR, both sides polling), then a region too small for most
