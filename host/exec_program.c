@@ -476,9 +476,24 @@ int cmx_h_LinkProgram(struct cmx_call *c, struct cmx_LinkProgram_in *in,
 
 int cmx_h_IncludeFiles(struct cmx_call *c, struct cmx_IncludeFiles_in *in)
 {
+	void *blob;
+	int e;
+
+	/* The payload may be a block of the guest-shared area, which a second
+	 * guest thread can rewrite between two looks: the printf scan and the
+	 * file writer would see different names and bytes. Both work from one
+	 * private copy (docs/protocol.md, "Shared memory is read once"). */
+	if (!c->bulk_len)
+		return cmx_incdir_write(c->s->id, in->program.id, in->dir, NULL, 0);
+	blob = malloc(c->bulk_len);
+	if (!blob)
+		return CL_OUT_OF_HOST_MEMORY;
+	memcpy(blob, c->bulk, c->bulk_len);
 	/* A header the program includes may print. */
-	cmx_kprintf_program(c->s, in->program.id, c->bulk, c->bulk_len);
-	return cmx_incdir_write(c->s->id, in->program.id, in->dir, c->bulk, c->bulk_len);
+	cmx_kprintf_program(c->s, in->program.id, blob, c->bulk_len);
+	e = cmx_incdir_write(c->s->id, in->program.id, in->dir, blob, c->bulk_len);
+	free(blob);
+	return e;
 }
 
 int cmx_h_GetProgramInfo(struct cmx_call *c, struct cmx_GetProgramInfo_in *in,

@@ -147,12 +147,17 @@ int cmx_incdir_write(uint64_t session, uint64_t program, uint64_t dir, const voi
 		const char *name = cmx_reader_bytes(&r, CMX_INCDIR_MAX_NAME, &nlen);
 		const void *data = cmx_reader_bytes(&r, len, &dlen);
 
-		if (r.bad || ++files > CMX_INCDIR_MAX_FILES || !name_ok(name, nlen))
+		if (r.bad || ++files > CMX_INCDIR_MAX_FILES || nlen > CMX_INCDIR_MAX_NAME)
 			return CL_INVALID_VALUE;
+		/* The blob may be guest-shared memory (the data area) that the
+		 * guest rewrites while we look: the name is copied once, and
+		 * only the copy is checked and used. */
 		memcpy(path, base, blen);
 		path[blen] = '/';
 		memcpy(path + blen + 1, name, nlen);
 		path[blen + 1 + nlen] = '\0';
+		if (!name_ok(path + blen + 1, nlen))
+			return CL_INVALID_VALUE;
 		if (parents_make(path, blen) || file_write(path, data, dlen))
 			return CL_OUT_OF_RESOURCES;
 	}
