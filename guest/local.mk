@@ -91,3 +91,12 @@ TESTS += guest/tests/e2e_daemon_killed
 guest_tests_e2e_daemon_killed_CFLAGS = $(E2E_CFLAGS)
 guest_tests_e2e_daemon_killed_LDADD = $(E2E_LDADD)
 endif
+
+# One tenant's wild store and endless kernel beside another's workload
+# (worker processes as fault domains, host/front.c).
+if HAVE_CHECK
+check_PROGRAMS += guest/tests/e2e_contain
+TESTS += guest/tests/e2e_contain
+guest_tests_e2e_contain_CFLAGS = $(E2E_CFLAGS)
+guest_tests_e2e_contain_LDADD = $(E2E_LDADD)
+endif

@@ -19,6 +19,7 @@
 #include "addr.h"
 #include "conffile.h"
 #include "conn.h"
+#include "front.h"
 #include "log.h"
 #include "server.h"
 #include "session.h"
@@ -155,6 +156,17 @@ static void stats_show(struct cmx_server *srv, int json, struct cmx_text *out)
 	uint64_t launched = 0, completed = 0, refused = 0, ns = 0, inflight = 0;
 	double up = (double)(cmx_now_ns() - srv->started_ns) / 1e9;
 
+	uint64_t sessions = srv->nsessions, objects = srv->objects, bytes = srv->bytes;
+
+	if (srv->front) {
+		/* The workers' figures, as they last reported them. */
+		sessions = objects = bytes = 0;
+		for (struct cmx_tenant *t = srv->tenants.list; t; t = t->next) {
+			sessions += t->sessions;
+			objects += t->objects;
+			bytes += t->bytes;
+		}
+	}
 	for (struct cmx_tenant *t = srv->tenants.list; t; t = t->next) {
 		launched += t->launched;
 		completed += t->completed;
@@ -168,8 +180,8 @@ static void stats_show(struct cmx_server *srv, int json, struct cmx_text *out)
 			     ",\"objects\":%" PRIu64 ",\"mem\":%" PRIu64 ",\"inflight\":%" PRIu64
 			     ",\"launched\":%" PRIu64 ",\"completed\":%" PRIu64
 			     ",\"refused\":%" PRIu64 ",\"device_s\":%.3f}\n",
-			     up, srv->tenants.count, srv->nsessions, srv->objects, srv->bytes,
-			     inflight, launched, completed, refused, (double)ns / 1e9);
+			     up, srv->tenants.count, sessions, objects, bytes, inflight, launched,
+			     completed, refused, (double)ns / 1e9);
 		return;
 	}
 	cmx_text_add(out,
@@ -177,11 +189,11 @@ static void stats_show(struct cmx_server *srv, int json, struct cmx_text *out)
 		     "\nobjects     %" PRIu64 "\nmemory      %" PRIu64
 		     " bytes\ninflight    %" PRIu64 "\nlaunched    %" PRIu64
 		     "\ncompleted   %" PRIu64 "\nrefused     %" PRIu64 "\ndevice time %.3f s\n",
-		     up, srv->tenants.count, srv->nsessions, srv->objects, srv->bytes, inflight,
-		     launched, completed, refused, (double)ns / 1e9);
+		     up, srv->tenants.count, sessions, objects, bytes, inflight, launched,
+		     completed, refused, (double)ns / 1e9);
 }
 
-static unsigned evict(struct cmx_server *srv, struct cmx_tenant *t)
+unsigned cmx_admin_evict(struct cmx_server *srv, struct cmx_tenant *t)
 {
 	unsigned n = 0;
 
@@ -234,6 +246,8 @@ static void quota_set(struct cmx_server *srv, const char *name, char **kv, unsig
 	}
 	t->q = q;
 	cmx_info("tenant %s: quotas changed by the administrator", t->name);
+	if (srv->front)
+		cmx_front_quota(t);
 	if (srv->config_path) {
 		int e = cmx_config_save(srv->config_path, t->name, &q);
 		if (e) {
@@ -278,7 +292,7 @@ void cmx_admin_exec(struct cmx_server *srv, char *line, struct cmx_text *out)
 			cmx_text_add(out, "error: no tenant '%s'\n", w[i + 1]);
 			return;
 		}
-		unsigned k = evict(srv, t);
+		unsigned k = srv->front ? cmx_front_evict(t) : cmx_admin_evict(srv, t);
 		cmx_text_add(out, "ok\n");
 		if (json)
 			cmx_text_add(out, "{\"evicted\":%u}\n", k);
@@ -404,7 +418,11 @@ static void client_io(struct cmx_io *io, int res, unsigned flags)
 	c->req[c->len] = '\0';
 	/* Admin: one line. Metrics: whatever arrives first (a scrape's GET). */
 	if (c->metrics || memchr(c->req, '\n', c->len)) {
-		client_answer(c);
+		/* The front end answers from the workers' latest figures. */
+		if (cmx_srv->front)
+			cmx_front_refresh((void (*)(void *))client_answer, c);
+		else
+			client_answer(c);
 	} else if (c->len >= sizeof(c->req) - 1) {
 		client_end(c);
 	} else {

@@ -7,6 +7,7 @@
 
 struct cmx_server;
 struct cmx_text;
+struct cmx_tenant;
 
 #define CMX_ADMIN_DEFAULT "/run/clmux/admin.sock"
 
@@ -21,6 +22,8 @@ void cmx_admin_close(struct cmx_server *srv);
 /* One admin request line ("[json] tenants", "quota set T mem=1G", ...)
  * answered into out: "ok\n" then the body, or "error: reason\n". */
 void cmx_admin_exec(struct cmx_server *srv, char *line, struct cmx_text *out);
+/* Ends every session of t in this process; how many. */
+unsigned cmx_admin_evict(struct cmx_server *srv, struct cmx_tenant *t);
 /* Every tenant's counters in the Prometheus text format. */
 void cmx_metrics_write(struct cmx_server *srv, struct cmx_text *out);
 

@@ -160,6 +160,12 @@ static int parse_pass(char *text, struct cmx_tenants *ts, int pass, char *why, s
 					 lineno, a, b, CMX_TENANT_MAX_IDS);
 				return -EINVAL;
 			}
+		} else if (!strcmp(a, "group")) {
+			if (!cmx_tenant_name_ok(b)) {
+				snprintf(why, whylen, "line %u: bad group name '%s'", lineno, b);
+				return -EINVAL;
+			}
+			strcpy(t->group, b);
 		} else if (cmx_quota_set(&t->q, a, b, err, sizeof(err))) {
 			snprintf(why, whylen, "line %u: %s", lineno, err);
 			return -EINVAL;

@@ -3,6 +3,7 @@
 // staging buffers), dispatches them, and writes replies with gathered I/O.
 #define _GNU_SOURCE
 #include "conn.h"
+#include "front.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -203,6 +204,25 @@ static int check_header(struct cmx_conn *c, const struct cmx_hdr *h)
 	return 0;
 }
 
+/* The front end: the connection goes to its tenant's worker with its Hello
+ * and whatever followed it (host/front.c), and is released here without
+ * being shut down. -EXDEV tells rx_got() that it is gone. */
+static int front_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args)
+{
+	const uint8_t *from = args - CMX_HDR_SIZE;
+	int e;
+
+	if (h->bulk || c->mover || from < c->rx || from > c->rx + c->rx_len)
+		return -EBADMSG;
+	e = cmx_front_handoff(c, from, c->rx_len - (size_t)(from - c->rx));
+	if (e)
+		return e;
+	c->dead = 1;
+	handshake_disarm(c);
+	conn_put(c); /* the owner's reference; the fd closes with the last */
+	return -EXDEV;
+}
+
 static int deliver(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args, void *bulk)
 {
 	struct cmx_hdr raw;
@@ -231,7 +251,7 @@ static int deliver(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 		return 0;
 	}
 	if (c->role == CMX_ROLE_NEW)
-		return cmx_call_hello(c, h, args);
+		return c->srv->front ? front_hello(c, h, args) : cmx_call_hello(c, h, args);
 	c->last_sync = (h->flags & CMX_HDR_SYNC) != 0;
 	c->sess->messages++;
 	return cmx_call_dispatch(c->sess, h, args, bulk);
@@ -417,6 +437,8 @@ static int rx_got(struct cmx_conn *c, size_t n)
 	}
 	if (!e && !c->in_bulk)
 		e = rx_parse(c);
+	if (e == -EXDEV)
+		return e; /* handed to a worker */
 	if (e == -ECONNABORTED) {
 		/* A refusal is queued: end once it is written, read no more. */
 		c->closing = 1;
@@ -859,6 +881,29 @@ struct cmx_conn *cmx_conn_accept_moved(struct cmx_server *srv, int fd,
 				       const struct cmx_conn_mover *m, void *ctx)
 {
 	return conn_accept(srv, fd, l, m, ctx);
+}
+
+int cmx_conn_adopt(struct cmx_server *srv, int fd, const struct cmx_peer *peer, int authed,
+		   const char *tenant, const void *bytes, size_t n)
+{
+	struct cmx_conn *c = conn_new(srv, fd, n > RX_INITIAL ? n : RX_INITIAL);
+
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	cmx_addr_tune(fd);
+	c->peer = *peer;
+	c->peer.name[sizeof(c->peer.name) - 1] = '\0';
+	c->peer.tenant[sizeof(c->peer.tenant) - 1] = '\0';
+	c->authed = authed;
+	ident_init(c, tenant);
+	memcpy(c->rx, bytes, n);
+	c->refs++; /* rx_got() may end the connection */
+	if (!rx_got(c, n))
+		rx_arm(c);
+	conn_put(c);
+	return 0;
 }
 
 struct cmx_conn *cmx_conn_create_moved(struct cmx_server *srv, const struct cmx_conn_mover *m,

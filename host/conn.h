@@ -102,6 +102,11 @@ struct cmx_conn *cmx_conn_accept_moved(struct cmx_server *srv, int fd,
  * the tenant's named (or NULL: the CID decides); NULL when out of memory. */
 struct cmx_conn *cmx_conn_create_moved(struct cmx_server *srv, const struct cmx_conn_mover *m,
 				       void *ctx, uint32_t cid, const char *tenant);
+/* A worker takes a connection the front end handed over (host/front.c):
+ * the socket, who is at the other end, the tenant the front end chose, and
+ * the n bytes it read from the Hello on. 0, or -errno (fd closed). */
+int cmx_conn_adopt(struct cmx_server *srv, int fd, const struct cmx_peer *peer, int authed,
+		   const char *tenant, const void *bytes, size_t n);
 /* Bytes from the peer of a moved connection; all are taken. */
 void cmx_conn_input(struct cmx_conn *c, const void *buf, size_t len);
 /* The mover can take bytes again. */

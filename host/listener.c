@@ -149,18 +149,29 @@ static void accept_done(struct cmx_io *io, int res, unsigned flags)
 		accept_arm(l);
 }
 
-int cmx_listener_start(struct cmx_listener *l)
+int cmx_listener_bind(struct cmx_listener *l)
 {
 	l->fd = cmx_addr_listen(&l->addr);
 	if (l->fd < 0) {
 		const char *hint = "";
+		int e = l->fd;
 		if (l->addr.type == CMX_ADDR_VSOCK &&
-		    (l->fd == -EAFNOSUPPORT || l->fd == -EADDRNOTAVAIL || l->fd == -ENODEV))
+		    (e == -EAFNOSUPPORT || e == -EADDRNOTAVAIL || e == -ENODEV))
 			hint = " (AF_VSOCK needs the host kernel's vhost_vsock module; with a "
 			       "Firecracker or Cloud Hypervisor guest use vsock-uds:UDS_PORT)";
-		cmx_err("cannot listen on %s: %s%s", l->name, strerror(-l->fd), hint);
-		return l->fd;
+		cmx_err("cannot listen on %s: %s%s", l->name, strerror(-e), hint);
+		l->fd = -1;
+		return e;
 	}
+	return 0;
+}
+
+int cmx_listener_start(struct cmx_listener *l)
+{
+	int e;
+
+	if (l->fd < 0 && (e = cmx_listener_bind(l)))
+		return e;
 	l->io.cb = accept_done;
 	accept_arm(l);
 	cmx_info("listening on %s%s%s%s", l->name, l->tls ? " (TLS)" : "",
@@ -175,7 +186,7 @@ void cmx_listener_close(struct cmx_listener *l)
 		return;
 	io_uring_prep_cancel_fd(cmx_loop_sqe(cmx_srv->loop, NULL), l->fd, 0);
 	close(l->fd);
-	if (l->addr.type == CMX_ADDR_UNIX || l->addr.type == CMX_ADDR_VSOCK_UDS)
+	if (!l->inherited && (l->addr.type == CMX_ADDR_UNIX || l->addr.type == CMX_ADDR_VSOCK_UDS))
 		unlink(l->addr.path);
 	l->fd = -1;
 }

@@ -24,12 +24,18 @@ struct cmx_listener {
 	struct cmx_tls_ctx *tls; /* tcp tls=CERT:KEY: connections speak TLS */
 	char name[128];		/* the address, for log lines */
 	char tenant[64];	/* tenant=: every peer is this tenant's, else "" */
+	int inherited;		/* fd came from the front end: never unlinked here */
 };
 
 /* Parses "ADDR[,opt=value...]" and loads its token file. 0, or -errno with
  * a reason in err. */
 int cmx_listener_init(struct cmx_listener *l, const char *spec, char *err, size_t errlen);
-/* Opens the socket and starts accepting on the loop. 0 or -errno (logged). */
+/* Opens the socket (bound and listening, nobody accepting yet): the front
+ * end's, for a worker to accept on. 0 or -errno (logged). */
+int cmx_listener_bind(struct cmx_listener *l);
+/* Opens the socket, unless it is open already (bound by
+ * cmx_listener_bind() or inherited: l->fd), and starts accepting on the
+ * loop. 0 or -errno (logged). */
 int cmx_listener_start(struct cmx_listener *l);
 /* Stops accepting and removes a socket file. */
 void cmx_listener_close(struct cmx_listener *l);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "addr.h"
@@ -17,6 +18,8 @@
 #include "conn.h"
 #include "exec.h"
 #include "executor.h"
+#include "front.h"
+#include "worker.h"
 #include "kprintf.h"
 #include "pinned.h"
 #include "listener.h"
@@ -34,6 +37,7 @@
 struct cmx_server *cmx_srv;
 
 static struct cmx_listener listeners[MAX_LISTEN];
+static const char *lspecs[MAX_LISTEN];
 static unsigned nlisteners;
 static struct cmx_io sig_io, tick_io;
 static struct signalfd_siginfo sig_info;
@@ -57,6 +61,16 @@ static void tick_done(struct cmx_io *io, int res, unsigned flags)
 
 static void drain(void)
 {
+	if (cmx_srv->front) {
+		/* The workers drain their sessions; the front end ends with
+		 * the last of them. */
+		cmx_srv->draining = 1;
+		cmx_admin_close(cmx_srv);
+		for (unsigned i = 0; i < nlisteners; i++)
+			cmx_listener_close(&listeners[i]);
+		cmx_front_drain();
+		return;
+	}
 	cmx_srv->draining = 1;
 	cmx_admin_close(cmx_srv);
 	for (unsigned i = 0; i < nlisteners; i++)
@@ -80,10 +94,13 @@ static void drain(void)
 
 static void sig_done(struct cmx_io *io, int res, unsigned flags)
 {
-	if (res == sizeof(sig_info)) {
+	if (res == sizeof(sig_info) && sig_info.ssi_signo == SIGCHLD) {
+		cmx_front_reap();
+	} else if (res == sizeof(sig_info) && !cmx_srv->draining) {
 		cmx_info("signal %u: draining and exiting", sig_info.ssi_signo);
 		drain();
-		return;
+		if (!cmx_srv->front)
+			return;
 	}
 	io_uring_prep_read(cmx_loop_sqe(cmx_srv->loop, &sig_io), sig_fd, &sig_info, sizeof(sig_info), 0);
 }
@@ -170,7 +187,150 @@ static void usage(FILE *f)
 		   "  --sched-window US  device time let onto the device at once (default 2000)\n"
 		   "  --device SPEC   gpu | cpu | N | PLATFORM[:N]  (default: first GPU, else first device)\n"
 		   "  --threads N     most threads for blocking calls (default 64)\n"
+		   "  --workers on|off  run each tenant (or group) in a worker process of its\n"
+		   "                  own (default on); off: every tenant in this process\n"
 		   "  CLMUX_LOG=debug|info|warn|err sets the log level (default info)\n");
+}
+
+/* What main() read from the command line. */
+struct opts {
+	const char *device, *config, *admin, *metrics;
+	const char *vhost_specs[MAX_VHOST_SPECS];
+	unsigned nvhost, threads;
+	uint64_t window_us;
+	/* A worker (started by the front end, host/front.c): its name, its
+	 * control socket, and the profile decision the front end made. */
+	const char *worker;
+	int ctl, profile;
+};
+
+/* The loop's signals: SIGTERM and SIGINT drain, SIGCHLD (front end) reaps. */
+static void signals_start(const sigset_t *mask)
+{
+	sig_fd = signalfd(-1, mask, SFD_CLOEXEC);
+	sig_io.cb = sig_done;
+	tick_io.cb = tick_done;
+	sig_done(&sig_io, 0, 0);
+}
+
+/* A retired worker (its device state lost) ends with its last session. */
+static void retire_tick(struct cmx_io *io, int res, unsigned flags);
+static struct cmx_io retire_io;
+
+static void retire_tick(struct cmx_io *io, int res, unsigned flags)
+{
+	if (!cmx_srv->nsessions) {
+		kill(getpid(), SIGTERM);
+		return;
+	}
+	io_uring_prep_timeout(cmx_loop_sqe(cmx_srv->loop, &retire_io), &tick, 0, 0);
+}
+
+void cmx_main_retire(void)
+{
+	for (unsigned i = 0; i < nlisteners; i++)
+		cmx_listener_close(&listeners[i]);
+	retire_io.cb = retire_tick;
+	retire_tick(&retire_io, 0, 0);
+}
+
+/* A worker: today's daemon for the tenants the front end gives it. */
+static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
+{
+	int e;
+
+	srv->config_path = NULL; /* the front end saves quota changes */
+	srv->profile = o->profile;
+	if (cmx_device_open(srv, o->device))
+		return 1;
+	e = cmx_loop_create(&srv->loop);
+	if (e || cmx_executor_create(srv->loop, o->threads, &srv->exec) ||
+	    cmx_sched_create(srv, o->window_us)) {
+		cmx_err("cannot start the io_uring loop: %s", strerror(-e));
+		return 1;
+	}
+	/* Kernel printf output: the loop reads fd 1 (host/kprintf.c). */
+	e = cmx_kprintf_init(srv->loop);
+	if (e)
+		cmx_warn("kernel printf output stays on stdout: %s", strerror(-e));
+	/* A GPU's large transfers go through pinned staging (host/pinned.c). */
+	if (cmx_pinned_start(srv->devices[0]))
+		cmx_warn("no copy threads: transfers stay pageable");
+	for (unsigned i = 0; i < nlisteners; i++)
+		if (cmx_listener_start(&listeners[i]))
+			return 1;
+	for (unsigned i = 0; i < o->nvhost; i++) {
+		char why[200];
+		if ((cmx_ivshmem_is_spec(o->vhost_specs[i]) ? cmx_ivshmem_listen : cmx_vhost_listen)(
+			    srv, o->vhost_specs[i], why, sizeof(why))) {
+			cmx_err("--listen %s: %s", o->vhost_specs[i], why);
+			return 1;
+		}
+	}
+	if (o->worker && cmx_worker_start(srv, o->ctl, o->worker)) {
+		cmx_err("worker %s: no control channel", o->worker);
+		return 1;
+	}
+	if (!o->worker) {
+		char why[200];
+		admin_setup(srv, o->admin);
+		if (o->metrics && cmx_metrics_listen(srv, o->metrics, why, sizeof(why))) {
+			cmx_err("--metrics %s: %s", o->metrics, why);
+			return 1;
+		}
+	}
+	signals_start(mask);
+	e = cmx_loop_run(srv->loop);
+	if (e)
+		cmx_err("loop: %s", strerror(-e));
+	cmx_kprintf_fini();
+	cmx_watch_report();
+	cmx_pinned_stop();
+	cmx_sched_destroy(srv);
+	cmx_executor_destroy(srv->exec);
+	cmx_loop_destroy(srv->loop);
+	for (unsigned i = 0; i < nlisteners; i++)
+		cmx_listener_fini(&listeners[i]);
+	cmx_tenants_fini(&srv->tenants);
+	cmx_info("stopped");
+	return e ? 1 : 0;
+}
+
+/* The front end: listeners, tenants and the admin socket; the OpenCL work
+ * in worker processes (host/front.c). */
+static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
+{
+	struct cmx_front_opts fo = { .device = o->device, .config = srv->config_path,
+				     .threads = o->threads, .window_us = o->window_us,
+				     .profile = srv->profile };
+	char why[200];
+	int e;
+
+	srv->front = 1;
+	sigaddset(mask, SIGCHLD);
+	pthread_sigmask(SIG_BLOCK, mask, NULL);
+	e = cmx_loop_create(&srv->loop);
+	if (e) {
+		cmx_err("cannot start the io_uring loop: %s", strerror(-e));
+		return 1;
+	}
+	signals_start(mask);
+	if (cmx_front_start(srv, &fo, listeners, lspecs, nlisteners, o->vhost_specs, o->nvhost))
+		return 1;
+	admin_setup(srv, o->admin);
+	if (o->metrics && cmx_metrics_listen(srv, o->metrics, why, sizeof(why))) {
+		cmx_err("--metrics %s: %s", o->metrics, why);
+		return 1;
+	}
+	e = cmx_loop_run(srv->loop);
+	if (e)
+		cmx_err("loop: %s", strerror(-e));
+	cmx_loop_destroy(srv->loop);
+	for (unsigned i = 0; i < nlisteners; i++)
+		cmx_listener_fini(&listeners[i]);
+	cmx_tenants_fini(&srv->tenants);
+	cmx_info("stopped");
+	return e ? 1 : 0;
 }
 
 int main(int argc, char **argv)
@@ -181,29 +341,32 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' }, { "admin", required_argument, NULL, 'a' },
 		{ "metrics", required_argument, NULL, 'm' },
 		{ "sched-window", required_argument, NULL, 'w' },
+		{ "workers", required_argument, NULL, 'W' },
+		/* Set by the front end when it starts a worker. */
+		{ "worker", required_argument, NULL, 'K' }, { "ctl", required_argument, NULL, 'C' },
+		{ "listen-fd", required_argument, NULL, 'F' },
+		{ "profile", required_argument, NULL, 'P' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *device = NULL, *vhost_specs[MAX_VHOST_SPECS];
-	const char *config = NULL, *admin = NULL, *metrics = NULL;
-	char why[200];
-	unsigned nvhost = 0;
-	unsigned threads = 64;
-	uint64_t window_us = CMX_SCHED_WINDOW_US;
+	struct opts o = { .threads = 64, .window_us = CMX_SCHED_WINDOW_US, .ctl = -1,
+			  .profile = -1 };
 	struct cmx_server srv = { 0 };
+	int use_workers = 1;
 	sigset_t mask;
-	int opt, e;
+	int opt;
 
 	cmx_log_init("clmuxd", CMX_LOG_INFO);
 	/* The clmux ICD, if installed here, must not connect back to us. */
 	setenv("CLMUX_DISABLE", "1", 1);
 	cmx_srv = &srv;
 	while ((opt = getopt_long(argc, argv, "l:d:t:hc:a:m:w:", opts, NULL)) != -1) {
-		char why[256];
+		char why[256], *colon;
+		int fd;
 		switch (opt) {
 		case 'l':
 			if ((cmx_vhost_is_spec(optarg) || cmx_ivshmem_is_spec(optarg)) &&
-			    nvhost < MAX_VHOST_SPECS) {
-				vhost_specs[nvhost++] = optarg; /* opened once the loop runs */
+			    o.nvhost < MAX_VHOST_SPECS) {
+				o.vhost_specs[o.nvhost++] = optarg; /* opened once the loop runs */
 				break;
 			}
 			if (nlisteners == MAX_LISTEN ||
@@ -212,27 +375,55 @@ int main(int argc, char **argv)
 					nlisteners == MAX_LISTEN ? "too many" : why);
 				return 2;
 			}
-			nlisteners++;
+			lspecs[nlisteners++] = optarg;
+			break;
+		case 'F':
+			/* FD:SPEC, a listening socket the front end made. */
+			fd = (int)strtol(optarg, &colon, 10);
+			if (*colon != ':' || fd < 3 || nlisteners == MAX_LISTEN ||
+			    cmx_listener_init(&listeners[nlisteners], colon + 1, why, sizeof(why))) {
+				fprintf(stderr, "clmuxd: --listen-fd %s: bad\n", optarg);
+				return 2;
+			}
+			listeners[nlisteners].fd = fd;
+			listeners[nlisteners].inherited = 1;
+			lspecs[nlisteners++] = colon + 1;
 			break;
 		case 'd':
-			device = optarg;
+			o.device = optarg;
 			break;
 		case 'c':
-			config = optarg;
+			o.config = optarg;
 			break;
 		case 'a':
-			admin = optarg;
+			o.admin = optarg;
 			break;
 		case 'm':
-			metrics = optarg;
+			o.metrics = optarg;
 			break;
 		case 'w':
-			window_us = strtoull(optarg, NULL, 10);
+			o.window_us = strtoull(optarg, NULL, 10);
 			break;
 		case 't':
-			threads = (unsigned)strtoul(optarg, NULL, 10);
-			if (!threads)
-				threads = 1;
+			o.threads = (unsigned)strtoul(optarg, NULL, 10);
+			if (!o.threads)
+				o.threads = 1;
+			break;
+		case 'W':
+			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+				fprintf(stderr, "clmuxd: --workers on|off\n");
+				return 2;
+			}
+			use_workers = !strcmp(optarg, "on");
+			break;
+		case 'K':
+			o.worker = optarg;
+			break;
+		case 'C':
+			o.ctl = (int)strtol(optarg, NULL, 10);
+			break;
+		case 'P':
+			o.profile = (int)strtol(optarg, NULL, 10);
 			break;
 		case 'h':
 			usage(stdout);
@@ -242,65 +433,27 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if ((!nlisteners && !nvhost) || optind != argc) {
+	if ((!nlisteners && !o.nvhost && !o.worker) || optind != argc ||
+	    (o.worker && o.ctl < 3)) {
 		usage(stderr);
 		return 2;
 	}
-	if (tenants_setup(&srv, config))
+	if (o.worker) {
+		char name[96];
+		snprintf(name, sizeof(name), "clmuxd[%s]", o.worker);
+		cmx_log_init(strdup(name), CMX_LOG_INFO);
+	}
+	if (tenants_setup(&srv, o.config))
 		return 2;
+	if (o.profile < 0)
+		o.profile = srv.profile;
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
 	/* Blocked before any thread starts, so only the signalfd sees them. */
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
-	if (cmx_device_open(&srv, device))
-		return 1;
-	e = cmx_loop_create(&srv.loop);
-	if (e || cmx_executor_create(srv.loop, threads, &srv.exec) ||
-	    cmx_sched_create(&srv, window_us)) {
-		cmx_err("cannot start the io_uring loop: %s", strerror(-e));
-		return 1;
-	}
-	/* Kernel printf output: the loop reads fd 1 (host/kprintf.c). */
-	e = cmx_kprintf_init(srv.loop);
-	if (e)
-		cmx_warn("kernel printf output stays on stdout: %s", strerror(-e));
-	/* A GPU's large transfers go through pinned staging (host/pinned.c). */
-	if (cmx_pinned_start(srv.devices[0]))
-		cmx_warn("no copy threads: transfers stay pageable");
-	for (unsigned i = 0; i < nlisteners; i++)
-		if (cmx_listener_start(&listeners[i]))
-			return 1;
-	for (unsigned i = 0; i < nvhost; i++) {
-		char why[200];
-		if ((cmx_ivshmem_is_spec(vhost_specs[i]) ? cmx_ivshmem_listen : cmx_vhost_listen)(
-			    &srv, vhost_specs[i], why, sizeof(why))) {
-			cmx_err("--listen %s: %s", vhost_specs[i], why);
-			return 1;
-		}
-	}
-	admin_setup(&srv, admin);
-	if (metrics && cmx_metrics_listen(&srv, metrics, why, sizeof(why))) {
-		cmx_err("--metrics %s: %s", metrics, why);
-		return 1;
-	}
-	sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
-	sig_io.cb = sig_done;
-	tick_io.cb = tick_done;
-	sig_done(&sig_io, 0, 0);
-	e = cmx_loop_run(srv.loop);
-	if (e)
-		cmx_err("loop: %s", strerror(-e));
-	cmx_kprintf_fini();
-	cmx_watch_report();
-	cmx_pinned_stop();
-	cmx_sched_destroy(&srv);
-	cmx_executor_destroy(srv.exec);
-	cmx_loop_destroy(srv.loop);
-	for (unsigned i = 0; i < nlisteners; i++)
-		cmx_listener_fini(&listeners[i]);
-	cmx_tenants_fini(&srv.tenants);
-	cmx_info("stopped");
-	return e ? 1 : 0;
+	if (use_workers && !o.worker)
+		return front_main(&srv, &o, &mask);
+	return worker_main(&srv, &o, &mask);
 }

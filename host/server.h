@@ -26,6 +26,9 @@ struct cmx_server {
 	uint64_t next_session;
 	uint64_t nsessions;
 	int draining;
+	/* This process is the front end (host/front.c): it never calls OpenCL;
+	 * connections go to worker processes at Hello. */
+	int front;
 
 	/* Daemon-wide counters (clmuxctl stats, tests). */
 	uint64_t objects, bytes;

@@ -27,6 +27,10 @@ struct cmx_tenant {
 	/* Who belongs here (config: uid =, gid =, cid =). */
 	uint32_t uids[CMX_TENANT_MAX_IDS], gids[CMX_TENANT_MAX_IDS], cids[CMX_TENANT_MAX_IDS];
 	unsigned nuids, ngids, ncids;
+	/* group =: tenants of one group share one worker process (one fault
+	 * domain, and the in-process scheduler between them); "" is a group of
+	 * its own (host/front.c). */
+	char group[CMX_TENANT_NAME];
 
 	/* Usage, touched on the loop only. */
 	uint64_t sessions, bytes, objects, inflight;

@@ -104,10 +104,13 @@ static int daemon_start(void)
 	f = fopen(conf, "w");
 	if (!f)
 		return -errno;
+	/* b and d are one group (one worker process), where the scheduler
+	 * holds one's launches behind the other's flood (held commands); a
+	 * and c have workers of their own. */
 	fprintf(f,
 		"# test tenants\n[tenant a]\nmem = 1M\nobjects = 12\ninflight = 4\n\n"
-		"[tenant b]\nweight = 3\nrate = 1M/s\n\n[tenant c]\nuid = %u\ncap = 20%%\n\n"
-		"[tenant d]\n",
+		"[tenant b]\nweight = 3\nrate = 1M/s\ngroup = bd\n\n[tenant c]\nuid = %u\n"
+		"cap = 20%%\n\n[tenant d]\ngroup = bd\n",
 		(unsigned)getuid());
 	fclose(f);
 	daemon_pid = fork();

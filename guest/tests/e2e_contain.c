@@ -1,0 +1,350 @@
+// SPDX-License-Identifier: MIT
+// Containment: tenant A's kernel stores far outside its buffer, or never
+// ends, while tenant B runs a checksummed workload through the same clmuxd.
+// Natively the out-of-bounds store kills A's process; through clmux it
+// ends A's worker only: A gets an error, B finishes with every checksum
+// right, the admin socket answers, and A's next process works. An endless
+// kernel of A costs B only a share of the device; `clmuxctl evict a` ends
+// it, and the daemon still exits promptly on SIGTERM with one running.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "e2e.h"
+
+#define B_ROUNDS 100
+#define B_N 65536
+
+static char dir[40], sock_a[64], sock_b[64], admin[64];
+static pid_t daemon_pid;
+
+static void daemon_start(void)
+{
+	const char *bin = getenv("CLMUXD");
+	char la[200], lb[200];
+
+	ck_assert_msg(bin && *bin, "CLMUXD unset");
+	snprintf(dir, sizeof(dir), "/tmp/clmux-contain-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(sock_a, sizeof(sock_a), "%s/a.sock", dir);
+	snprintf(sock_b, sizeof(sock_b), "%s/b.sock", dir);
+	snprintf(admin, sizeof(admin), "%s/admin.sock", dir);
+	snprintf(la, sizeof(la), "unix:%s,tenant=a", sock_a);
+	snprintf(lb, sizeof(lb), "unix:%s,tenant=b", sock_b);
+	daemon_pid = fork();
+	ck_assert_int_ge(daemon_pid, 0);
+	if (!daemon_pid) {
+		setenv("TMPDIR", dir, 1);
+		execl(bin, bin, "--listen", la, "--listen", lb, "--admin", admin, (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 3000; i++) {
+		struct sockaddr_un sun = { .sun_family = AF_UNIX };
+		int fd = socket(AF_UNIX, SOCK_STREAM, 0), ok;
+		snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", admin);
+		ok = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+		close(fd);
+		if (ok)
+			return;
+		usleep(10000);
+	}
+	ck_abort_msg("clmuxd did not start");
+}
+
+/* Sends one admin line, returns the whole answer (malloc'd). */
+static char *ask(const char *line)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	char *buf = calloc(1, 65536);
+	size_t got = 0;
+	ssize_t n;
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", admin);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	ck_assert_int_eq(send(fd, line, strlen(line), MSG_NOSIGNAL), (ssize_t)strlen(line));
+	while ((n = recv(fd, buf + got, 65535 - got, 0)) > 0)
+		got += (size_t)n;
+	close(fd);
+	return buf;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- what the tenants run, each in a process of its own ---- */
+
+static const char b_src[] = "kernel void churn(global const uint *a, global uint *b, uint r) {\n"
+			    "  size_t i = get_global_id(0); b[i] = a[i] * 2654435761u + r; }\n";
+
+/* B: rounds of launch + blocking read, each checked on the host. Exit 0
+ * when every round's checksum was right. */
+static int run_b(const char *server, int rounds)
+{
+	struct e2e_plat p;
+	static uint32_t a[B_N], b[B_N];
+	cl_program prog;
+	cl_kernel k;
+	cl_mem ma, mb;
+	cl_int e;
+
+	setenv("CLMUX_SERVER", server, 1);
+	if (e2e_plat_init(&p, "virtual", e2e_virtual_match()))
+		return 2;
+	for (uint32_t i = 0; i < B_N; i++)
+		a[i] = i * 7u + 1u;
+	prog = e2e_program_build(&p, b_src, NULL);
+	k = e2e_kernel_create(&p, prog, "churn");
+	ma = clCreateBuffer(p.context, CL_MEM_COPY_HOST_PTR, sizeof(a), a, &e);
+	mb = clCreateBuffer(p.context, CL_MEM_READ_WRITE, sizeof(b), NULL, &e);
+	if (e)
+		return 3;
+	for (int r = 0; r < rounds; r++) {
+		size_t g = B_N;
+		cl_uint rr = (cl_uint)r;
+		clSetKernelArg(k, 0, sizeof(ma), &ma);
+		clSetKernelArg(k, 1, sizeof(mb), &mb);
+		clSetKernelArg(k, 2, sizeof(rr), &rr);
+		if (clEnqueueNDRangeKernel(p.queue, k, 1, NULL, &g, NULL, 0, NULL, NULL) ||
+		    clEnqueueReadBuffer(p.queue, mb, CL_TRUE, 0, sizeof(b), b, 0, NULL, NULL))
+			return 4;
+		for (uint32_t i = 0; i < B_N; i++)
+			if (b[i] != a[i] * 2654435761u + rr) {
+				fprintf(stderr, "e2e_contain: B round %d word %u wrong\n", r, i);
+				return 5;
+			}
+	}
+	return 0;
+}
+
+/* A's bad kernels. */
+static const char oob_src[] = "kernel void oob(global int *p) { p[(ulong)1 << 38] = 1; }\n";
+static const char spin_src[] =
+	"kernel void spin(volatile global int *p) { while (p[0] == 0) p[1]++; }\n";
+
+/* A: builds and launches one kernel of src on one work-item, then waits;
+ * the status of clFinish is the exit status's concern: 0 when it
+ * returned CL_SUCCESS, 1 when it returned an error. */
+static int run_a(const char *server, const char *match, const char *src, const char *name,
+		 int started)
+{
+	struct e2e_plat p;
+	cl_program prog;
+	cl_kernel k;
+	cl_mem m;
+	cl_int e;
+	size_t g = 1;
+	int zero[4] = { 0 };
+
+	if (server)
+		setenv("CLMUX_SERVER", server, 1);
+	if (e2e_plat_init(&p, server ? "virtual" : "native", match))
+		return 2;
+	prog = e2e_program_build(&p, src, NULL);
+	k = e2e_kernel_create(&p, prog, name);
+	m = clCreateBuffer(p.context, CL_MEM_COPY_HOST_PTR, sizeof(zero), zero, &e);
+	if (e)
+		return 3;
+	clSetKernelArg(k, 0, sizeof(m), &m);
+	if (clEnqueueNDRangeKernel(p.queue, k, 1, NULL, &g, NULL, 0, NULL, NULL))
+		return 1;
+	clFlush(p.queue);
+	/* Launched: the parent may go on (a status query makes sure the
+	 * daemon has it). */
+	clGetDeviceInfo(p.device, CL_DEVICE_NAME, 0, NULL, NULL);
+	if (started >= 0 && write(started, "s", 1) != 1)
+		return 4;
+	e = clFinish(p.queue);
+	fprintf(stderr, "e2e_contain: A's clFinish: %s\n", e2e_cl_strerror(e));
+	return e == CL_SUCCESS ? 0 : 1;
+}
+
+static pid_t spawn_b(int rounds)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		char server[160];
+		snprintf(server, sizeof(server), "unix:%s", sock_b);
+		_exit(run_b(server, rounds));
+	}
+	return pid;
+}
+
+/* A in a process of its own; with wait set, returns once its kernel is
+ * launched. */
+static pid_t spawn_a(const char *src, const char *name, int native, int wait)
+{
+	int fds[2];
+	pid_t pid;
+	char x;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid) {
+		char server[160];
+		close(fds[0]);
+		snprintf(server, sizeof(server), "unix:%s", sock_a);
+		_exit(native ? run_a(NULL, e2e_native_match(), src, name, wait ? fds[1] : -1)
+			     : run_a(server, e2e_virtual_match(), src, name, wait ? fds[1] : -1));
+	}
+	close(fds[1]);
+	if (wait)
+		ck_assert_msg(read(fds[0], &x, 1) == 1, "A did not launch its kernel");
+	close(fds[0]);
+	return pid;
+}
+
+static int reap(pid_t pid)
+{
+	int st;
+
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	return st;
+}
+
+static void daemon_alive(void)
+{
+	char *r = ask("tenants\n");
+
+	ck_assert_msg(!strncmp(r, "ok\n", 3), "admin: %s", r);
+	free(r);
+	ck_assert_int_eq(kill(daemon_pid, 0), 0);
+}
+
+/* A fresh process of A gets a working context at once. */
+static void a_works_again(void)
+{
+	pid_t b = spawn_b(3);
+	int st;
+	pid_t a = fork();
+
+	ck_assert_int_ge(a, 0);
+	if (!a) {
+		char server[160];
+		snprintf(server, sizeof(server), "unix:%s", sock_a);
+		_exit(run_b(server, 3));
+	}
+	st = reap(a);
+	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "A's new process: status %d", st);
+	st = reap(b);
+	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "B: status %d", st);
+}
+
+static void daemon_stop(void)
+{
+	int st;
+	char p[200];
+
+	kill(daemon_pid, SIGTERM);
+	st = reap(daemon_pid);
+	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "clmuxd ended with %d", st);
+	snprintf(p, sizeof(p), "rm -rf %s", dir);
+	ck_assert_int_eq(system(p), 0);
+}
+
+START_TEST(out_of_bounds_store)
+{
+	pid_t a, b;
+	int st;
+
+	/* Natively the store is the process's own SIGSEGV. */
+	st = reap(spawn_a(oob_src, "oob", 1, 0));
+	fprintf(stderr, "e2e_contain: natively, A ended with %s %d\n",
+		WIFSIGNALED(st) ? "signal" : "status",
+		WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+	daemon_start();
+	b = spawn_b(B_ROUNDS);
+	a = spawn_a(oob_src, "oob", 0, 0);
+	st = reap(a);
+	/* A lives and is told: its clFinish fails. */
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "A: status %d", st);
+	st = reap(b);
+	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "B: status %d", st);
+	daemon_alive();
+	a_works_again();
+	daemon_stop();
+}
+END_TEST
+
+START_TEST(endless_kernel)
+{
+	pid_t a, b;
+	double t0;
+	int st;
+	char *r;
+
+	double alone;
+
+	daemon_start();
+	t0 = now_s();
+	st = reap(spawn_b(B_ROUNDS));
+	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "B alone: status %d", st);
+	alone = now_s() - t0;
+	/* B beside A's kernel, which spins on the device all along. */
+	a = spawn_a(spin_src, "spin", 0, 1);
+	t0 = now_s();
+	b = spawn_b(B_ROUNDS);
+	st = reap(b);
+	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "B beside the endless kernel: status %d",
+		      st);
+	fprintf(stderr,
+		"e2e_contain: B's %d rounds alone %.3f s, beside the endless kernel %.3f s "
+		"(rate %.2f of alone)\n",
+		B_ROUNDS, alone, now_s() - t0, alone / (now_s() - t0));
+	ck_assert_int_eq(waitpid(a, &st, WNOHANG), 0); /* A still waits */
+	t0 = now_s();
+	r = ask("evict a\n");
+	ck_assert_msg(!strcmp(r, "ok\n1 session of a closed\n"), "evict: %s", r);
+	free(r);
+	st = reap(a);
+	fprintf(stderr, "e2e_contain: evict ended A's endless kernel in %.3f s\n", now_s() - t0);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "A after evict: status %d", st);
+	daemon_alive();
+	t0 = now_s();
+	a_works_again();
+	fprintf(stderr, "e2e_contain: B's and A's next 3 rounds after the evict: %.3f s\n",
+		now_s() - t0);
+	/* SIGTERM with an endless kernel running. */
+	a = spawn_a(spin_src, "spin", 0, 1);
+	t0 = now_s();
+	daemon_stop();
+	fprintf(stderr, "e2e_contain: SIGTERM with an endless kernel: exited in %.3f s\n",
+		now_s() - t0);
+	st = reap(a);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "A after SIGTERM: status %d", st);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("contain");
+	TCase *tc = tcase_create("contain");
+	SRunner *sr;
+	int failed;
+
+	/* The harness's own daemon is not wanted: the tests start theirs. */
+	tcase_add_test(tc, out_of_bounds_store);
+	tcase_add_test(tc, endless_kernel);
+	tcase_set_timeout(tc, E2E_TIMEOUT_S * 2);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,737 @@
+// SPDX-License-Identifier: MIT
+// The front end: starts and supervises one worker process per tenant (or
+// trusted group), hands each connection to its tenant's worker at Hello,
+// and keeps the tenants' quotas and usage for the admin socket.
+#define _GNU_SOURCE
+#include "front.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "ctl.h"
+#include "ivshmem.h"
+#include "listener.h"
+#include "log.h"
+#include "server.h"
+#include "vhost.h"
+
+#define KEY_MAX (CMX_TENANT_NAME + 8)
+#define MAX_VSPECS 16
+/* A worker that ends within this of its start waits this long before it is
+ * started again (a device that fails at once must not spin the daemon). */
+#define RESTART_BACKOFF_NS 1000000000ull
+/* How long an admin request waits for the workers' usage reports. */
+#define REPORT_WAIT_MS 250
+/* SIGTERM: how long workers may drain before they are killed. */
+#define DRAIN_GRACE_MS 1500
+
+/*
+ * One running worker process. A link outlives its worker's place in the
+ * table: the process is reaped (pid = 0) and the control socket's last
+ * receive completes (ctl = -1) in either order; the link is freed when both
+ * have happened.
+ */
+struct link {
+	struct cmx_io io;
+	struct worker *w; /* NULL once detached (ended or retiring) */
+	pid_t pid;
+	int ctl;
+	int ready;
+	char key[KEY_MAX]; /* its worker's, for log lines */
+	struct link *next; /* every link, for reaping by pid */
+	uint8_t buf[CMX_CTL_MAX];
+};
+
+struct worker {
+	char key[KEY_MAX];
+	struct link *link; /* the running process, or NULL */
+	int owns;	   /* it serves listeners or VM devices: kept running */
+	uint64_t started_ns;
+	unsigned quick_ends;
+	struct cmx_io restart_io;
+	struct __kernel_timespec restart_ts;
+	int restart_armed;
+	struct worker *next;
+};
+
+/* An admin request waiting for usage reports. */
+struct round {
+	uint64_t seq;
+	unsigned waiting;
+	int done;
+	void (*fn)(void *);
+	void *arg;
+	struct cmx_io tmo_io;
+	struct __kernel_timespec ts;
+	struct round *next;
+};
+
+static struct {
+	struct cmx_server *srv;
+	struct cmx_front_opts o;
+	struct cmx_listener *ls;
+	const char *const *lspecs;
+	unsigned nls;
+	struct worker **lowner; /* per listener: its worker, or NULL (served here) */
+	const char *vspecs[MAX_VSPECS];
+	struct worker *vowner[MAX_VSPECS];
+	unsigned nvspecs;
+	struct worker *workers;
+	struct link *links;
+	struct round *rounds;
+	uint64_t seq;
+	char exe[PATH_MAX];
+	unsigned live; /* links whose process has not been reaped */
+	int draining;
+	struct cmx_io grace_io;
+	struct __kernel_timespec grace_ts;
+} fe;
+
+static void link_recv(struct link *k);
+static int worker_spawn(struct worker *w);
+
+static const char *key_of(const struct cmx_tenant *t, char *out)
+{
+	snprintf(out, KEY_MAX, "t:%s", t->group[0] ? t->group : t->name);
+	return out;
+}
+
+static struct worker *worker_find(const char *key)
+{
+	for (struct worker *w = fe.workers; w; w = w->next)
+		if (!strcmp(w->key, key))
+			return w;
+	return NULL;
+}
+
+static struct worker *worker_get(const char *key)
+{
+	struct worker *w = worker_find(key);
+
+	if (w)
+		return w;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	snprintf(w->key, sizeof(w->key), "%s", key);
+	w->next = fe.workers;
+	fe.workers = w;
+	return w;
+}
+
+/* ---- usage reports and admin rounds ---- */
+
+static void round_finish(struct round *r)
+{
+	if (r->done)
+		return;
+	r->done = 1;
+	io_uring_prep_timeout_remove(cmx_loop_sqe(fe.srv->loop, NULL), (uint64_t)(uintptr_t)&r->tmo_io,
+				     0);
+	r->fn(r->arg);
+}
+
+static void round_expired(struct cmx_io *io, int res, unsigned flags)
+{
+	struct round *r = (struct round *)((char *)io - offsetof(struct round, tmo_io));
+
+	if (!r->done) {
+		cmx_warn("admin: a worker did not report its usage within %d ms; its last "
+			 "figures are shown",
+			 REPORT_WAIT_MS);
+		r->done = 1;
+		r->fn(r->arg);
+	}
+	for (struct round **p = &fe.rounds; *p; p = &(*p)->next)
+		if (*p == r) {
+			*p = r->next;
+			break;
+		}
+	free(r);
+}
+
+void cmx_front_refresh(void (*fn)(void *), void *arg)
+{
+	struct round *r = calloc(1, sizeof(*r));
+	struct cmx_ctl_hdr h = { .op = CMX_CTL_USAGE, .len = sizeof(h) };
+
+	if (!r) {
+		fn(arg);
+		return;
+	}
+	r->seq = h.seq = ++fe.seq;
+	r->fn = fn;
+	r->arg = arg;
+	for (struct worker *w = fe.workers; w; w = w->next)
+		if (w->link && w->link->ready && w->link->ctl >= 0 &&
+		    !cmx_ctl_send(w->link->ctl, &h, sizeof(h), -1, 1))
+			r->waiting++;
+	if (!r->waiting) {
+		free(r);
+		fn(arg);
+		return;
+	}
+	r->ts.tv_nsec = REPORT_WAIT_MS * 1000000ll;
+	r->tmo_io.cb = round_expired;
+	io_uring_prep_timeout(cmx_loop_sqe(fe.srv->loop, &r->tmo_io), &r->ts, 0, 0);
+	r->next = fe.rounds;
+	fe.rounds = r;
+}
+
+/* A worker's report ended (seq): the rounds that waited for it. */
+static void report_end(uint64_t seq)
+{
+	for (struct round *r = fe.rounds; r; r = r->next)
+		if (r->seq == seq && !r->done && !--r->waiting)
+			round_finish(r);
+}
+
+/* Live figures of the tenants a worker served go with it. */
+static void usage_forget(const struct worker *w)
+{
+	char key[KEY_MAX];
+
+	for (struct cmx_tenant *t = fe.srv->tenants.list; t; t = t->next)
+		if (!strcmp(key_of(t, key), w->key))
+			t->sessions = t->objects = t->bytes = t->inflight = 0;
+}
+
+/* ---- one worker's control socket ---- */
+
+static void link_free_if_done(struct link *k)
+{
+	if (k->pid || k->ctl >= 0)
+		return;
+	for (struct link **p = &fe.links; *p; p = &(*p)->next)
+		if (*p == k) {
+			*p = k->next;
+			break;
+		}
+	free(k);
+}
+
+static void on_packet(struct link *k, size_t n)
+{
+	const struct cmx_ctl_hdr *h = (const void *)k->buf;
+	struct worker *w = k->w;
+	char key[KEY_MAX];
+
+	if (n < sizeof(*h) || h->len != n || !w)
+		return;
+	switch (h->op) {
+	case CMX_CTL_READY:
+		k->ready = 1;
+		break;
+	case CMX_CTL_USAGE: {
+		const struct cmx_ctl_usage *u = (const void *)k->buf;
+		struct cmx_tenant *t;
+		if (n == sizeof(*h) || !h->tenant[0]) {
+			report_end(h->seq);
+			break;
+		}
+		/* Only figures of its own tenants are taken from a worker. */
+		if (n != sizeof(*u) || !memchr(h->tenant, '\0', sizeof(h->tenant)) ||
+		    !(t = cmx_tenant_find(&fe.srv->tenants, h->tenant)) ||
+		    strcmp(key_of(t, key), w->key))
+			break;
+		cmx_ctl_usage_unpack(t, u);
+		break;
+	}
+	case CMX_CTL_POISONED: {
+		const struct cmx_ctl_poisoned *p = (const void *)k->buf;
+		if (n != sizeof(*p))
+			break;
+		cmx_warn("worker %s (pid %d): the driver's state is lost (%.*s): new sessions "
+			 "go to a new worker; this one ends with its last session",
+			 w->key, (int)k->pid, (int)sizeof(p->why), p->why);
+		k->w = NULL;
+		w->link = NULL;
+		if (w->owns && !fe.draining)
+			worker_spawn(w);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static void link_done(struct cmx_io *io, int res, unsigned flags)
+{
+	struct link *k = (struct link *)io;
+
+	if (res > 0) {
+		on_packet(k, (size_t)res);
+		link_recv(k);
+		return;
+	}
+	/* Hang-up (the worker is ending) or an error: the process is reaped
+	 * on SIGCHLD, which also starts its successor. */
+	close(k->ctl);
+	k->ctl = -1;
+	link_free_if_done(k);
+}
+
+static void link_recv(struct link *k)
+{
+	k->io.cb = link_done;
+	io_uring_prep_recv(cmx_loop_sqe(fe.srv->loop, &k->io), k->ctl, k->buf, sizeof(k->buf), 0);
+}
+
+/* ---- starting workers ---- */
+
+static void arg_add(char **argv, unsigned *n, char *store, size_t *used, size_t cap,
+		    const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+
+static void arg_add(char **argv, unsigned *n, char *store, size_t *used, size_t cap,
+		    const char *fmt, ...)
+{
+	va_list ap;
+	int k;
+
+	va_start(ap, fmt);
+	k = vsnprintf(store + *used, cap - *used, fmt, ap);
+	va_end(ap);
+	if (k < 0 || (size_t)k >= cap - *used)
+		return; /* the exec then fails on a missing argument */
+	argv[(*n)++] = store + *used;
+	*used += (size_t)k + 1;
+}
+
+#define ARGS_MAX 256
+
+static int worker_spawn(struct worker *w)
+{
+	static char store[65536];
+	char *argv[ARGS_MAX];
+	unsigned n = 0;
+	size_t used = 0;
+	struct link *k;
+	int sv[2];
+	pid_t pid, parent = getpid();
+
+#define ADD(...) arg_add(argv, &n, store, &used, sizeof(store), __VA_ARGS__)
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	k = calloc(1, sizeof(*k));
+	if (!k) {
+		close(sv[0]);
+		close(sv[1]);
+		return -ENOMEM;
+	}
+	ADD("%s", fe.exe);
+	ADD("--worker");
+	ADD("%s", w->key);
+	ADD("--ctl");
+	ADD("%d", sv[1]);
+	ADD("--threads");
+	ADD("%u", fe.o.threads);
+	ADD("--sched-window");
+	ADD("%" PRIu64, fe.o.window_us);
+	ADD("--profile");
+	ADD("%d", fe.o.profile);
+	ADD("--admin");
+	ADD("none");
+	if (fe.o.device) {
+		ADD("--device");
+		ADD("%s", fe.o.device);
+	}
+	if (fe.o.config) {
+		ADD("--config");
+		ADD("%s", fe.o.config);
+	}
+	for (unsigned i = 0; i < fe.nls && n + 2 < ARGS_MAX; i++)
+		if (fe.lowner[i] == w) {
+			ADD("--listen-fd");
+			ADD("%d:%s", fe.ls[i].fd, fe.lspecs[i]);
+		}
+	for (unsigned i = 0; i < fe.nvspecs && n + 2 < ARGS_MAX; i++)
+		if (fe.vowner[i] == w) {
+			ADD("--listen");
+			ADD("%s", fe.vspecs[i]);
+		}
+	argv[n] = NULL;
+#undef ADD
+
+	pid = fork();
+	if (pid < 0) {
+		int e = -errno;
+		close(sv[0]);
+		close(sv[1]);
+		free(k);
+		return e;
+	}
+	if (pid == 0) {
+		/* Only async-signal-safe calls until exec: this process has
+		 * threads. The worker ends with the front end. */
+		sigset_t none;
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(1);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		fcntl(sv[1], F_SETFD, 0);
+		for (unsigned i = 0; i < fe.nls; i++)
+			if (fe.lowner[i] == w)
+				fcntl(fe.ls[i].fd, F_SETFD, 0);
+		execv(fe.exe, argv);
+		_exit(127);
+	}
+	close(sv[1]);
+	k->next = fe.links;
+	fe.links = k;
+	memcpy(k->key, w->key, sizeof(k->key));
+	k->w = w;
+	k->pid = pid;
+	k->ctl = sv[0];
+	w->link = k;
+	w->started_ns = cmx_now_ns();
+	fe.live++;
+	link_recv(k);
+	cmx_info("worker %s started (pid %d)", w->key, (int)pid);
+	return 0;
+}
+
+static void restart_due(struct cmx_io *io, int res, unsigned flags)
+{
+	struct worker *w = (struct worker *)((char *)io - offsetof(struct worker, restart_io));
+
+	w->restart_armed = 0;
+	if (!fe.draining && !w->link && worker_spawn(w))
+		cmx_err("worker %s: cannot start", w->key);
+}
+
+/* A worker that serves listeners is started again at once, or after a
+ * pause when it keeps ending as soon as it starts. */
+static void worker_restart(struct worker *w)
+{
+	if (fe.draining || w->link || w->restart_armed)
+		return;
+	if (cmx_now_ns() - w->started_ns > RESTART_BACKOFF_NS)
+		w->quick_ends = 0;
+	if (w->quick_ends++ < 2) {
+		if (worker_spawn(w))
+			cmx_err("worker %s: cannot start", w->key);
+		return;
+	}
+	w->restart_ts.tv_sec = 1;
+	w->restart_io.cb = restart_due;
+	w->restart_armed = 1;
+	io_uring_prep_timeout(cmx_loop_sqe(fe.srv->loop, &w->restart_io), &w->restart_ts, 0, 0);
+}
+
+/* Waits (before the loop runs) until every started worker says ready, or
+ * one ends: the daemon starts only if its device opens. */
+static int wait_ready(void)
+{
+	for (struct worker *w = fe.workers; w; w = w->next) {
+		struct link *k = w->link;
+		int st;
+		while (k && !k->ready) {
+			int fd;
+			long n = cmx_ctl_recv(k->ctl, k->buf, &fd);
+			if (fd >= 0)
+				close(fd);
+			if (n > 0) {
+				on_packet(k, (size_t)n);
+				continue;
+			}
+			waitpid(k->pid, &st, 0);
+			cmx_err("worker %s ended before it was ready (%s %d)", w->key,
+				WIFSIGNALED(st) ? "signal" : "status",
+				WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
+			return -ENODEV;
+		}
+	}
+	return 0;
+}
+
+int cmx_front_start(struct cmx_server *srv, const struct cmx_front_opts *o,
+		    struct cmx_listener *ls, const char *const *lspecs, unsigned nls,
+		    const char *const *vspecs, unsigned nvspecs)
+{
+	char key[KEY_MAX];
+	ssize_t n;
+
+	fe.srv = srv;
+	fe.o = *o;
+	fe.ls = ls;
+	fe.lspecs = lspecs;
+	fe.nls = nls;
+	n = readlink("/proc/self/exe", fe.exe, sizeof(fe.exe) - 1);
+	if (n <= 0)
+		return -errno;
+	fe.exe[n] = '\0';
+	fe.lowner = calloc(nls ? nls : 1, sizeof(*fe.lowner));
+	if (!fe.lowner || nvspecs > MAX_VSPECS)
+		return -ENOMEM;
+	for (unsigned i = 0; i < nls; i++) {
+		struct cmx_listener *l = &ls[i];
+		struct cmx_tenant *t = l->tenant[0] ? cmx_tenant_find(&srv->tenants, l->tenant) : NULL;
+		if (t)
+			fe.lowner[i] = worker_get(key_of(t, key));
+		else if (l->tls) {
+			/* TLS cannot be handed over: the listener is a worker,
+			 * and the tenants its tokens name share it. */
+			snprintf(key, sizeof(key), "l:%u", i);
+			fe.lowner[i] = worker_get(key);
+		}
+		if (fe.lowner[i])
+			fe.lowner[i]->owns = 1;
+	}
+	for (unsigned i = 0; i < nvspecs; i++) {
+		struct cmx_ident id = { 0 };
+		char tenant[CMX_TENANT_NAME] = "", cid[16];
+		struct cmx_addr a;
+		struct cmx_tenant *t;
+		char why[160];
+		fe.vspecs[i] = vspecs[i];
+		if (!cmx_addr_parse(vspecs[i], &a, why, sizeof(why))) {
+			if (!cmx_addr_opt(&a, "tenant", tenant, sizeof(tenant)))
+				id.listener_tenant = tenant;
+			if (!cmx_addr_opt(&a, "cid", cid, sizeof(cid))) {
+				id.has_cid = 1;
+				id.cid = (uint32_t)strtoul(cid, NULL, 10);
+			}
+		}
+		t = cmx_tenant_lookup(&srv->tenants, &id);
+		if (t)
+			key_of(t, key);
+		else
+			snprintf(key, sizeof(key), "v:%u", i);
+		fe.vowner[i] = worker_get(key);
+		fe.vowner[i]->owns = 1;
+	}
+	fe.nvspecs = nvspecs;
+	/* The listening sockets are made here, once: a worker that ends and is
+	 * started again takes them up, and connections wait in the backlog. */
+	for (unsigned i = 0; i < nls; i++) {
+		int e = fe.lowner[i] ? cmx_listener_bind(&ls[i]) : cmx_listener_start(&ls[i]);
+		if (e)
+			return e;
+	}
+	/* The default tenant's worker, or else one: the device is opened at
+	 * start, as a daemon without workers would. */
+	if (srv->tenants.fallback[0]) {
+		struct cmx_tenant *t = cmx_tenant_get(&srv->tenants, srv->tenants.fallback);
+		if (t)
+			worker_get(key_of(t, key));
+	}
+	if (!fe.workers && srv->tenants.list)
+		worker_get(key_of(srv->tenants.list, key));
+	for (struct worker *w = fe.workers; w; w = w->next) {
+		int e = worker_spawn(w);
+		if (e) {
+			cmx_err("cannot start worker %s: %s", w->key, strerror(-e));
+			return e;
+		}
+	}
+	return wait_ready();
+}
+
+int cmx_front_accepts(const struct cmx_listener *l)
+{
+	return !fe.lowner || !fe.lowner[l - fe.ls];
+}
+
+/* ---- connections ---- */
+
+static void quota_line(const struct cmx_tenant *t, char *out, size_t len)
+{
+	size_t used = 0;
+
+	out[0] = '\0';
+	for (unsigned k = 0; k < sizeof(cmx_quota_keys) / sizeof(cmx_quota_keys[0]); k++) {
+		char v[64];
+		int m;
+		cmx_quota_format(&t->q, cmx_quota_keys[k], v, sizeof(v));
+		m = snprintf(out + used, len - used, "%s%s=%s", used ? " " : "", cmx_quota_keys[k], v);
+		if (m < 0 || (size_t)m >= len - used)
+			break;
+		used += (size_t)m;
+	}
+}
+
+static int send_quota(struct link *k, const struct cmx_tenant *t)
+{
+	struct cmx_ctl_quota q = { .h = { .op = CMX_CTL_QUOTA, .len = sizeof(q) } };
+
+	snprintf(q.h.tenant, sizeof(q.h.tenant), "%s", t->name);
+	quota_line(t, q.line, sizeof(q.line));
+	return cmx_ctl_send(k->ctl, &q, sizeof(q), -1, 1);
+}
+
+int cmx_front_handoff(struct cmx_conn *c, const uint8_t *from, size_t n)
+{
+	struct cmx_tenant *t = cmx_tenant_lookup(&fe.srv->tenants, &c->ident);
+	struct cmx_ctl_conn *m;
+	struct worker *w;
+	char key[KEY_MAX];
+	int e;
+
+	if (fe.draining)
+		return -ESHUTDOWN;
+	if (!t) {
+		cmx_warn("%s: refused: no tenant for this peer", c->peer.name);
+		return -EPERM;
+	}
+	if (n > CMX_CTL_CONN_BYTES)
+		return -EMSGSIZE;
+	w = worker_get(key_of(t, key));
+	if (!w)
+		return -ENOMEM;
+	if (w->link && w->link->ctl < 0) {
+		/* Ending, not yet reaped: its successor starts now. */
+		w->link->w = NULL;
+		w->link = NULL;
+		usage_forget(w);
+	}
+	if (!w->link && (e = worker_spawn(w))) {
+		cmx_err("worker %s: cannot start: %s", w->key, strerror(-e));
+		return e;
+	}
+	m = malloc(sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	memset(m, 0, offsetof(struct cmx_ctl_conn, bytes));
+	m->h.op = CMX_CTL_CONN;
+	m->h.len = (uint32_t)(offsetof(struct cmx_ctl_conn, bytes) + n);
+	snprintf(m->h.tenant, sizeof(m->h.tenant), "%s", t->name);
+	m->peer = c->peer;
+	m->authed = (uint32_t)c->authed;
+	m->nbytes = (uint32_t)n;
+	memcpy(m->bytes, from, n);
+	/* The tenant's quotas go first: they may have changed since the
+	 * worker read the config. A worker too busy to take packets (its
+	 * socket full) gets no more connections for now. */
+	e = send_quota(w->link, t);
+	if (!e)
+		e = cmx_ctl_send(w->link->ctl, m, m->h.len, c->fd, 1);
+	free(m);
+	if (e) {
+		cmx_warn("%s: refused: worker %s takes no connection now: %s", c->peer.name,
+			 w->key, strerror(-e));
+		return -EBUSY;
+	}
+	return 0;
+}
+
+/* ---- administration ---- */
+
+void cmx_front_quota(struct cmx_tenant *t)
+{
+	char key[KEY_MAX];
+	struct worker *w = worker_find(key_of(t, key));
+
+	if (w && w->link && w->link->ctl >= 0)
+		send_quota(w->link, t);
+}
+
+unsigned cmx_front_evict(struct cmx_tenant *t)
+{
+	char key[KEY_MAX];
+	struct worker *w = worker_find(key_of(t, key));
+	unsigned n = (unsigned)t->sessions;
+	struct cmx_ctl_hdr h = { .op = CMX_CTL_EVICT, .len = sizeof(h) };
+
+	if (!w || !w->link)
+		return 0;
+	if (!t->group[0]) {
+		/* The worker is the tenant's alone: ending it frees the device
+		 * at once, running kernels included (OpenCL stops a context's
+		 * kernels only when its process ends). */
+		cmx_info("tenant %s evicted: its worker (pid %d) is stopped", t->name,
+			 (int)w->link->pid);
+		kill(w->link->pid, SIGKILL);
+		t->sessions = t->objects = t->bytes = t->inflight = 0;
+		return n;
+	}
+	snprintf(h.tenant, sizeof(h.tenant), "%s", t->name);
+	if (w->link->ctl >= 0)
+		cmx_ctl_send(w->link->ctl, &h, sizeof(h), -1, 1);
+	return n;
+}
+
+/* ---- ends and draining ---- */
+
+static void grace_over(struct cmx_io *io, int res, unsigned flags)
+{
+	if (res != -ETIME)
+		return;
+	for (struct link *k = fe.links; k; k = k->next)
+		if (k->pid) {
+			cmx_warn("worker %s (pid %d) still running: killed", k->key, (int)k->pid);
+			kill(k->pid, SIGKILL);
+		}
+}
+
+static void maybe_stop(void)
+{
+	if (fe.draining && !fe.live) {
+		io_uring_prep_timeout_remove(cmx_loop_sqe(fe.srv->loop, NULL),
+					     (uint64_t)(uintptr_t)&fe.grace_io, 0);
+		cmx_loop_stop(fe.srv->loop);
+	}
+}
+
+void cmx_front_reap(void)
+{
+	int st;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
+		struct link *k = fe.links;
+		struct worker *w;
+		while (k && k->pid != pid)
+			k = k->next;
+		if (!k)
+			continue;
+		w = k->w;
+		if (WIFSIGNALED(st))
+			cmx_warn("worker %s (pid %d) ended: signal %d (%s)", k->key, (int)pid,
+				 WTERMSIG(st), strsignal(WTERMSIG(st)));
+		else
+			cmx_info("worker %s (pid %d) ended: status %d", k->key, (int)pid,
+				 WEXITSTATUS(st));
+		fe.live--;
+		k->pid = 0;
+		k->w = NULL;
+		/* Its control socket's receive completes with the hang-up and
+		 * frees the link. */
+		if (k->ctl >= 0)
+			shutdown(k->ctl, SHUT_RDWR);
+		if (w && w->link == k) {
+			w->link = NULL;
+			usage_forget(w);
+			if (w->owns)
+				worker_restart(w);
+		}
+		link_free_if_done(k);
+	}
+	maybe_stop();
+}
+
+void cmx_front_drain(void)
+{
+	fe.draining = 1;
+	for (struct link *k = fe.links; k; k = k->next)
+		if (k->pid)
+			kill(k->pid, SIGTERM);
+	fe.grace_ts.tv_nsec = DRAIN_GRACE_MS % 1000 * 1000000ll;
+	fe.grace_ts.tv_sec = DRAIN_GRACE_MS / 1000;
+	fe.grace_io.cb = grace_over;
+	io_uring_prep_timeout(cmx_loop_sqe(fe.srv->loop, &fe.grace_io), &fe.grace_ts, 0, 0);
+	maybe_stop();
+}

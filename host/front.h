@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+// clmuxd's front end: listeners, tenants and the admin socket in a process
+// that never calls OpenCL, and worker processes that run the tenants' calls.
+#ifndef CMX_HOST_FRONT_H
+#define CMX_HOST_FRONT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cmx_conn;
+struct cmx_listener;
+struct cmx_server;
+struct cmx_tenant;
+
+/* What every worker is started with (the daemon's own options). */
+struct cmx_front_opts {
+	const char *device;	/* --device, or NULL */
+	const char *config;	/* the config file the tenants came from, or NULL */
+	unsigned threads;
+	uint64_t window_us;
+	int profile;
+};
+
+/*
+ * Assigns each listener and VM device to the worker that will serve it, and
+ * starts those workers. A listener with tenant= belongs to that tenant's
+ * worker, which accepts on it itself (TLS included); a TLS listener whose
+ * tokens name the tenants is a worker of its own; any other listener stays
+ * here, and each of its connections goes to its tenant's worker at Hello.
+ * vspecs are the --listen vhost-user-vsock and ivshmem specs. 0, or -errno
+ * (logged).
+ */
+int cmx_front_start(struct cmx_server *srv, const struct cmx_front_opts *o,
+		    struct cmx_listener *ls, const char *const *lspecs, unsigned nls,
+		    const char *const *vspecs, unsigned nvspecs);
+/* Whether the front end serves (accepts on) listener l itself. */
+int cmx_front_accepts(const struct cmx_listener *l);
+
+/*
+ * A connection of a front-end listener reached its Hello at `from` (n bytes
+ * from there on are unparsed): it goes to its tenant's worker with those
+ * bytes, and this process forgets it. 0 when handed over (the connection is
+ * released here, not shut down), or -errno (the connection is refused).
+ */
+int cmx_front_handoff(struct cmx_conn *c, const uint8_t *from, size_t n);
+
+/* Asks every worker for its tenants' usage and runs fn(arg) once all have
+ * answered, or after a short wait (a worker stuck in the driver). */
+void cmx_front_refresh(void (*fn)(void *), void *arg);
+/* A worker ended (SIGCHLD): reaps every child that has. */
+void cmx_front_reap(void);
+/* clmuxctl: a tenant's quotas changed / evict it. Evict returns the number
+ * of sessions it ended (as last reported). */
+void cmx_front_quota(struct cmx_tenant *t);
+unsigned cmx_front_evict(struct cmx_tenant *t);
+/* SIGTERM: every worker is asked to stop, and killed after a grace time;
+ * the loop stops once none is left. */
+void cmx_front_drain(void);
+
+#endif

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+// The worker's end of the control channel: a thread reads the front end's
+// packets and posts them to the loop, where connections are adopted, quotas
+// applied, tenants evicted and usage reported.
+#define _GNU_SOURCE
+#include "worker.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "admin.h"
+#include "conn.h"
+#include "ctl.h"
+#include "log.h"
+#include "server.h"
+
+static struct {
+	struct cmx_server *srv;
+	int ctl;
+	char key[CMX_TENANT_NAME + 8];
+	pthread_t reader;
+	atomic_int poisoned;
+} wk = { .ctl = -1 };
+
+struct packet {
+	int fd;
+	size_t len;
+	uint8_t buf[]; /* CMX_CTL_MAX at most */
+};
+
+int cmx_worker_is(void)
+{
+	return wk.ctl >= 0;
+}
+
+/* Whether t is served by this worker: its group, or itself ("t:NAME"). */
+static int mine(const struct cmx_tenant *t)
+{
+	char key[sizeof(wk.key)];
+
+	snprintf(key, sizeof(key), "t:%s", t->group[0] ? t->group : t->name);
+	return !strcmp(key, wk.key) || !strncmp(wk.key, "l:", 2) || !strncmp(wk.key, "v:", 2);
+}
+
+static void send_usage(uint64_t seq)
+{
+	struct cmx_ctl_hdr end = { .op = CMX_CTL_USAGE, .len = sizeof(end), .seq = seq };
+
+	for (struct cmx_tenant *t = wk.srv->tenants.list; t; t = t->next) {
+		struct cmx_ctl_usage u;
+		if (!mine(t))
+			continue;
+		cmx_ctl_usage_pack(t, &u);
+		u.h.seq = seq;
+		cmx_ctl_send(wk.ctl, &u, sizeof(u), -1, 1);
+	}
+	cmx_ctl_send(wk.ctl, &end, sizeof(end), -1, 1);
+}
+
+static void apply_quota(struct cmx_tenant *t, const char *line)
+{
+	char copy[sizeof(((struct cmx_ctl_quota *)0)->line)], *save = NULL, *kv;
+	struct cmx_quota q = t->q;
+
+	snprintf(copy, sizeof(copy), "%s", line);
+	for (kv = strtok_r(copy, " ", &save); kv; kv = strtok_r(NULL, " ", &save)) {
+		char why[160], *eq = strchr(kv, '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		if (cmx_quota_set(&q, kv, eq + 1, why, sizeof(why)))
+			cmx_warn("worker %s: quota of %s from the front end: %s", wk.key, t->name,
+				 why);
+	}
+	t->q = q;
+}
+
+static void on_packet(void *arg)
+{
+	struct packet *p = arg;
+	struct cmx_ctl_hdr *h = (void *)p->buf;
+	struct cmx_tenant *t = NULL;
+
+	h->tenant[sizeof(h->tenant) - 1] = '\0';
+	if (h->tenant[0])
+		t = cmx_tenant_get(&wk.srv->tenants, h->tenant);
+	switch (h->op) {
+	case CMX_CTL_CONN: {
+		struct cmx_ctl_conn *m = (void *)p->buf;
+		if (p->fd < 0 || !t || p->len < offsetof(struct cmx_ctl_conn, bytes) ||
+		    m->nbytes != p->len - offsetof(struct cmx_ctl_conn, bytes))
+			break;
+		if (atomic_load(&wk.poisoned) || wk.srv->draining) {
+			/* Too late for this process: the front end sends the
+			 * next one elsewhere; this one is ended. */
+			break;
+		}
+		cmx_conn_adopt(wk.srv, p->fd, &m->peer, (int)m->authed, t->name, m->bytes,
+			       m->nbytes);
+		p->fd = -1;
+		break;
+	}
+	case CMX_CTL_QUOTA:
+		if (t && p->len == sizeof(struct cmx_ctl_quota)) {
+			struct cmx_ctl_quota *q = (void *)p->buf;
+			q->line[sizeof(q->line) - 1] = '\0';
+			apply_quota(t, q->line);
+		}
+		break;
+	case CMX_CTL_EVICT:
+		if (t)
+			cmx_admin_evict(wk.srv, t);
+		break;
+	case CMX_CTL_USAGE:
+		send_usage(h->seq);
+		break;
+	default:
+		break;
+	}
+	if (p->fd >= 0)
+		close(p->fd);
+	free(p);
+}
+
+/* The front end is gone: this worker drains and ends like on SIGTERM. */
+static void on_hangup(void *arg)
+{
+	(void)arg;
+	if (!wk.srv->draining) {
+		cmx_warn("worker %s: the front end is gone: stopping", wk.key);
+		kill(getpid(), SIGTERM);
+	}
+}
+
+static void *reader_main(void *arg)
+{
+	uint8_t *buf = malloc(CMX_CTL_MAX);
+
+	(void)arg;
+	for (;;) {
+		struct packet *p;
+		int fd;
+		long n = buf ? cmx_ctl_recv(wk.ctl, buf, &fd) : -ENOMEM;
+		if (n == -EBADMSG)
+			continue;
+		if (n <= 0)
+			break;
+		p = malloc(sizeof(*p) + (size_t)n);
+		if (!p) {
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		p->fd = fd;
+		p->len = (size_t)n;
+		memcpy(p->buf, buf, (size_t)n);
+		cmx_loop_post(wk.srv->loop, on_packet, p);
+	}
+	free(buf);
+	cmx_loop_post(wk.srv->loop, on_hangup, NULL);
+	return NULL;
+}
+
+int cmx_worker_start(struct cmx_server *srv, int ctl, const char *key)
+{
+	struct cmx_ctl_hdr ready = { .op = CMX_CTL_READY, .len = sizeof(ready) };
+	int e;
+
+	wk.srv = srv;
+	wk.ctl = ctl;
+	snprintf(wk.key, sizeof(wk.key), "%s", key);
+	e = pthread_create(&wk.reader, NULL, reader_main, NULL);
+	if (e)
+		return -e;
+	pthread_detach(wk.reader);
+	return cmx_ctl_send(ctl, &ready, sizeof(ready), -1, 0);
+}
+
+void cmx_worker_poisoned(const char *why)
+{
+	struct cmx_ctl_poisoned p = { .h = { .op = CMX_CTL_POISONED, .len = sizeof(p) } };
+
+	if (wk.ctl < 0 || atomic_exchange(&wk.poisoned, 1))
+		return;
+	cmx_err("worker %s: the driver's state is lost: %s", wk.key, why);
+	snprintf(p.why, sizeof(p.why), "%s", why);
+	cmx_ctl_send(wk.ctl, &p, sizeof(p), -1, 1);
+	cmx_main_retire();
+}

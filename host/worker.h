@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: MIT
+// A worker process's side of the control channel (host/ctl.h): the
+// connections the front end hands over, quota changes, evictions, reports.
+#ifndef CMX_HOST_WORKER_H
+#define CMX_HOST_WORKER_H
+
+struct cmx_server;
+
+/* Starts taking packets from the front end on ctl (a thread that posts
+ * them to the loop) and says ready. key: the worker's name (host/front.c),
+ * for log lines and the tenants it reports. 0 or -errno. */
+int cmx_worker_start(struct cmx_server *srv, int ctl, const char *key);
+/* The driver's state is lost (a GPU fault: every context of this process
+ * is gone): tells the front end, which sends new sessions elsewhere; this
+ * process stops accepting and ends with its last session. Once. */
+void cmx_worker_poisoned(const char *why);
+/* Stops accepting and ends the process once its last session has
+ * (host/main.c). */
+void cmx_main_retire(void);
+/* Whether this process is a worker. */
+int cmx_worker_is(void);
+
+#endif
