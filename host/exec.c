@@ -2,9 +2,11 @@
 // Shared handler plumbing: binding events, deferring calls to event
 // completion or to the executor.
 #include "exec.h"
+#include "worker.h"
 
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,15 +144,35 @@ void cmx_exec_drive_unlock(void)
 		pthread_mutex_unlock(&drive_lock);
 }
 
+void cmx_exec_check_lost(cl_int err, const char *what)
+{
+	char why[96];
+
+	/* NVIDIA after a kernel's memory fault: waits fail with
+	 * CL_INVALID_COMMAND_QUEUE or CL_OUT_OF_RESOURCES while the command
+	 * never completes, and every later context fails with -9999. The
+	 * process's driver state is gone for good (shared/FIELD.md). */
+	if (err != CL_INVALID_COMMAND_QUEUE && err != CL_OUT_OF_RESOURCES && err != -9999)
+		return;
+	snprintf(why, sizeof(why), "%s: %d", what, err);
+	cmx_worker_poisoned(why);
+}
+
 static int wait_work(struct cmx_call *c)
 {
 	cl_event e = c->result;
-	cl_int status = CL_COMPLETE;
+	cl_int status = CL_COMPLETE, we;
 
 	cmx_exec_drive_lock();
-	clWaitForEvents(1, &e);
+	we = clWaitForEvents(1, &e);
 	cmx_exec_drive_unlock();
 	clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status, NULL);
+	if (we != CL_SUCCESS && status > CL_COMPLETE) {
+		/* The wait failed, yet the command never ended: the driver
+		 * has lost it. */
+		cmx_exec_check_lost(we, "clWaitForEvents");
+		status = we;
+	}
 	clReleaseEvent(e);
 	c->result = NULL;
 	return status;

@@ -132,4 +132,8 @@ int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t o
  * the buffer `mem`, or all of them (0). host/exec_mem.c. */
 void cmx_area_maps_drop(struct cmx_session *s, uint64_t mem);
 
+/* An error that means the driver's state in this process is lost (a GPU
+ * fault): the worker retires (host/worker.c). Any thread. */
+void cmx_exec_check_lost(cl_int err, const char *what);
+
 #endif

@@ -242,6 +242,8 @@ int cmx_h_CreateContext(struct cmx_call *c, struct cmx_CreateContext_in *in)
 			      tmpl ? ctx_notify : NULL, tmpl, &e);
 	if (e) {
 		free(tmpl);
+		if (e == -9999)
+			cmx_exec_check_lost(e, "clCreateContext");
 		return e;
 	}
 	if (cmx_session_add(c->s, in->context.id, CMX_K_CONTEXT, ctx, ctx, 0, NULL)) {

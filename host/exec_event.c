@@ -55,6 +55,8 @@ static int wait_work(struct cmx_call *c)
 			       NULL);
 		if (!e && st < 0)
 			e = CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
+		if (e && e != CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST && st > CL_COMPLETE)
+			cmx_exec_check_lost(e, "clWaitForEvents");
 		clReleaseEvent(in->events.h[i]);
 	}
 	return e;

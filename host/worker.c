@@ -182,6 +182,12 @@ int cmx_worker_start(struct cmx_server *srv, int ctl, const char *key)
 	return cmx_ctl_send(ctl, &ready, sizeof(ready), -1, 0);
 }
 
+static void retire(void *arg)
+{
+	(void)arg;
+	cmx_main_retire();
+}
+
 void cmx_worker_poisoned(const char *why)
 {
 	struct cmx_ctl_poisoned p = { .h = { .op = CMX_CTL_POISONED, .len = sizeof(p) } };
@@ -191,5 +197,5 @@ void cmx_worker_poisoned(const char *why)
 	cmx_err("worker %s: the driver's state is lost: %s", wk.key, why);
 	snprintf(p.why, sizeof(p.why), "%s", why);
 	cmx_ctl_send(wk.ctl, &p, sizeof(p), -1, 1);
-	cmx_main_retire();
+	cmx_loop_post(wk.srv->loop, retire, NULL);
 }

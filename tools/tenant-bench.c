@@ -33,6 +33,9 @@ struct opts {
 	const char *clmuxd, *device;
 	const char *client_vendors; /* OCL_ICD_VENDORS of the clients only */
 	int probe;		    /* one more tenant, measuring a small call's latency */
+	int group;		    /* every tenant in one group: one worker process */
+	int runaway;		    /* one more tenant, whose kernel never ends */
+	const char *daemon_args;    /* more clmuxd options, split at spaces */
 };
 
 static double now_s(void)
@@ -94,6 +97,67 @@ static void probe_run(cl_command_queue q, cl_kernel k, double end, double *med, 
 	qsort(lat, n, sizeof(lat[0]), cmp_double);
 	*med = n ? lat[n / 2] : 0;
 	*p99 = n ? lat[n * 99 / 100] : 0;
+}
+
+/* The runaway: one kernel that never ends, launched, then waited for. */
+static int runaway_client(int ready_fd)
+{
+	static const char *spin =
+	    "kernel void forever(volatile global int *p) { while (p[0] == 0) p[1]++; }\n";
+	cl_platform_id plat = find_clmux();
+	cl_device_id dev;
+	cl_context ctx;
+	cl_command_queue q;
+	cl_program prog;
+	cl_kernel k;
+	cl_mem buf;
+	cl_int e, zero[2] = {0, 0};
+	size_t one = 1;
+
+	if (!plat || clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &dev, NULL))
+		return 2;
+	ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &e);
+	q = clCreateCommandQueueWithProperties(ctx, dev, NULL, &e);
+	prog = clCreateProgramWithSource(ctx, 1, &spin, NULL, &e);
+	if (clBuildProgram(prog, 1, &dev, NULL, NULL, NULL))
+		return 4;
+	k = clCreateKernel(prog, "forever", &e);
+	buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(zero), zero, &e);
+	clSetKernelArg(k, 0, sizeof(buf), &buf);
+	if (clEnqueueNDRangeKernel(q, k, 1, NULL, &one, NULL, 0, NULL, NULL))
+		return 5;
+	clFlush(q);
+	if (write(ready_fd, "r", 1) != 1)
+		return 3;
+	clFinish(q);
+	return 0;
+}
+
+static pid_t runaway_start(const struct opts *o, const char *dir)
+{
+	int ready[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(ready))
+		return -1;
+	pid = fork();
+	if (!pid) {
+		char server[512];
+		snprintf(server, sizeof(server), "unix:%s/t%u.sock", dir, o->tenants + o->probe);
+		setenv("CLMUX_SERVER", server, 1);
+		if (o->client_vendors && !native)
+			setenv("OCL_ICD_VENDORS", o->client_vendors, 1);
+		close(ready[0]);
+		_exit(runaway_client(ready[1]));
+	}
+	close(ready[1]);
+	if (read(ready[0], &c, 1) != 1)
+		pid = -1;
+	close(ready[0]);
+	/* Give it a moment on the device. */
+	usleep(200000);
+	return pid;
 }
 
 static int client(const struct opts *o, unsigned idx, int ready_fd, int go_fd, int out_fd, int idle)
@@ -175,7 +239,30 @@ static int client(const struct opts *o, unsigned idx, int ready_fd, int go_fd, i
 	return 0;
 }
 
+static long rss_one(pid_t pid);
+
+/* The daemon's resident memory: its own and its workers'. */
 static long rss_kib(pid_t pid)
+{
+	char path[96], kids[4096];
+	long kib = rss_one(pid);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return kib;
+	if (fgets(kids, sizeof(kids), f))
+		for (char *t = strtok(kids, " \n"); t; t = strtok(NULL, " \n")) {
+			long k = rss_one((pid_t)atol(t));
+			if (k > 0)
+				kib += k;
+		}
+	fclose(f);
+	return kib;
+}
+
+static long rss_one(pid_t pid)
 {
 	char path[64], line[256];
 	long kib = -1;
@@ -203,13 +290,14 @@ static pid_t daemon_start(const struct opts *o, const char *dir)
 	f = fopen(conf, "w");
 	if (!f)
 		return -1;
-	for (unsigned i = 0; i < o->tenants + o->probe; i++)
-		fprintf(f, "[tenant t%u]\nweight = %u\n", i,
-			i < o->tenants ? o->weights[i % o->nweights] : 1);
+	for (unsigned i = 0; i < o->tenants + o->probe + o->runaway; i++)
+		fprintf(f, "[tenant t%u]\nweight = %u\n%s", i,
+			i < o->tenants ? o->weights[i % o->nweights] : 1,
+			o->group ? "group = g\n" : "");
 	fclose(f);
-	argv = calloc(2 * (o->tenants + 1) + 12, sizeof(*argv));
+	argv = calloc(2 * (o->tenants + 2) + 32, sizeof(*argv));
 	argv[a++] = (char *)o->clmuxd;
-	for (unsigned i = 0; i < o->tenants + o->probe; i++) {
+	for (unsigned i = 0; i < o->tenants + o->probe + o->runaway; i++) {
 		argv[a++] = "--listen";
 		if (asprintf(&argv[a++], "unix:%s/t%u.sock,tenant=t%u", dir, i, i) < 0)
 			return -1;
@@ -222,13 +310,19 @@ static pid_t daemon_start(const struct opts *o, const char *dir)
 		argv[a++] = "--device";
 		argv[a++] = (char *)o->device;
 	}
+	if (o->daemon_args) {
+		char *words = strdup(o->daemon_args);
+		for (char *w = strtok(words, " "); w && a < 2 * (o->tenants + 1) + 30;
+		     w = strtok(NULL, " "))
+			argv[a++] = w;
+	}
 	pid = fork();
 	if (!pid) {
 		execvp(o->clmuxd, argv);
 		fprintf(stderr, "tenant-bench: %s: %s\n", o->clmuxd, strerror(errno));
 		_exit(127);
 	}
-	for (unsigned i = 0; i < o->tenants + o->probe; i++) {
+	for (unsigned i = 0; i < o->tenants + o->probe + o->runaway; i++) {
 		char sock[512];
 		snprintf(sock, sizeof(sock), "%s/t%u.sock", dir, i);
 		for (int t = 0; t < 1000 && access(sock, F_OK); t++)
@@ -277,7 +371,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: tenant-bench [--tenants N] [--weights W[:W...]] [--seconds S]\n"
 		   "                    [--inflight K] [--work N] [--device SPEC] [--clmuxd PATH]\n"
-		   "                    [--client-vendors PATH] [--native] [--probe]\n"
+		   "                    [--client-vendors PATH] [--native] [--probe] [--group]\n"
+		   "                    [--daemon-args 'ARGS'] [--runaway]\n"
 		   "  N tenants (default 8), each a client process keeping K (default 4)\n"
 		   "  kernels in flight for S seconds (default 10) through one clmuxd;\n"
 		   "  weights repeat over the tenants (default 1). OCL_ICD_VENDORS must\n"
@@ -287,7 +382,12 @@ static void usage(FILE *f)
 		   "  --native: the same clients on the native platform, no clmuxd (the\n"
 		   "  baseline: weights cannot apply there).\n"
 		   "  --probe: one more tenant launching a 1-item kernel and waiting for it,\n"
-		   "  every ms: its latency under the load and alone.\n");
+		   "  every ms: its latency under the load and alone.\n"
+		   "  --group: the tenants form one group (one worker process, clmuxd's\n"
+		   "  scheduler between them); default: a worker process each.\n"
+		   "  --daemon-args: more clmuxd options (e.g. '--workers off').\n"
+		   "  --runaway: one more tenant whose kernel never ends runs all along;\n"
+		   "  then the time clmuxd takes to exit on SIGTERM.\n");
 }
 
 int main(int argc, char **argv)
@@ -296,7 +396,8 @@ int main(int argc, char **argv)
 	    {"tenants", 1, NULL, 'n'},	{"weights", 1, NULL, 'w'}, {"seconds", 1, NULL, 's'},
 	    {"inflight", 1, NULL, 'k'}, {"work", 1, NULL, 'W'},	   {"device", 1, NULL, 'd'},
 	    {"clmuxd", 1, NULL, 'c'},	{"help", 0, NULL, 'h'},	   {"client-vendors", 1, NULL, 'v'},
-	    {"native", 0, NULL, 'N'},	{"probe", 0, NULL, 'p'},   {NULL, 0, NULL, 0},
+	    {"native", 0, NULL, 'N'},	{"probe", 0, NULL, 'p'},   {"group", 0, NULL, 'g'},
+	    {"daemon-args", 1, NULL, 'D'}, {"runaway", 0, NULL, 'R'}, {NULL, 0, NULL, 0},
 	};
 	struct opts o = {.tenants = 8,
 			 .inflight = 4,
@@ -312,10 +413,10 @@ int main(int argc, char **argv)
 	long rss0, rss1;
 	struct result probe = {0};
 	int opt, out_rd, go_wr, failed = 0;
-	pid_t daemon;
+	pid_t daemon, runaway = 0;
 
 	o.clmuxd = getenv("CLMUXD") ? getenv("CLMUXD") : "clmuxd";
-	while ((opt = getopt_long(argc, argv, "n:w:s:k:W:d:c:hv:Np", lo, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:w:s:k:W:d:c:hv:NpgD:R", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			o.tenants = (unsigned)atoi(optarg);
@@ -349,6 +450,15 @@ int main(int argc, char **argv)
 			break;
 		case 'p':
 			o.probe = 1;
+			break;
+		case 'g':
+			o.group = 1;
+			break;
+		case 'R':
+			o.runaway = 1;
+			break;
+		case 'D':
+			o.daemon_args = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -389,6 +499,11 @@ int main(int argc, char **argv)
 			waitpid(pids[i], NULL, 0);
 	}
 
+	/* The runaway starts first and runs all along. */
+	if (o.runaway && (runaway = runaway_start(&o, dir)) < 0) {
+		fprintf(stderr, "tenant-bench: the runaway tenant did not start\n");
+		return 1;
+	}
 	/* The contended window. */
 	if (run_clients(&o, dir, o.tenants + o.probe, 0, pids, &out_rd, &go_wr))
 		return 1;
@@ -411,8 +526,18 @@ int main(int argc, char **argv)
 		else
 			done[r.tenant] = r.done;
 	}
-	kill(daemon, SIGTERM);
-	waitpid(daemon, NULL, 0);
+	{
+		double t0 = now_s();
+		kill(daemon, SIGTERM);
+		waitpid(daemon, NULL, 0);
+		if (o.runaway && !native)
+			printf("clmuxd exited %.3f s after SIGTERM, a runaway kernel running\n",
+			       now_s() - t0);
+	}
+	if (runaway > 0) {
+		kill(runaway, SIGKILL);
+		waitpid(runaway, NULL, 0);
+	}
 	{
 		char cmd[128];
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
@@ -429,7 +554,9 @@ int main(int argc, char **argv)
 		norm_sum += x;
 		norm_sq += x * x;
 	}
-	printf("tenant-bench: %u %s, weights", o.tenants, native ? "native clients" : "tenants");
+	printf("tenant-bench: %u %s%s, weights", o.tenants,
+	       native ? "native clients" : o.group ? "tenants of one group" : "tenants",
+	       o.runaway ? " beside a runaway kernel" : "");
 	for (unsigned i = 0; i < o.nweights; i++)
 		printf("%s%u", i ? ":" : " ", o.weights[i]);
 	printf(", %u in flight each, %u s, kernel %u x %u iterations\n", o.inflight, o.seconds,
