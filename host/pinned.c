@@ -58,6 +58,7 @@ static struct {
 	cl_mem buf;
 	char *base;
 	atomic_int ready; /* store-release after base is mapped; load-acquire in get() */
+	int wanted;	  /* a transfer asked for the pool (under lock) */
 	unsigned used;	  /* bit per slot, under lock */
 	uint64_t min;
 } pn = {.lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER};
@@ -123,8 +124,19 @@ static void split(struct job *j)
 
 static void *copier(void *arg)
 {
-	if (arg)
-		pool_make();
+	if (arg) {
+		/* The pool is made when a transfer first asks for it, not at
+		 * start: an idle worker process holds no context of its own
+		 * (on a GPU each costs device memory, per process). */
+		int go;
+		pthread_mutex_lock(&pn.lock);
+		while (!pn.wanted && !pn.stopping)
+			pthread_cond_wait(&pn.cond, &pn.lock);
+		go = !pn.stopping;
+		pthread_mutex_unlock(&pn.lock);
+		if (go)
+			pool_make();
+	}
 	pthread_mutex_lock(&pn.lock);
 	for (;;) {
 		struct piece *p;
@@ -206,9 +218,18 @@ void *cmx_pinned_get(uint64_t size)
 {
 	void *slot = NULL;
 
-	if (size < pn.min || size > CMX_PINNED_SLOT ||
-	    !atomic_load_explicit(&pn.ready, memory_order_acquire))
+	if (size < pn.min || size > CMX_PINNED_SLOT || !pn.started)
 		return NULL;
+	if (!atomic_load_explicit(&pn.ready, memory_order_acquire)) {
+		/* The first such transfer goes pageable and has the pool made. */
+		pthread_mutex_lock(&pn.lock);
+		if (!pn.wanted) {
+			pn.wanted = 1;
+			pthread_cond_broadcast(&pn.cond);
+		}
+		pthread_mutex_unlock(&pn.lock);
+		return NULL;
+	}
 	pthread_mutex_lock(&pn.lock);
 	for (unsigned i = 0; i < SLOTS; i++)
 		if (!(pn.used & (1u << i))) {

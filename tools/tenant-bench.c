@@ -481,13 +481,14 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	setenv("CLMUX_LOG", getenv("CLMUX_LOG") ? getenv("CLMUX_LOG") : "warn", 1);
-	daemon = daemon_start(&o, dir);
+	/* Natively there is no daemon: the clients find the device itself. */
+	daemon = native ? 0 : daemon_start(&o, dir);
 	if (daemon < 0)
 		return 1;
 	sleep(1);
 
 	/* Resident memory per idle tenant: a session each, nothing running. */
-	rss0 = rss1 = rss_kib(daemon);
+	rss0 = rss1 = daemon > 0 ? rss_kib(daemon) : 0;
 	if (!native) {
 		if (run_clients(&o, dir, o.tenants, 1, pids, &out_rd, &go_wr))
 			return 1;
@@ -528,8 +529,10 @@ int main(int argc, char **argv)
 	}
 	{
 		double t0 = now_s();
-		kill(daemon, SIGTERM);
-		waitpid(daemon, NULL, 0);
+		if (daemon > 0) {
+			kill(daemon, SIGTERM);
+			waitpid(daemon, NULL, 0);
+		}
 		if (o.runaway && !native)
 			printf("clmuxd exited %.3f s after SIGTERM, a runaway kernel running\n",
 			       now_s() - t0);
