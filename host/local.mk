@@ -18,7 +18,7 @@ host_clmuxd_LDADD = transport/libcmxtransport.la $(URING_LIBS) $(SSL_LIBS) $(OPE
 if HAVE_CHECK
 check_PROGRAMS += host/tests/test_auth
 TESTS += host/tests/test_auth
-host_tests_test_auth_SOURCES = host/tests/test_auth.c host/auth.c
+host_tests_test_auth_SOURCES = host/tests/test_auth.c host/auth.c host/peer.c
 host_tests_test_auth_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host
 host_tests_test_auth_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_auth_LDADD = $(CHECK_LIBS)
