@@ -19,6 +19,7 @@
 #include "executor.h"
 #include "kprintf.h"
 #include "pinned.h"
+#include "privilege.h"
 #include "listener.h"
 #include "reaper.h"
 #include "log.h"
@@ -170,6 +171,8 @@ static void usage(FILE *f)
 		   "  --sched-window US  device time let onto the device at once (default 2000)\n"
 		   "  --device SPEC   gpu | cpu | N | PLATFORM[:N]  (default: first GPU, else first device)\n"
 		   "  --threads N     most threads for blocking calls (default 64)\n"
+		   "  --user NAME     after opening everything as root, run as NAME with NAME's\n"
+		   "                  groups (the GPU's: video, render)\n"
 		   "  CLMUX_LOG=debug|info|warn|err sets the log level (default info)\n");
 }
 
@@ -181,10 +184,11 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' }, { "admin", required_argument, NULL, 'a' },
 		{ "metrics", required_argument, NULL, 'm' },
 		{ "sched-window", required_argument, NULL, 'w' },
+		{ "user", required_argument, NULL, 'u' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *device = NULL, *vhost_specs[MAX_VHOST_SPECS];
-	const char *config = NULL, *admin = NULL, *metrics = NULL;
+	const char *config = NULL, *admin = NULL, *metrics = NULL, *user = NULL;
 	char why[200];
 	unsigned nvhost = 0;
 	unsigned threads = 64;
@@ -197,7 +201,7 @@ int main(int argc, char **argv)
 	/* The clmux ICD, if installed here, must not connect back to us. */
 	setenv("CLMUX_DISABLE", "1", 1);
 	cmx_srv = &srv;
-	while ((opt = getopt_long(argc, argv, "l:d:t:hc:a:m:w:", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "l:d:t:hc:a:m:w:u:", opts, NULL)) != -1) {
 		char why[256];
 		switch (opt) {
 		case 'l':
@@ -228,6 +232,9 @@ int main(int argc, char **argv)
 			break;
 		case 'w':
 			window_us = strtoull(optarg, NULL, 10);
+			break;
+		case 'u':
+			user = optarg;
 			break;
 		case 't':
 			threads = (unsigned)strtoul(optarg, NULL, 10);
@@ -285,6 +292,13 @@ int main(int argc, char **argv)
 		cmx_err("--metrics %s: %s", metrics, why);
 		return 1;
 	}
+	/* Everything that needs root is open: the loop serves as --user. */
+	if (user && cmx_privilege_drop(user, why, sizeof(why))) {
+		cmx_err("%s", why);
+		return 1;
+	}
+	if (user)
+		cmx_info("running as %s (uid %u)", user, (unsigned)getuid());
 	sig_fd = signalfd(-1, &mask, SFD_CLOEXEC);
 	sig_io.cb = sig_done;
 	tick_io.cb = tick_done;
