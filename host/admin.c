@@ -471,7 +471,8 @@ static void endpoint_accept(struct endpoint *ep)
 
 int cmx_admin_listen(struct cmx_server *srv, const char *path)
 {
-	struct cmx_addr a = {.type = CMX_ADDR_UNIX};
+	/* Root's alone from the start: mode is set before it listens. */
+	struct cmx_addr a = {.type = CMX_ADDR_UNIX, .opts = ",mode=0600"};
 	int fd;
 
 	if (strlen(path) >= sizeof(a.path))
@@ -486,7 +487,6 @@ int cmx_admin_listen(struct cmx_server *srv, const char *path)
 	fd = cmx_addr_listen(&a);
 	if (fd < 0)
 		return fd;
-	chmod(path, 0600);
 	admin_ep.fd = fd;
 	strcpy(admin_ep.path, path);
 	endpoint_accept(&admin_ep);
@@ -500,12 +500,12 @@ int cmx_metrics_listen(struct cmx_server *srv, const char *spec, char *why, size
 	if (!strncmp(spec, "tcp:", 4)) {
 		struct sockaddr_in sin = {.sin_family = AF_INET};
 		char host[64];
-		const char *colon = strrchr(spec + 4, ':');
+		const char *colon = strrchr(spec + 4, ':'), *comma = strchr(spec + 4, ',');
 		size_t n = colon ? (size_t)(colon - spec - 4) : 0;
-		int one = 1;
+		int one = 1, public = comma && !strcmp(comma, ",public");
 		if (!colon || !n || n >= sizeof(host) || !atoi(colon + 1) ||
-		    atoi(colon + 1) > 65535) {
-			snprintf(why, whylen, "expected tcp:HOST:PORT");
+		    atoi(colon + 1) > 65535 || (comma && !public)) {
+			snprintf(why, whylen, "expected tcp:HOST:PORT[,public]");
 			return -EINVAL;
 		}
 		memcpy(host, spec + 4, n);
@@ -513,6 +513,16 @@ int cmx_metrics_listen(struct cmx_server *srv, const char *spec, char *why, size
 		if (inet_pton(AF_INET, host, &sin.sin_addr) != 1) {
 			snprintf(why, whylen, "'%s' is not an IPv4 address", host);
 			return -EINVAL;
+		}
+		/* The endpoint asks nobody for a token: off the host only when
+		 * the admin says so. */
+		if (!public && ntohl(sin.sin_addr.s_addr) >> 24 != 127) {
+			snprintf(
+			    why, whylen,
+			    "%s is not a loopback address, and metrics need no token: use "
+			    "127.0.0.1 or unix:PATH, or add ,public to serve them to the network",
+			    host);
+			return -EACCES;
 		}
 		sin.sin_port = htons((uint16_t)atoi(colon + 1));
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -526,9 +536,18 @@ int cmx_metrics_listen(struct cmx_server *srv, const char *spec, char *why, size
 			return e;
 		}
 	} else {
+		struct cmx_addr_perm perm;
 		struct cmx_addr a;
-		if (cmx_addr_parse(spec, &a, why, whylen))
+		if (cmx_addr_parse(spec, &a, why, whylen) || cmx_addr_perm(&a, &perm, why, whylen))
 			return -EINVAL;
+		/* The owner's alone unless mode= (and group=) say otherwise. */
+		if (perm.mode < 0) {
+			if (strlen(a.opts) + sizeof(",mode=0600") > sizeof(a.opts)) {
+				snprintf(why, whylen, "options too long");
+				return -EINVAL;
+			}
+			strcat(a.opts, ",mode=0600");
+		}
 		fd = cmx_addr_listen(&a);
 		if (fd < 0) {
 			snprintf(why, whylen, "%s", strerror(-fd));

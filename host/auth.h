@@ -31,11 +31,10 @@ int cmx_auth_add(struct cmx_auth *a, const char *tenant, const void *token, size
 int cmx_auth_check(const struct cmx_auth *a, const void *token, size_t len,
 		   char tenant[CMX_TENANT_MAX]);
 
-/* Failed attempts, per source (a 16-byte key: an IPv6 or v4-mapped address,
- * a CID): a leaky bucket of CMX_AUTH_BURST failures that drains one per
- * CMX_AUTH_DRAIN_MS. Once full, the source is refused without a check
- * until it has drained completely (CMX_AUTH_BURST * CMX_AUTH_DRAIN_MS after
- * the last failure). */
+/* Failed attempts, per source (a 16-byte key from cmx_peer_key(): an IPv4
+ * address, an IPv6 /64, a CID, a uid): a leaky bucket of CMX_AUTH_BURST failures that drains one
+ * per CMX_AUTH_DRAIN_MS. Once full, the source is refused without a check until it has drained
+ * completely (CMX_AUTH_BURST * CMX_AUTH_DRAIN_MS after the last failure). */
 #define CMX_AUTH_BURST 5
 #define CMX_AUTH_DRAIN_MS 1000
 /* 0: may try; -EAGAIN: too many recent failures. */

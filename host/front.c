@@ -373,6 +373,10 @@ static int worker_spawn(struct worker *w)
 		ADD("--config");
 		ADD("%s", fe.o.config);
 	}
+	if (fe.o.user) {
+		ADD("--user");
+		ADD("%s", fe.o.user);
+	}
 	for (unsigned i = 0; i < fe.nls && n + 2 < ARGS_MAX; i++)
 		if (fe.lowner[i] == w) {
 			ADD("--listen-fd");

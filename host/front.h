@@ -16,6 +16,7 @@ struct cmx_tenant;
 struct cmx_front_opts {
 	const char *device;	/* --device, or NULL */
 	const char *config;	/* the config file the tenants came from, or NULL */
+	const char *user;	/* --user: workers drop to it too */
 	unsigned threads;
 	uint64_t window_us;
 	int profile;

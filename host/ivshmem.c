@@ -61,6 +61,8 @@ struct region {
 	char path[256];
 	char tenant[64];
 	int fd;
+	int mode; /* mode=, default 0600 */
+	long gid; /* group=, or -1 */
 	uint8_t *map;
 	uint64_t size, slot_size, sleep_ns, max_sleep_ns;
 	uint64_t busy_ns; /* when a call came in or a reply went out, last */
@@ -317,6 +319,7 @@ static int parse(struct region *r, struct cmx_server *srv, const char *spec, cha
 		 size_t errlen)
 {
 	struct cmx_addr a;
+	struct cmx_addr_perm perm;
 	char val[64], unix_spec[300];
 	char *end;
 
@@ -327,12 +330,18 @@ static int parse(struct region *r, struct cmx_server *srv, const char *spec, cha
 	for (const char *p = a.opts; (p = strchr(p, ','));) {
 		size_t n = strcspn(++p, "=,");
 		if (!((n == 4 && !strncmp(p, "size", 4)) || (n == 5 && !strncmp(p, "slots", 5)) ||
-		      (n == 4 && !strncmp(p, "poll", 4)) || (n == 6 && !strncmp(p, "tenant", 6)))) {
-			snprintf(err, errlen, "unknown option '%.*s' (size, slots, poll, tenant)",
+		      (n == 4 && !strncmp(p, "poll", 4)) || (n == 6 && !strncmp(p, "tenant", 6)) ||
+		      (n == 4 && !strncmp(p, "mode", 4)) || (n == 5 && !strncmp(p, "group", 5)))) {
+			snprintf(err, errlen,
+				 "unknown option '%.*s' (size, slots, poll, tenant, mode, group)",
 				 (int)n, p);
 			return -EINVAL;
 		}
 	}
+	if (cmx_addr_perm(&a, &perm, err, errlen))
+		return -EINVAL;
+	r->mode = perm.mode >= 0 ? perm.mode : 0600;
+	r->gid = perm.gid;
 	strcpy(r->path, a.path);
 	/* QEMU maps the file as a PCI BAR: a power of two. */
 	if (cmx_addr_opt(&a, "size", val, sizeof(val)) || !(r->size = parse_size(val)) ||
@@ -369,18 +378,61 @@ static int parse(struct region *r, struct cmx_server *srv, const char *spec, cha
 	return 0;
 }
 
-/* Creates or opens the file at its size and maps it. */
+/* A region file that exists already is taken only when nobody but this
+ * daemon's user could have made or changed it: a local user who created it
+ * first could read every session in it, or shrink it and fault the daemon.
+ * NULL when it may be used, else why not. */
+static const char *region_refused(const struct region *r, const struct stat *st)
+{
+	if (!S_ISREG(st->st_mode))
+		return "not a regular file";
+	if (st->st_uid != geteuid())
+		return "owned by another user";
+	if (st->st_nlink != 1)
+		return "has other hard links";
+	/* Group and others may write only where mode= says they may. */
+	if (st->st_mode & (S_IWGRP | S_IWOTH) & ~(mode_t)r->mode)
+		return "writable by its group or by others";
+	return NULL;
+}
+
+/* Creates the file (mode=, 0600 by default), or opens one that passes
+ * region_refused(); gives it mode= and group=, its size, and maps it. */
 static int region_open(struct region *r, char *err, size_t errlen)
 {
+	const char *why = NULL;
 	struct stat st;
 
-	r->fd = open(r->path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (r->fd < 0 || fstat(r->fd, &st) || !S_ISREG(st.st_mode)) {
-		int e = r->fd < 0 ? -errno : -EINVAL;
-		snprintf(err, errlen, "%s: %s", r->path, r->fd < 0 ? strerror(errno) : "not a file");
-		if (r->fd >= 0)
-			close(r->fd);
+	r->fd = open(r->path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (r->fd < 0 && errno == EEXIST)
+		r->fd = open(r->path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (r->fd < 0) {
+		int e = -errno;
+		snprintf(err, errlen, "%s: %s", r->path,
+			 errno == ELOOP ? "a symbolic link: remove it, clmuxd creates the file"
+					: strerror(errno));
 		return e;
+	}
+	if (fstat(r->fd, &st))
+		why = strerror(errno);
+	else
+		why = region_refused(r, &st);
+	if (why) {
+		snprintf(err, errlen,
+			 "%s: %s; remove it (clmuxd creates it, mode=%04o), or chown it to uid %u "
+			 "and chmod go-w",
+			 r->path, why, (unsigned)r->mode, (unsigned)geteuid());
+		close(r->fd);
+		return -EPERM;
+	}
+	/* The umask does not narrow mode=, and a file kept from an earlier
+	 * run gets today's mode and group. */
+	if ((r->gid >= 0 && fchown(r->fd, (uid_t)-1, (gid_t)r->gid)) ||
+	    fchmod(r->fd, (mode_t)r->mode)) {
+		snprintf(err, errlen, "%s: mode=%04o group=%ld: %s", r->path, (unsigned)r->mode,
+			 r->gid, strerror(errno));
+		close(r->fd);
+		return -EPERM;
 	}
 	/* A file a running QEMU maps keeps its size: shrinking it would fault
 	 * the VM. */

@@ -19,7 +19,8 @@
 static int opt_known(enum cmx_addr_type t, const char *key, size_t n)
 {
 	static const char *const common[] = { "tokens", "tenant" };
-	static const char *const uds[] = { "cid" };
+	static const char *const uds[] = { "cid", "mode", "group" };
+	static const char *const unix_only[] = { "mode", "group" };
 	static const char *const tcp[] = { "tls" };
 
 	for (size_t i = 0; i < sizeof(common) / sizeof(common[0]); i++)
@@ -28,6 +29,10 @@ static int opt_known(enum cmx_addr_type t, const char *key, size_t n)
 	if (t == CMX_ADDR_VSOCK_UDS)
 		for (size_t i = 0; i < sizeof(uds) / sizeof(uds[0]); i++)
 			if (strlen(uds[i]) == n && !strncmp(uds[i], key, n))
+				return 1;
+	if (t == CMX_ADDR_UNIX)
+		for (size_t i = 0; i < sizeof(unix_only) / sizeof(unix_only[0]); i++)
+			if (strlen(unix_only[i]) == n && !strncmp(unix_only[i], key, n))
 				return 1;
 	if (t == CMX_ADDR_TCP)
 		for (size_t i = 0; i < sizeof(tcp) / sizeof(tcp[0]); i++)
@@ -56,6 +61,7 @@ int cmx_listener_init(struct cmx_listener *l, const char *spec, char *err, size_
 		[CMX_ADDR_VSOCK_UDS] = CMX_PEER_VSOCK_UDS,
 		[CMX_ADDR_TCP] = CMX_PEER_TCP,
 	};
+	struct cmx_addr_perm perm;
 	char val[256];
 	int e;
 
@@ -85,6 +91,9 @@ int cmx_listener_init(struct cmx_listener *l, const char *spec, char *err, size_
 			return -EINVAL;
 		}
 	}
+	/* mode= and group= are applied when the socket is made (transport/addr.c). */
+	if (cmx_addr_perm(&l->addr, &perm, err, errlen))
+		return -EINVAL;
 	if (!cmx_addr_opt(&l->addr, "cid", val, sizeof(val))) {
 		char *end;
 		unsigned long cid = strtoul(val, &end, 10);

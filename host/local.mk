@@ -10,7 +10,8 @@ host_clmuxd_SOURCES = host/main.c host/loop.h host/loop.c host/conn.h host/conn.
 	host/reaper.h host/reaper.c host/vhost.h host/vhost.c host/ivshmem.h host/ivshmem.c \
 	host/tenant.h host/tenant.c host/conffile.h host/conffile.c host/text.h host/text.c \
 	host/admin.h host/admin.c host/scheduler.h host/scheduler.c host/pinned.h host/pinned.c host/exec_pinned.c \
-	host/ctl.h host/ctl.c host/front.h host/front.c host/worker.h host/worker.c
+	host/ctl.h host/ctl.c host/front.h host/front.c host/worker.h host/worker.c \
+	host/privilege.h host/privilege.c
 nodist_host_clmuxd_SOURCES = host/handlers.gen.h host/handlers.gen.c
 host_clmuxd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host -I$(top_builddir)/host $(URING_CFLAGS) \
 	$(SSL_CFLAGS)
@@ -19,7 +20,7 @@ host_clmuxd_LDADD = transport/libcmxtransport.la $(URING_LIBS) $(SSL_LIBS) $(OPE
 if HAVE_CHECK
 check_PROGRAMS += host/tests/test_auth
 TESTS += host/tests/test_auth
-host_tests_test_auth_SOURCES = host/tests/test_auth.c host/auth.c
+host_tests_test_auth_SOURCES = host/tests/test_auth.c host/auth.c host/peer.c
 host_tests_test_auth_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host
 host_tests_test_auth_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_auth_LDADD = $(CHECK_LIBS)
@@ -96,6 +97,15 @@ host_tests_test_vhost_badinput_SOURCES = host/tests/test_vhost_badinput.c
 host_tests_test_vhost_badinput_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/transport/tests
 host_tests_test_vhost_badinput_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_vhost_badinput_LDADD = $(CHECK_LIBS)
+endif
+
+# Least privilege: region files, socket modes, metrics, --user.
+if HAVE_CHECK
+check_PROGRAMS += host/tests/test_privilege
+TESTS += host/tests/test_privilege
+host_tests_test_privilege_SOURCES = host/tests/test_privilege.c host/tests/rawclient.h
+host_tests_test_privilege_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_privilege_LDADD = transport/libcmxtransport.la $(CHECK_LIBS) -lpthread
 endif
 
 if HAVE_CHECK

@@ -22,6 +22,7 @@
 #include "worker.h"
 #include "kprintf.h"
 #include "pinned.h"
+#include "privilege.h"
 #include "listener.h"
 #include "reaper.h"
 #include "log.h"
@@ -170,7 +171,7 @@ static void admin_setup(struct cmx_server *srv, const char *path)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: clmuxd --listen ADDR [--listen ...] [--config FILE] [--admin PATH]\n"
-		   "              [--metrics ADDR] [--device SPEC] [--threads N]\n"
+		   "              [--metrics ADDR] [--device SPEC] [--threads N] [--user NAME]\n"
 		   "  --listen ADDR   where guests connect, one of\n"
 		   "                    unix:PATH[,tokens=FILE]\n"
 		   "                    vsock:PORT[,tokens=FILE]            (AF_VSOCK, any CID)\n"
@@ -179,22 +180,43 @@ static void usage(FILE *f)
 		   "                    tcp:ADDR:PORT,tokens=FILE          (IPv6: tcp:[ADDR]:PORT)\n"
 		   "                    tcp:ADDR:PORT,tokens=FILE,tls=CERT:KEY  (TLS 1.3)\n"
 		   "                    ivshmem:PATH,size=SIZE[,slots=N][,poll=US]  (QEMU ivshmem-plain)\n"
-		   "                  each may end in ,tenant=NAME: every peer of it is NAME's\n"
+		   "                  each may end in ,tenant=NAME: every peer of it is NAME's;\n"
+		   "                  a path takes ,mode=OCTAL,group=NAME (default: the umask's;\n"
+		   "                  ivshmem 0600)\n"
 		   "  --config FILE   tenants and quotas (default " CMX_CONFIG_DEFAULT " if present)\n"
 		   "  --admin PATH    root-only socket for clmuxctl (default " CMX_ADMIN_DEFAULT ");\n"
 		   "                  'none' serves none\n"
-		   "  --metrics ADDR  Prometheus text on unix:PATH or tcp:127.0.0.1:PORT (default off)\n"
+		   "  --metrics ADDR  Prometheus text on unix:PATH (0600) or tcp:127.0.0.1:PORT\n"
+		   "                  (another address only with ,public; default off)\n"
 		   "  --sched-window US  device time let onto the device at once (default 2000)\n"
 		   "  --device SPEC   gpu | cpu | N | PLATFORM[:N]  (default: first GPU, else first device)\n"
 		   "  --threads N     most threads for blocking calls (default 64)\n"
 		   "  --workers on|off  run each tenant (or group) in a worker process of its\n"
 		   "                  own (default on); off: every tenant in this process\n"
+		   "  --user NAME     after opening everything as root, run as NAME with NAME's\n"
+		   "                  groups (the GPU's: video, render)\n"
 		   "  CLMUX_LOG=debug|info|warn|err sets the log level (default info)\n");
+}
+
+/* --user: 1 when this process runs as that user now (or none was asked
+ * for), 0 when the drop failed (logged). */
+static int user_drop(const char *user)
+{
+	char why[200];
+
+	if (!user || geteuid() != 0)
+		return 1;
+	if (cmx_privilege_drop(user, why, sizeof(why))) {
+		cmx_err("%s", why);
+		return 0;
+	}
+	cmx_info("running as %s (uid %u)", user, (unsigned)getuid());
+	return 1;
 }
 
 /* What main() read from the command line. */
 struct opts {
-	const char *device, *config, *admin, *metrics;
+	const char *device, *config, *admin, *metrics, *user;
 	const char *vhost_specs[MAX_VHOST_SPECS];
 	unsigned nvhost, threads;
 	uint64_t window_us;
@@ -279,6 +301,11 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 			return 1;
 		}
 	}
+	/* Everything that needs root is open: the loop serves as --user (a
+	 * worker started by a front end that has dropped already is that
+	 * user from the start). */
+	if (!user_drop(o->user))
+		return 1;
 	signals_start(mask);
 	e = cmx_loop_run(srv->loop);
 	if (e)
@@ -302,7 +329,7 @@ static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 {
 	struct cmx_front_opts fo = { .device = o->device, .config = srv->config_path,
 				     .threads = o->threads, .window_us = o->window_us,
-				     .profile = srv->profile };
+				     .profile = srv->profile, .user = o->user };
 	char why[200];
 	int e;
 
@@ -322,6 +349,8 @@ static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 		cmx_err("--metrics %s: %s", o->metrics, why);
 		return 1;
 	}
+	if (!user_drop(o->user))
+		return 1;
 	e = cmx_loop_run(srv->loop);
 	if (e)
 		cmx_err("loop: %s", strerror(-e));
@@ -342,6 +371,7 @@ int main(int argc, char **argv)
 		{ "metrics", required_argument, NULL, 'm' },
 		{ "sched-window", required_argument, NULL, 'w' },
 		{ "workers", required_argument, NULL, 'W' },
+		{ "user", required_argument, NULL, 'u' },
 		/* Set by the front end when it starts a worker. */
 		{ "worker", required_argument, NULL, 'K' }, { "ctl", required_argument, NULL, 'C' },
 		{ "listen-fd", required_argument, NULL, 'F' },
@@ -359,7 +389,7 @@ int main(int argc, char **argv)
 	/* The clmux ICD, if installed here, must not connect back to us. */
 	setenv("CLMUX_DISABLE", "1", 1);
 	cmx_srv = &srv;
-	while ((opt = getopt_long(argc, argv, "l:d:t:hc:a:m:w:", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "l:d:t:hc:a:m:w:u:", opts, NULL)) != -1) {
 		char why[256], *colon;
 		int fd;
 		switch (opt) {
@@ -403,6 +433,9 @@ int main(int argc, char **argv)
 			break;
 		case 'w':
 			o.window_us = strtoull(optarg, NULL, 10);
+			break;
+		case 'u':
+			o.user = optarg;
 			break;
 		case 't':
 			o.threads = (unsigned)strtoul(optarg, NULL, 10);

@@ -84,7 +84,13 @@ void cmx_peer_key(const struct cmx_peer *p, uint8_t key[16])
 	uint32_t v = p->kind == CMX_PEER_UNIX ? (uint32_t)p->uid : p->cid;
 
 	if (p->kind == CMX_PEER_TCP) {
+		static const uint8_t v4mapped[12] = {[10] = 0xff, [11] = 0xff};
 		memcpy(key, p->ip, 16);
+		/* One IPv4 address is one source; an IPv6 host commonly holds a
+		 * whole /64 and picks a fresh address per connection at no
+		 * cost, so its /64 is one source. */
+		if (memcmp(p->ip, v4mapped, sizeof(v4mapped)))
+			memset(key + 8, 0, 8);
 		return;
 	}
 	/* Not an IPv6 address a TCP peer could have: ff00::/8 is multicast. */

@@ -41,7 +41,7 @@ struct cmx_peer {
  * listener's cid= (vsock-uds) or CMX_PEER_CID_NONE. */
 void cmx_peer_init(struct cmx_peer *p, int fd, enum cmx_peer_kind kind, uint32_t cid);
 /* The source that failed tokens are counted against (host/auth.h): the
- * TCP address, the CID, or the Unix uid. */
+ * IPv4 address, the IPv6 /64, the CID, or the Unix uid. */
 void cmx_peer_key(const struct cmx_peer *p, uint8_t key[16]);
 
 #endif

@@ -403,6 +403,7 @@ int cmx_vhost_listen(struct cmx_server *srv, const char *spec, char *err, size_t
 {
 	struct vlistener *l = &vlisteners[nvlisteners];
 	struct cmx_addr a;
+	struct cmx_addr_perm perm;
 	char val[64], unix_spec[300];
 	char *end;
 
@@ -417,11 +418,16 @@ int cmx_vhost_listen(struct cmx_server *srv, const char *spec, char *err, size_t
 	for (const char *p = a.opts; (p = strchr(p, ',')); ) {
 		size_t n = strcspn(++p, "=,");
 		if (!((n == 3 && !strncmp(p, "cid", 3)) || (n == 4 && !strncmp(p, "port", 4)) ||
-		      (n == 6 && !strncmp(p, "tenant", 6)))) {
-			snprintf(err, errlen, "unknown option '%.*s' (cid, port, tenant)", (int)n, p);
+		      (n == 6 && !strncmp(p, "tenant", 6)) || (n == 4 && !strncmp(p, "mode", 4)) ||
+		      (n == 5 && !strncmp(p, "group", 5)))) {
+			snprintf(err, errlen,
+				 "unknown option '%.*s' (cid, port, tenant, mode, group)", (int)n,
+				 p);
 			return -EINVAL;
 		}
 	}
+	if (cmx_addr_perm(&a, &perm, err, errlen))
+		return -EINVAL;
 	if (cmx_addr_opt(&a, "cid", val, sizeof(val)) ||
 	    (l->cid = strtoull(val, &end, 10)) < 3 || *end || l->cid > 0xffffffffu) {
 		snprintf(err, errlen, "needs cid=N (3 or more): %s", spec);

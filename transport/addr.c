@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/vm_sockets.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -191,6 +192,48 @@ int cmx_addr_opt(const struct cmx_addr *a, const char *key, char *val, size_t le
 	return -ENOENT;
 }
 
+int cmx_addr_perm(const struct cmx_addr *a, struct cmx_addr_perm *p, char *err, size_t errlen)
+{
+	char val[64], *end, buf[4096];
+	struct group gr, *g = NULL;
+	unsigned long v;
+	int e;
+
+	p->mode = -1;
+	p->gid = -1;
+	e = cmx_addr_opt(a, "mode", val, sizeof(val));
+	if (e != -ENOENT) {
+		errno = 0;
+		v = strtoul(val, &end, 8);
+		if (e || !*val || *end || errno || v > 0777) {
+			if (err)
+				snprintf(err, errlen,
+					 "mode=%s: an octal mode from 0 to 0777 (0660)",
+					 e ? "..." : val);
+			return -EINVAL;
+		}
+		p->mode = (int)v;
+	}
+	e = cmx_addr_opt(a, "group", val, sizeof(val));
+	if (e != -ENOENT) {
+		if (!e && *val && getgrnam_r(val, &gr, buf, sizeof(buf), &g) == 0 && g) {
+			p->gid = (long)g->gr_gid;
+			return 0;
+		}
+		errno = 0;
+		v = e || !*val ? 0 : strtoul(val, &end, 10);
+		if (e || !*val || *end || errno || v >= 0xffffffffu) {
+			if (err)
+				snprintf(err, errlen,
+					 "group=%s: no such group (a name or a number)",
+					 e ? "..." : val);
+			return -EINVAL;
+		}
+		p->gid = (long)v;
+	}
+	return 0;
+}
+
 static socklen_t unix_sockaddr(const struct cmx_addr *a, struct sockaddr_un *sun)
 {
 	memset(sun, 0, sizeof(*sun));
@@ -296,6 +339,34 @@ static int listen_one(int family, const struct sockaddr *sa, socklen_t len)
 	return fd;
 }
 
+/* A Unix socket with the permissions asked for: bound, given its group and
+ * mode while nobody can connect yet (no listen), then listening. Neither
+ * call follows a link that someone put in place of the socket. */
+static int listen_unix(const struct cmx_addr *a, const struct cmx_addr_perm *p)
+{
+	struct sockaddr_un sun;
+	socklen_t len = unix_sockaddr(a, &sun);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0), e;
+
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sun, len) < 0) {
+		e = -errno;
+		close(fd);
+		return e;
+	}
+	if ((p->gid >= 0 && lchown(a->path, (uid_t)-1, (gid_t)p->gid) < 0) ||
+	    (p->mode >= 0 &&
+	     fchmodat(AT_FDCWD, a->path, (mode_t)p->mode, AT_SYMLINK_NOFOLLOW) < 0) ||
+	    listen(fd, 128) < 0) {
+		e = -errno;
+		close(fd);
+		unlink(a->path);
+		return e;
+	}
+	return fd;
+}
+
 int cmx_addr_connect(const struct cmx_addr *a)
 {
 	return addr_each(a, 0, connect_one);
@@ -303,11 +374,15 @@ int cmx_addr_connect(const struct cmx_addr *a)
 
 int cmx_addr_listen(const struct cmx_addr *a)
 {
+	struct cmx_addr_perm p;
 	struct stat st;
 
+	if (a->type != CMX_ADDR_UNIX && a->type != CMX_ADDR_VSOCK_UDS)
+		return addr_each(a, 1, listen_one);
+	if (cmx_addr_perm(a, &p, NULL, 0))
+		return -EINVAL;
 	/* Replace a socket file left by a daemon that died; never another file. */
-	if ((a->type == CMX_ADDR_UNIX || a->type == CMX_ADDR_VSOCK_UDS) && !lstat(a->path, &st) &&
-	    S_ISSOCK(st.st_mode))
+	if (!lstat(a->path, &st) && S_ISSOCK(st.st_mode))
 		unlink(a->path);
-	return addr_each(a, 1, listen_one);
+	return listen_unix(a, &p);
 }

@@ -40,8 +40,18 @@ const char *cmx_addr_str(const struct cmx_addr *a, char *buf, size_t len);
 /* A connected, blocking, close-on-exec stream socket, or -errno. */
 int cmx_addr_connect(const struct cmx_addr *a);
 /* A listening, non-blocking, close-on-exec socket, or -errno. A stale unix
- * socket file is replaced. */
+ * socket file is replaced. A Unix socket gets the address's mode= and
+ * group= (cmx_addr_perm()) after bind and before listen, so nobody can
+ * connect while it has the umask's mode. */
 int cmx_addr_listen(const struct cmx_addr *a);
+/* Options mode=OCTAL (0 to 0777) and group=NAME|GID of a Unix socket or
+ * file: -1 each where not given. */
+struct cmx_addr_perm {
+	int mode;
+	long gid;
+};
+/* 0, or -EINVAL with a reason in err (NULL: no reason wanted). */
+int cmx_addr_perm(const struct cmx_addr *a, struct cmx_addr_perm *p, char *err, size_t errlen);
 /* Larger socket buffers: a bulk transfer moves in fewer, larger steps; and
  * no Nagle delay on TCP. Best effort (the system's maximum applies). */
 void cmx_addr_tune(int fd);

@@ -48,6 +48,17 @@ int cmx_virtq_init(struct cmx_virtq *q, unsigned num, void *desc, void *avail, v
 	return 0;
 }
 
+/* A descriptor, each field loaded once (the guest may rewrite the table
+ * while we look): every check and use below works on this copy, and the
+ * compiler may not read a field from the table again in place of it. */
+static void desc_read(const struct vring_desc *src, struct vring_desc *d)
+{
+	d->addr = __atomic_load_n(&src->addr, __ATOMIC_RELAXED);
+	d->len = __atomic_load_n(&src->len, __ATOMIC_RELAXED);
+	d->flags = __atomic_load_n(&src->flags, __ATOMIC_RELAXED);
+	d->next = __atomic_load_n(&src->next, __ATOMIC_RELAXED);
+}
+
 static uint16_t avail_idx(const struct cmx_virtq *q)
 {
 	/* Pairs with the driver's store-release of avail->idx after it wrote
@@ -93,7 +104,7 @@ int cmx_virtq_pop(struct cmx_virtq *q, struct cmx_virtq_elem *e)
 		struct vring_desc d;
 		void *p;
 
-		memcpy(&d, &table[i], sizeof(d));
+		desc_read(&table[i], &d);
 		/* A chain longer than the table must revisit an entry: a loop. */
 		if (++steps > q->num)
 			return broken(q, "descriptor chain loops");
@@ -178,7 +189,14 @@ static size_t iov_copy(const struct iovec *iov, unsigned n, size_t off, void *bu
 
 size_t cmx_iov_read(const struct iovec *iov, unsigned n, size_t off, void *dst, size_t len)
 {
-	return iov_copy(iov, n, off, dst, len, 0);
+	size_t k = iov_copy(iov, n, off, dst, len, 0);
+
+	/* The source is guest memory: after this point the compiler may not
+	 * replace a load from dst with a second load from the source (even
+	 * inlined, with link-time optimisation), so what the caller checks is
+	 * what it uses. */
+	__asm__ volatile("" ::: "memory");
+	return k;
 }
 
 size_t cmx_iov_write(const struct iovec *iov, unsigned n, size_t off, const void *src, size_t len)

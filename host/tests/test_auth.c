@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Token table and failure limit (host/auth.c): loading files, checking
 // tokens, and the per-source bucket on a clock the test drives.
+#include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "auth.h"
+#include "peer.h"
 
 static char dir[] = "/tmp/clmux-auth-XXXXXX";
 
@@ -120,6 +122,64 @@ START_TEST(failure_limit)
 }
 END_TEST
 
+/* The key of a TCP peer at the address text (IPv4 as v4-mapped, as
+ * host/peer.c stores it). */
+static void tcp_key(const char *text, uint8_t key[16])
+{
+	struct cmx_peer p = {.kind = CMX_PEER_TCP};
+
+	if (inet_pton(AF_INET6, text, p.ip) != 1) {
+		p.ip[10] = p.ip[11] = 0xff;
+		ck_assert_int_eq(inet_pton(AF_INET, text, p.ip + 12), 1);
+	}
+	cmx_peer_key(&p, key);
+}
+
+/* A host that owns an IPv6 /64 can take a fresh address for every try:
+ * its failures all count against one bucket, while each IPv4 address, and
+ * the next /64, keep their own. */
+START_TEST(failure_limit_per_64)
+{
+	static const char *const same64[] = {"2001:db8:1:2::1",
+					     "2001:db8:1:2::2",
+					     "2001:db8:1:2:ffff:ffff:ffff:ffff",
+					     "2001:db8:1:2:1234:5678:9abc:def0",
+					     "2001:db8:1:2:8000::",
+					     "2001:db8:1:2::99"};
+	uint8_t k[16], other64[16], v4a[16], v4b[16], uid[16];
+	struct cmx_peer u = {.kind = CMX_PEER_UNIX, .uid = 0x02000000};
+	struct cmx_auth *a;
+	uint64_t t = 1000000;
+
+	_Static_assert(sizeof(same64) / sizeof(same64[0]) > CMX_AUTH_BURST, "more than a burst");
+	tcp_key("2001:db8:1:3::1", other64);
+	tcp_key("192.0.2.1", v4a);
+	tcp_key("192.0.2.2", v4b);
+	cmx_peer_key(&u, uid);
+	ck_assert_int_eq(cmx_auth_create(&a), 0);
+	for (int i = 0; i < CMX_AUTH_BURST; i++) {
+		tcp_key(same64[i], k);
+		ck_assert_int_eq(cmx_auth_allowed(a, k, t), 0);
+		ck_assert_int_eq(cmx_auth_failed(a, k, t), i == CMX_AUTH_BURST - 1);
+	}
+	/* Every address of that /64 is refused now, one never seen included. */
+	for (size_t i = 0; i < sizeof(same64) / sizeof(same64[0]); i++) {
+		tcp_key(same64[i], k);
+		ck_assert_msg(cmx_auth_allowed(a, k, t) == -EAGAIN, "%s not refused", same64[i]);
+	}
+	ck_assert_int_eq(cmx_auth_allowed(a, other64, t), 0);
+	/* IPv4: per address, as before. */
+	for (int i = 0; i < CMX_AUTH_BURST; i++)
+		cmx_auth_failed(a, v4a, t);
+	ck_assert_int_eq(cmx_auth_allowed(a, v4a, t), -EAGAIN);
+	ck_assert_int_eq(cmx_auth_allowed(a, v4b, t), 0);
+	/* A Unix uid's key is not any TCP source's. */
+	ck_assert_int_ne(memcmp(uid, v4a, 16), 0);
+	ck_assert_int_ne(memcmp(uid, other64, 16), 0);
+	cmx_auth_destroy(a);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("auth");
@@ -132,6 +192,7 @@ int main(void)
 	tcase_add_test(tc, load_and_check);
 	tcase_add_test(tc, load_refused);
 	tcase_add_test(tc, failure_limit);
+	tcase_add_test(tc, failure_limit_per_64);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

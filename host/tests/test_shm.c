@@ -9,6 +9,8 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +21,7 @@
 
 #include "../../guest/tests/e2e.h"
 #include "area_layout.h"
+#include "buf.h"
 #include "proto.gen.h"
 #include "rawclient.h"
 #include "ring.h"
@@ -569,6 +572,103 @@ START_TEST(ring_roundtrip_and_lies)
 }
 END_TEST
 
+/* IncludeFiles with its records in an area block, while a second thread
+ * rewrites the file's name there between a good one and one that climbs
+ * out of the include tree: the daemon reads the block once, so every file
+ * it writes lies at the depth of the good name (a ".." in place of a
+ * component makes the path two levels shorter). */
+#define RACE_GOOD  "aa/bb/cc/dd/escape.h"
+#define RACE_BAD   "../../../../escape.h"
+#define RACE_DEPTH 9 /* clmuxd.X/sN/pN/0/aa/bb/cc/dd/escape.h below TMPDIR */
+#define RACE_CALLS 4000
+#define RACE_BATCH 200
+
+struct flipper {
+	volatile char *name;
+	int stop;
+};
+
+static void *flip_main(void *arg)
+{
+	struct flipper *f = arg;
+
+	while (!__atomic_load_n(&f->stop, __ATOMIC_RELAXED))
+		for (int i = 0; i < 64; i++) {
+			const char *src = i & 1 ? RACE_GOOD : RACE_BAD;
+			for (size_t k = 0; k < sizeof(RACE_GOOD) - 1; k++)
+				f->name[k] = src[k];
+		}
+	return NULL;
+}
+
+static int race_escapes, race_inside;
+static size_t race_base_len;
+
+static int race_look(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	int depth = 0;
+
+	if (flag != FTW_F || strcmp(path + ftw->base, "escape.h"))
+		return 0;
+	for (const char *p = path + race_base_len; *p; p++)
+		depth += *p == '/';
+	if (depth != RACE_DEPTH) {
+		fprintf(stderr, "escaped the include tree: %s\n", path);
+		race_escapes++;
+	} else {
+		race_inside++;
+	}
+	return 0;
+}
+
+START_TEST(area_include_race)
+{
+	static const char src[] = "kernel void k(global int *a) { a[0] = 1; }";
+	uint64_t devs[1] = {1};
+	struct cmx_CreateContext_in ctx = {.context = {0x10010}, .devices = {devs, 1}};
+	struct cmx_CreateProgramWithSource_in ps = {
+	    .program = {0x10014}, .context = {0x10010}, .source = {src, sizeof(src) - 1}};
+	struct cmx_IncludeFiles_in inc = {.program = {0x10014}, .dir = 0};
+	const char *tmp = e2e_daemon_tmpdir();
+	struct flipper f = {0};
+	struct client c;
+	struct shared sh;
+	struct cmx_buf b;
+	pthread_t th;
+	uint32_t off;
+
+	ck_assert_ptr_nonnull(tmp);
+	race_base_len = strlen(tmp);
+	hello(&c);
+	open_area(&c, 0, &sh);
+	send_msg(&c, &cmx_desc_CreateContext_in, &ctx, 0, NULL, 0);
+	send_msg(&c, &cmx_desc_CreateProgramWithSource_in, &ps, 0, NULL, 0);
+	/* One record: the name (u64 length, bytes, padded) then the file. */
+	cmx_buf_init(&b);
+	cmx_buf_put_bytes(&b, RACE_GOOD, sizeof(RACE_GOOD) - 1);
+	cmx_buf_put_bytes(&b, "#define X 1\n", 12);
+	ck_assert(!b.oom);
+	off = (uint32_t)sh.h.data_off + CMX_AREA_BLK;
+	memcpy(sh.base + off, b.data, b.len);
+	f.name = (volatile char *)(sh.base + off + 8);
+	ck_assert_int_eq(pthread_create(&th, NULL, flip_main, &f), 0);
+	for (int n = 0; n < RACE_CALLS && !race_escapes; n += RACE_BATCH) {
+		for (int i = 0; i < RACE_BATCH; i++)
+			send_area(&c, &cmx_desc_IncludeFiles_in, &inc, 0, off, b.len);
+		ping_ok(&c); /* every call of the batch has been handled */
+		ck_assert_int_eq(nftw(tmp, race_look, 16, FTW_PHYS), 0);
+	}
+	__atomic_store_n(&f.stop, 1, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(race_escapes, 0);
+	/* Names that passed were written: the race was run. */
+	ck_assert_int_gt(race_inside, 0);
+	ping_ok(&c);
+	cmx_buf_fini(&b);
+	close(c.fd);
+}
+END_TEST
+
 /* Killed with objects, area data and half a message in the ring. */
 START_TEST(killed_mid_ring)
 {
@@ -609,6 +709,7 @@ int main(void)
 	tcase_add_test(tc, area_lying_offsets);
 	tcase_add_test(tc, area_buffer_zero_copy);
 	tcase_add_test(tc, area_buffer_lies);
+	tcase_add_test(tc, area_include_race);
 	tcase_add_test(tc, ring_roundtrip_and_lies);
 	tcase_add_test(tc, killed_mid_ring);
 	tcase_set_timeout(tc, 120);
