@@ -1129,7 +1129,8 @@ static cl_int rect_check(cl_command_queue q, cl_mem m, const size_t bo[3], const
 		return e;
 	if (!bo || !ho || !r || !ptr || !r[0] || !r[1] || !r[2])
 		return CL_INVALID_VALUE;
-	if (cmx_cl_rect_pitches_bad(r, &brow, &bslice) || cmx_cl_rect_pitches_bad(r, &hrow, &hslice))
+	if (cmx_cl_rect_pitches_bad(r, &brow, &bslice) ||
+	    cmx_cl_rect_pitches_bad(r, &hrow, &hslice))
 		return CL_INVALID_VALUE;
 	if (cmx_cl_rect_end(bo, r, brow, bslice, &end) || end > m->size)
 		return CL_INVALID_VALUE;
@@ -1384,7 +1385,8 @@ cl_int cmx_clEnqueueCopyBufferRect(cl_command_queue q, cl_mem src, cl_mem dst, c
 	if (e)
 		return e;
 	if (!so || !dor || !region || !region[0] || !region[1] || !region[2] ||
-	    cmx_cl_rect_pitches_bad(region, &srow, &sslice) || cmx_cl_rect_pitches_bad(region, &drow, &dslice))
+	    cmx_cl_rect_pitches_bad(region, &srow, &sslice) ||
+	    cmx_cl_rect_pitches_bad(region, &drow, &dslice))
 		return CL_INVALID_VALUE;
 	if (src == dst && sslice != dslice && srow != drow)
 		return CL_INVALID_VALUE;
