@@ -11,6 +11,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "clcheck.h"
 #include "log.h"
 
 /* The schema's limit on a by-value argument (SetKernelArg's value). */
@@ -414,27 +415,12 @@ static uint32_t probe_magic(const void *value)
  * declared access. */
 static cl_int image_arg_check(const struct cmx_arginfo *ai, cl_mem m)
 {
-	static const struct {
-		const char *name;
-		cl_mem_object_type type;
-	} types[] = {
-	    {"image1d_t", CL_MEM_OBJECT_IMAGE1D},
-	    {"image1d_array_t", CL_MEM_OBJECT_IMAGE1D_ARRAY},
-	    {"image1d_buffer_t", CL_MEM_OBJECT_IMAGE1D_BUFFER},
-	    {"image2d_t", CL_MEM_OBJECT_IMAGE2D},
-	    {"image2d_depth_t", CL_MEM_OBJECT_IMAGE2D},
-	    {"image2d_array_t", CL_MEM_OBJECT_IMAGE2D_ARRAY},
-	    {"image2d_array_depth_t", CL_MEM_OBJECT_IMAGE2D_ARRAY},
-	    {"image3d_t", CL_MEM_OBJECT_IMAGE3D},
-	};
+	cl_mem_object_type want = cmx_cl_image_arg_type(ai->type_name);
 
 	if (!m)
 		return CL_INVALID_ARG_VALUE;
-	if (!m->image)
+	if (!m->image || (want && m->type != want))
 		return CL_INVALID_MEM_OBJECT;
-	for (size_t i = 0; i < sizeof(types) / sizeof(*types); i++)
-		if (!strcmp(ai->type_name, types[i].name) && m->type != types[i].type)
-			return CL_INVALID_MEM_OBJECT;
 	if ((ai->access == CL_KERNEL_ARG_ACCESS_READ_ONLY && (m->flags & CL_MEM_WRITE_ONLY)) ||
 	    (ai->access == CL_KERNEL_ARG_ACCESS_WRITE_ONLY && (m->flags & CL_MEM_READ_ONLY)))
 		return CL_INVALID_ARG_VALUE;

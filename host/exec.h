@@ -128,6 +128,8 @@ int cmx_pinned_write(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t 
 int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t off,
 		    uint64_t size, cl_uint nwait, const cl_event *wait, const struct cmx_ref *guest_ev,
 		    void (*fin)(struct cmx_call *c, int status));
+/* The type of an image object (host/exec_image.c); 0 for a buffer. */
+cl_mem_object_type cmx_image_type(const struct cmx_obj *m);
 /* Unmaps the native maps of area buffers the guest left mapped: those of
  * the buffer `mem`, or all of them (0). host/exec_mem.c. */
 void cmx_area_maps_drop(struct cmx_session *s, uint64_t mem);

@@ -96,8 +96,16 @@ int cmx_session_add(struct cmx_session *s, uint64_t id, unsigned kind, void *h, 
 	return 0;
 }
 
+/* An object's ext (host/object.h); any thread (the reaper's too). */
+static void ext_free(struct cmx_obj *o)
+{
+	free(o->ext);
+	o->ext = NULL;
+}
+
 static void release_native(struct cmx_obj *o)
 {
+	ext_free(o);
 	if (!o->h)
 		return;
 	switch (o->kind) {

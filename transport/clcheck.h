@@ -80,6 +80,30 @@ static inline size_t cmx_cl_type_size(const char *t, size_t addr_bytes)
 	return cmx_cl_scalar_size(t, n, addr_bytes) * elems;
 }
 
+/* The memory object type an image argument of type t takes (its
+ * CL_KERNEL_ARG_TYPE_NAME), or 0 when t names no image type. */
+static inline cl_mem_object_type cmx_cl_image_arg_type(const char *t)
+{
+	static const struct {
+		const char *name;
+		cl_mem_object_type type;
+	} types[] = {
+	    {"image1d_t", CL_MEM_OBJECT_IMAGE1D},
+	    {"image1d_array_t", CL_MEM_OBJECT_IMAGE1D_ARRAY},
+	    {"image1d_buffer_t", CL_MEM_OBJECT_IMAGE1D_BUFFER},
+	    {"image2d_t", CL_MEM_OBJECT_IMAGE2D},
+	    {"image2d_depth_t", CL_MEM_OBJECT_IMAGE2D},
+	    {"image2d_array_t", CL_MEM_OBJECT_IMAGE2D_ARRAY},
+	    {"image2d_array_depth_t", CL_MEM_OBJECT_IMAGE2D_ARRAY},
+	    {"image3d_t", CL_MEM_OBJECT_IMAGE3D},
+	};
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(*types); i++)
+		if (!strcmp(t, types[i].name))
+			return types[i].type;
+	return 0;
+}
+
 /* Bytes of one element of an image format; 0 for a format the
  * specification does not define. */
 static inline size_t cmx_cl_elem_size(uint64_t order, uint64_t type)
