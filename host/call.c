@@ -21,6 +21,7 @@
 #include "session.h"
 #include "shm.h"
 #include "staging.h"
+#include "zero.h"
 
 /* How long the loop looks for a guest's next call after a sync reply. */
 #define LINGER_NS 30000
@@ -401,6 +402,9 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 	/* Commands held by the scheduler: ordering behind them (host/scheduler.c). */
 	if (status == CL_SUCCESS)
 		status = cmx_sched_resolve(c);
+	/* Fresh memory's zero fills: ordering behind them (host/zero.c). */
+	if (status == CL_SUCCESS)
+		status = cmx_zero_order(c);
 	if (status == CL_SUCCESS)
 		status = cmx_handlers[h->op](c, c->in, c->out);
 	if (status != CMX_DEFER)

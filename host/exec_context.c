@@ -8,6 +8,7 @@
 #include "buf.h"
 #include "log.h"
 #include "tenant.h"
+#include "zero.h"
 
 /* A tenant's memory quota is its device's memory: the two sizes are
  * answered no larger than what it may allocate. */
@@ -214,6 +215,7 @@ int cmx_h_CreateContext(struct cmx_call *c, struct cmx_CreateContext_in *in)
 {
 	cl_context_properties props[70];
 	struct ctx_note *tmpl = NULL;
+	struct cmx_obj *o;
 	size_t n = 0;
 	cl_context ctx;
 	cl_int e;
@@ -244,8 +246,14 @@ int cmx_h_CreateContext(struct cmx_call *c, struct cmx_CreateContext_in *in)
 		free(tmpl);
 		return e;
 	}
-	if (cmx_session_add(c->s, in->context.id, CMX_K_CONTEXT, ctx, ctx, 0, NULL)) {
+	if (cmx_session_add(c->s, in->context.id, CMX_K_CONTEXT, ctx, ctx, 0, &o)) {
 		clReleaseContext(ctx);
+		return CL_OUT_OF_HOST_MEMORY;
+	}
+	/* Its fresh memory is zeroed on its own queue (host/zero.c). */
+	o->ext = cmx_zero_context(ctx);
+	if (!o->ext) {
+		cmx_session_release(c->s, in->context.id, CMX_K_CONTEXT);
 		return CL_OUT_OF_HOST_MEMORY;
 	}
 	return CL_SUCCESS;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "clcheck.h"
+#include "zero.h"
 
 #define HOST_ACCESS (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
 
@@ -67,6 +68,9 @@ static cl_int desc_check(struct cmx_call *c, const cl_image_desc *d, uint64_t el
 				d->image_array_size, ext) ||
 	    !ext[0] || !ext[1] || !ext[2])
 		return CL_INVALID_IMAGE_DESCRIPTOR;
+	/* Larger than memory can be: no device's maximum is that large. */
+	if (mul(ext[0], elem, &need) || mul(need, ext[1], &need) || mul(need, ext[2], &need))
+		return CL_INVALID_IMAGE_SIZE;
 	if ((!c->bulk_len && (d->image_slice_pitch || (d->image_row_pitch && !buffer->h))) ||
 	    cmx_cl_image_pitches_bad(d->image_type, d->image_width, d->image_height, elem,
 				     d->image_row_pitch, d->image_slice_pitch))
@@ -125,9 +129,8 @@ int cmx_h_CreateImage(struct cmx_call *c, struct cmx_CreateImage_in *in,
 	/* The tenant's memory quota, before the device sees the request (an
 	 * image over a buffer uses memory charged already). */
 	if (!in->buffer.h) {
-		e = mul(ext[0], elem, &need) || mul(need, ext[1], &need) || mul(need, ext[2], &need)
-			? CL_INVALID_IMAGE_SIZE
-			: cmx_tenant_may_alloc(c->s->tenant, need);
+		need = ext[0] * elem * ext[1] * ext[2]; /* no overflow: desc_check() */
+		e = cmx_tenant_may_alloc(c->s->tenant, need);
 		if (e)
 			return e;
 	}
@@ -147,6 +150,14 @@ int cmx_h_CreateImage(struct cmx_call *c, struct cmx_CreateImage_in *in,
 	clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof(size), &size, NULL);
 	/* The estimate above knows no padding of the driver's. */
 	if (!in->buffer.h && (e = cmx_tenant_may_alloc(c->s->tenant, size))) {
+		free(sh);
+		clReleaseMemObject(m);
+		return e;
+	}
+	/* Without contents it is zeroed before the tenant can read it (an
+	 * image over a buffer shows the buffer's bytes). */
+	if (!c->bulk_len && !in->buffer.h &&
+	    (e = cmx_zero_image(cmx_session_obj(c->s, in->context.id, CMX_K_CONTEXT), m, ext))) {
 		free(sh);
 		clReleaseMemObject(m);
 		return e;

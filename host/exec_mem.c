@@ -12,6 +12,7 @@
 
 #include "area.h"
 #include "clcheck.h"
+#include "zero.h"
 
 /* Host-access flags only bind the guest (which enforces them); the daemon
  * itself must be able to read and write every buffer. */
@@ -66,6 +67,13 @@ int cmx_h_CreateBuffer(struct cmx_call *c, struct cmx_CreateBuffer_in *in)
 	flags = c->bulk_len ? flags | CL_MEM_COPY_HOST_PTR
 			    : flags & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
 	e = buffer_make(c, &in->mem, in->context.h, flags, in->size, &in->props, c->bulk, &m);
+	if (e || c->bulk_len)
+		return e;
+	/* Without contents it is zeroed before the tenant can read it: the
+	 * driver's fresh memory may be another tenant's freed memory. */
+	e = cmx_zero_buffer(cmx_session_obj(c->s, in->context.id, CMX_K_CONTEXT), m, in->size);
+	if (e)
+		cmx_session_release(c->s, in->mem.id, CMX_K_MEM);
 	return e;
 }
 

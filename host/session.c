@@ -21,6 +21,7 @@
 #include "scheduler.h"
 #include "server.h"
 #include "tenant.h"
+#include "zero.h"
 
 struct cmx_session *cmx_session_create(struct cmx_server *srv, struct cmx_conn *conn,
 				       struct cmx_tenant *t)
@@ -99,7 +100,9 @@ int cmx_session_add(struct cmx_session *s, uint64_t id, unsigned kind, void *h, 
 /* An object's ext (host/object.h); any thread (the reaper's too). */
 static void ext_free(struct cmx_obj *o)
 {
-	free(o->ext);
+	if (o->kind == CMX_K_CONTEXT || o->kind == CMX_K_QUEUE)
+		cmx_zero_release(o);
+	free(o->ext); /* the other kinds': plain memory */
 	o->ext = NULL;
 }
 
