@@ -88,15 +88,16 @@ int cmx_defer_work(struct cmx_call *c, int (*work)(struct cmx_call *c),
 
 /*
  * A native clGet*Info answer as the reply's `value`: the call runs twice,
- * for the size and then into c->scratch. FN(ARGS..., size, value, size_ret)
- * is the native query; evaluates to its cl_int.
+ * for the size and then into c->scratch, zeroed first (a driver may write
+ * less than the size it gave). FN(ARGS..., size, value, size_ret) is the
+ * native query; evaluates to its cl_int.
  */
 #define CMX_INFO(c, value, FN, ...)                                                                \
 	({                                                                                         \
 		size_t size_ = 0;                                                                  \
 		cl_int e_ = FN(__VA_ARGS__, 0, NULL, &size_);                                      \
 		if (e_ == CL_SUCCESS) {                                                            \
-			(c)->scratch = malloc(size_ ? size_ : 1);                                  \
+			(c)->scratch = calloc(1, size_ ? size_ : 1);                               \
 			e_ = (c)->scratch ? FN(__VA_ARGS__, size_, (c)->scratch, NULL)             \
 					  : CL_OUT_OF_HOST_MEMORY;                                 \
 		}                                                                                  \

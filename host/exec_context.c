@@ -78,7 +78,7 @@ int cmx_h_GetDeviceInfoAll(struct cmx_call *c, struct cmx_GetDeviceInfoAll_in *i
 				cmx_buf_put_bytes(&b, "", 0);
 				continue;
 			}
-			v = malloc(size ? size : 1);
+			v = calloc(1, size);
 			if (v && clGetDeviceInfo(dev, p, size, v, NULL) == CL_SUCCESS) {
 				tenant_view(c, p, v, size);
 				cmx_buf_put_u64(&b, p);
