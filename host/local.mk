@@ -55,6 +55,12 @@ host_tests_test_badinput_SOURCES = host/tests/test_badinput.c host/tests/rawclie
 host_tests_test_badinput_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_badinput_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la $(CHECK_LIBS) \
 	$(OPENCL_LIBS) -lpthread
+check_PROGRAMS += host/tests/test_hostile_args
+TESTS += host/tests/test_hostile_args
+host_tests_test_hostile_args_SOURCES = host/tests/test_hostile_args.c host/tests/rawclient.h
+host_tests_test_hostile_args_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_hostile_args_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la \
+	$(CHECK_LIBS) $(OPENCL_LIBS) -lpthread
 check_PROGRAMS += host/tests/test_lanes
 TESTS += host/tests/test_lanes
 host_tests_test_lanes_SOURCES = host/tests/test_lanes.c host/tests/rawclient.h
