@@ -185,7 +185,8 @@ int cmx_h_ReleaseKernel(struct cmx_call *c, struct cmx_ReleaseKernel_in *in)
 /*
  * An argument against its kind (struct karg): kind 0 carries bytes by
  * value, 1 a memory object, 2 no value (a __local size, or a NULL buffer),
- * 3 a sampler. The errors are clSetKernelArg's.
+ * 3 a sampler. The errors are clSetKernelArg's. A handle's size is the
+ * daemon's to give (the native handle's), whatever the call said.
  */
 static cl_int karg_check(struct cmx_call *c, const struct cmx_kargs *ka,
 			 const struct cmx_SetKernelArg_in *in)
@@ -197,7 +198,7 @@ static cl_int karg_check(struct cmx_call *c, const struct cmx_kargs *ka,
 	case KA_BUFFER:
 		if (in->kind == 0 || in->kind == 3)
 			return CL_INVALID_MEM_OBJECT;
-		if (in->size != sizeof(cl_mem))
+		if (in->kind == 2 && in->size != sizeof(cl_mem))
 			return CL_INVALID_ARG_SIZE;
 		m = in->kind == 1 && in->mem.id ? cmx_session_obj(c->s, in->mem.id, CMX_K_MEM) : NULL;
 		return m && m->ext ? CL_INVALID_MEM_OBJECT : CL_SUCCESS;
@@ -206,8 +207,6 @@ static cl_int karg_check(struct cmx_call *c, const struct cmx_kargs *ka,
 			return CL_INVALID_ARG_VALUE;
 		if (in->kind != 1)
 			return CL_INVALID_MEM_OBJECT;
-		if (in->size != sizeof(cl_mem))
-			return CL_INVALID_ARG_SIZE;
 		m = cmx_session_obj(c->s, in->mem.id, CMX_K_MEM);
 		if (!m || !m->ext || (a->image && cmx_image_type(m) != a->image))
 			return CL_INVALID_MEM_OBJECT;
@@ -217,9 +216,7 @@ static cl_int karg_check(struct cmx_call *c, const struct cmx_kargs *ka,
 			return CL_INVALID_ARG_VALUE;
 		break;
 	case KA_SAMPLER:
-		if (in->kind != 3 || !in->sampler.id)
-			return CL_INVALID_SAMPLER;
-		return in->size == sizeof(cl_sampler) ? CL_SUCCESS : CL_INVALID_ARG_SIZE;
+		return in->kind != 3 || !in->sampler.id ? CL_INVALID_SAMPLER : CL_SUCCESS;
 	case KA_VALUE:
 		/* A handle's bytes would tell the kernel the daemon's
 		 * addresses. */
