@@ -114,27 +114,28 @@ static cl_int dims_check(cl_context ctx, const cl_image_desc *d)
 /*
  * Pitches describe host memory: none without it (a 2D image over a buffer
  * may name its own row pitch), never shorter than a row or a slice (PoCL
- * 3.1 copies whole rows from a shorter pitch, reading past the contents),
- * and an image over a buffer fits in it.
+ * 3.1 copies whole rows from a shorter pitch, reading past the contents).
  */
 static cl_int pitches_check(const cl_image_desc *d, size_t elem, const void *host_ptr)
 {
-	uint64_t need;
-
 	if (!host_ptr && (d->image_slice_pitch || (d->image_row_pitch && !d->buffer)))
 		return CL_INVALID_IMAGE_DESCRIPTOR;
 	if (cmx_cl_image_pitches_bad(d->image_type, d->image_width, d->image_height, elem,
 				     d->image_row_pitch, d->image_slice_pitch))
 		return CL_INVALID_IMAGE_DESCRIPTOR;
-	if (!d->buffer)
-		return CL_SUCCESS;
-	/* The rows the image takes of the buffer (a 1D image: one). */
-	if (__builtin_mul_overflow(d->image_row_pitch ? d->image_row_pitch : d->image_width * elem,
-				   d->image_type == CL_MEM_OBJECT_IMAGE2D ? d->image_height : 1,
-				   &need) ||
-	    need > d->buffer->size)
-		return CL_INVALID_IMAGE_DESCRIPTOR;
 	return CL_SUCCESS;
+}
+
+/* An image over a buffer lies inside it: its rows (a 1D image's one). */
+static int fits_buffer(const cl_image_desc *d, size_t elem, cl_mem buf)
+{
+	uint64_t need;
+
+	return !__builtin_mul_overflow(d->image_row_pitch ? d->image_row_pitch
+							  : d->image_width * elem,
+				       d->image_type == CL_MEM_OBJECT_IMAGE2D ? d->image_height : 1,
+				       &need) &&
+	       need <= buf->size;
 }
 
 /* The pitches of contents laid out in host memory, defaults filled. */
@@ -249,6 +250,21 @@ static cl_mem image_create(cl_context ctx, const cl_mem_properties *props, cl_me
 		return cmx_fail(errcode_ret, CL_INVALID_OPERATION);
 	if ((e = dims_check(ctx, desc)))
 		return cmx_fail(errcode_ret, e);
+	if (has_host != (host_ptr != NULL))
+		return cmx_fail(errcode_ret, CL_INVALID_HOST_PTR);
+	if ((e = pitches_check(desc, elem, host_ptr)))
+		return cmx_fail(errcode_ret, e);
+	d = *desc;
+	if (d.buffer) {
+		buf = d.buffer;
+		if (!CMX_IS(buf, CMX_MAGIC_MEM) || buf->ctx != ctx ||
+		    (d.image_type != CL_MEM_OBJECT_IMAGE1D_BUFFER &&
+		     d.image_type != CL_MEM_OBJECT_IMAGE2D) ||
+		    !fits_buffer(&d, elem, buf))
+			return cmx_fail(errcode_ret, CL_INVALID_IMAGE_DESCRIPTOR);
+	} else if (d.image_type == CL_MEM_OBJECT_IMAGE1D_BUFFER) {
+		return cmx_fail(errcode_ret, CL_INVALID_IMAGE_DESCRIPTOR);
+	}
 	/* The spec's error for a format the device lacks (a driver may give
 	 * another), from the cached list for the kernel access asked for:
 	 * NVIDIA lists formats for no host pointer flags (CL_INVALID_VALUE). */
@@ -259,20 +275,6 @@ static cl_mem image_create(cl_context ctx, const cl_mem_properties *props, cl_me
 		return cmx_fail(errcode_ret, e);
 	if (!format_listed(fl, format))
 		return cmx_fail(errcode_ret, CL_IMAGE_FORMAT_NOT_SUPPORTED);
-	d = *desc;
-	if (d.buffer) {
-		buf = d.buffer;
-		if (!CMX_IS(buf, CMX_MAGIC_MEM) || buf->ctx != ctx ||
-		    (d.image_type != CL_MEM_OBJECT_IMAGE1D_BUFFER &&
-		     d.image_type != CL_MEM_OBJECT_IMAGE2D))
-			return cmx_fail(errcode_ret, CL_INVALID_IMAGE_DESCRIPTOR);
-	} else if (d.image_type == CL_MEM_OBJECT_IMAGE1D_BUFFER) {
-		return cmx_fail(errcode_ret, CL_INVALID_IMAGE_DESCRIPTOR);
-	}
-	if (has_host != (host_ptr != NULL))
-		return cmx_fail(errcode_ret, CL_INVALID_HOST_PTR);
-	if ((e = pitches_check(&d, elem, host_ptr)))
-		return cmx_fail(errcode_ret, e);
 	/* Contents travel packed, with explicit pitches, so the daemon knows
 	 * how many bytes the driver will read (and a driver that mishandles
 	 * pitched host memory, as Oclgrind 21.10 does, never sees any). */
