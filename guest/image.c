@@ -131,10 +131,9 @@ static int fits_buffer(const cl_image_desc *d, size_t elem, cl_mem buf)
 {
 	uint64_t need;
 
-	return !__builtin_mul_overflow(d->image_row_pitch ? d->image_row_pitch
-							  : d->image_width * elem,
-				       d->image_type == CL_MEM_OBJECT_IMAGE2D ? d->image_height : 1,
-				       &need) &&
+	return !__builtin_mul_overflow(
+		   d->image_row_pitch ? d->image_row_pitch : d->image_width * elem,
+		   d->image_type == CL_MEM_OBJECT_IMAGE2D ? d->image_height : 1, &need) &&
 	       need <= buf->size;
 }
 

@@ -108,7 +108,6 @@ int cmx_defer_work(struct cmx_call *c, int (*work)(struct cmx_call *c),
 		e_;                                                                                \
 	})
 
-
 /* A payload command's native part is enqueued (host/exec_mem.c): a write's
  * staging is freed, or a read's staged data sent (reply or ReadDone), when
  * ev completes; e is the enqueue's status. */

@@ -137,8 +137,8 @@ int cmx_h_CreateImage(struct cmx_call *c, struct cmx_CreateImage_in *in,
 	sh = malloc(sizeof(*sh));
 	if (!sh)
 		return CL_OUT_OF_HOST_MEMORY;
-	*sh = (struct image_shape){.type = d.image_type, .extent = {ext[0], ext[1], ext[2]},
-				   .elem = elem};
+	*sh = (struct image_shape){
+	    .type = d.image_type, .extent = {ext[0], ext[1], ext[2]}, .elem = elem};
 	/* USE_HOST_PTR lives in the guest; here the contents are copied in. */
 	flags = c->bulk_len ? flags | CL_MEM_COPY_HOST_PTR
 			    : flags & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;

@@ -172,7 +172,8 @@ int cmx_h_CloneKernel(struct cmx_call *c, struct cmx_CloneKernel_in *in)
 	if (e)
 		return e;
 	/* The clone has the source's arguments, __local sizes included. */
-	return kernel_add(c, in->kernel.id, k, src && src->ext ? kargs_copy(src->ext) : kargs_make(k),
+	return kernel_add(c, in->kernel.id, k,
+			  src && src->ext ? kargs_copy(src->ext) : kargs_make(k),
 			  cmx_kprintf_kernel(c->s, in->source.id) ? CMX_OBJ_PRINTS : 0);
 }
 
@@ -200,7 +201,8 @@ static cl_int karg_check(struct cmx_call *c, const struct cmx_kargs *ka,
 			return CL_INVALID_MEM_OBJECT;
 		if (in->kind == 2 && in->size != sizeof(cl_mem))
 			return CL_INVALID_ARG_SIZE;
-		m = in->kind == 1 && in->mem.id ? cmx_session_obj(c->s, in->mem.id, CMX_K_MEM) : NULL;
+		m = in->kind == 1 && in->mem.id ? cmx_session_obj(c->s, in->mem.id, CMX_K_MEM)
+						: NULL;
 		return m && m->ext ? CL_INVALID_MEM_OBJECT : CL_SUCCESS;
 	case KA_IMAGE:
 		if (in->kind == 2 || (in->kind == 1 && !in->mem.id))

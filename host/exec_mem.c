@@ -272,8 +272,8 @@ static int write_rect(struct cmx_call *c, struct cmx_WriteBufferRect_in *in, int
 		return e;
 	if (c->bulk_len != r[0] * r[1] * r[2])
 		return CL_INVALID_VALUE;
-	e = clEnqueueWriteBufferRect(in->queue.h, in->mem.h, CL_FALSE, o, zero, r, row, slice,
-				     r[0], r[0] * r[1], c->bulk, WAIT(in->wait), &ev);
+	e = clEnqueueWriteBufferRect(in->queue.h, in->mem.h, CL_FALSE, o, zero, r, row, slice, r[0],
+				     r[0] * r[1], c->bulk, WAIT(in->wait), &ev);
 	return write_staged(c, e, ev, &in->event, sync);
 }
 
@@ -446,11 +446,12 @@ int cmx_h_CopyBufferRect(struct cmx_call *c, struct cmx_CopyBufferRect_in *in)
 	cl_event ev = NULL;
 	cl_int e = rect_args(c, in->src.id, &in->src_origin, &in->region, so, r, &srow, &sslice);
 
-	if (e || (e = rect_args(c, in->dst.id, &in->dst_origin, &in->region, dO, r, &drow, &dslice)) ||
+	if (e ||
+	    (e = rect_args(c, in->dst.id, &in->dst_origin, &in->region, dO, r, &drow, &dslice)) ||
 	    (e = cmx_sched_begin(c, (cl_uint)in->wait.n, in->wait.h, &sc)))
 		return e;
-	e = clEnqueueCopyBufferRect(in->queue.h, in->src.h, in->dst.h, so, dO, r, srow, sslice, drow,
-				    dslice, CMX_SCHED_WAIT(sc), &ev);
+	e = clEnqueueCopyBufferRect(in->queue.h, in->src.h, in->dst.h, so, dO, r, srow, sslice,
+				    drow, dslice, CMX_SCHED_WAIT(sc), &ev);
 	cmx_sched_end(&sc, e, ev);
 	if (!e)
 		cmx_event_bind(c, &in->event, ev);

@@ -80,8 +80,8 @@ START_TEST(test_local_sizes)
 	E2E_OK(v, clSetKernelArg(kv, 2, lm, NULL));
 	E2E_OK(v, clSetKernelArg(kv, 3, lm, NULL));
 	E2E_EXPECT(v,
-		   LOCAL_ONLY("both", clEnqueueNDRangeKernel(v->queue, kv, 1, NULL, &g, &g, 0,
-							     NULL, NULL)),
+		   LOCAL_ONLY("both",
+			      clEnqueueNDRangeKernel(v->queue, kv, 1, NULL, &g, &g, 0, NULL, NULL)),
 		   CL_OUT_OF_RESOURCES);
 	/* Sizes that fit run. */
 	E2E_OK(v, clSetKernelArg(kv, 2, 64, NULL));
@@ -120,8 +120,7 @@ START_TEST(test_value_sizes)
 }
 END_TEST
 
-static cl_int make_image(struct e2e_plat *p, cl_mem_flags flags, const cl_image_desc *d,
-			 void *host)
+static cl_int make_image(struct e2e_plat *p, cl_mem_flags flags, const cl_image_desc *d, void *host)
 {
 	cl_int e = CL_SUCCESS;
 	cl_mem m = clCreateImage(p->context, flags, &rgba8, d, host, &e);
@@ -154,17 +153,17 @@ START_TEST(test_image_pitches)
 		cl_mem_flags f = cases[i].host ? CL_MEM_COPY_HOST_PTR : 0;
 		void *h = cases[i].host ? px : NULL;
 
-		e2e_check_err(cases[i].what,
-			      LOCAL_ONLY(cases[i].what, make_image(&e2e_virtual, f, &cases[i].d, h)),
-			      make_image(&e2e_native, f, &cases[i].d, h),
-			      CL_INVALID_IMAGE_DESCRIPTOR);
+		e2e_check_err(
+		    cases[i].what,
+		    LOCAL_ONLY(cases[i].what, make_image(&e2e_virtual, f, &cases[i].d, h)),
+		    make_image(&e2e_native, f, &cases[i].d, h), CL_INVALID_IMAGE_DESCRIPTOR);
 	}
 	/* 64 pixels over a 64-byte buffer: 256 bytes it does not have. */
 	{
 		cl_mem bv = e2e_buffer_create(&e2e_virtual, CL_MEM_READ_WRITE, 64, NULL);
 		cl_mem bn = e2e_buffer_create(&e2e_native, CL_MEM_READ_WRITE, 64, NULL);
-		cl_image_desc dv = {.image_type = CL_MEM_OBJECT_IMAGE1D_BUFFER, .image_width = 64,
-				    .buffer = bv};
+		cl_image_desc dv = {
+		    .image_type = CL_MEM_OBJECT_IMAGE1D_BUFFER, .image_width = 64, .buffer = bv};
 		cl_image_desc dn = dv;
 
 		dn.buffer = bn;
@@ -182,8 +181,8 @@ END_TEST
 START_TEST(test_transfer_boxes)
 {
 	struct e2e_plat *v = &e2e_virtual, *n = &e2e_native;
-	cl_image_desc d = {.image_type = CL_MEM_OBJECT_IMAGE2D, .image_width = 4,
-			   .image_height = 2};
+	cl_image_desc d = {
+	    .image_type = CL_MEM_OBJECT_IMAGE2D, .image_width = 4, .image_height = 2};
 	cl_int e;
 	cl_mem iv = clCreateImage(v->context, 0, &rgba8, &d, NULL, &e);
 	cl_mem in_ = clCreateImage(n->context, 0, &rgba8, &d, NULL, &e);
@@ -204,29 +203,26 @@ START_TEST(test_transfer_boxes)
 	e2e_check_err("an image box past its end",
 		      LOCAL_ONLY("box", clEnqueueReadImage(v->queue, iv, CL_TRUE, far, r, 0, 0,
 							   host, 0, NULL, NULL)),
-		      clEnqueueReadImage(n->queue, in_, CL_TRUE, far, r, 0, 0, host, 0, NULL,
-					 NULL),
+		      clEnqueueReadImage(n->queue, in_, CL_TRUE, far, r, 0, 0, host, 0, NULL, NULL),
 		      CL_INVALID_VALUE);
 	e2e_check_err("a rect whose size overflows",
 		      LOCAL_ONLY("huge", clEnqueueReadBufferRect(v->queue, bv, CL_TRUE, o, o, huge,
-								 16, 0, 0, 0, host, 0, NULL,
-								 NULL)),
+								 16, 0, 0, 0, host, 0, NULL, NULL)),
 		      clEnqueueReadBufferRect(n->queue, bn, CL_TRUE, o, o, huge, 16, 0, 0, 0, host,
 					      0, NULL, NULL),
 		      CL_INVALID_VALUE);
 	e2e_check_err("a rect row pitch shorter than a row",
 		      LOCAL_ONLY("rows", clEnqueueReadBufferRect(v->queue, bv, CL_TRUE, o, o, rows,
-								 8, 0, 0, 0, host, 0, NULL,
-								 NULL)),
-		      clEnqueueReadBufferRect(n->queue, bn, CL_TRUE, o, o, rows, 8, 0, 0, 0, host, 0,
-					      NULL, NULL),
+								 8, 0, 0, 0, host, 0, NULL, NULL)),
+		      clEnqueueReadBufferRect(n->queue, bn, CL_TRUE, o, o, rows, 8, 0, 0, 0, host,
+					      0, NULL, NULL),
 		      CL_INVALID_VALUE);
-	e2e_check_err("a copy to a buffer past its end",
-		      LOCAL_ONLY("image to buffer", clEnqueueCopyImageToBuffer(v->queue, iv, bv, o,
-									       r, 4090, 0, NULL,
-									       NULL)),
-		      clEnqueueCopyImageToBuffer(n->queue, in_, bn, o, r, 4090, 0, NULL, NULL),
-		      CL_INVALID_VALUE);
+	e2e_check_err(
+	    "a copy to a buffer past its end",
+	    LOCAL_ONLY("image to buffer",
+		       clEnqueueCopyImageToBuffer(v->queue, iv, bv, o, r, 4090, 0, NULL, NULL)),
+	    clEnqueueCopyImageToBuffer(n->queue, in_, bn, o, r, 4090, 0, NULL, NULL),
+	    CL_INVALID_VALUE);
 	clReleaseMemObject(iv);
 	clReleaseMemObject(in_);
 	clReleaseMemObject(bv);
@@ -241,8 +237,8 @@ START_TEST(test_fresh_memory)
 	struct e2e_plat *v = &e2e_virtual;
 	enum { N = 16, SIZE = 16 << 10 };
 	static unsigned char got[SIZE];
-	cl_image_desc d = {.image_type = CL_MEM_OBJECT_IMAGE2D, .image_width = 64,
-			   .image_height = 64};
+	cl_image_desc d = {
+	    .image_type = CL_MEM_OBJECT_IMAGE2D, .image_width = 64, .image_height = 64};
 	size_t o[3] = {0, 0, 0}, r[3] = {64, 64, 1};
 
 	for (int i = 0; i < N; i++) {
@@ -256,8 +252,8 @@ START_TEST(test_fresh_memory)
 		for (size_t k = 0; k < SIZE; k++)
 			ck_assert_msg(!got[k], "buffer %d byte %zu: %u", i, k, got[k]);
 		memset(got, 0x5a, sizeof(got));
-		E2E_OK(v, clEnqueueReadImage(v->queue, img, CL_TRUE, o, r, 0, 0, got, 0, NULL,
-					     NULL));
+		E2E_OK(v,
+		       clEnqueueReadImage(v->queue, img, CL_TRUE, o, r, 0, 0, got, 0, NULL, NULL));
 		for (size_t k = 0; k < SIZE; k++)
 			ck_assert_msg(!got[k], "image %d byte %zu: %u", i, k, got[k]);
 		clReleaseMemObject(b);

@@ -102,7 +102,8 @@ static void program_kernel(struct client *c, uint64_t ctx, uint64_t id, const ch
 	    .program = {id}, .context = {ctx}, .source = {src, strlen(src)}};
 	struct cmx_BuildProgram_in b = {.program = {id}, .devices = {devs, 1}};
 	struct cmx_BuildProgram_out bout;
-	struct cmx_CreateKernel_in k = {.kernel = {kid}, .program = {id}, .name = {name, strlen(name) + 1}};
+	struct cmx_CreateKernel_in k = {
+	    .kernel = {kid}, .program = {id}, .name = {name, strlen(name) + 1}};
 	uint8_t *keep;
 
 	send_msg(c, &cmx_desc_CreateProgramWithSource_in, &ps, 0, NULL, 0);
@@ -148,8 +149,7 @@ static struct cmx_SetKernelArg_in arg_bytes(uint64_t k, uint64_t i, const void *
 /* Launches kernel k on queue q over n items in groups of local (0: the
  * driver's choice) with a new event ev; returns the event's creation
  * status (a failed launch poisons it with its error). */
-static int launch(struct client *c, uint64_t q, uint64_t k, uint64_t n, uint64_t local,
-		  uint64_t ev)
+static int launch(struct client *c, uint64_t q, uint64_t k, uint64_t n, uint64_t local, uint64_t ev)
 {
 	uint64_t g[1] = {n}, l[1] = {local};
 	struct cmx_EnqueueKernel_in in = {.queue = {q},
@@ -231,7 +231,8 @@ START_TEST(local_sizes)
 	struct cmx_SetKernelArg_in o = arg_mem(0x20004, 0, 0x20002);
 	struct cmx_SetKernelArg_in huge = arg_local(0x20004, 1, 1ull << 40);
 	struct cmx_SetKernelArg_in zero = arg_local(0x20004, 1, 0);
-	struct cmx_SetKernelArg_in small_a = arg_local(0x20004, 1, 64), small_b = arg_local(0x20004, 2, 64);
+	struct cmx_SetKernelArg_in small_a = arg_local(0x20004, 1, 64),
+				   small_b = arg_local(0x20004, 2, 64);
 	struct client a;
 	uint64_t lm, o0, b0;
 
@@ -242,9 +243,11 @@ START_TEST(local_sizes)
 	send_msg(&a, &cmx_desc_CreateBuffer_in, &buf, 0, NULL, 0);
 	program_kernel(&a, 0x20000, 0x20003, src, 0x20004, "k");
 	async_ok(&a, &cmx_desc_SetKernelArg_in, &o, NULL, 0, "the buffer");
-	async_fails(&a, &cmx_desc_SetKernelArg_in, &huge, NULL, 0, CL_INVALID_ARG_SIZE, "2^40 bytes");
+	async_fails(&a, &cmx_desc_SetKernelArg_in, &huge, NULL, 0, CL_INVALID_ARG_SIZE,
+		    "2^40 bytes");
 	huge.size = lm + 1;
-	async_fails(&a, &cmx_desc_SetKernelArg_in, &huge, NULL, 0, CL_INVALID_ARG_SIZE, "one too many");
+	async_fails(&a, &cmx_desc_SetKernelArg_in, &huge, NULL, 0, CL_INVALID_ARG_SIZE,
+		    "one too many");
 	async_fails(&a, &cmx_desc_SetKernelArg_in, &zero, NULL, 0, CL_INVALID_ARG_SIZE, "no bytes");
 	/* The launch that would have aborted: argument 1 is still unset. */
 	ck_assert_int_eq(launch(&a, 0x20001, 0x20004, 64, 64, 0x20010), CL_INVALID_KERNEL_ARGS);
@@ -286,11 +289,14 @@ START_TEST(argument_kinds)
 	    "  o[0] = i + l + q.v[3] + read_imagei(img, s, (int2)(0, 0)).x; loc[0] = 0;\n"
 	    "}\n";
 	uint64_t fmt[2] = {CL_RGBA, CL_SIGNED_INT32}, desc[9] = {CL_MEM_OBJECT_IMAGE2D, 4, 4};
-	uint64_t smp_props[6] = {CL_SAMPLER_NORMALIZED_COORDS, 0, CL_SAMPLER_ADDRESSING_MODE,
-				 CL_ADDRESS_NONE, CL_SAMPLER_FILTER_MODE, CL_FILTER_NEAREST};
+	uint64_t smp_props[6] = {CL_SAMPLER_NORMALIZED_COORDS, 0,
+				 CL_SAMPLER_ADDRESSING_MODE,   CL_ADDRESS_NONE,
+				 CL_SAMPLER_FILTER_MODE,       CL_FILTER_NEAREST};
 	struct cmx_CreateBuffer_in buf = {.mem = {0x21002}, .context = {0x21000}, .size = 64};
-	struct cmx_CreateImage_in img = {.mem = {0x21005}, .context = {0x21000},
-					 .flags = CL_MEM_READ_ONLY, .format = {fmt, 2},
+	struct cmx_CreateImage_in img = {.mem = {0x21005},
+					 .context = {0x21000},
+					 .flags = CL_MEM_READ_ONLY,
+					 .format = {fmt, 2},
 					 .desc = {desc, 9}};
 	struct cmx_CreateImage_out iout;
 	struct cmx_CreateSampler_in smp = {
@@ -312,9 +318,10 @@ START_TEST(argument_kinds)
 	    arg_local(0x21004, 7, 4),		       /* past the last argument */
 	};
 	static const int32_t want[] = {
-	    CL_INVALID_MEM_OBJECT, CL_INVALID_SAMPLER,	 CL_INVALID_SAMPLER,   CL_INVALID_MEM_OBJECT,
-	    CL_INVALID_MEM_OBJECT, CL_INVALID_ARG_VALUE, CL_INVALID_ARG_SIZE,  CL_INVALID_ARG_SIZE,
-	    CL_INVALID_ARG_VALUE,  CL_INVALID_ARG_VALUE, CL_INVALID_ARG_VALUE, CL_INVALID_ARG_INDEX,
+	    CL_INVALID_MEM_OBJECT, CL_INVALID_SAMPLER,	  CL_INVALID_SAMPLER,
+	    CL_INVALID_MEM_OBJECT, CL_INVALID_MEM_OBJECT, CL_INVALID_ARG_VALUE,
+	    CL_INVALID_ARG_SIZE,   CL_INVALID_ARG_SIZE,	  CL_INVALID_ARG_VALUE,
+	    CL_INVALID_ARG_VALUE,  CL_INVALID_ARG_VALUE,  CL_INVALID_ARG_INDEX,
 	};
 	struct client a;
 	uint64_t o0, b0;
@@ -341,15 +348,22 @@ START_TEST(argument_kinds)
 		int64_t l8 = 2;
 		int32_t q[4] = {0, 0, 0, 4};
 		struct cmx_SetKernelArg_in good[] = {
-		    arg_mem(0x21004, 0, 0x21002), arg_bytes(0x21004, 1, &i4, 4),
-		    arg_bytes(0x21004, 2, &l8, 8), arg_local(0x21004, 3, 16),
-		    {.kernel = {0x21004}, .index = 4, .kind = 3, .sampler = {0x21006},
+		    arg_mem(0x21004, 0, 0x21002),
+		    arg_bytes(0x21004, 1, &i4, 4),
+		    arg_bytes(0x21004, 2, &l8, 8),
+		    arg_local(0x21004, 3, 16),
+		    {.kernel = {0x21004},
+		     .index = 4,
+		     .kind = 3,
+		     .sampler = {0x21006},
 		     .size = sizeof(cl_sampler)},
-		    arg_mem(0x21004, 5, 0x21005), arg_bytes(0x21004, 6, q, sizeof(q)),
+		    arg_mem(0x21004, 5, 0x21005),
+		    arg_bytes(0x21004, 6, q, sizeof(q)),
 		};
 
 		for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++)
-			async_ok(&a, &cmx_desc_SetKernelArg_in, &good[i], NULL, 0, "a good argument");
+			async_ok(&a, &cmx_desc_SetKernelArg_in, &good[i], NULL, 0,
+				 "a good argument");
 		ck_assert_int_eq(launch(&a, 0x21001, 0x21004, 1, 1, 0x21010), CL_SUCCESS);
 		finish(&a, 0x21001);
 	}
@@ -392,8 +406,10 @@ START_TEST(image_pitches)
 	hello(&a);
 	send_msg(&a, &cmx_desc_CreateContext_in, &ctx, 0, NULL, 0);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
-		struct cmx_CreateImage_in img = {.mem = {0x22100 + i}, .context = {0x22000},
-						 .flags = CL_MEM_READ_WRITE, .format = {fmt, 2},
+		struct cmx_CreateImage_in img = {.mem = {0x22100 + i},
+						 .context = {0x22000},
+						 .flags = CL_MEM_READ_WRITE,
+						 .format = {fmt, 2},
 						 .desc = {cases[i].desc, 9}};
 
 		send_msg(&a, &cmx_desc_CreateImage_in, &img, 1, px, cases[i].bulk);
@@ -407,9 +423,12 @@ START_TEST(image_pitches)
 	/* 64 RGBA8 pixels over a 64-byte buffer: 256 bytes it does not have. */
 	send_msg(&a, &cmx_desc_CreateBuffer_in, &small, 0, NULL, 0);
 	{
-		struct cmx_CreateImage_in img = {.mem = {0x22200}, .context = {0x22000},
-						 .flags = CL_MEM_READ_WRITE, .format = {fmt, 2},
-						 .desc = {buf_desc, 9}, .buffer = {0x22001}};
+		struct cmx_CreateImage_in img = {.mem = {0x22200},
+						 .context = {0x22000},
+						 .flags = CL_MEM_READ_WRITE,
+						 .format = {fmt, 2},
+						 .desc = {buf_desc, 9},
+						 .buffer = {0x22001}};
 
 		send_msg(&a, &cmx_desc_CreateImage_in, &img, 1, NULL, 0);
 		ck_assert_int_eq(recv_reply(&a, &cmx_desc_CreateImage_out, &out, NULL),
@@ -432,25 +451,27 @@ START_TEST(transfer_boxes)
 {
 	uint64_t fmt[2] = {CL_RGBA, CL_UNSIGNED_INT8}, desc[9] = {CL_MEM_OBJECT_IMAGE2D, 4, 2};
 	struct cmx_CreateBuffer_in buf = {.mem = {0x23002}, .context = {0x23000}, .size = 4096};
-	struct cmx_CreateImage_in img = {.mem = {0x23003}, .context = {0x23000},
-					 .flags = CL_MEM_READ_WRITE, .format = {fmt, 2},
+	struct cmx_CreateImage_in img = {.mem = {0x23003},
+					 .context = {0x23000},
+					 .flags = CL_MEM_READ_WRITE,
+					 .format = {fmt, 2},
 					 .desc = {desc, 9}};
 	struct cmx_CreateImage_out iout;
 	static const struct {
 		uint64_t o[3], r[3], row, slice;
 	} rects[] = {
-	    {{0, 300, 0}, {16, 16, 1}, 16, 0},		 /* past the end */
-	    {{0, 0, 0}, {16, 16, 1}, 8, 0},		 /* a row pitch shorter than a row */
-	    {{0, 0, 0}, {16, 2, 2}, 16, 8},		 /* a slice pitch shorter than its rows */
-	    {{0, 0, 0}, {16, 2, 2}, 16, 40},		 /* not a multiple of the row pitch */
-	    {{0, 0, 0}, {16, 1ull << 60, 16}, 16, 0},	 /* rows * pitch overflows */
-	    {{~0ull, 0, 0}, {16, 1, 1}, 0, 0},		 /* the origin wraps */
+	    {{0, 300, 0}, {16, 16, 1}, 16, 0},	      /* past the end */
+	    {{0, 0, 0}, {16, 16, 1}, 8, 0},	      /* a row pitch shorter than a row */
+	    {{0, 0, 0}, {16, 2, 2}, 16, 8},	      /* a slice pitch shorter than its rows */
+	    {{0, 0, 0}, {16, 2, 2}, 16, 40},	      /* not a multiple of the row pitch */
+	    {{0, 0, 0}, {16, 1ull << 60, 16}, 16, 0}, /* rows * pitch overflows */
+	    {{~0ull, 0, 0}, {16, 1, 1}, 0, 0},	      /* the origin wraps */
 	    {{0, 0, 0}, {1ull << 32, 1ull << 32, 1ull << 32}, 0, 0}, /* the packed size */
 	};
 	static const struct {
 		uint64_t o[3], r[3];
 	} boxes[] = {
-	    {{3, 0, 0}, {4, 2, 1}}, {{0, 0, 1}, {4, 2, 1}}, {{0, 0, 0}, {4, 1ull << 62, 1}},
+	    {{3, 0, 0}, {4, 2, 1}}, {{0, 0, 1}, {4, 2, 1}},	{{0, 0, 0}, {4, 1ull << 62, 1}},
 	    {{0, 0, 0}, {4, 2, 0}}, {{~0ull, 0, 0}, {2, 1, 1}},
 	};
 	static uint8_t dst[4096];
@@ -468,10 +489,12 @@ START_TEST(transfer_boxes)
 			 CL_INVALID_VALUE);
 	ck_assert_uint_eq(got, 0);
 	for (size_t i = 0; i < sizeof(rects) / sizeof(*rects); i++) {
-		struct cmx_ReadBufferRectSync_in rd = {
-		    .queue = {0x23001}, .mem = {0x23002}, .origin = {rects[i].o, 3},
-		    .region = {rects[i].r, 3}, .row_pitch = rects[i].row,
-		    .slice_pitch = rects[i].slice};
+		struct cmx_ReadBufferRectSync_in rd = {.queue = {0x23001},
+						       .mem = {0x23002},
+						       .origin = {rects[i].o, 3},
+						       .region = {rects[i].r, 3},
+						       .row_pitch = rects[i].row,
+						       .slice_pitch = rects[i].slice};
 
 		send_msg(&a, &cmx_desc_ReadBufferRectSync_in, &rd, 1, NULL, 0);
 		ck_assert_msg(recv_reply_bulk(&a, NULL, NULL, dst, sizeof(dst), &got) ==
@@ -479,7 +502,8 @@ START_TEST(transfer_boxes)
 			      "rect %zu", i);
 	}
 	for (size_t i = 0; i < sizeof(boxes) / sizeof(*boxes); i++) {
-		struct cmx_ReadImageSync_in rd = {.queue = {0x23001}, .mem = {0x23003},
+		struct cmx_ReadImageSync_in rd = {.queue = {0x23001},
+						  .mem = {0x23003},
 						  .origin = {boxes[i].o, 3},
 						  .region = {boxes[i].r, 3}};
 
@@ -492,17 +516,29 @@ START_TEST(transfer_boxes)
 	{
 		uint64_t o[3] = {0, 0, 0}, r[3] = {4, 2, 1};
 		static const uint8_t pat[3] = {1, 2, 3};
-		struct cmx_CopyImageToBuffer_in i2b = {.queue = {0x23001}, .src = {0x23003},
-						       .dst = {0x23002}, .src_origin = {o, 3},
-						       .region = {r, 3}, .dst_offset = 4090};
-		struct cmx_CopyBufferToImage_in b2i = {.queue = {0x23001}, .src = {0x23002},
-						       .dst = {0x23003}, .src_offset = 4090,
-						       .dst_origin = {o, 3}, .region = {r, 3}};
-		struct cmx_CopyBuffer_in cp = {.queue = {0x23001}, .src = {0x23002},
-					       .dst = {0x23002}, .src_offset = 0,
-					       .dst_offset = 4000, .size = 200};
-		struct cmx_FillBuffer_in fill = {.queue = {0x23001}, .mem = {0x23002},
-						 .pattern = {pat, 3}, .offset = 0, .size = 12};
+		struct cmx_CopyImageToBuffer_in i2b = {.queue = {0x23001},
+						       .src = {0x23003},
+						       .dst = {0x23002},
+						       .src_origin = {o, 3},
+						       .region = {r, 3},
+						       .dst_offset = 4090};
+		struct cmx_CopyBufferToImage_in b2i = {.queue = {0x23001},
+						       .src = {0x23002},
+						       .dst = {0x23003},
+						       .src_offset = 4090,
+						       .dst_origin = {o, 3},
+						       .region = {r, 3}};
+		struct cmx_CopyBuffer_in cp = {.queue = {0x23001},
+					       .src = {0x23002},
+					       .dst = {0x23002},
+					       .src_offset = 0,
+					       .dst_offset = 4000,
+					       .size = 200};
+		struct cmx_FillBuffer_in fill = {.queue = {0x23001},
+						 .mem = {0x23002},
+						 .pattern = {pat, 3},
+						 .offset = 0,
+						 .size = 12};
 
 		async_fails(&a, &cmx_desc_CopyImageToBuffer_in, &i2b, NULL, 0, CL_INVALID_VALUE,
 			    "image to buffer past its end");
@@ -537,8 +573,8 @@ static void tenant_b_leaves_secrets(void)
 	hello(&b);
 	ctx_queue(&b, 0x24000);
 	for (uint64_t i = 0; i < NBUF; i++) {
-		struct cmx_CreateBuffer_in buf = {.mem = {0x24100 + i}, .context = {0x24000},
-						  .size = BUF};
+		struct cmx_CreateBuffer_in buf = {
+		    .mem = {0x24100 + i}, .context = {0x24000}, .size = BUF};
 		struct cmx_WriteBuffer_in wr = {
 		    .queue = {0x24001}, .mem = {0x24100 + i}, .offset = 0, .size = BUF};
 
@@ -571,8 +607,8 @@ START_TEST(fresh_buffers_zeroed)
 	hello(&a);
 	ctx_queue(&a, 0x25000);
 	for (uint64_t i = 0; i < NBUF; i++) {
-		struct cmx_CreateBuffer_in buf = {.mem = {0x25100 + i}, .context = {0x25000},
-						  .size = BUF};
+		struct cmx_CreateBuffer_in buf = {
+		    .mem = {0x25100 + i}, .context = {0x25000}, .size = BUF};
 		send_msg(&a, &cmx_desc_CreateBuffer_in, &buf, 0, NULL, 0);
 	}
 	send_msg(&a, &cmx_desc_CreateQueue_in, &q2, 0, NULL, 0);
@@ -613,11 +649,15 @@ START_TEST(fresh_images_zeroed)
 	hello(&b);
 	ctx_queue(&b, 0x26000);
 	for (uint64_t i = 0; i < NBUF; i++) {
-		struct cmx_CreateImage_in img = {.mem = {0x26100 + i}, .context = {0x26000},
-						 .flags = CL_MEM_READ_WRITE, .format = {fmt, 2},
+		struct cmx_CreateImage_in img = {.mem = {0x26100 + i},
+						 .context = {0x26000},
+						 .flags = CL_MEM_READ_WRITE,
+						 .format = {fmt, 2},
 						 .desc = {desc, 9}};
-		struct cmx_WriteImage_in wr = {.queue = {0x26001}, .mem = {0x26100 + i},
-					       .origin = {zero, 3}, .region = {whole, 3}};
+		struct cmx_WriteImage_in wr = {.queue = {0x26001},
+					       .mem = {0x26100 + i},
+					       .origin = {zero, 3},
+					       .region = {whole, 3}};
 
 		send_msg(&b, &cmx_desc_CreateImage_in, &img, 1, NULL, 0);
 		ck_assert_int_eq(recv_reply(&b, &cmx_desc_CreateImage_out, &out, NULL), 0);
@@ -634,19 +674,24 @@ START_TEST(fresh_images_zeroed)
 	hello(&a);
 	ctx_queue(&a, 0x27000);
 	for (uint64_t i = 0; i < NBUF; i++) {
-		struct cmx_CreateImage_in img = {.mem = {0x27100 + i}, .context = {0x27000},
-						 .flags = CL_MEM_READ_WRITE, .format = {fmt, 2},
+		struct cmx_CreateImage_in img = {.mem = {0x27100 + i},
+						 .context = {0x27000},
+						 .flags = CL_MEM_READ_WRITE,
+						 .format = {fmt, 2},
 						 .desc = {desc, 9}};
-		struct cmx_ReadImageSync_in rd = {.queue = {0x27001}, .mem = {0x27100 + i},
-						  .origin = {zero, 3}, .region = {whole, 3}};
+		struct cmx_ReadImageSync_in rd = {.queue = {0x27001},
+						  .mem = {0x27100 + i},
+						  .origin = {zero, 3},
+						  .region = {whole, 3}};
 		uint64_t got;
 
 		send_msg(&a, &cmx_desc_CreateImage_in, &img, 1, NULL, 0);
 		ck_assert_int_eq(recv_reply(&a, &cmx_desc_CreateImage_out, &out, NULL), 0);
 		memset(got_bytes, 0x5a, sizeof(got_bytes));
 		send_msg(&a, &cmx_desc_ReadImageSync_in, &rd, 1, NULL, 0);
-		ck_assert_int_eq(recv_reply_bulk(&a, NULL, NULL, got_bytes, sizeof(got_bytes), &got),
-				 CL_SUCCESS);
+		ck_assert_int_eq(
+		    recv_reply_bulk(&a, NULL, NULL, got_bytes, sizeof(got_bytes), &got),
+		    CL_SUCCESS);
 		ck_assert_uint_eq(got, BUF);
 		for (size_t k = 0; k < BUF; k++)
 			if (got_bytes[k]) {
