@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clcheck.h"
 #include "entry.h"
 #include "icd.h"
 
@@ -44,73 +45,7 @@ static int ctx_has_images(cl_context ctx)
 
 size_t cmx_image_elem_size(const cl_image_format *f)
 {
-	size_t channels, bytes;
-
-	switch (f->image_channel_data_type) {
-	case CL_UNORM_SHORT_565:
-	case CL_UNORM_SHORT_555:
-		return 2;
-	case CL_UNORM_INT_101010:
-#ifdef CL_UNORM_INT_101010_2
-	case CL_UNORM_INT_101010_2:
-#endif
-	case CL_UNORM_INT24:
-		return 4;
-	case CL_SNORM_INT8:
-	case CL_UNORM_INT8:
-	case CL_SIGNED_INT8:
-	case CL_UNSIGNED_INT8:
-		bytes = 1;
-		break;
-	case CL_SNORM_INT16:
-	case CL_UNORM_INT16:
-	case CL_SIGNED_INT16:
-	case CL_UNSIGNED_INT16:
-	case CL_HALF_FLOAT:
-		bytes = 2;
-		break;
-	case CL_SIGNED_INT32:
-	case CL_UNSIGNED_INT32:
-	case CL_FLOAT:
-		bytes = 4;
-		break;
-	default:
-		return 0;
-	}
-	switch (f->image_channel_order) {
-	case CL_R:
-	case CL_A:
-	case CL_INTENSITY:
-	case CL_LUMINANCE:
-	case CL_DEPTH:
-		channels = 1;
-		break;
-	case CL_RG:
-	case CL_RA:
-	case CL_Rx:
-		channels = 2;
-		break;
-	case CL_RGB:
-	case CL_RGx:
-		channels = 3;
-		break;
-	case CL_RGBA:
-	case CL_BGRA:
-	case CL_ARGB:
-	case CL_RGBx:
-	case CL_sRGBA:
-	case CL_sBGRA:
-	case CL_sRGBx:
-	case CL_ABGR:
-		channels = 4;
-		break;
-	case CL_sRGB:
-		channels = 3;
-		break;
-	default:
-		return 0;
-	}
-	return channels * bytes;
+	return cmx_cl_elem_size(f->image_channel_order, f->image_channel_data_type);
 }
 
 static cl_int formats_get(cl_context ctx, cl_mem_flags flags, cl_mem_object_type type,
@@ -176,6 +111,32 @@ static cl_int dims_check(cl_context ctx, const cl_image_desc *d)
 	return CL_SUCCESS;
 }
 
+/*
+ * Pitches describe host memory: none without it (a 2D image over a buffer
+ * may name its own row pitch), never shorter than a row or a slice (PoCL
+ * 3.1 copies whole rows from a shorter pitch, reading past the contents).
+ */
+static cl_int pitches_check(const cl_image_desc *d, size_t elem, const void *host_ptr)
+{
+	if (!host_ptr && (d->image_slice_pitch || (d->image_row_pitch && !d->buffer)))
+		return CL_INVALID_IMAGE_DESCRIPTOR;
+	if (cmx_cl_image_pitches_bad(d->image_type, d->image_width, d->image_height, elem,
+				     d->image_row_pitch, d->image_slice_pitch))
+		return CL_INVALID_IMAGE_DESCRIPTOR;
+	return CL_SUCCESS;
+}
+
+/* An image over a buffer lies inside it: its rows (a 1D image's one). */
+static int fits_buffer(const cl_image_desc *d, size_t elem, cl_mem buf)
+{
+	uint64_t need;
+
+	return !__builtin_mul_overflow(
+		   d->image_row_pitch ? d->image_row_pitch : d->image_width * elem,
+		   d->image_type == CL_MEM_OBJECT_IMAGE2D ? d->image_height : 1, &need) &&
+	       need <= buf->size;
+}
+
 /* The pitches of contents laid out in host memory, defaults filled. */
 static void host_pitches(cl_image_desc *d, size_t elem)
 {
@@ -223,9 +184,8 @@ static cl_int contents_pack(cl_image_desc *d, size_t elem, void *host_ptr, void 
 		break;
 	}
 	*out = host_ptr;
-	/* A pitch smaller than a row is the driver's to refuse, as given. */
-	if (row < w || (slices > 1 && slice < row * rows) ||
-	    ((rows == 1 || row == w) && (slices == 1 || slice == w * rows)))
+	/* Pitches shorter than a row or slice were refused (pitches_check()). */
+	if ((rows == 1 || row == w) && (slices == 1 || slice == w * rows))
 		return CL_SUCCESS;
 	*out = malloc(w * rows * slices);
 	if (!*out)
@@ -289,6 +249,21 @@ static cl_mem image_create(cl_context ctx, const cl_mem_properties *props, cl_me
 		return cmx_fail(errcode_ret, CL_INVALID_OPERATION);
 	if ((e = dims_check(ctx, desc)))
 		return cmx_fail(errcode_ret, e);
+	if (has_host != (host_ptr != NULL))
+		return cmx_fail(errcode_ret, CL_INVALID_HOST_PTR);
+	if ((e = pitches_check(desc, elem, host_ptr)))
+		return cmx_fail(errcode_ret, e);
+	d = *desc;
+	if (d.buffer) {
+		buf = d.buffer;
+		if (!CMX_IS(buf, CMX_MAGIC_MEM) || buf->ctx != ctx ||
+		    (d.image_type != CL_MEM_OBJECT_IMAGE1D_BUFFER &&
+		     d.image_type != CL_MEM_OBJECT_IMAGE2D) ||
+		    !fits_buffer(&d, elem, buf))
+			return cmx_fail(errcode_ret, CL_INVALID_IMAGE_DESCRIPTOR);
+	} else if (d.image_type == CL_MEM_OBJECT_IMAGE1D_BUFFER) {
+		return cmx_fail(errcode_ret, CL_INVALID_IMAGE_DESCRIPTOR);
+	}
 	/* The spec's error for a format the device lacks (a driver may give
 	 * another), from the cached list for the kernel access asked for:
 	 * NVIDIA lists formats for no host pointer flags (CL_INVALID_VALUE). */
@@ -299,18 +274,6 @@ static cl_mem image_create(cl_context ctx, const cl_mem_properties *props, cl_me
 		return cmx_fail(errcode_ret, e);
 	if (!format_listed(fl, format))
 		return cmx_fail(errcode_ret, CL_IMAGE_FORMAT_NOT_SUPPORTED);
-	d = *desc;
-	if (d.buffer) {
-		buf = d.buffer;
-		if (!CMX_IS(buf, CMX_MAGIC_MEM) || buf->ctx != ctx ||
-		    (d.image_type != CL_MEM_OBJECT_IMAGE1D_BUFFER &&
-		     d.image_type != CL_MEM_OBJECT_IMAGE2D))
-			return cmx_fail(errcode_ret, CL_INVALID_IMAGE_DESCRIPTOR);
-	} else if (d.image_type == CL_MEM_OBJECT_IMAGE1D_BUFFER) {
-		return cmx_fail(errcode_ret, CL_INVALID_IMAGE_DESCRIPTOR);
-	}
-	if (has_host != (host_ptr != NULL))
-		return cmx_fail(errcode_ret, CL_INVALID_HOST_PTR);
 	/* Contents travel packed, with explicit pitches, so the daemon knows
 	 * how many bytes the driver will read (and a driver that mishandles
 	 * pitched host memory, as Oclgrind 21.10 does, never sees any). */
@@ -563,29 +526,16 @@ cl_int cmx_image_check(cl_command_queue q, cl_mem m)
 cl_int cmx_image_region_check(cl_mem m, const size_t *o, const size_t *r)
 {
 	const cl_image_desc *d = &m->image->desc;
-	size_t lim[3] = {d->image_width, 1, 1};
+	uint64_t ext[3], o64[3], r64[3];
 
-	if (!o || !r || !r[0] || !r[1] || !r[2])
+	if (!o || !r)
 		return CL_INVALID_VALUE;
-	switch (d->image_type) {
-	case CL_MEM_OBJECT_IMAGE1D_ARRAY:
-		lim[1] = d->image_array_size;
-		break;
-	case CL_MEM_OBJECT_IMAGE2D:
-		lim[1] = d->image_height;
-		break;
-	case CL_MEM_OBJECT_IMAGE2D_ARRAY:
-		lim[1] = d->image_height;
-		lim[2] = d->image_array_size;
-		break;
-	case CL_MEM_OBJECT_IMAGE3D:
-		lim[1] = d->image_height;
-		lim[2] = d->image_depth;
-		break;
-	}
 	for (int i = 0; i < 3; i++)
-		if (o[i] > lim[i] || r[i] > lim[i] - o[i])
-			return CL_INVALID_VALUE;
+		o64[i] = o[i], r64[i] = r[i];
+	if (cmx_cl_image_extent(d->image_type, d->image_width, d->image_height, d->image_depth,
+				d->image_array_size, ext) ||
+	    cmx_cl_box_bad(ext, o64, r64))
+		return CL_INVALID_VALUE;
 	return CL_SUCCESS;
 }
 

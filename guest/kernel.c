@@ -11,6 +11,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "clcheck.h"
 #include "log.h"
 
 /* The schema's limit on a by-value argument (SetKernelArg's value). */
@@ -414,30 +415,53 @@ static uint32_t probe_magic(const void *value)
  * declared access. */
 static cl_int image_arg_check(const struct cmx_arginfo *ai, cl_mem m)
 {
-	static const struct {
-		const char *name;
-		cl_mem_object_type type;
-	} types[] = {
-	    {"image1d_t", CL_MEM_OBJECT_IMAGE1D},
-	    {"image1d_array_t", CL_MEM_OBJECT_IMAGE1D_ARRAY},
-	    {"image1d_buffer_t", CL_MEM_OBJECT_IMAGE1D_BUFFER},
-	    {"image2d_t", CL_MEM_OBJECT_IMAGE2D},
-	    {"image2d_depth_t", CL_MEM_OBJECT_IMAGE2D},
-	    {"image2d_array_t", CL_MEM_OBJECT_IMAGE2D_ARRAY},
-	    {"image2d_array_depth_t", CL_MEM_OBJECT_IMAGE2D_ARRAY},
-	    {"image3d_t", CL_MEM_OBJECT_IMAGE3D},
-	};
+	cl_mem_object_type want = cmx_cl_image_arg_type(ai->type_name);
 
 	if (!m)
 		return CL_INVALID_ARG_VALUE;
-	if (!m->image)
+	if (!m->image || (want && m->type != want))
 		return CL_INVALID_MEM_OBJECT;
-	for (size_t i = 0; i < sizeof(types) / sizeof(*types); i++)
-		if (!strcmp(ai->type_name, types[i].name) && m->type != types[i].type)
-			return CL_INVALID_MEM_OBJECT;
 	if ((ai->access == CL_KERNEL_ARG_ACCESS_READ_ONLY && (m->flags & CL_MEM_WRITE_ONLY)) ||
 	    (ai->access == CL_KERNEL_ARG_ACCESS_WRITE_ONLY && (m->flags & CL_MEM_READ_ONLY)))
 		return CL_INVALID_ARG_VALUE;
+	return CL_SUCCESS;
+}
+
+/* A device's CL_DEVICE_LOCAL_MEM_SIZE; 0 when unknown. */
+static cl_ulong device_local_mem(cl_device_id d)
+{
+	const struct cmx_devinfo *di = cmx_device_info(d, CL_DEVICE_LOCAL_MEM_SIZE);
+	cl_ulong v = 0;
+
+	if (di && di->size >= sizeof(v))
+		memcpy(&v, di->value, sizeof(v));
+	return v;
+}
+
+/* The most local memory one argument may ask for: what the largest of the
+ * program's devices has (a launch checks the sum on its own device). */
+static cl_ulong program_local_mem(cl_program p)
+{
+	cl_ulong best = 0;
+
+	for (cl_uint i = 0; i < p->ndevices; i++) {
+		cl_ulong v = device_local_mem(p->devices[i]);
+		if (v > best)
+			best = v;
+	}
+	return best;
+}
+
+/* A __local argument's size: at least a byte, at most the device's local
+ * memory. The driver would take any size: PoCL 3.1 aborts its process at
+ * launch on one larger than its memory (natively the application's own;
+ * here the daemon, for every tenant). */
+static cl_int local_size_check(cl_kernel k, size_t size)
+{
+	cl_ulong limit = program_local_mem(k->program);
+
+	if (!size || (limit && size > limit))
+		return CL_INVALID_ARG_SIZE;
 	return CL_SUCCESS;
 }
 
@@ -538,6 +562,8 @@ cl_int CL_API_CALL cmx_clSetKernelArg(cl_kernel kernel, cl_uint arg_index, size_
 	if (arg_index >= kernel->info->nargs)
 		return CL_INVALID_ARG_INDEX;
 	e = arg_check(&kernel->info->args[arg_index], arg_size, arg_value, &v);
+	if (!e && v.kind == 2)
+		e = local_size_check(kernel, arg_size);
 	if (e)
 		return e;
 
@@ -824,6 +850,25 @@ static int args_all_set(cl_kernel k)
 	return ok;
 }
 
+/* The __local memory the arguments ask for, against the launch device's:
+ * CL_OUT_OF_RESOURCES, as drivers refuse a launch that cannot fit. The
+ * kernel's own __local variables are the daemon's to add (it asks the
+ * driver); a sum of sizes each at most the memory cannot overflow. */
+static cl_int local_sum_check(cl_kernel k, cl_device_id d)
+{
+	struct cmx_kernel *ck = kern_of(k);
+	cl_ulong limit = device_local_mem(d), sum = 0;
+
+	if (!limit)
+		return CL_SUCCESS;
+	pthread_mutex_lock(&k->lock);
+	for (cl_uint i = 0; i < k->info->nargs; i++)
+		if (ck->vals[i].kind == 2 && (k->arg_set[i / 64] & (1ull << (i % 64))))
+			sum += ck->vals[i].size;
+	pthread_mutex_unlock(&k->lock);
+	return sum > limit ? CL_OUT_OF_RESOURCES : CL_SUCCESS;
+}
+
 static cl_uint device_addr_bits(cl_device_id d)
 {
 	const struct cmx_devinfo *di = cmx_device_info(d, CL_DEVICE_ADDRESS_BITS);
@@ -938,6 +983,8 @@ static cl_int kernel_enqueue(cl_command_queue q, cl_kernel k, cl_uint dim, const
 	if (q->ctx != k->program->ctx)
 		return CL_INVALID_CONTEXT;
 	e = ndrange_check(q, k, dim, offset, global, local);
+	if (!e)
+		e = local_sum_check(k, q->device);
 	if (e)
 		return e;
 	e = cmx_waitlist_init(&w, nwait, wait, q->ctx);

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "area.h"
+#include "clcheck.h"
 #include "copy.h"
 #include "entry.h"
 #include "icd.h"
@@ -1111,35 +1112,6 @@ struct rect {
 	size_t packed;	      /* bytes on the wire */
 };
 
-/* The spec's defaults for 0, and its rules for pitches given. */
-static int pitches_bad(const size_t r[3], size_t *row, size_t *slice)
-{
-	size_t min;
-
-	if (!*row)
-		*row = r[0];
-	else if (*row < r[0])
-		return 1;
-	if (__builtin_mul_overflow(r[1], *row, &min))
-		return 1;
-	if (!*slice)
-		*slice = min;
-	else if (*slice < min || *slice % *row)
-		return 1;
-	return 0;
-}
-
-/* One past the last byte a rect touches; nonzero when that overflows. */
-static int rect_end(const size_t o[3], const size_t r[3], size_t row, size_t slice, size_t *end)
-{
-	size_t z, y, a, b;
-
-	return __builtin_add_overflow(o[2], r[2] - 1, &z) || __builtin_mul_overflow(z, slice, &a) ||
-	       __builtin_add_overflow(o[1], r[1] - 1, &y) || __builtin_mul_overflow(y, row, &b) ||
-	       __builtin_add_overflow(a, b, end) || __builtin_add_overflow(*end, o[0], end) ||
-	       __builtin_add_overflow(*end, r[0], end);
-}
-
 static size_t rect_start(const size_t o[3], size_t row, size_t slice)
 {
 	return o[2] * slice + o[1] * row + o[0];
@@ -1157,11 +1129,12 @@ static cl_int rect_check(cl_command_queue q, cl_mem m, const size_t bo[3], const
 		return e;
 	if (!bo || !ho || !r || !ptr || !r[0] || !r[1] || !r[2])
 		return CL_INVALID_VALUE;
-	if (pitches_bad(r, &brow, &bslice) || pitches_bad(r, &hrow, &hslice))
+	if (cmx_cl_rect_pitches_bad(r, &brow, &bslice) ||
+	    cmx_cl_rect_pitches_bad(r, &hrow, &hslice))
 		return CL_INVALID_VALUE;
-	if (rect_end(bo, r, brow, bslice, &end) || end > m->size)
+	if (cmx_cl_rect_end(bo, r, brow, bslice, &end) || end > m->size)
 		return CL_INVALID_VALUE;
-	if (rect_end(ho, r, hrow, hslice, &end))
+	if (cmx_cl_rect_end(ho, r, hrow, hslice, &end))
 		return CL_INVALID_VALUE;
 	e = cmx_mem_host_access(m, host_reads, !host_reads);
 	if (e)
@@ -1412,12 +1385,13 @@ cl_int cmx_clEnqueueCopyBufferRect(cl_command_queue q, cl_mem src, cl_mem dst, c
 	if (e)
 		return e;
 	if (!so || !dor || !region || !region[0] || !region[1] || !region[2] ||
-	    pitches_bad(region, &srow, &sslice) || pitches_bad(region, &drow, &dslice))
+	    cmx_cl_rect_pitches_bad(region, &srow, &sslice) ||
+	    cmx_cl_rect_pitches_bad(region, &drow, &dslice))
 		return CL_INVALID_VALUE;
 	if (src == dst && sslice != dslice && srow != drow)
 		return CL_INVALID_VALUE;
-	if (rect_end(so, region, srow, sslice, &send) || send > src->size ||
-	    rect_end(dor, region, drow, dslice, &dend) || dend > dst->size)
+	if (cmx_cl_rect_end(so, region, srow, sslice, &send) || send > src->size ||
+	    cmx_cl_rect_end(dor, region, drow, dslice, &dend) || dend > dst->size)
 		return CL_INVALID_VALUE;
 	if (root_of(src) == root_of(dst)) {
 		size_t s0 = src->origin + rect_start(so, srow, sslice);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "clcheck.h"
 #include "log.h"
 
 /* Devices one call may name (the schema's max for id[]:device). */
@@ -62,64 +63,6 @@ static const char *kinfo_str(struct cmx_reader *r)
 	if (!len)
 		return "";
 	return s[len - 1] == '\0' ? s : NULL;
-}
-
-static size_t scalar_size(const char *t, size_t n, size_t addr_bytes)
-{
-	static const struct {
-		const char *name;
-		size_t size;
-	} types[] = {
-	    {"char", 1},	 {"uchar", 1},		{"unsigned char", 1}, {"short", 2},
-	    {"ushort", 2},	 {"unsigned short", 2}, {"int", 4},	      {"uint", 4},
-	    {"unsigned int", 4}, {"long", 8},		{"ulong", 8},	      {"unsigned long", 8},
-	    {"float", 4},	 {"double", 8},		{"half", 2},	      {"bool", 1},
-	};
-
-	if ((n == 6 && !memcmp(t, "size_t", 6)) || (n == 9 && !memcmp(t, "ptrdiff_t", 9)) ||
-	    (n == 8 && !memcmp(t, "intptr_t", 8)) || (n == 9 && !memcmp(t, "uintptr_t", 9)))
-		return addr_bytes;
-	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
-		if (strlen(types[i].name) == n && !memcmp(t, types[i].name, n))
-			return types[i].size;
-	return 0;
-}
-
-/*
- * The size a by-value argument of type t must be given with: builtin scalars
- * and vectors (a 3-vector takes the room of 4), pointers; 0 for anything
- * else (structs, typedefs, unions), which clSetKernelArg leaves unchecked.
- */
-static size_t type_value_size(const char *t, size_t addr_bytes)
-{
-	size_t n = strlen(t), base, elems = 1, digits = 0;
-
-	while (n && t[n - 1] == ' ')
-		n--;
-	if (n && t[n - 1] == '*')
-		return addr_bytes;
-	while (digits < n && t[n - 1 - digits] >= '0' && t[n - 1 - digits] <= '9')
-		digits++;
-	if (digits && digits < n) {
-		unsigned long v = strtoul(t + n - digits, NULL, 10);
-
-		switch (v) {
-		case 2:
-		case 4:
-		case 8:
-		case 16:
-			elems = v;
-			break;
-		case 3:
-			elems = 4;
-			break;
-		default:
-			return 0;
-		}
-		n -= digits;
-	}
-	base = scalar_size(t, n, addr_bytes);
-	return base * elems;
 }
 
 static size_t program_addr_bytes(cl_program p)
@@ -191,7 +134,7 @@ static cl_int kinfo_parse(cl_program p, const void *data, size_t len, struct cmx
 				goto bad;
 			if (ai->address == CL_KERNEL_ARG_ADDRESS_PRIVATE &&
 			    strcmp(ai->type_name, "sampler_t") != 0)
-				ai->value_size = type_value_size(ai->type_name, addr_bytes);
+				ai->value_size = cmx_cl_type_size(ai->type_name, addr_bytes);
 		}
 	}
 	/* Then each kernel's compile work-group size (absent from an older

@@ -21,6 +21,7 @@
 #include "session.h"
 #include "shm.h"
 #include "staging.h"
+#include "zero.h"
 
 /* How long the loop looks for a guest's next call after a sync reply. */
 #define LINGER_NS 30000
@@ -319,6 +320,12 @@ void cmx_call_done(struct cmx_call *c, int status)
 	struct cmx_session *s = c->s;
 
 	if (c->oi->flags & CMX_OPF_SYNC) {
+		/* A failed call's reply carries its status and no outputs (what
+		 * a handler set may point into scratch the driver never
+		 * filled), except the binaries' statuses, which
+		 * clCreateProgramWithBinary gives on failure too. */
+		if (status != CL_SUCCESS && c->out && c->op != CMX_OP_CreateProgramWithBinary)
+			memset(c->out, 0, c->oi->out->size);
 		if (!s->closed) {
 			reply(s, c->seq, status, c->oi->out, c->out, c->rbulk,
 			      status == CL_SUCCESS ? c->rbulk_len : 0, c->rbulk_free, c->rfd);
@@ -332,6 +339,7 @@ void cmx_call_done(struct cmx_call *c, int status)
 		}
 	} else if (status != CL_SUCCESS) {
 		s->async_errors++;
+		s->last_async_error = status;
 		cmx_dbg("session %llu: async %s failed: %d", (unsigned long long)s->id,
 			c->oi->in->name, status);
 		if (!s->closed) {
@@ -401,6 +409,9 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 	/* Commands held by the scheduler: ordering behind them (host/scheduler.c). */
 	if (status == CL_SUCCESS)
 		status = cmx_sched_resolve(c);
+	/* Fresh memory's zero fills: ordering behind them (host/zero.c). */
+	if (status == CL_SUCCESS)
+		status = cmx_zero_order(c);
 	if (status == CL_SUCCESS)
 		status = cmx_handlers[h->op](c, c->in, c->out);
 	if (status != CMX_DEFER)

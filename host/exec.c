@@ -13,6 +13,7 @@
 #include "executor.h"
 #include "log.h"
 #include "scheduler.h"
+#include "zero.h"
 
 void cmx_event_bind(struct cmx_call *c, const struct cmx_ref *ev, cl_event e)
 {
@@ -273,8 +274,10 @@ cl_bool cmx_exec_block_short(struct cmx_call *c, uint64_t size, uint64_t nwait)
 	q = cmx_session_obj(c->s, ((struct cmx_ref *)c->in)->id, CMX_K_QUEUE);
 	if (!q || (q->flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))
 		return CL_FALSE;
-	/* Behind running work (or a command the scheduler holds) the call
-	 * would wait for that on the loop. */
+	/* Behind running work (or a command the scheduler holds, or a fill
+	 * of fresh memory) the call would wait for that on the loop. */
+	if (!cmx_zero_settled(q))
+		return CL_FALSE;
 	if (q->last && (clGetEventInfo(q->last, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
 				       NULL) != CL_SUCCESS ||
 			st > CL_COMPLETE))

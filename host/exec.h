@@ -88,15 +88,16 @@ int cmx_defer_work(struct cmx_call *c, int (*work)(struct cmx_call *c),
 
 /*
  * A native clGet*Info answer as the reply's `value`: the call runs twice,
- * for the size and then into c->scratch. FN(ARGS..., size, value, size_ret)
- * is the native query; evaluates to its cl_int.
+ * for the size and then into c->scratch, zeroed first (a driver may write
+ * less than the size it gave). FN(ARGS..., size, value, size_ret) is the
+ * native query; evaluates to its cl_int.
  */
 #define CMX_INFO(c, value, FN, ...)                                                                \
 	({                                                                                         \
 		size_t size_ = 0;                                                                  \
 		cl_int e_ = FN(__VA_ARGS__, 0, NULL, &size_);                                      \
 		if (e_ == CL_SUCCESS) {                                                            \
-			(c)->scratch = malloc(size_ ? size_ : 1);                                  \
+			(c)->scratch = calloc(1, size_ ? size_ : 1);                               \
 			e_ = (c)->scratch ? FN(__VA_ARGS__, size_, (c)->scratch, NULL)             \
 					  : CL_OUT_OF_HOST_MEMORY;                                 \
 		}                                                                                  \
@@ -106,7 +107,6 @@ int cmx_defer_work(struct cmx_call *c, int (*work)(struct cmx_call *c),
 		}                                                                                  \
 		e_;                                                                                \
 	})
-
 
 /* A payload command's native part is enqueued (host/exec_mem.c): a write's
  * staging is freed, or a read's staged data sent (reply or ReadDone), when
@@ -128,6 +128,8 @@ int cmx_pinned_write(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t 
 int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t off,
 		    uint64_t size, cl_uint nwait, const cl_event *wait, const struct cmx_ref *guest_ev,
 		    void (*fin)(struct cmx_call *c, int status));
+/* The type of an image object (host/exec_image.c); 0 for a buffer. */
+cl_mem_object_type cmx_image_type(const struct cmx_obj *m);
 /* Unmaps the native maps of area buffers the guest left mapped: those of
  * the buffer `mem`, or all of them (0). host/exec_mem.c. */
 void cmx_area_maps_drop(struct cmx_session *s, uint64_t mem);

@@ -8,6 +8,7 @@
 #include "buf.h"
 #include "log.h"
 #include "tenant.h"
+#include "zero.h"
 
 /* A tenant's memory quota is its device's memory: the two sizes are
  * answered no larger than what it may allocate. */
@@ -77,7 +78,7 @@ int cmx_h_GetDeviceInfoAll(struct cmx_call *c, struct cmx_GetDeviceInfoAll_in *i
 				cmx_buf_put_bytes(&b, "", 0);
 				continue;
 			}
-			v = malloc(size ? size : 1);
+			v = calloc(1, size);
 			if (v && clGetDeviceInfo(dev, p, size, v, NULL) == CL_SUCCESS) {
 				tenant_view(c, p, v, size);
 				cmx_buf_put_u64(&b, p);
@@ -214,6 +215,7 @@ int cmx_h_CreateContext(struct cmx_call *c, struct cmx_CreateContext_in *in)
 {
 	cl_context_properties props[70];
 	struct ctx_note *tmpl = NULL;
+	struct cmx_obj *o;
 	size_t n = 0;
 	cl_context ctx;
 	cl_int e;
@@ -246,8 +248,14 @@ int cmx_h_CreateContext(struct cmx_call *c, struct cmx_CreateContext_in *in)
 			cmx_exec_check_lost(e, "clCreateContext");
 		return e;
 	}
-	if (cmx_session_add(c->s, in->context.id, CMX_K_CONTEXT, ctx, ctx, 0, NULL)) {
+	if (cmx_session_add(c->s, in->context.id, CMX_K_CONTEXT, ctx, ctx, 0, &o)) {
 		clReleaseContext(ctx);
+		return CL_OUT_OF_HOST_MEMORY;
+	}
+	/* Its fresh memory is zeroed on its own queue (host/zero.c). */
+	o->ext = cmx_zero_context(ctx);
+	if (!o->ext) {
+		cmx_session_release(c->s, in->context.id, CMX_K_CONTEXT);
 		return CL_OUT_OF_HOST_MEMORY;
 	}
 	return CL_SUCCESS;

@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clcheck.h"
+#include "zero.h"
+
 #define HOST_ACCESS (CL_MEM_HOST_WRITE_ONLY | CL_MEM_HOST_READ_ONLY | CL_MEM_HOST_NO_ACCESS)
 
 /* a * b into *out; nonzero on overflow. */
@@ -14,9 +17,23 @@ static int mul(uint64_t a, uint64_t b, uint64_t *out)
 	return __builtin_mul_overflow(a, b, out);
 }
 
+/* An image object's ext: what its transfers and kernel arguments are
+ * checked against. */
+struct image_shape {
+	cl_mem_object_type type;
+	uint64_t extent[3]; /* cmx_cl_image_extent() */
+	uint64_t elem;	    /* bytes of one element */
+};
+
+cl_mem_object_type cmx_image_type(const struct cmx_obj *m)
+{
+	const struct image_shape *sh = m->ext;
+
+	return sh ? sh->type : 0;
+}
+
 /* Bytes of host memory the driver reads for a new image's contents: the
- * guest sends explicit pitches whenever it sends contents, and the driver
- * itself refuses pitches smaller than a row or a slice. */
+ * guest sends explicit pitches whenever it sends contents. */
 static int image_host_bytes(const cl_image_desc *d, uint64_t *out)
 {
 	switch (d->image_type) {
@@ -35,14 +52,53 @@ static int image_host_bytes(const cl_image_desc *d, uint64_t *out)
 	return 1;
 }
 
+/*
+ * The descriptor against the format and what comes with it, before the
+ * driver reads anything: PoCL 3.1 copies whole rows from contents whose
+ * row pitch is shorter than a row (8 bytes of the daemon's heap came back
+ * in a 4x2 RGBA8 image), and takes pitches without contents.
+ */
+static cl_int desc_check(struct cmx_call *c, const cl_image_desc *d, uint64_t elem,
+			 const struct cmx_ref *buffer, uint64_t ext[3])
+{
+	const struct cmx_obj *buf;
+	uint64_t need;
+
+	if (cmx_cl_image_extent(d->image_type, d->image_width, d->image_height, d->image_depth,
+				d->image_array_size, ext) ||
+	    !ext[0] || !ext[1] || !ext[2])
+		return CL_INVALID_IMAGE_DESCRIPTOR;
+	/* Larger than memory can be: no device's maximum is that large. */
+	if (mul(ext[0], elem, &need) || mul(need, ext[1], &need) || mul(need, ext[2], &need))
+		return CL_INVALID_IMAGE_SIZE;
+	if ((!c->bulk_len && (d->image_slice_pitch || (d->image_row_pitch && !buffer->h))) ||
+	    cmx_cl_image_pitches_bad(d->image_type, d->image_width, d->image_height, elem,
+				     d->image_row_pitch, d->image_slice_pitch))
+		return CL_INVALID_IMAGE_DESCRIPTOR;
+	if (c->bulk_len && (image_host_bytes(d, &need) || need != c->bulk_len))
+		return CL_INVALID_HOST_PTR;
+	if (!buffer->h)
+		return CL_SUCCESS;
+	/* An image over a buffer: its rows must lie in the buffer. */
+	buf = cmx_session_obj(c->s, buffer->id, CMX_K_MEM);
+	if (!buf || buf->ext)
+		return CL_INVALID_IMAGE_DESCRIPTOR;
+	if ((d->image_row_pitch ? mul(d->image_row_pitch, ext[1], &need)
+				: mul(ext[0], elem, &need) || mul(need, ext[1], &need)) ||
+	    need > buf->size)
+		return CL_INVALID_IMAGE_DESCRIPTOR;
+	return CL_SUCCESS;
+}
+
 int cmx_h_CreateImage(struct cmx_call *c, struct cmx_CreateImage_in *in,
 		      struct cmx_CreateImage_out *out)
 {
 	cl_mem_flags flags = in->flags & ~(cl_mem_flags)(HOST_ACCESS | CL_MEM_USE_HOST_PTR);
+	struct image_shape *sh;
 	cl_image_format f;
 	cl_image_desc d;
 	struct cmx_obj *o;
-	uint64_t need;
+	uint64_t need, elem, ext[3];
 	size_t size = 0;
 	cl_mem m;
 	cl_int e;
@@ -53,6 +109,9 @@ int cmx_h_CreateImage(struct cmx_call *c, struct cmx_CreateImage_in *in,
 		return CL_INVALID_IMAGE_DESCRIPTOR;
 	f.image_channel_order = (cl_channel_order)in->format.v[0];
 	f.image_channel_data_type = (cl_channel_type)in->format.v[1];
+	elem = cmx_cl_elem_size(in->format.v[0], in->format.v[1]);
+	if (!elem)
+		return CL_INVALID_IMAGE_FORMAT_DESCRIPTOR;
 	memset(&d, 0, sizeof(d));
 	d.image_type = (cl_mem_object_type)in->desc.v[0];
 	d.image_width = in->desc.v[1];
@@ -64,32 +123,51 @@ int cmx_h_CreateImage(struct cmx_call *c, struct cmx_CreateImage_in *in,
 	d.num_mip_levels = (cl_uint)in->desc.v[7];
 	d.num_samples = (cl_uint)in->desc.v[8];
 	d.buffer = in->buffer.h;
-	if (c->bulk_len && (image_host_bytes(&d, &need) || need != c->bulk_len))
-		return CL_INVALID_HOST_PTR;
+	e = desc_check(c, &d, elem, &in->buffer, ext);
+	if (e)
+		return e;
 	/* The tenant's memory quota, before the device sees the request (an
 	 * image over a buffer uses memory charged already). */
 	if (!in->buffer.h) {
-		e = image_host_bytes(&d, &need) ? CL_INVALID_IMAGE_DESCRIPTOR
-						: cmx_tenant_may_alloc(c->s->tenant, need);
+		need = ext[0] * elem * ext[1] * ext[2]; /* no overflow: desc_check() */
+		e = cmx_tenant_may_alloc(c->s->tenant, need);
 		if (e)
 			return e;
 	}
+	sh = malloc(sizeof(*sh));
+	if (!sh)
+		return CL_OUT_OF_HOST_MEMORY;
+	*sh = (struct image_shape){
+	    .type = d.image_type, .extent = {ext[0], ext[1], ext[2]}, .elem = elem};
 	/* USE_HOST_PTR lives in the guest; here the contents are copied in. */
 	flags = c->bulk_len ? flags | CL_MEM_COPY_HOST_PTR
 			    : flags & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
 	m = clCreateImage(in->context.h, flags, &f, &d, c->bulk_len ? c->bulk : NULL, &e);
-	if (!m)
+	if (!m) {
+		free(sh);
 		return e ? e : CL_OUT_OF_RESOURCES;
+	}
 	clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof(size), &size, NULL);
-	/* The estimate above knows pitches only when the guest gave them. */
+	/* The estimate above knows no padding of the driver's. */
 	if (!in->buffer.h && (e = cmx_tenant_may_alloc(c->s->tenant, size))) {
+		free(sh);
+		clReleaseMemObject(m);
+		return e;
+	}
+	/* Without contents it is zeroed before the tenant can read it (an
+	 * image over a buffer shows the buffer's bytes). */
+	if (!c->bulk_len && !in->buffer.h &&
+	    (e = cmx_zero_image(cmx_session_obj(c->s, in->context.id, CMX_K_CONTEXT), m, ext))) {
+		free(sh);
 		clReleaseMemObject(m);
 		return e;
 	}
 	if (cmx_session_add(c->s, in->mem.id, CMX_K_MEM, m, in->context.h, 0, &o)) {
+		free(sh);
 		clReleaseMemObject(m);
 		return CL_OUT_OF_HOST_MEMORY;
 	}
+	o->ext = sh;
 	o->size = size;
 	/* An image over a buffer uses the buffer's memory, charged already. */
 	cmx_session_charge(c->s, o, in->buffer.h ? 0 : size);
@@ -133,24 +211,24 @@ int cmx_h_GetImageInfo(struct cmx_call *c, struct cmx_GetImageInfo_in *in,
 	return CMX_INFO(c, &out->value, clGetImageInfo, in->mem.h, (cl_uint)in->param);
 }
 
-/* A transfer's origin and region, and its packed size for image m. */
-static int image_region(cl_mem m, const struct cmx_u64s *origin, const struct cmx_u64s *region,
-			size_t o[3], size_t r[3], uint64_t *bytes)
+/* A transfer's box of image m (the session's object id) inside the image,
+ * and its packed size when bytes is given. */
+static int image_region(struct cmx_call *c, uint64_t id, const struct cmx_u64s *origin,
+			const struct cmx_u64s *region, size_t o[3], size_t r[3], uint64_t *bytes)
 {
-	size_t elem = 0;
+	struct cmx_obj *m = cmx_session_obj(c->s, id, CMX_K_MEM);
+	const struct image_shape *sh = m ? m->ext : NULL;
 
-	if (origin->n != 3 || region->n != 3)
+	if (!sh)
+		return CL_INVALID_MEM_OBJECT;
+	if (origin->n != 3 || region->n != 3 || cmx_cl_box_bad(sh->extent, origin->v, region->v))
 		return CL_INVALID_VALUE;
 	for (int i = 0; i < 3; i++) {
 		o[i] = origin->v[i];
 		r[i] = region->v[i];
 	}
-	if (!bytes)
-		return CL_SUCCESS;
-	if (clGetImageInfo(m, CL_IMAGE_ELEMENT_SIZE, sizeof(elem), &elem, NULL) || !elem)
-		return CL_INVALID_MEM_OBJECT;
-	if (mul(elem, r[0], bytes) || mul(*bytes, r[1], bytes) || mul(*bytes, r[2], bytes) ||
-	    *bytes > SIZE_MAX)
+	if (bytes && (mul(sh->elem, r[0], bytes) || mul(*bytes, r[1], bytes) ||
+		      mul(*bytes, r[2], bytes) || *bytes > SIZE_MAX))
 		return CL_INVALID_VALUE;
 	return CL_SUCCESS;
 }
@@ -160,7 +238,7 @@ static int write_image(struct cmx_call *c, struct cmx_WriteImage_in *in, int syn
 	size_t o[3], r[3];
 	uint64_t bytes;
 	cl_event ev;
-	cl_int e = image_region(in->mem.h, &in->origin, &in->region, o, r, &bytes);
+	cl_int e = image_region(c, in->mem.id, &in->origin, &in->region, o, r, &bytes);
 
 	if (e)
 		return e;
@@ -190,7 +268,7 @@ static int read_image(struct cmx_call *c, struct cmx_ReadImageSync_in *in, int s
 	uint64_t bytes;
 	cl_event ev;
 	void *dst;
-	cl_int e = image_region(in->mem.h, &in->origin, &in->region, o, r, &bytes);
+	cl_int e = image_region(c, in->mem.id, &in->origin, &in->region, o, r, &bytes);
 
 	if (e)
 		return e;
@@ -219,9 +297,9 @@ int cmx_h_CopyImage(struct cmx_call *c, struct cmx_CopyImage_in *in)
 {
 	size_t so[3], dO[3], r[3];
 	cl_event ev;
-	cl_int e = image_region(NULL, &in->src_origin, &in->region, so, r, NULL);
+	cl_int e = image_region(c, in->src.id, &in->src_origin, &in->region, so, r, NULL);
 
-	if (e || (e = image_region(NULL, &in->dst_origin, &in->region, dO, r, NULL)))
+	if (e || (e = image_region(c, in->dst.id, &in->dst_origin, &in->region, dO, r, NULL)))
 		return e;
 	e = clEnqueueCopyImage(in->queue.h, in->src.h, in->dst.h, so, dO, r, WAIT(in->wait), &ev);
 	if (!e)
@@ -234,7 +312,7 @@ int cmx_h_FillImage(struct cmx_call *c, struct cmx_FillImage_in *in)
 	unsigned char color[16] = {0};
 	size_t o[3], r[3];
 	cl_event ev;
-	cl_int e = image_region(NULL, &in->origin, &in->region, o, r, NULL);
+	cl_int e = image_region(c, in->mem.id, &in->origin, &in->region, o, r, NULL);
 
 	if (e)
 		return e;
@@ -247,13 +325,25 @@ int cmx_h_FillImage(struct cmx_call *c, struct cmx_FillImage_in *in)
 	return e;
 }
 
+/* The buffer side of an image <-> buffer copy: bytes from off inside the
+ * buffer (not an image). */
+static int buffer_range(struct cmx_call *c, uint64_t id, uint64_t off, uint64_t bytes)
+{
+	struct cmx_obj *b = cmx_session_obj(c->s, id, CMX_K_MEM);
+
+	if (!b || b->ext)
+		return CL_INVALID_MEM_OBJECT;
+	return cmx_cl_range_bad(off, bytes, b->size) ? CL_INVALID_VALUE : CL_SUCCESS;
+}
+
 int cmx_h_CopyImageToBuffer(struct cmx_call *c, struct cmx_CopyImageToBuffer_in *in)
 {
 	size_t o[3], r[3];
+	uint64_t bytes;
 	cl_event ev;
-	cl_int e = image_region(NULL, &in->src_origin, &in->region, o, r, NULL);
+	cl_int e = image_region(c, in->src.id, &in->src_origin, &in->region, o, r, &bytes);
 
-	if (e)
+	if (e || (e = buffer_range(c, in->dst.id, in->dst_offset, bytes)))
 		return e;
 	e = clEnqueueCopyImageToBuffer(in->queue.h, in->src.h, in->dst.h, o, r, in->dst_offset,
 				       WAIT(in->wait), &ev);
@@ -265,10 +355,11 @@ int cmx_h_CopyImageToBuffer(struct cmx_call *c, struct cmx_CopyImageToBuffer_in 
 int cmx_h_CopyBufferToImage(struct cmx_call *c, struct cmx_CopyBufferToImage_in *in)
 {
 	size_t o[3], r[3];
+	uint64_t bytes;
 	cl_event ev;
-	cl_int e = image_region(NULL, &in->dst_origin, &in->region, o, r, NULL);
+	cl_int e = image_region(c, in->dst.id, &in->dst_origin, &in->region, o, r, &bytes);
 
-	if (e)
+	if (e || (e = buffer_range(c, in->src.id, in->src_offset, bytes)))
 		return e;
 	e = clEnqueueCopyBufferToImage(in->queue.h, in->src.h, in->dst.h, in->src_offset, o, r,
 				       WAIT(in->wait), &ev);

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "area.h"
+#include "clcheck.h"
+#include "zero.h"
 
 /* Host-access flags only bind the guest (which enforces them); the daemon
  * itself must be able to read and write every buffer. */
@@ -57,23 +59,46 @@ int cmx_h_CreateBuffer(struct cmx_call *c, struct cmx_CreateBuffer_in *in)
 {
 	cl_mem_flags flags = in->flags & ~(cl_mem_flags)(HOST_ACCESS | CL_MEM_USE_HOST_PTR);
 	cl_mem m;
+	cl_int e;
 
 	if (c->bulk_len && c->bulk_len != in->size)
 		return CL_INVALID_VALUE;
 	/* USE_HOST_PTR lives in the guest; here the contents are copied in. */
 	flags = c->bulk_len ? flags | CL_MEM_COPY_HOST_PTR
 			    : flags & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
-	return buffer_make(c, &in->mem, in->context.h, flags, in->size, &in->props, c->bulk, &m);
+	e = buffer_make(c, &in->mem, in->context.h, flags, in->size, &in->props, c->bulk, &m);
+	if (e || c->bulk_len)
+		return e;
+	/* Without contents it is zeroed before the tenant can read it: the
+	 * driver's fresh memory may be another tenant's freed memory. */
+	e = cmx_zero_buffer(cmx_session_obj(c->s, in->context.id, CMX_K_CONTEXT), m, in->size);
+	if (e)
+		cmx_session_release(c->s, in->mem.id, CMX_K_MEM);
+	return e;
+}
+
+/* [off, off + size) within the buffer `id` of the session (not an image):
+ * checked before the driver, which would take the range as given. */
+static int buffer_range(struct cmx_call *c, uint64_t id, uint64_t off, uint64_t size)
+{
+	struct cmx_obj *m = cmx_session_obj(c->s, id, CMX_K_MEM);
+
+	if (!m || m->ext)
+		return CL_INVALID_MEM_OBJECT;
+	return cmx_cl_range_bad(off, size, m->size) ? CL_INVALID_VALUE : CL_SUCCESS;
 }
 
 int cmx_h_CreateSubBuffer(struct cmx_call *c, struct cmx_CreateSubBuffer_in *in)
 {
 	cl_buffer_region r = {in->origin, in->size};
 	struct cmx_obj *parent = cmx_session_obj(c->s, in->parent.id, CMX_K_MEM), *o;
-	cl_mem m = clCreateSubBuffer(in->parent.h, in->flags & ~(cl_mem_flags)HOST_ACCESS,
-				     CL_BUFFER_CREATE_TYPE_REGION, &r, NULL);
-	cl_int e = CL_SUCCESS;
+	cl_int e = buffer_range(c, in->parent.id, in->origin, in->size);
+	cl_mem m;
 
+	if (e)
+		return e;
+	m = clCreateSubBuffer(in->parent.h, in->flags & ~(cl_mem_flags)HOST_ACCESS,
+			      CL_BUFFER_CREATE_TYPE_REGION, &r, NULL);
 	if (!m) {
 		m = clCreateSubBuffer(in->parent.h, in->flags & ~(cl_mem_flags)HOST_ACCESS,
 				      CL_BUFFER_CREATE_TYPE_REGION, &r, &e);
@@ -180,11 +205,12 @@ static int write_buffer(struct cmx_call *c, struct cmx_WriteBuffer_in *in, int s
 {
 	struct cmx_land *land = cmx_land_take(c);
 	cl_event ev;
-	cl_int e;
+	cl_int e = c->bulk_len != in->size ? CL_INVALID_VALUE
+					   : buffer_range(c, in->mem.id, in->offset, in->size);
 
-	if (c->bulk_len != in->size) {
+	if (e) {
 		cmx_land_abort(land);
-		return CL_INVALID_VALUE;
+		return e;
 	}
 	if (land) {
 		/* The payload is in the buffer already (host/land.c). */
@@ -212,33 +238,42 @@ int cmx_h_WriteBufferSync(struct cmx_call *c, struct cmx_WriteBufferSync_in *in,
 	return write_buffer(c, (struct cmx_WriteBuffer_in *)in, 1);
 }
 
-static int rect_args(const struct cmx_u64s *origin, const struct cmx_u64s *region, size_t o[3],
-		     size_t r[3])
+/* A rect of the buffer `id`: its origin, region and pitches (0 filled in
+ * as the specification's defaults), every byte it touches inside the
+ * buffer. The host side travels packed: its size does not overflow then. */
+static int rect_args(struct cmx_call *c, uint64_t id, const struct cmx_u64s *origin,
+		     const struct cmx_u64s *region, size_t o[3], size_t r[3], size_t *row,
+		     size_t *slice)
 {
+	size_t end;
+	cl_int e = buffer_range(c, id, 0, 0);
+
+	if (e)
+		return e;
 	if (origin->n != 3 || region->n != 3)
 		return CL_INVALID_VALUE;
 	for (int i = 0; i < 3; i++) {
 		o[i] = origin->v[i];
 		r[i] = region->v[i];
 	}
-	if (!r[0] || !r[1] || !r[2] || r[0] > SIZE_MAX / r[1] || r[0] * r[1] > SIZE_MAX / r[2])
+	if (!r[0] || !r[1] || !r[2] || cmx_cl_rect_pitches_bad(r, row, slice) ||
+	    cmx_cl_rect_end(o, r, *row, *slice, &end) || buffer_range(c, id, 0, end))
 		return CL_INVALID_VALUE;
 	return CL_SUCCESS;
 }
 
 static int write_rect(struct cmx_call *c, struct cmx_WriteBufferRect_in *in, int sync)
 {
-	size_t o[3], r[3], zero[3] = {0, 0, 0};
+	size_t o[3], r[3], zero[3] = {0, 0, 0}, row = in->row_pitch, slice = in->slice_pitch;
 	cl_event ev;
-	cl_int e = rect_args(&in->origin, &in->region, o, r);
+	cl_int e = rect_args(c, in->mem.id, &in->origin, &in->region, o, r, &row, &slice);
 
 	if (e)
 		return e;
 	if (c->bulk_len != r[0] * r[1] * r[2])
 		return CL_INVALID_VALUE;
-	e = clEnqueueWriteBufferRect(in->queue.h, in->mem.h, CL_FALSE, o, zero, r, in->row_pitch,
-				     in->slice_pitch, r[0], r[0] * r[1], c->bulk, WAIT(in->wait),
-				     &ev);
+	e = clEnqueueWriteBufferRect(in->queue.h, in->mem.h, CL_FALSE, o, zero, r, row, slice, r[0],
+				     r[0] * r[1], c->bulk, WAIT(in->wait), &ev);
 	return write_staged(c, e, ev, &in->event, sync);
 }
 
@@ -323,8 +358,10 @@ static int read_buffer(struct cmx_call *c, struct cmx_ReadBufferSync_in *in, int
 {
 	cl_event ev;
 	void *dst;
-	int e;
+	int e = buffer_range(c, in->mem.id, in->offset, in->size);
 
+	if (e)
+		return e;
 	if (read_mapped(c, in, sync, &e))
 		return e;
 	e = cmx_pinned_read(c, in->queue.h, in->mem.h, in->offset, in->size, WAIT(in->wait),
@@ -357,9 +394,9 @@ int cmx_h_ReadBuffer(struct cmx_call *c, struct cmx_ReadBuffer_in *in)
 
 static int read_rect(struct cmx_call *c, struct cmx_ReadBufferRectSync_in *in, int sync)
 {
-	size_t o[3], r[3], zero[3] = {0, 0, 0};
+	size_t o[3], r[3], zero[3] = {0, 0, 0}, row = in->row_pitch, slice = in->slice_pitch;
 	cl_event ev;
-	cl_int e = rect_args(&in->origin, &in->region, o, r);
+	cl_int e = rect_args(c, in->mem.id, &in->origin, &in->region, o, r, &row, &slice);
 	void *dst;
 
 	if (e)
@@ -367,9 +404,8 @@ static int read_rect(struct cmx_call *c, struct cmx_ReadBufferRectSync_in *in, i
 	dst = staging(c, r[0] * r[1] * r[2]);
 	if (!dst)
 		return CL_OUT_OF_HOST_MEMORY;
-	e = clEnqueueReadBufferRect(in->queue.h, in->mem.h, CL_FALSE, o, zero, r, in->row_pitch,
-				    in->slice_pitch, r[0], r[0] * r[1], dst, WAIT(in->wait),
-				    &ev);
+	e = clEnqueueReadBufferRect(in->queue.h, in->mem.h, CL_FALSE, o, zero, r, row, slice, r[0],
+				    r[0] * r[1], dst, WAIT(in->wait), &ev);
 	return read_staged(c, e, ev, &in->event, sync);
 }
 
@@ -389,9 +425,10 @@ int cmx_h_CopyBuffer(struct cmx_call *c, struct cmx_CopyBuffer_in *in)
 {
 	struct cmx_sched_cmd sc;
 	cl_event ev = NULL;
-	cl_int e = cmx_sched_begin(c, (cl_uint)in->wait.n, in->wait.h, &sc);
+	cl_int e = buffer_range(c, in->src.id, in->src_offset, in->size);
 
-	if (e)
+	if (e || (e = buffer_range(c, in->dst.id, in->dst_offset, in->size)) ||
+	    (e = cmx_sched_begin(c, (cl_uint)in->wait.n, in->wait.h, &sc)))
 		return e;
 	e = clEnqueueCopyBuffer(in->queue.h, in->src.h, in->dst.h, in->src_offset, in->dst_offset,
 				in->size, CMX_SCHED_WAIT(sc), &ev);
@@ -403,17 +440,18 @@ int cmx_h_CopyBuffer(struct cmx_call *c, struct cmx_CopyBuffer_in *in)
 
 int cmx_h_CopyBufferRect(struct cmx_call *c, struct cmx_CopyBufferRect_in *in)
 {
-	size_t so[3], dO[3], r[3];
+	size_t so[3], dO[3], r[3], srow = in->src_row_pitch, sslice = in->src_slice_pitch;
+	size_t drow = in->dst_row_pitch, dslice = in->dst_slice_pitch;
 	struct cmx_sched_cmd sc;
 	cl_event ev = NULL;
-	cl_int e = rect_args(&in->src_origin, &in->region, so, r);
+	cl_int e = rect_args(c, in->src.id, &in->src_origin, &in->region, so, r, &srow, &sslice);
 
-	if (e || (e = rect_args(&in->dst_origin, &in->region, dO, r)) ||
+	if (e ||
+	    (e = rect_args(c, in->dst.id, &in->dst_origin, &in->region, dO, r, &drow, &dslice)) ||
 	    (e = cmx_sched_begin(c, (cl_uint)in->wait.n, in->wait.h, &sc)))
 		return e;
-	e = clEnqueueCopyBufferRect(in->queue.h, in->src.h, in->dst.h, so, dO, r, in->src_row_pitch,
-				    in->src_slice_pitch, in->dst_row_pitch, in->dst_slice_pitch,
-				    CMX_SCHED_WAIT(sc), &ev);
+	e = clEnqueueCopyBufferRect(in->queue.h, in->src.h, in->dst.h, so, dO, r, srow, sslice,
+				    drow, dslice, CMX_SCHED_WAIT(sc), &ev);
 	cmx_sched_end(&sc, e, ev);
 	if (!e)
 		cmx_event_bind(c, &in->event, ev);
@@ -422,11 +460,16 @@ int cmx_h_CopyBufferRect(struct cmx_call *c, struct cmx_CopyBufferRect_in *in)
 
 int cmx_h_FillBuffer(struct cmx_call *c, struct cmx_FillBuffer_in *in)
 {
+	uint64_t p = in->pattern.len;
 	struct cmx_sched_cmd sc;
 	cl_event ev = NULL;
-	cl_int e = cmx_sched_begin(c, (cl_uint)in->wait.n, in->wait.h, &sc);
+	cl_int e = buffer_range(c, in->mem.id, in->offset, in->size);
 
-	if (e)
+	/* A pattern of 1 to 128 bytes, a power of two, the range a whole
+	 * number of patterns. */
+	if (!e && (!p || p > 128 || (p & (p - 1)) || in->offset % p || in->size % p))
+		e = CL_INVALID_VALUE;
+	if (e || (e = cmx_sched_begin(c, (cl_uint)in->wait.n, in->wait.h, &sc)))
 		return e;
 	e = clEnqueueFillBuffer(in->queue.h, in->mem.h, in->pattern.ptr, in->pattern.len,
 				in->offset, in->size, CMX_SCHED_WAIT(sc), &ev);

@@ -510,18 +510,23 @@ int cmx_h_GetProgramInfo(struct cmx_call *c, struct cmx_GetProgramInfo_in *in,
 		if (e)
 			return e;
 		n /= sizeof(size_t);
-		for (size_t i = 0; i < n; i++)
-			total += sizes[i];
-		c->scratch = malloc(total ? total : 1);
+		for (size_t i = 0; i < n && i < CMX_MAX_DEVICES; i++)
+			if (__builtin_add_overflow(total, sizes[i], &total))
+				return CL_OUT_OF_RESOURCES;
+		/* Zeroed: the reply never carries what the scratch held before,
+		 * whatever the driver leaves unwritten. */
+		c->scratch = calloc(1, total ? total : 1);
 		if (!c->scratch)
 			return CL_OUT_OF_HOST_MEMORY;
-		for (size_t i = 0, off = 0; i < n; off += sizes[i++])
+		for (size_t i = 0, off = 0; i < n && i < CMX_MAX_DEVICES; off += sizes[i++])
 			ptrs[i] = (unsigned char *)c->scratch + off;
 		e = clGetProgramInfo(in->program.h, CL_PROGRAM_BINARIES, n * sizeof(*ptrs), ptrs,
 				     NULL);
+		if (e)
+			return e;
 		out->value.ptr = c->scratch;
 		out->value.len = total;
-		return e;
+		return CL_SUCCESS;
 	}
 	return CMX_INFO(c, &out->value, clGetProgramInfo, in->program.h, (cl_uint)in->param);
 }

@@ -4,6 +4,8 @@
 
 #include <stdlib.h>
 
+#include "zero.h"
+
 int cmx_h_CreateQueue(struct cmx_call *c, struct cmx_CreateQueue_in *in)
 {
 	cl_command_queue_properties flags = 0, prof = cmx_srv->profile ? CL_QUEUE_PROFILING_ENABLE : 0;
@@ -43,6 +45,12 @@ int cmx_h_CreateQueue(struct cmx_call *c, struct cmx_CreateQueue_in *in)
 		return CL_OUT_OF_HOST_MEMORY;
 	}
 	o->flags = flags;
+	/* Ordered after the zero fills of its context (host/zero.c). */
+	o->ext = cmx_zero_queue(cmx_session_obj(c->s, in->context.id, CMX_K_CONTEXT));
+	if (!o->ext) {
+		cmx_session_release(c->s, in->queue.id, CMX_K_QUEUE);
+		return CL_OUT_OF_HOST_MEMORY;
+	}
 	return CL_SUCCESS;
 }
 

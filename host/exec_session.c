@@ -31,7 +31,7 @@ int cmx_h_Ping(struct cmx_call *c, struct cmx_Ping_in *in, struct cmx_Ping_out *
 int cmx_h_GetStats(struct cmx_call *c, struct cmx_GetStats_in *in, struct cmx_GetStats_out *out)
 {
 	struct cmx_session *s = c->s;
-	uint64_t *v = malloc(8 * sizeof(*v));
+	uint64_t *v = malloc(9 * sizeof(*v));
 
 	if (!v)
 		return CL_OUT_OF_HOST_MEMORY;
@@ -43,9 +43,10 @@ int cmx_h_GetStats(struct cmx_call *c, struct cmx_GetStats_in *in, struct cmx_Ge
 	v[5] = s->async_errors;
 	v[6] = s->srv->objects;
 	v[7] = s->srv->bytes;
+	v[8] = (uint64_t)(int64_t)s->last_async_error;
 	c->scratch = v;
 	out->counters.v = v;
-	out->counters.n = 8;
+	out->counters.n = 9;
 	return CL_SUCCESS;
 }
 

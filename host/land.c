@@ -14,6 +14,7 @@
 #include "proto.gen.h"
 #include "server.h"
 #include "session.h"
+#include "zero.h"
 
 /*
  * Only sessions without a shared area (tcp, tls, vsock): with one, payloads
@@ -107,6 +108,9 @@ struct cmx_land *cmx_land_open(struct cmx_conn *c, const struct cmx_hdr *h, cons
 	    in.offset > m->size || in.size > m->size - in.offset)
 		return NULL;
 	if (q->last && q->last != c->land_last && !done(q->last))
+		goto busy;
+	/* The region may still be being zeroed (host/zero.c). */
+	if (!cmx_zero_settled(q))
 		goto busy;
 	for (uint32_t i = 0; i < in.wait.n; i++) {
 		struct cmx_obj *ev = cmx_session_obj(s, in.wait.v[i], CMX_K_EVENT);

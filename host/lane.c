@@ -136,7 +136,9 @@ static cl_int xfer_new(struct cmx_call *c, uint64_t id, const struct cmx_ref *q,
 		return CL_INVALID_VALUE;
 	if (s->nxfers >= XFERS_MAX)
 		return CL_OUT_OF_RESOURCES;
-	if (!m || !size || off > m->size || size > m->size - off)
+	if (!m || m->ext) /* an image is not a buffer */
+		return CL_INVALID_MEM_OBJECT;
+	if (!size || off > m->size || size > m->size - off)
 		return CL_INVALID_VALUE;
 	x = calloc(1, sizeof(*x));
 	if (!x)

@@ -11,7 +11,7 @@ host_clmuxd_SOURCES = host/main.c host/loop.h host/loop.c host/conn.h host/conn.
 	host/tenant.h host/tenant.c host/conffile.h host/conffile.c host/text.h host/text.c \
 	host/admin.h host/admin.c host/scheduler.h host/scheduler.c host/pinned.h host/pinned.c host/exec_pinned.c \
 	host/ctl.h host/ctl.c host/front.h host/front.c host/worker.h host/worker.c \
-	host/privilege.h host/privilege.c
+	host/privilege.h host/privilege.c host/zero.h host/zero.c
 nodist_host_clmuxd_SOURCES = host/handlers.gen.h host/handlers.gen.c
 host_clmuxd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host -I$(top_builddir)/host $(URING_CFLAGS) \
 	$(SSL_CFLAGS)
@@ -56,6 +56,12 @@ host_tests_test_badinput_SOURCES = host/tests/test_badinput.c host/tests/rawclie
 host_tests_test_badinput_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_badinput_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la $(CHECK_LIBS) \
 	$(OPENCL_LIBS) -lpthread
+check_PROGRAMS += host/tests/test_hostile_args
+TESTS += host/tests/test_hostile_args
+host_tests_test_hostile_args_SOURCES = host/tests/test_hostile_args.c host/tests/rawclient.h
+host_tests_test_hostile_args_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_hostile_args_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la \
+	$(CHECK_LIBS) $(OPENCL_LIBS) -lpthread
 check_PROGRAMS += host/tests/test_lanes
 TESTS += host/tests/test_lanes
 host_tests_test_lanes_SOURCES = host/tests/test_lanes.c host/tests/rawclient.h

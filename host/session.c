@@ -21,6 +21,7 @@
 #include "scheduler.h"
 #include "server.h"
 #include "tenant.h"
+#include "zero.h"
 
 struct cmx_session *cmx_session_create(struct cmx_server *srv, struct cmx_conn *conn,
 				       struct cmx_tenant *t)
@@ -96,8 +97,18 @@ int cmx_session_add(struct cmx_session *s, uint64_t id, unsigned kind, void *h, 
 	return 0;
 }
 
+/* An object's ext (host/object.h); any thread (the reaper's too). */
+static void ext_free(struct cmx_obj *o)
+{
+	if (o->kind == CMX_K_CONTEXT || o->kind == CMX_K_QUEUE)
+		cmx_zero_release(o);
+	free(o->ext); /* the other kinds': plain memory */
+	o->ext = NULL;
+}
+
 static void release_native(struct cmx_obj *o)
 {
+	ext_free(o);
 	if (!o->h)
 		return;
 	switch (o->kind) {

@@ -40,6 +40,7 @@ struct cmx_session {
 
 	/* Counters (GetStats, docs/protocol.md). */
 	uint64_t messages, sync_calls, recvs, async_errors;
+	int32_t last_async_error; /* the status the last of them failed with */
 };
 
 struct cmx_session *cmx_session_create(struct cmx_server *srv, struct cmx_conn *conn,

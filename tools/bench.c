@@ -280,6 +280,44 @@ static void bench_launch_finish(struct plat *p, int n, double *out)
 	}
 }
 
+/* alloc_use: a fresh 16 KiB buffer (no host data), a blocking 64-byte read
+ * of it, its release; microseconds. clmux zeroes the buffer on the device
+ * first (docs/architecture.md): its cost shows here. */
+static void bench_alloc_use(struct plat *p, int n, double *out)
+{
+	char dst[64];
+
+	for (int i = -n / 10 - 10; i < n; i++) {
+		double t0 = now_s();
+		cl_mem m = make_buffer(p, 16 << 10);
+
+		CHECK(clEnqueueReadBuffer(p->q, m, CL_TRUE, 0, sizeof(dst), dst, 0, NULL, NULL));
+		CHECK(clReleaseMemObject(m));
+		if (i >= 0)
+			out[i] = (now_s() - t0) * 1e6;
+	}
+}
+
+/* alloc_write: a fresh 64 MiB buffer written whole (blocking), then
+ * released; milliseconds. The zeroing's worst case: every byte is touched
+ * twice. */
+static void bench_alloc_write(struct plat *p, int n, double *out)
+{
+	char *host = xmalloc(BW_BYTES);
+
+	memset(host, 1, BW_BYTES);
+	for (int rep = -1; rep < n; rep++) {
+		double t0 = now_s();
+		cl_mem m = make_buffer(p, BW_BYTES);
+
+		CHECK(clEnqueueWriteBuffer(p->q, m, CL_TRUE, 0, BW_BYTES, host, 0, NULL, NULL));
+		CHECK(clReleaseMemObject(m));
+		if (rep >= 0)
+			out[rep] = (now_s() - t0) * 1e3;
+	}
+	free(host);
+}
+
 /* enqueue_rate: a batch of non-blocking empty kernels and one clFinish; kernels/s. */
 static void bench_enqueue_rate(struct plat *p, int n, double *out)
 {
@@ -496,6 +534,8 @@ static struct bench benches[] = {
 	{ "clpeak_bw", "GB/s", HIGHER, 6, 2, bench_clpeak_bw, 0, { 0, 0 } },
 	{ "vecadd", "ms", LOWER, 6, 2, bench_vecadd, 0, { 0, 0 } },
 	{ "build", "ms", LOWER, 6, 2, bench_build, 0, { 0, 0 } },
+	{ "alloc_use", "us", LOWER, 1000, 100, bench_alloc_use, 0, { 0, 0 } },
+	{ "alloc_write", "ms", LOWER, 10, 3, bench_alloc_write, 0, { 0, 0 } },
 };
 
 #define NBENCH (sizeof(benches) / sizeof(benches[0]))

@@ -4,7 +4,7 @@ transport_libcmxtransport_la_SOURCES = transport/wire.h transport/piece.h transp
 	transport/codec.h transport/codec.c transport/buf.h transport/buf.c \
 	transport/addr.h transport/addr.c transport/frame.h transport/frame.c transport/area_layout.h transport/ivshmem_layout.h \
 	transport/ring.h transport/ring.c transport/compress.h transport/compress.c \
-	transport/mayprint.h transport/fdio.h \
+	transport/mayprint.h transport/clcheck.h transport/fdio.h \
 	transport/virtq.h transport/virtq.c transport/vsock_dev.h transport/vsock_dev.c \
 	transport/vhost_user.h transport/vhost_user.c
 nodist_transport_libcmxtransport_la_SOURCES = transport/proto.gen.h transport/proto.gen.c

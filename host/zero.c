@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: MIT
+// Fresh device memory is zeroed on the device before its tenant can read it:
+// a fill on the context's own queue, and a barrier on the tenant's queues.
+#include "zero.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "call.h"
+#include "exec.h"
+#include "log.h"
+#include "server.h"
+#include "session.h"
+
+/*
+ * Per context: the daemon's own in-order queue (made at the first fill) and
+ * the newest fill on it, whose completion means every fill so far is done.
+ * `epoch` counts the fills; a tenant queue remembers the epoch it was last
+ * ordered after, so a burst of creations costs its next command one check
+ * and at most one barrier. The context object and each of its queue
+ * objects hold a reference: a queue may outlive its context's object.
+ */
+struct cmx_zero {
+	atomic_int refs;
+	cl_context ctx;
+	cl_command_queue q;
+	cl_event last; /* the newest fill; NULL once seen complete */
+	uint64_t epoch;
+};
+
+/* A tenant queue's side (its object's ext). */
+struct zero_queue {
+	struct cmx_zero *z;
+	uint64_t seen; /* the epoch it is ordered after */
+};
+
+static void zero_put(struct cmx_zero *z)
+{
+	/* Pairs with the increment in cmx_zero_queue(): the last holder,
+	 * on whichever thread, releases. */
+	if (atomic_fetch_sub(&z->refs, 1) != 1)
+		return;
+	if (z->last)
+		clReleaseEvent(z->last);
+	if (z->q)
+		clReleaseCommandQueue(z->q);
+	clReleaseContext(z->ctx);
+	free(z);
+}
+
+void *cmx_zero_context(cl_context ctx)
+{
+	struct cmx_zero *z = calloc(1, sizeof(*z));
+
+	if (!z)
+		return NULL;
+	atomic_init(&z->refs, 1);
+	z->ctx = ctx;
+	clRetainContext(ctx);
+	return z;
+}
+
+void *cmx_zero_queue(struct cmx_obj *ctx)
+{
+	struct zero_queue *zq;
+
+	if (!ctx || ctx->kind != CMX_K_CONTEXT || !ctx->ext)
+		return NULL;
+	zq = calloc(1, sizeof(*zq));
+	if (!zq)
+		return NULL;
+	zq->z = ctx->ext;
+	atomic_fetch_add(&zq->z->refs, 1);
+	/* A new queue has nothing of the tenant's before the fills made
+	 * already: it is ordered after them at its first command. */
+	zq->seen = 0;
+	return zq;
+}
+
+void cmx_zero_release(struct cmx_obj *o)
+{
+	if (!o->ext)
+		return;
+	if (o->kind == CMX_K_CONTEXT) {
+		zero_put(o->ext);
+	} else if (o->kind == CMX_K_QUEUE) {
+		struct zero_queue *zq = o->ext;
+		zero_put(zq->z);
+		free(zq);
+	}
+	o->ext = NULL;
+}
+
+/* The fills so far have completed (the newest one is released then). */
+static int zero_done(struct cmx_zero *z)
+{
+	cl_int st = CL_QUEUED;
+
+	if (!z->last)
+		return 1;
+	if (clGetEventInfo(z->last, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL) !=
+		CL_SUCCESS ||
+	    st > CL_COMPLETE)
+		return 0;
+	clReleaseEvent(z->last);
+	z->last = NULL;
+	return 1;
+}
+
+static cl_int zero_queue_make(struct cmx_zero *z)
+{
+	cl_device_id devs[CMX_MAX_DEVICES];
+	size_t n = 0;
+	cl_int e;
+
+	if (z->q)
+		return CL_SUCCESS;
+	/* Any device of the context will do: its memory is the context's. */
+	e = clGetContextInfo(z->ctx, CL_CONTEXT_DEVICES, sizeof(devs), devs, &n);
+	if (e || n < sizeof(devs[0]))
+		return e ? e : CL_INVALID_CONTEXT;
+	if (cmx_srv->platform_version >= 200)
+		z->q = clCreateCommandQueueWithProperties(z->ctx, devs[0], NULL, &e);
+	else
+		z->q = clCreateCommandQueue(z->ctx, devs[0], 0, &e);
+	return z->q ? CL_SUCCESS : e ? e : CL_OUT_OF_RESOURCES;
+}
+
+/* A fill was enqueued (e its status, ev its event): it becomes the newest,
+ * and starts. */
+static int zero_started(struct cmx_zero *z, cl_int e, cl_event ev)
+{
+	if (e)
+		return e;
+	if (z->last)
+		clReleaseEvent(z->last);
+	z->last = ev;
+	z->epoch++;
+	cmx_queue_flush(z->q);
+	/* A driver that runs its queue only inside a flush or a wait
+	 * (Oclgrind) never runs this one by itself: the fill is run now, on
+	 * the loop, with the lock that serializes driving it. */
+	if (cmx_srv->flush_runs) {
+		cmx_exec_drive_lock();
+		clFinish(z->q);
+		cmx_exec_drive_unlock();
+	}
+	return CL_SUCCESS;
+}
+
+int cmx_zero_buffer(struct cmx_obj *ctx, cl_mem m, uint64_t size)
+{
+	static const unsigned char zeros[128];
+	struct cmx_zero *z = ctx ? ctx->ext : NULL;
+	size_t pattern = sizeof(zeros);
+	cl_event ev = NULL;
+	cl_int e;
+
+	if (!z)
+		return CL_OUT_OF_HOST_MEMORY;
+	e = zero_queue_make(z);
+	if (e)
+		return e;
+	/* The widest pattern that divides the size: PoCL fills a pattern at
+	 * a time. */
+	while (pattern > 1 && size % pattern)
+		pattern /= 2;
+	e = clEnqueueFillBuffer(z->q, m, zeros, pattern, 0, size, 0, NULL, &ev);
+	return zero_started(z, e, ev);
+}
+
+int cmx_zero_image(struct cmx_obj *ctx, cl_mem m, const uint64_t extent[3])
+{
+	/* Zero in every channel type: float 0.0, integer 0. */
+	static const cl_uint color[4];
+	struct cmx_zero *z = ctx ? ctx->ext : NULL;
+	size_t origin[3] = {0, 0, 0}, region[3];
+	cl_event ev = NULL;
+	cl_int e;
+
+	if (!z)
+		return CL_OUT_OF_HOST_MEMORY;
+	e = zero_queue_make(z);
+	if (e)
+		return e;
+	for (int i = 0; i < 3; i++)
+		region[i] = extent[i];
+	e = clEnqueueFillImage(z->q, m, color, origin, region, 0, NULL, &ev);
+	return zero_started(z, e, ev);
+}
+
+/* Calls on a queue that touch no memory: nothing to order. */
+static int orders_nothing(unsigned op)
+{
+	switch (op) {
+	case CMX_OP_ReleaseQueue:
+	case CMX_OP_GetQueueInfo:
+	case CMX_OP_Flush:
+	case CMX_OP_Finish:
+		return 1;
+	}
+	return 0;
+}
+
+int cmx_zero_order(struct cmx_call *c)
+{
+	const struct cmx_msgdesc *d = c->oi->in;
+	struct zero_queue *zq;
+	struct cmx_obj *q;
+	cl_int e;
+
+	if (!d->nfields || d->fields[0].type != CMX_T_ID || d->fields[0].kind != CMX_K_QUEUE ||
+	    orders_nothing(c->op))
+		return CL_SUCCESS;
+	q = cmx_session_obj(c->s, ((struct cmx_ref *)c->in)->id, CMX_K_QUEUE);
+	zq = q ? q->ext : NULL;
+	if (!zq || zq->seen == zq->z->epoch)
+		return CL_SUCCESS;
+	if (!zero_done(zq->z)) {
+		/* The commands after it on this queue wait for the fills;
+		 * none of the tenant's own is held up by it. */
+		e = clEnqueueBarrierWithWaitList(q->h, 1, &zq->z->last, NULL);
+		if (e) {
+			/* Never a command that could see unzeroed memory. */
+			cmx_warn("session %llu: no barrier after a zero fill (%d)",
+				 (unsigned long long)c->s->id, e);
+			return CL_OUT_OF_RESOURCES;
+		}
+	}
+	zq->seen = zq->z->epoch;
+	return CL_SUCCESS;
+}
+
+int cmx_zero_settled(struct cmx_obj *q)
+{
+	struct zero_queue *zq = q ? q->ext : NULL;
+
+	return !zq || zero_done(zq->z);
+}

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+// Fresh device memory is zeroed on the device before its tenant can read it.
+#ifndef CMX_HOST_ZERO_H
+#define CMX_HOST_ZERO_H
+
+#include <CL/cl.h>
+#include <stdint.h>
+
+#include "object.h"
+
+struct cmx_call;
+
+/*
+ * A driver hands out memory as it finds it: PoCL's fresh buffers held
+ * another tenant's freed bytes. A buffer or image created without host data
+ * is filled with zeros on a queue of the daemon's own in its context, as
+ * soon as it is made; every later command of the tenant, on any queue of
+ * that context, is ordered after the fills (cmx_zero_order()). Loop thread,
+ * except cmx_zero_release(), which the reaper may run.
+ */
+
+/* The state of a new context object (its ext): NULL when out of memory. */
+void *cmx_zero_context(cl_context ctx);
+/* The state of a new queue object of the context object ctx (its ext);
+ * NULL when out of memory. */
+void *cmx_zero_queue(struct cmx_obj *ctx);
+/* Frees a context's or queue's ext (host/session.c). Any thread. */
+void cmx_zero_release(struct cmx_obj *o);
+
+/* Fills the new buffer m of the context object ctx (size bytes), or the
+ * new image m of that extent (cmx_cl_image_extent()), with zeros. 0, or
+ * the cl error of a fill that could not be enqueued. */
+int cmx_zero_buffer(struct cmx_obj *ctx, cl_mem m, uint64_t size);
+int cmx_zero_image(struct cmx_obj *ctx, cl_mem m, const uint64_t extent[3]);
+
+/* Orders a command (the call's first argument its queue) after every fill
+ * of the queue's context so far: a barrier on that queue where one is still
+ * running. 0 or a cl error, before the handler runs (host/call.c). */
+int cmx_zero_order(struct cmx_call *c);
+/* Whether the fills of the queue object q's context have all completed:
+ * its memory may be touched from the host at once (host/land.c). */
+int cmx_zero_settled(struct cmx_obj *q);
+
+#endif
