@@ -22,6 +22,7 @@
 #include "lane.h"
 #include "listener.h"
 #include "log.h"
+#include "pending.h"
 #include "proto.gen.h"
 #include "ring.h"
 #include "server.h"
@@ -29,11 +30,15 @@
 #include "staging.h"
 
 #define RX_INITIAL (256u << 10)
-/* Before its token is accepted a peer gets a receive buffer that holds an
- * Auth and no more, and HANDSHAKE_S seconds to send it: idle or slow
- * strangers cannot pin the daemon's memory or descriptors. */
-#define RX_PREAUTH (CMX_HDR_SIZE + CMX_AUTH_MSG_MAX)
-#define HANDSHAKE_S 10
+/* The largest message a connection may send before its Hello is accepted:
+ * an Auth with a 256-byte token (schema/session.schema) is the larger of the
+ * two it may send (Hello's arguments are six u64s). Until then the receive
+ * buffer holds one such message, and the peer has HELLO_S seconds, Auth
+ * and TLS handshake included: idle or slow strangers cannot pin the
+ * daemon's memory or descriptors (host/pending.c counts them). */
+#define PREHELLO_MSG_MAX CMX_AUTH_MSG_MAX
+#define RX_PREHELLO (CMX_HDR_SIZE + PREHELLO_MSG_MAX)
+#define HELLO_S 5
 /* Most bytes of a payload one recv may take. A stream recv copies for as
  * long as the sender keeps the socket fed, and it runs inside the loop's
  * submit: unbounded, one 1 GiB write held every other client's calls for
@@ -91,6 +96,7 @@ static void conn_put(struct cmx_conn *c)
 		cmx_staging_put(c->bulk_buf);
 	if (c->land_last)
 		clReleaseEvent(c->land_last);
+	cmx_pending_leave(&c->pending);
 	free(c->bulk_args);
 	free(c->rx);
 	if (c->fd >= 0)
@@ -116,6 +122,7 @@ void cmx_conn_kill(struct cmx_conn *c, const char *why)
 		return;
 	c->dead = 1;
 	handshake_disarm(c);
+	cmx_pending_leave(&c->pending);
 	if (why)
 		cmx_info("session %llu: connection closed (%s): %s",
 			 s ? (unsigned long long)s->id : 0ull, c->peer.name, why);
@@ -193,6 +200,10 @@ static int check_header(struct cmx_conn *c, const struct cmx_hdr *h)
 	 * nothing an unauthenticated peer sends makes the daemon allocate. */
 	if (c->auth && !c->authed)
 		return h->op == CMX_OP_Auth && h->size <= CMX_AUTH_MSG_MAX && !h->bulk ? 0 : -EACCES;
+	/* Without a session, nothing larger than an Auth: a 16 MiB "Hello"
+	 * ends here, before its bytes have anywhere to go. */
+	if (c->role == CMX_ROLE_NEW && (h->size > PREHELLO_MSG_MAX || h->bulk))
+		return -EMSGSIZE;
 	if (h->op == CMX_OP_Auth)
 		return c->role == CMX_ROLE_NEW && !c->authed ? 0 : -EPROTO;
 	/* Hello first and only first; nothing arrives on a notification channel. */
@@ -200,6 +211,26 @@ static int check_header(struct cmx_conn *c, const struct cmx_hdr *h)
 		return -EPROTO;
 	if (c->role == CMX_ROLE_NOTIFY)
 		return -EPROTO;
+	return 0;
+}
+
+/* Hello accepted: the connection is no longer a stranger's. A call channel
+ * gets the receive buffer of a session; args lie in rx and are not used
+ * after this. */
+static int hello_done(struct cmx_conn *c)
+{
+	size_t cap = c->role == CMX_ROLE_CALL ? RX_INITIAL : c->role == CMX_ROLE_LANE ? LANE_RX : 0;
+	uint8_t *rx;
+
+	handshake_disarm(c);
+	cmx_pending_leave(&c->pending);
+	if (c->rx_cap >= cap)
+		return 0;
+	rx = realloc(c->rx, cap);
+	if (!rx)
+		return -ENOMEM;
+	c->rx = rx;
+	c->rx_cap = cap;
 	return 0;
 }
 
@@ -216,22 +247,12 @@ static int deliver(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 			return e;
 		h = &raw;
 	}
-	if (h->op == CMX_OP_Auth) {
-		int e = cmx_call_auth(c, h, args);
-		uint8_t *rx;
-		if (e || c->rx_cap >= RX_INITIAL)
-			return e;
-		handshake_disarm(c);
-		/* args lie in rx: not used after this. */
-		rx = realloc(c->rx, RX_INITIAL);
-		if (!rx)
-			return -ENOMEM;
-		c->rx = rx;
-		c->rx_cap = RX_INITIAL;
-		return 0;
+	if (h->op == CMX_OP_Auth)
+		return cmx_call_auth(c, h, args);
+	if (c->role == CMX_ROLE_NEW) {
+		int e = cmx_call_hello(c, h, args);
+		return e || c->role == CMX_ROLE_NEW ? e : hello_done(c);
 	}
-	if (c->role == CMX_ROLE_NEW)
-		return cmx_call_hello(c, h, args);
 	c->last_sync = (h->flags & CMX_HDR_SYNC) != 0;
 	c->sess->messages++;
 	return cmx_call_dispatch(c->sess, h, args, bulk);
@@ -777,9 +798,11 @@ static void handshake_expired(struct cmx_io *io, int res, unsigned flags)
 {
 	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, hs_io));
 
-	if (res == -ETIME && c->hs_armed && !c->dead) {
+	/* A connection given a role from outside (ivshmem's notification
+	 * channel) is no stranger's either. */
+	if (res == -ETIME && c->hs_armed && !c->dead && c->role == CMX_ROLE_NEW) {
 		c->hs_armed = 0;
-		cmx_warn("%s: refused: no Auth within %d s", c->peer.name, HANDSHAKE_S);
+		cmx_warn("%s: refused: no Hello within %d s", c->peer.name, HELLO_S);
 		cmx_conn_kill(c, NULL);
 	}
 	conn_put(c);
@@ -816,63 +839,84 @@ static void ident_init(struct cmx_conn *c, const char *tenant)
 	c->ident.cid = c->peer.cid;
 }
 
-/* A connection for a socket accepted on l (NULL: a unix peer, no token, no
- * tenant); with m, a mover carries its bytes and fd only names the peer. */
-static struct cmx_conn *conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l,
-				    const struct cmx_conn_mover *m, void *ctx)
+/* The time allowed for Hello starts. */
+static void handshake_arm(struct cmx_conn *c)
 {
-	static struct __kernel_timespec handshake = { .tv_sec = HANDSHAKE_S };
-	/* A stranger on a token listener gets little until it authenticates. */
-	struct cmx_conn *c = conn_new(srv, m ? -1 : fd, l && l->auth ? RX_PREAUTH : RX_INITIAL);
+	static struct __kernel_timespec hello_ts = { .tv_sec = HELLO_S };
+
+	c->hs_io.cb = handshake_expired;
+	io_uring_prep_timeout(cmx_loop_sqe(c->srv->loop, &c->hs_io), &hello_ts, 0, 0);
+	c->hs_armed = 1;
+	c->refs++;
+}
+
+/* A connection for a socket accepted on l (NULL: a unix peer, no token, no
+ * tenant); with m, a mover carries its bytes and fd only names the peer.
+ * 0; -EAGAIN: refused, its peer has too many connections before Hello
+ * (logged); -ENOMEM. fd stays the caller's on error. */
+static int conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l,
+		       const struct cmx_conn_mover *m, void *ctx, struct cmx_conn **out)
+{
+	/* Small until Hello: strangers get little. */
+	struct cmx_conn *c = conn_new(srv, -1, RX_PREHELLO);
 
 	if (!c)
-		return NULL;
+		return -ENOMEM;
 	c->mover = m;
 	c->mover_ctx = ctx;
-	cmx_addr_tune(fd);
 	if (l)
 		cmx_peer_init(&c->peer, fd, l->kind, l->cid);
 	else
 		cmx_peer_init(&c->peer, fd, CMX_PEER_UNIX, CMX_PEER_CID_NONE);
+	if (cmx_pending_enter(&c->pending, &c->peer)) {
+		conn_put(c);
+		return -EAGAIN;
+	}
+	c->fd = m ? -1 : fd;
+	cmx_addr_tune(fd);
 	c->auth = l ? l->auth : NULL;
 	ident_init(c, l && l->tenant[0] ? l->tenant : NULL);
-	if (c->auth) {
-		c->hs_io.cb = handshake_expired;
-		io_uring_prep_timeout(cmx_loop_sqe(srv->loop, &c->hs_io), &handshake, 0, 0);
-		c->hs_armed = 1;
-		c->refs++;
-	}
+	handshake_arm(c);
 	rx_arm(c);
-	return c;
+	*out = c;
+	return 0;
 }
 
 int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l)
 {
-	if (conn_accept(srv, fd, l, NULL, NULL))
-		return 0;
-	close(fd);
-	return -ENOMEM;
+	struct cmx_conn *c;
+	int e = conn_accept(srv, fd, l, NULL, NULL, &c);
+
+	if (e)
+		close(fd);
+	return e == -EAGAIN ? 0 : e;
 }
 
-struct cmx_conn *cmx_conn_accept_moved(struct cmx_server *srv, int fd,
-				       const struct cmx_listener *l,
-				       const struct cmx_conn_mover *m, void *ctx)
+int cmx_conn_accept_moved(struct cmx_server *srv, int fd, const struct cmx_listener *l,
+			  const struct cmx_conn_mover *m, void *ctx, struct cmx_conn **out)
 {
-	return conn_accept(srv, fd, l, m, ctx);
+	return conn_accept(srv, fd, l, m, ctx, out);
 }
 
 struct cmx_conn *cmx_conn_create_moved(struct cmx_server *srv, const struct cmx_conn_mover *m,
 				       void *ctx, uint32_t cid, const char *tenant)
 {
-	struct cmx_conn *c = conn_new(srv, -1, RX_INITIAL);
+	struct cmx_conn *c = conn_new(srv, -1, RX_PREHELLO);
 
-	if (c) {
-		c->mover = m;
-		c->mover_ctx = ctx;
-		/* The VM's CID names it: the device is the transport. */
-		cmx_peer_init(&c->peer, -1, CMX_PEER_VSOCK_UDS, cid);
-		snprintf(c->peer.name, sizeof(c->peer.name), "vhost-user-vsock cid %u", cid);
-		ident_init(c, tenant);
+	if (!c)
+		return NULL;
+	c->mover = m;
+	c->mover_ctx = ctx;
+	/* The VM's CID names it: the device is the transport. */
+	cmx_peer_init(&c->peer, -1, CMX_PEER_VSOCK_UDS, cid);
+	snprintf(c->peer.name, sizeof(c->peer.name), "vhost-user-vsock cid %u", cid);
+	/* A VM may open streams without end: counted per CID. An ivshmem
+	 * slot's two are the region's, as many as its slots. */
+	if (cid != CMX_PEER_CID_NONE && cmx_pending_enter(&c->pending, &c->peer)) {
+		conn_put(c);
+		return NULL;
 	}
+	ident_init(c, tenant);
+	handshake_arm(c);
 	return c;
 }

@@ -8,6 +8,7 @@
 
 #include "loop.h"
 #include "peer.h"
+#include "pending.h"
 #include "tenant.h"
 #include "wire.h"
 
@@ -57,8 +58,9 @@ struct cmx_conn {
 	int last_sync; /* the last call taken in was sync: its sender now waits */
 	uint8_t probe[16];
 	struct cmx_ident ident; /* who connected: decides the tenant at Hello */
-	struct cmx_io hs_io; /* the time allowed for Auth (host/conn.c) */
+	struct cmx_io hs_io; /* the time allowed for Hello (host/conn.c) */
 	int hs_armed;
+	struct cmx_pending pending; /* counted until Hello (host/pending.c) */
 
 	struct cmx_io rx_io;
 	uint8_t *rx;
@@ -91,15 +93,17 @@ struct cmx_conn {
 };
 
 /* Takes a socket accepted on l (NULL: a unix peer, no token, no tenant):
- * its peer identity, tokens and tenant. */
+ * its peer identity, tokens and tenant. 0 (also when the peer has too many
+ * connections before Hello: fd closed, logged), or -ENOMEM. */
 int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l);
 /* The same for a socket whose bytes a mover carries (TLS, host/tls.c): fd
- * names the peer and stays the caller's; NULL when out of memory. */
-struct cmx_conn *cmx_conn_accept_moved(struct cmx_server *srv, int fd,
-				       const struct cmx_listener *l,
-				       const struct cmx_conn_mover *m, void *ctx);
+ * names the peer and stays the caller's. 0 with *out set; -EAGAIN: refused,
+ * its peer has too many connections before Hello (logged); -ENOMEM. */
+int cmx_conn_accept_moved(struct cmx_server *srv, int fd, const struct cmx_listener *l,
+			  const struct cmx_conn_mover *m, void *ctx, struct cmx_conn **out);
 /* A connection whose bytes a mover carries, from the VM with vsock CID cid,
- * the tenant's named (or NULL: the CID decides); NULL when out of memory. */
+ * the tenant's named (or NULL: the CID decides); NULL when out of memory or
+ * when that CID has too many connections before Hello (logged). */
 struct cmx_conn *cmx_conn_create_moved(struct cmx_server *srv, const struct cmx_conn_mover *m,
 				       void *ctx, uint32_t cid, const char *tenant);
 /* Bytes from the peer of a moved connection; all are taken. */

