@@ -20,6 +20,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <CL/cl.h>
+
 #include "rawclient.h"
 
 #define MiB (1ull << 20)
@@ -169,6 +171,27 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* Hello on the socket at path: 0 and c set up, else the reply's status, or 1
+ * when the daemon closed the connection instead (c->fd closed). */
+static int try_hello_at(struct client *c, const char *path)
+{
+	struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION};
+	struct cmx_Hello_out out;
+	int st;
+
+	c->fd = dial_at(path);
+	c->seq = 0;
+	send_msg(c, &cmx_desc_Hello_in, &in, 1, NULL, 0);
+	st = recv_reply(c, &cmx_desc_Hello_out, &out, NULL);
+	if (st) {
+		close(c->fd);
+		return st;
+	}
+	c->session = out.session;
+	c->token = out.token;
+	return 0;
+}
+
 /* Another tenant is served: Hello, Ping, and a 1 MiB write read back with
  * every byte right. Returns the Hello+Ping time, seconds. */
 static double victim_works(void)
@@ -294,6 +317,55 @@ START_TEST(prehello_capped_per_peer)
 }
 END_TEST
 
+/* ---- sessions per tenant ---- */
+
+/* Platforms named clmux the ICD loader offers (PoCL's is there too). */
+static int clmux_platforms(void)
+{
+	cl_platform_id ids[8];
+	cl_uint n = 0;
+	int found = 0;
+
+	if (clGetPlatformIDs(8, ids, &n) != CL_SUCCESS)
+		return 0;
+	for (cl_uint i = 0; i < n && i < 8; i++) {
+		char name[64] = "";
+		clGetPlatformInfo(ids[i], CL_PLATFORM_NAME, sizeof(name) - 1, name, NULL);
+		found += !strcmp(name, "clmux");
+	}
+	return found;
+}
+
+/* few may open 2 sessions: a third Hello is answered CL_OUT_OF_RESOURCES
+ * and closed, the guest ICD offers no platform, and a session closed makes
+ * room again. */
+START_TEST(sessions_quota)
+{
+	struct client a, b, c;
+	char spec[160];
+
+	field_becomes("few", "sessions", 0);
+	ck_assert_uint_eq(tenant_field("few", "sessions_quota"), 2);
+	ck_assert_int_eq(try_hello_at(&a, sock_few), 0);
+	ck_assert_int_eq(try_hello_at(&b, sock_few), 0);
+	ck_assert_int_eq(try_hello_at(&c, sock_few), CL_OUT_OF_RESOURCES);
+	ck_assert_uint_eq(tenant_field("few", "sessions"), 2);
+	/* The guest ICD, refused the same way: no platform, no hang. */
+	snprintf(spec, sizeof(spec), "unix:%s", sock_few);
+	setenv("CLMUX_SERVER", spec, 1);
+	ck_assert_int_eq(clmux_platforms(), 0);
+	ping_ok(&a);
+	close(b.fd);
+	field_becomes("few", "sessions", 1);
+	ck_assert_int_eq(try_hello_at(&c, sock_few), 0);
+	ping_ok(&c);
+	close(a.fd);
+	close(c.fd);
+	field_becomes("few", "sessions", 0);
+	victim_works();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hostile_quota");
@@ -307,6 +379,7 @@ int main(void)
 	tcase_add_test(tc, prehello_huge_hello);
 	tcase_add_test(tc, prehello_silent_dropped);
 	tcase_add_test(tc, prehello_capped_per_peer);
+	tcase_add_test(tc, sessions_quota);
 	tcase_set_timeout(tc, 180);
 	suite_add_tcase(s, tc);
 	if (daemon_start())
