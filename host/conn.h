@@ -32,6 +32,9 @@ struct cmx_conn_mover {
 	long (*write)(void *ctx, const struct iovec *iov, int n);
 	/* The connection ended: no call into ctx follows. */
 	void (*close)(void *ctx);
+	/* The connection takes input again after it took less than it was
+	 * offered (cmx_conn_input()); NULL: the mover never holds input back. */
+	void (*resume)(void *ctx);
 };
 
 struct cmx_conn {
@@ -79,7 +82,11 @@ struct cmx_conn {
 	/* A lane's piece being received into its transfer's region (host/lane.c). */
 	struct cmx_xfer *lane_xfer;
 
-	/* The tenant's rate quota: the next recv waits for this timeout. */
+	/* Input held back (host/conn.c STALL_*): its tenant's rate (until
+	 * rate_io fires), its session's unread output (until it drains). The
+	 * socket's recv is not armed meanwhile (rx_armed: it is). */
+	unsigned stall;
+	int rx_armed, resume_posted;
 	struct cmx_io rate_io;
 	struct __kernel_timespec rate_ts;
 
@@ -90,6 +97,12 @@ struct cmx_conn {
 	struct msghdr mh;
 	uint64_t cmsg[4]; /* SCM_RIGHTS with up to 2 fds */
 	uint64_t tx_bytes_queued;
+	struct cmx_tenant *charged; /* whose output the queue is (its session's) */
+	/* Bytes written ever; unread_io times a peer over the output cap that
+	 * reads nothing (unread_mark: tx_sent when armed). */
+	uint64_t tx_sent, unread_mark;
+	struct cmx_io unread_io;
+	int unread_armed;
 };
 
 /* Takes a socket accepted on l (NULL: a unix peer, no token, no tenant):
@@ -106,8 +119,11 @@ int cmx_conn_accept_moved(struct cmx_server *srv, int fd, const struct cmx_liste
  * when that CID has too many connections before Hello (logged). */
 struct cmx_conn *cmx_conn_create_moved(struct cmx_server *srv, const struct cmx_conn_mover *m,
 				       void *ctx, uint32_t cid, const char *tenant);
-/* Bytes from the peer of a moved connection; all are taken. */
-void cmx_conn_input(struct cmx_conn *c, const void *buf, size_t len);
+/* Bytes from the peer of a moved connection: the count taken. Fewer than
+ * len while the connection holds input back (its tenant's rate, its
+ * session's unread output): the mover keeps the rest, takes nothing more
+ * from its peer, and offers it again when m->resume() is called. */
+size_t cmx_conn_input(struct cmx_conn *c, const void *buf, size_t len);
 /* The mover can take bytes again. */
 void cmx_conn_tx_ready(struct cmx_conn *c);
 /* Queues a message: header, encoded args (copied), and a payload that stays
@@ -124,8 +140,13 @@ void cmx_conn_send_ref(struct cmx_conn *c, const struct cmx_hdr *h, const void *
 void cmx_conn_send_fd(struct cmx_conn *c, const struct cmx_hdr *h, const void *args,
 		      void *bulk, void (*free_fn)(void *), const int *fds);
 /* shm: takes in and acts on every message the command ring holds; the
- * number of bytes taken (the connection may have ended meanwhile). */
+ * number of bytes taken (the connection may have ended meanwhile). Takes
+ * none while the connection holds input back (cmx_conn_held()); the shm
+ * doorbell is rung when it takes input again. */
 long cmx_conn_ring_input(struct cmx_conn *c);
+/* Whether the connection takes no input for now: its tenant's rate or its
+ * session's unread output. */
+int cmx_conn_held(const struct cmx_conn *c);
 /* Retries queued output (the ring had no room). */
 void cmx_conn_kick(struct cmx_conn *c);
 /* Ends the connection; its session learns of it. */

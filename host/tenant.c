@@ -127,6 +127,17 @@ int cmx_tenant_may_create(const struct cmx_tenant *t)
 									   : CL_SUCCESS;
 }
 
+int cmx_tenant_may_hold(const struct cmx_tenant *t, uint64_t n)
+{
+	uint64_t limit;
+
+	if (t->q.mem == CMX_UNLIMITED)
+		return CL_SUCCESS;
+	limit = t->q.mem > CMX_UNLIMITED - CMX_TENANT_OUTPUT_SLACK ? CMX_UNLIMITED
+								   : t->q.mem + CMX_TENANT_OUTPUT_SLACK;
+	return n > limit || t->bytes + t->output > limit - n ? CL_OUT_OF_HOST_MEMORY : CL_SUCCESS;
+}
+
 int cmx_tenant_may_open(const struct cmx_tenant *t)
 {
 	return t->q.sessions != CMX_UNLIMITED && t->sessions >= t->q.sessions ? CL_OUT_OF_RESOURCES

@@ -37,6 +37,7 @@ struct cmx_tenant {
 	uint64_t output;
 	uint64_t launched, completed, refused;
 	uint64_t throttled, capped;	  /* times the rate or the cap held it back */
+	uint64_t backlogged;		  /* times its unread output held a session back */
 	uint64_t device_ns;		  /* measured device time, ever */
 	uint64_t rx_bytes;		  /* bytes received from its sessions */
 	uint64_t win_ns[6], win_start[6]; /* device time per 10 s slot, last minute */
@@ -100,6 +101,13 @@ struct cmx_tenant *cmx_tenant_lookup(struct cmx_tenants *ts, const struct cmx_id
 /* Quota checks before anything reaches the device; 0 or a cl_int error. */
 int cmx_tenant_may_alloc(const struct cmx_tenant *t, uint64_t bytes);
 int cmx_tenant_may_create(const struct cmx_tenant *t);
+/* Output a tenant at its mem quota may still have the daemon hold (read
+ * data staged, replies and notifications queued): its device memory and
+ * held output together stay within mem + this. */
+#define CMX_TENANT_OUTPUT_SLACK (32ull << 20)
+/* n more bytes of output held for t (staged read data): 0, or
+ * CL_OUT_OF_HOST_MEMORY past mem + CMX_TENANT_OUTPUT_SLACK. */
+int cmx_tenant_may_hold(const struct cmx_tenant *t, uint64_t n);
 /* A new session (Hello): 0 or CL_OUT_OF_RESOURCES past `sessions`. */
 int cmx_tenant_may_open(const struct cmx_tenant *t);
 

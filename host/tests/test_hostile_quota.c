@@ -112,6 +112,7 @@ static int daemon_start(void)
 		return -errno;
 	if (!daemon_pid) {
 		char l[6][160];
+		setenv("CLMUX_UNREAD_S", "20", 1);
 		snprintf(l[0], sizeof(l[0]), "unix:%s", sock_any);
 		snprintf(l[1], sizeof(l[1]), "unix:%s,tenant=hog", sock_hog);
 		snprintf(l[2], sizeof(l[2]), "unix:%s,tenant=victim", sock_victim);
@@ -366,6 +367,138 @@ START_TEST(sessions_quota)
 }
 END_TEST
 
+/* ---- case 9: output a session leaves unread ---- */
+
+/* The notification channel of c's session (Hello role 1). */
+static int notify_channel(const struct client *c, const char *path)
+{
+	struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION,
+				  .role = 1, .session = c->session, .token = c->token};
+	struct cmx_Hello_out out;
+	struct client n = {.fd = dial_at(path)};
+
+	send_msg(&n, &cmx_desc_Hello_in, &in, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&n, &cmx_desc_Hello_out, &out, NULL), 0);
+	return n.fd;
+}
+
+/* Whether fd has something to read within ms. */
+static int readable(int fd, int ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	return poll(&p, 1, ms) > 0;
+}
+
+/* hog (mem = 64M) opens its notification channel, never reads it, and asks
+ * for 250 asynchronous reads of a 512 KiB buffer (125 MiB; small enough to
+ * be staged, not sent from the mapped buffer, host/land.h). */
+static void hog_floods(struct client *h, int *nfd)
+{
+	hello_at(h, sock_hog);
+	*nfd = notify_channel(h, sock_hog);
+	queue_and_buffer(h, 0x30100, 512 << 10);
+	for (uint64_t i = 0; i < 250; i++) {
+		struct cmx_ReadBuffer_in rd = {
+		    .queue = {0x30101}, .mem = {0x30102}, .size = 512 << 10, .tag = i + 1};
+		send_msg(h, &cmx_desc_ReadBuffer_in, &rd, 0, NULL, 0);
+	}
+	/* Done: their data is the daemon's to send (Finish was taken before
+	 * the output piled up). */
+	send_msg(h, &cmx_desc_Finish_in, &(struct cmx_Finish_in){.queue = {0x30101}}, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(h, NULL, NULL, NULL), 0);
+}
+
+/* Sends Pings until one is not answered while the session is counted held
+ * back (its output may not have piled up when the first arrives). */
+static void until_held_back(struct client *h, uint64_t before)
+{
+	for (int i = 0; i < 200; i++) {
+		struct cmx_Ping_in in = {0};
+		struct cmx_Ping_out out;
+
+		send_msg(h, &cmx_desc_Ping_in, &in, 1, NULL, 0);
+		if (!readable(h->fd, 500) && tenant_field("hog", "backlogged") > before)
+			return;
+		ck_assert_int_eq(recv_reply(h, &cmx_desc_Ping_out, &out, NULL), 0);
+	}
+	ck_abort_msg("hog's calls were never held back");
+}
+
+/* A session that never reads its notifications is held back instead of
+ * growing the daemon: its calls wait, the daemon stays within hog's mem
+ * quota plus 64 MiB, another tenant goes on, and once hog reads, its calls
+ * are answered again. */
+START_TEST(unread_output_held_back)
+{
+	uint64_t rss0 = daemon_rss(), rss1, before = tenant_field("hog", "backlogged"), got = 0;
+	static uint8_t sink[1 << 20];
+	struct client h;
+	double t;
+	int nfd;
+
+	hog_floods(&h, &nfd);
+	until_held_back(&h, before);
+	rss1 = daemon_rss();
+	fprintf(stderr,
+		"unread_output_held_back: daemon RSS %.1f -> %.1f MiB (%+.1f; mem quota 64 MiB + "
+		"64), hog's output held %.1f MiB\n",
+		(double)rss0 / MiB, (double)rss1 / MiB, ((double)rss1 - (double)rss0) / MiB,
+		(double)tenant_field("hog", "output") / MiB);
+	ck_assert_uint_lt(rss1, rss0 + 64 * MiB + SLACK);
+	ck_assert_uint_le(tenant_field("hog", "output"), 64 * MiB + 32 * MiB);
+	t = victim_works();
+	fprintf(stderr, "unread_output_held_back: victim's Hello+Ping %.1f ms\n", t * 1e3);
+	/* hog reads: the Pings it sent get their answers. */
+	for (int i = 0; i < 100000 && !readable(h.fd, 0); i++) {
+		ssize_t n;
+		ck_assert(readable(nfd, 30000));
+		n = recv(nfd, sink, sizeof(sink), 0);
+		ck_assert_int_gt(n, 0);
+		got += (uint64_t)n;
+	}
+	ck_assert_msg(readable(h.fd, 30000), "no answer after %llu bytes read",
+		      (unsigned long long)got);
+	ck_assert_int_eq(recv_reply(&h, NULL, NULL, NULL), 0);
+	close(nfd);
+	close(h.fd);
+	field_becomes("hog", "output", 0);
+	field_becomes("hog", "mem", 0);
+}
+END_TEST
+
+/* A peer over the output cap that reads none of it for CLMUX_UNREAD_S
+ * (20 s here) is closed, and everything it held comes back. */
+START_TEST(unread_peer_dropped)
+{
+	struct client h;
+	double t0;
+	int nfd;
+
+	hog_floods(&h, &nfd);
+	until_held_back(&h, tenant_field("hog", "backlogged"));
+	t0 = now_s();
+	/* Answers to the Pings never come: the connection ends. */
+	for (int i = 0; i < 100 && readable(h.fd, 5000);) {
+		char b[64];
+		ssize_t n = recv(h.fd, b, sizeof(b), 0);
+		if (n <= 0)
+			break;
+		ck_assert_int_lt(++i, 100);
+	}
+	ck_assert_msg(readable(h.fd, 120000), "still open after %.0f s", now_s() - t0);
+	fprintf(stderr, "unread_peer_dropped: closed %.1f s after it was held back\n",
+		now_s() - t0);
+	ck_assert(closed_by_daemon(h.fd));
+	close(h.fd);
+	close(nfd);
+	field_becomes("hog", "output", 0);
+	field_becomes("hog", "mem", 0);
+	field_becomes("hog", "sessions", 0);
+	victim_works();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hostile_quota");
@@ -380,6 +513,8 @@ int main(void)
 	tcase_add_test(tc, prehello_silent_dropped);
 	tcase_add_test(tc, prehello_capped_per_peer);
 	tcase_add_test(tc, sessions_quota);
+	tcase_add_test(tc, unread_output_held_back);
+	tcase_add_test(tc, unread_peer_dropped);
 	tcase_set_timeout(tc, 180);
 	suite_add_tcase(s, tc);
 	if (daemon_start())
