@@ -15,6 +15,7 @@ struct cmx_obj {
 	uint64_t size;	/* buffers: size in bytes */
 	uint64_t flags; /* queues: CL_QUEUE_PROPERTIES; others: CMX_OBJ_* */
 	void *last;	/* in-order queues: the last command's native event */
+	void *cbs;	/* events: their callbacks (host/exec_event.c), or NULL */
 };
 
 /* flags of programs and kernels: it may call printf (host/kprintf.c). */

@@ -499,6 +499,149 @@ START_TEST(unread_peer_dropped)
 }
 END_TEST
 
+/* ---- case 11: event callbacks ---- */
+
+/* Counts the EventDone notifications on a notification channel. */
+struct done_count {
+	int fd;
+	uint64_t ok, refused, other, stop_at;
+};
+
+static void *count_dones(void *arg)
+{
+	struct done_count *d = arg;
+
+	while (d->ok + d->refused + d->other < d->stop_at) {
+		struct cmx_hdr h;
+		int64_t v[2];
+		if (recv(d->fd, &h, CMX_HDR_SIZE, MSG_WAITALL) != CMX_HDR_SIZE)
+			break;
+		if (h.op != CMX_OP_EventDone || h.size != sizeof(v) || h.bulk ||
+		    recv(d->fd, v, sizeof(v), MSG_WAITALL) != sizeof(v))
+			break;
+		if (v[1] == 0)
+			d->ok++;
+		else if (v[1] == CL_OUT_OF_RESOURCES)
+			d->refused++;
+		else
+			d->other++;
+	}
+	return NULL;
+}
+
+/* Another tenant's Hello+Ping, over and over while the flood lasts. */
+struct pinger {
+	volatile int stop;
+	unsigned n;
+	double max_s, sum_s;
+};
+
+static void *ping_victim(void *arg)
+{
+	struct pinger *p = arg;
+
+	while (!p->stop || !p->n) {
+		struct client v;
+		double t0 = now_s(), t;
+		hello_at(&v, sock_victim);
+		ping_ok(&v);
+		t = now_s() - t0;
+		close(v.fd);
+		p->n++;
+		p->sum_s += t;
+		if (t > p->max_s)
+			p->max_s = t;
+		usleep(10000);
+	}
+	return NULL;
+}
+
+static void set_callback(struct client *c, uint64_t event, uint64_t tag)
+{
+	struct cmx_SetEventCallback_in in = {.event = {event}, .type = CL_COMPLETE, .tag = tag};
+
+	send_msg(c, &cmx_desc_SetEventCallback_in, &in, 0, NULL, 0);
+}
+
+static void user_event(struct client *c, uint64_t event, uint64_t ctx)
+{
+	struct cmx_CreateUserEvent_in in = {.event = {event}, .context = {ctx}};
+
+	send_msg(c, &cmx_desc_CreateUserEvent_in, &in, 0, NULL, 0);
+}
+
+static void user_event_done(struct client *c, uint64_t event)
+{
+	struct cmx_SetUserEventStatus_in in = {.event = {event}, .status = CL_COMPLETE};
+
+	send_msg(c, &cmx_desc_SetUserEventStatus_in, &in, 0, NULL, 0);
+}
+
+/* 80,000 callbacks on one user event: 64 are kept (counted as cb's
+ * objects), the rest refused with CL_OUT_OF_RESOURCES, and another tenant's
+ * Hello+Ping is answered throughout; then cb's objects quota (3000) holds
+ * over many events. */
+START_TEST(callback_flood)
+{
+	enum { FLOOD = 80000, EVENTS = 50 };
+	uint64_t ctx = 0x40100, ev = 0x40101, devs[1] = {1};
+	struct cmx_CreateContext_in cc = {.context = {ctx}, .devices = {devs, 1}};
+	struct done_count d = {.stop_at = FLOOD};
+	struct pinger p = {0};
+	pthread_t counter, pinger;
+	struct client c;
+	double t0;
+
+	field_becomes("cb", "objects", 0);
+	hello_at(&c, sock_cb);
+	d.fd = notify_channel(&c, sock_cb);
+	send_msg(&c, &cmx_desc_CreateContext_in, &cc, 0, NULL, 0);
+	user_event(&c, ev, ctx);
+	ck_assert_int_eq(pthread_create(&counter, NULL, count_dones, &d), 0);
+	ck_assert_int_eq(pthread_create(&pinger, NULL, ping_victim, &p), 0);
+	t0 = now_s();
+	for (uint64_t i = 0; i < FLOOD; i++)
+		set_callback(&c, ev, i + 1);
+	ping_ok(&c);
+	fprintf(stderr, "callback_flood: %d registrations taken in %.2f s\n", FLOOD, now_s() - t0);
+	p.stop = 1;
+	pthread_join(pinger, NULL);
+	fprintf(stderr,
+		"callback_flood: victim's Hello+Ping during the flood: %u answered, mean %.2f ms, "
+		"max %.2f ms\n",
+		p.n, p.sum_s / p.n * 1e3, p.max_s * 1e3);
+	/* The context, the event, and 64 callbacks. */
+	ck_assert_uint_eq(tenant_field("cb", "objects"), 2 + 64);
+	user_event_done(&c, ev);
+	pthread_join(counter, NULL);
+	ck_assert_uint_eq(d.refused, FLOOD - 64);
+	ck_assert_uint_eq(d.ok, 64);
+	ck_assert_uint_eq(d.other, 0);
+	field_becomes("cb", "objects", 2);
+
+	/* Many events, 64 callbacks each: the objects quota stops them. */
+	d = (struct done_count){.fd = d.fd, .stop_at = EVENTS * 64};
+	for (uint64_t e = 0; e < EVENTS; e++)
+		user_event(&c, 0x40200 + e, ctx);
+	for (uint64_t e = 0; e < EVENTS; e++)
+		for (uint64_t i = 0; i < 64; i++)
+			set_callback(&c, 0x40200 + e, e * 64 + i + 1);
+	ping_ok(&c);
+	ck_assert_uint_eq(tenant_field("cb", "objects"), 3000);
+	ck_assert_int_eq(pthread_create(&counter, NULL, count_dones, &d), 0);
+	for (uint64_t e = 0; e < EVENTS; e++)
+		user_event_done(&c, 0x40200 + e);
+	pthread_join(counter, NULL);
+	ck_assert_uint_eq(d.ok, 3000 - 2 - EVENTS);
+	ck_assert_uint_eq(d.refused, EVENTS * 64 - d.ok);
+	field_becomes("cb", "objects", 2 + EVENTS);
+	close(d.fd);
+	close(c.fd);
+	field_becomes("cb", "objects", 0);
+	victim_works();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hostile_quota");
@@ -515,6 +658,7 @@ int main(void)
 	tcase_add_test(tc, sessions_quota);
 	tcase_add_test(tc, unread_output_held_back);
 	tcase_add_test(tc, unread_peer_dropped);
+	tcase_add_test(tc, callback_flood);
 	tcase_set_timeout(tc, 180);
 	suite_add_tcase(s, tc);
 	if (daemon_start())
