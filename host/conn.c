@@ -748,6 +748,11 @@ int cmx_conn_held(const struct cmx_conn *c)
 	return c->stall != 0;
 }
 
+void cmx_conn_rate_charge(struct cmx_conn *c, uint64_t n)
+{
+	rate_charge(c, n);
+}
+
 static void tx_kick(struct cmx_conn *c);
 
 /* Drops the head segment, written in full. */

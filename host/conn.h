@@ -147,6 +147,10 @@ long cmx_conn_ring_input(struct cmx_conn *c);
 /* Whether the connection takes no input for now: its tenant's rate or its
  * session's unread output. */
 int cmx_conn_held(const struct cmx_conn *c);
+/* n bytes came from the tenant by a path no message carries (an area
+ * buffer mapped for writing): charged to its rate like received bytes;
+ * over it, the connection's next input waits. */
+void cmx_conn_rate_charge(struct cmx_conn *c, uint64_t n);
 /* Retries queued output (the ring had no room). */
 void cmx_conn_kick(struct cmx_conn *c);
 /* Ends the connection; its session learns of it. */

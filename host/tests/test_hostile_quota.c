@@ -320,8 +320,9 @@ END_TEST
 
 /* ---- sessions per tenant ---- */
 
-/* Platforms named clmux the ICD loader offers (PoCL's is there too). */
-static int clmux_platforms(void)
+/* Platforms named clmux the ICD loader offers (PoCL's is there too); the
+ * first in *out. */
+static int clmux_platform(cl_platform_id *out)
 {
 	cl_platform_id ids[8];
 	cl_uint n = 0;
@@ -332,7 +333,8 @@ static int clmux_platforms(void)
 	for (cl_uint i = 0; i < n && i < 8; i++) {
 		char name[64] = "";
 		clGetPlatformInfo(ids[i], CL_PLATFORM_NAME, sizeof(name) - 1, name, NULL);
-		found += !strcmp(name, "clmux");
+		if (!strcmp(name, "clmux") && !found++ && out)
+			*out = ids[i];
 	}
 	return found;
 }
@@ -354,7 +356,7 @@ START_TEST(sessions_quota)
 	/* The guest ICD, refused the same way: no platform, no hang. */
 	snprintf(spec, sizeof(spec), "unix:%s", sock_few);
 	setenv("CLMUX_SERVER", spec, 1);
-	ck_assert_int_eq(clmux_platforms(), 0);
+	ck_assert_int_eq(clmux_platform(NULL), 0);
 	ping_ok(&a);
 	close(b.fd);
 	field_becomes("few", "sessions", 1);
@@ -642,6 +644,80 @@ START_TEST(callback_flood)
 }
 END_TEST
 
+/* ---- case 12: the rate quota on every path ---- */
+
+/* One blocking write of n bytes through the guest ICD at spec (this
+ * process's first OpenCL call: each test runs in a process of its own),
+ * then clFinish and a read-back of its last bytes; the seconds it took. */
+static double icd_write(const char *spec, size_t n)
+{
+	uint8_t *data = malloc(n), back[4096];
+	cl_platform_id plat;
+	cl_device_id dev;
+	cl_context ctx;
+	cl_command_queue q;
+	cl_mem buf;
+	cl_int e;
+	double t0, t;
+
+	setenv("CLMUX_SERVER", spec, 1);
+	ck_assert_ptr_nonnull(data);
+	for (size_t i = 0; i < n; i++)
+		data[i] = (uint8_t)(i * 13 + 5);
+	ck_assert_int_eq(clmux_platform(&plat), 1);
+	ck_assert_int_eq(clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &dev, NULL), CL_SUCCESS);
+	ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &e);
+	ck_assert_int_eq(e, CL_SUCCESS);
+	q = clCreateCommandQueueWithProperties(ctx, dev, NULL, &e);
+	ck_assert_int_eq(e, CL_SUCCESS);
+	buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, n, NULL, &e);
+	ck_assert_int_eq(e, CL_SUCCESS);
+	t0 = now_s();
+	ck_assert_int_eq(clEnqueueWriteBuffer(q, buf, CL_TRUE, 0, n, data, 0, NULL, NULL),
+			 CL_SUCCESS);
+	ck_assert_int_eq(clFinish(q), CL_SUCCESS);
+	t = now_s() - t0;
+	ck_assert_int_eq(clEnqueueReadBuffer(q, buf, CL_TRUE, n - sizeof(back), sizeof(back), back,
+					     0, NULL, NULL),
+			 CL_SUCCESS);
+	ck_assert_mem_eq(back, data + n - sizeof(back), sizeof(back));
+	clReleaseMemObject(buf);
+	clReleaseCommandQueue(q);
+	clReleaseContext(ctx);
+	free(data);
+	return t;
+}
+
+/* slow may send 1 MiB/s (a one-second burst): 8 MiB through transport spec
+ * take at least 7 s (6 allowed), however the bytes travel. */
+static void rate_holds(const char *transport)
+{
+	char spec[160];
+	double t;
+
+	snprintf(spec, sizeof(spec), "%s:%s", transport, sock_slow);
+	t = icd_write(spec, 8 * MiB);
+	fprintf(stderr, "rate_%s: 8 MiB in %.2f s: %.2f MiB/s (quota 1 MiB/s, one-second burst)\n",
+		transport, t, 8.0 / t);
+	ck_assert_msg(t >= 6.0, "8 MiB at 1 MiB/s went in %.2f s", t);
+	victim_works();
+}
+
+/* The unix transport's payloads take the shared area (the guest's
+ * default): counted as if they had come through the socket. */
+START_TEST(rate_area_unix)
+{
+	rate_holds("unix");
+}
+END_TEST
+
+/* shm: calls through the command ring, payloads through the area. */
+START_TEST(rate_shm)
+{
+	rate_holds("shm");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hostile_quota");
@@ -659,6 +735,8 @@ int main(void)
 	tcase_add_test(tc, unread_output_held_back);
 	tcase_add_test(tc, unread_peer_dropped);
 	tcase_add_test(tc, callback_flood);
+	tcase_add_test(tc, rate_area_unix);
+	tcase_add_test(tc, rate_shm);
 	tcase_set_timeout(tc, 180);
 	suite_add_tcase(s, tc);
 	if (daemon_start())
