@@ -111,12 +111,13 @@ static void tenants_table(struct cmx_server *srv, int json, struct cmx_text *out
 				     ",\"inflight_quota\":%" PRIu64 ",\"weight\":%" PRIu64
 				     ",\"cap\":%" PRIu64 ",\"device_ns_1m\":%" PRIu64
 				     ",\"share_1m\":%.4f,\"completed\":%" PRIu64
-				     ",\"sessions_quota\":%" PRIu64 ",\"output\":%" PRIu64 ",\"backlogged\":%" PRIu64 "}",
+				     ",\"sessions_quota\":%" PRIu64 ",\"output\":%" PRIu64
+				     ",\"backlogged\":%" PRIu64 "}",
 				     sep, t->name, t->sessions, t->bytes, json_limit(t->q.mem),
 				     t->objects, json_limit(t->q.objects), t->inflight,
 				     json_limit(t->q.inflight), t->q.weight, t->q.cap, m,
-				     share / 100.0, t->completed, json_limit(t->q.sessions), t->output,
-				     t->backlogged);
+				     share / 100.0, t->completed, json_limit(t->q.sessions),
+				     t->output, t->backlogged);
 			sep = ",";
 			continue;
 		}
@@ -213,8 +214,8 @@ static void quota_set(struct cmx_server *srv, const char *name, char **kv, unsig
 	t = cmx_tenant_find(&srv->tenants, name);
 	q = t ? t->q : srv->tenants.defaults;
 	if (!n) {
-		cmx_text_add(
-		    out, "error: nothing to set (mem= objects= inflight= weight= cap= rate= sessions=)\n");
+		cmx_text_add(out, "error: nothing to set (mem= objects= inflight= weight= cap= "
+				  "rate= sessions=)\n");
 		return;
 	}
 	/* All or nothing: every setting is checked before any applies. */

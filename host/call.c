@@ -138,8 +138,8 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 		if (cmx_tenant_may_open(t)) {
 			/* Answered, so that the guest can say why it has no
 			 * platform; the connection ends once it is written. */
-			cmx_warn("%s: refused: tenant %s has %llu sessions, its quota", c->peer.name,
-				 t->name, (unsigned long long)t->sessions);
+			cmx_warn("%s: refused: tenant %s has %llu sessions, its quota",
+				 c->peer.name, t->name, (unsigned long long)t->sessions);
 			reply_on(c, NULL, h->seq, CL_OUT_OF_RESOURCES, &cmx_desc_Hello_out, &out,
 				 NULL, 0, NULL, NULL);
 			return -ECONNABORTED;

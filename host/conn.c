@@ -38,8 +38,8 @@
  * and TLS handshake included: idle or slow strangers cannot pin the
  * daemon's memory or descriptors (host/pending.c counts them). */
 #define PREHELLO_MSG_MAX CMX_AUTH_MSG_MAX
-#define RX_PREHELLO (CMX_HDR_SIZE + PREHELLO_MSG_MAX)
-#define HELLO_S 5
+#define RX_PREHELLO	 (CMX_HDR_SIZE + PREHELLO_MSG_MAX)
+#define HELLO_S		 5
 /* Most bytes of a payload one recv may take. A stream recv copies for as
  * long as the sender keeps the socket fed, and it runs inside the loop's
  * submit: unbounded, one 1 GiB write held every other client's calls for
@@ -57,7 +57,7 @@
  * is taken for dead, and its session ends (CLMUX_UNREAD_S overrides). */
 #define UNREAD_S 60
 /* Why a connection takes no input for now (struct cmx_conn's `stall`). */
-#define STALL_RATE 0x1u	  /* its tenant's rate: until rate_io fires */
+#define STALL_RATE   0x1u /* its tenant's rate: until rate_io fires */
 #define STALL_OUTPUT 0x2u /* its session's unread output: until it drains */
 /* A lane's receive buffer: headers and little else, so that the loop copies
  * next to nothing of a piece; the payload is received by a worker thread
@@ -74,7 +74,7 @@ struct seg {
 	void (*free_fn)(void *);
 	void *free_arg;
 	int fd[2]; /* passed with the segment's first byte (SCM_RIGHTS), or -1 */
-	int charged; /* len is charged to c->charged's output */
+	int charged;	/* len is charged to c->charged's output */
 	uint8_t data[]; /* owned bytes, when ptr == data */
 };
 
@@ -339,8 +339,7 @@ static int conn_held(struct cmx_conn *c)
 		c->stall |= STALL_OUTPUT;
 		c->sess->tenant->backlogged++;
 		cmx_dbg("session %llu: %llu + %llu bytes of output unread: its calls wait",
-			(unsigned long long)c->sess->id,
-			(unsigned long long)c->tx_bytes_queued,
+			(unsigned long long)c->sess->id, (unsigned long long)c->tx_bytes_queued,
 			(unsigned long long)(c->sess->nconn ? c->sess->nconn->tx_bytes_queued : 0));
 	}
 	return c->stall != 0;
@@ -1058,7 +1057,7 @@ static void ident_init(struct cmx_conn *c, const char *tenant)
 /* The time allowed for Hello starts. */
 static void handshake_arm(struct cmx_conn *c)
 {
-	static struct __kernel_timespec hello_ts = { .tv_sec = HELLO_S };
+	static struct __kernel_timespec hello_ts = {.tv_sec = HELLO_S};
 
 	c->hs_io.cb = handshake_expired;
 	io_uring_prep_timeout(cmx_loop_sqe(c->srv->loop, &c->hs_io), &hello_ts, 0, 0);

@@ -61,7 +61,7 @@ struct cmx_conn {
 	int last_sync; /* the last call taken in was sync: its sender now waits */
 	uint8_t probe[16];
 	struct cmx_ident ident; /* who connected: decides the tenant at Hello */
-	struct cmx_io hs_io; /* the time allowed for Hello (host/conn.c) */
+	struct cmx_io hs_io;	/* the time allowed for Hello (host/conn.c) */
 	int hs_armed;
 	struct cmx_pending pending; /* counted until Hello (host/pending.c) */
 

@@ -119,7 +119,7 @@ int cmx_h_GetEventProfilingInfo(struct cmx_call *c, struct cmx_GetEventProfiling
  * is answered, and an event takes at most CB_PER_EVENT of them.
  */
 #define CB_PER_EVENT 64
-#define CB_TYPES 3 /* CL_COMPLETE, CL_RUNNING, CL_SUBMITTED */
+#define CB_TYPES     3 /* CL_COMPLETE, CL_RUNNING, CL_SUBMITTED */
 
 struct cb_note {
 	uint64_t tag;
@@ -133,11 +133,11 @@ struct cb_hub;
 struct cb_slot {
 	struct cb_hub *hub;
 	cl_int type;
-	int armed;	 /* the native callback is registered and not yet called */
-	int fired;	 /* the status is reached: later notes are answered at once */
-	cl_int status;	 /* what fired it (an error status, or type) */
-	cl_int native;	 /* what the native callback said */
-	int watched;	 /* on the status poll's list (flush_runs) */
+	int armed;     /* the native callback is registered and not yet called */
+	int fired;     /* the status is reached: later notes are answered at once */
+	cl_int status; /* what fired it (an error status, or type) */
+	cl_int native; /* what the native callback said */
+	int watched;   /* on the status poll's list (flush_runs) */
 	struct cb_note *notes, **notes_tail; /* in registration order */
 	struct cb_slot *next_watched;
 };

@@ -26,7 +26,7 @@ static unsigned unlogged;
 /* The peer's key; IPv6 addresses count per /64, which one host can fill. */
 static void key_of(const struct cmx_peer *p, uint8_t key[16])
 {
-	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const uint8_t v4mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
 	cmx_peer_key(p, key);
 	if (p->kind == CMX_PEER_TCP && memcmp(key, v4mapped, sizeof(v4mapped)))

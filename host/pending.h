@@ -10,7 +10,7 @@
 /* Most connections one peer (a Unix uid, a vsock CID, a TCP address or
  * IPv6 /64) may have open before their Hello, and all peers together. */
 #define CMX_PENDING_PER_PEER 64
-#define CMX_PENDING_MAX 1024
+#define CMX_PENDING_MAX	     1024
 
 /* A connection's place in the count (embedded in struct cmx_conn). */
 struct cmx_pending {

@@ -14,8 +14,8 @@
 #define WIN_SLOTS   6
 #define WIN_SLOT_NS (10ull * 1000 * 1000 * 1000)
 
-const char *const cmx_quota_keys[CMX_QUOTA_KEYS] = {"mem",    "objects", "inflight", "weight",
-						     "cap",    "rate",    "sessions"};
+const char *const cmx_quota_keys[CMX_QUOTA_KEYS] = {"mem", "objects", "inflight", "weight",
+						    "cap", "rate",    "sessions"};
 
 uint64_t cmx_now_ns(void)
 {
@@ -133,8 +133,9 @@ int cmx_tenant_may_hold(const struct cmx_tenant *t, uint64_t n)
 
 	if (t->q.mem == CMX_UNLIMITED)
 		return CL_SUCCESS;
-	limit = t->q.mem > CMX_UNLIMITED - CMX_TENANT_OUTPUT_SLACK ? CMX_UNLIMITED
-								   : t->q.mem + CMX_TENANT_OUTPUT_SLACK;
+	limit = t->q.mem > CMX_UNLIMITED - CMX_TENANT_OUTPUT_SLACK
+		    ? CMX_UNLIMITED
+		    : t->q.mem + CMX_TENANT_OUTPUT_SLACK;
 	return n > limit || t->bytes + t->output > limit - n ? CL_OUT_OF_HOST_MEMORY : CL_SUCCESS;
 }
 

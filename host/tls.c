@@ -379,8 +379,7 @@ static void link_close(void *ctx)
 }
 
 static const struct cmx_conn_mover link_mover = {
-	.write = link_write, .close = link_close, .resume = link_resume
-};
+    .write = link_write, .close = link_close, .resume = link_resume};
 
 /* Reads straight from the socket (OpenSSL reads ahead into its own
  * buffer); writes gather in a buffer that flush() sends. */

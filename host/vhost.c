@@ -190,8 +190,7 @@ static void chan_resume(void *ctx)
 }
 
 static const struct cmx_conn_mover chan_mover = {
-	.write = chan_write, .close = chan_close, .resume = chan_resume
-};
+    .write = chan_write, .close = chan_close, .resume = chan_resume};
 
 /* ---- the device's side ---- */
 

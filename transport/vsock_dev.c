@@ -249,9 +249,9 @@ static int on_packet(struct cmx_vsock_dev *d, const struct cmx_virtq_elem *e)
 			stream_gone(d, st);
 			return 0;
 		}
-		size_t took = h.len ? d->ops->data(d->ctx, st, e->out, e->nout, CMX_VSOCK_HDR_SIZE,
-						   h.len)
-				    : 0;
+		size_t took =
+		    h.len ? d->ops->data(d->ctx, st, e->out, e->nout, CMX_VSOCK_HDR_SIZE, h.len)
+			  : 0;
 		/* data() may have ended the stream from the host side. */
 		if (stream_find(d, h.dst_port, h.src_port) != st)
 			return 0;

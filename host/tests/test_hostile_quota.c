@@ -198,9 +198,11 @@ static int try_hello_at(struct client *c, const char *path)
 static double victim_works(void)
 {
 	static uint8_t data[1 << 20], back[1 << 20];
-	struct cmx_WriteBufferSync_in wr = {.queue = {0x20101}, .mem = {0x20102}, .size = sizeof(data)};
+	struct cmx_WriteBufferSync_in wr = {
+	    .queue = {0x20101}, .mem = {0x20102}, .size = sizeof(data)};
 	struct cmx_WriteBufferSync_out wout;
-	struct cmx_ReadBufferSync_in rd = {.queue = {0x20101}, .mem = {0x20102}, .size = sizeof(back)};
+	struct cmx_ReadBufferSync_in rd = {
+	    .queue = {0x20101}, .mem = {0x20102}, .size = sizeof(back)};
 	struct cmx_ReadBufferSync_out rout;
 	struct client v;
 	struct cmx_hdr h;
@@ -296,7 +298,9 @@ START_TEST(prehello_capped_per_peer)
 	for (int i = 0; i < 80; i++) {
 		uint8_t msg[CMX_HDR_SIZE + 64];
 		struct cmx_hdr h = {.size = (uint32_t)cmx_codec_size(&cmx_desc_Hello_in, &in),
-				    .op = CMX_OP_Hello, .flags = CMX_HDR_SYNC, .seq = ++c[i].seq};
+				    .op = CMX_OP_Hello,
+				    .flags = CMX_HDR_SYNC,
+				    .seq = ++c[i].seq};
 		memcpy(msg, &h, CMX_HDR_SIZE);
 		cmx_codec_encode(&cmx_desc_Hello_in, &in, msg + CMX_HDR_SIZE);
 		if (send(c[i].fd, msg, CMX_HDR_SIZE + h.size, MSG_NOSIGNAL) < 0)
@@ -374,8 +378,11 @@ END_TEST
 /* The notification channel of c's session (Hello role 1). */
 static int notify_channel(const struct client *c, const char *path)
 {
-	struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION,
-				  .role = 1, .session = c->session, .token = c->token};
+	struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC,
+				  .version = CMX_PROTO_VERSION,
+				  .role = 1,
+				  .session = c->session,
+				  .token = c->token};
 	struct cmx_Hello_out out;
 	struct client n = {.fd = dial_at(path)};
 
