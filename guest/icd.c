@@ -367,6 +367,10 @@ static void icd_init(void)
 		else if (e == -EAGAIN)
 			cmx_err("clmuxd at %s refuses this address for a while after failed tokens; "
 				"the clmux platform is unavailable", spec);
+		else if (e == -EPERM)
+			cmx_err("clmuxd at %s refused the session (its log says why, e.g. a quota "
+				"of the tenant); the clmux platform is unavailable",
+				spec);
 		else
 			cmx_err("cannot reach clmuxd at %s: %s; the clmux platform is unavailable",
 				spec, cmx_dial_strerror(e));

@@ -111,11 +111,14 @@ static void tenants_table(struct cmx_server *srv, int json, struct cmx_text *out
 				     ",\"objects_quota\":%" PRIu64 ",\"inflight\":%" PRIu64
 				     ",\"inflight_quota\":%" PRIu64 ",\"weight\":%" PRIu64
 				     ",\"cap\":%" PRIu64 ",\"device_ns_1m\":%" PRIu64
-				     ",\"share_1m\":%.4f,\"completed\":%" PRIu64 "}",
+				     ",\"share_1m\":%.4f,\"completed\":%" PRIu64
+				     ",\"sessions_quota\":%" PRIu64 ",\"output\":%" PRIu64
+				     ",\"backlogged\":%" PRIu64 "}",
 				     sep, t->name, t->sessions, t->bytes, json_limit(t->q.mem),
 				     t->objects, json_limit(t->q.objects), t->inflight,
 				     json_limit(t->q.inflight), t->q.weight, t->q.cap, m,
-				     share / 100.0, t->completed);
+				     share / 100.0, t->completed, json_limit(t->q.sessions),
+				     t->output, t->backlogged);
 			sep = ",";
 			continue;
 		}
@@ -140,7 +143,7 @@ static void quota_show(const struct cmx_tenant *t, int json, struct cmx_text *ou
 
 	if (json)
 		cmx_text_add(out, "{\"name\":\"%s\"", t->name);
-	for (unsigned k = 0; k < 6; k++) {
+	for (unsigned k = 0; k < CMX_QUOTA_KEYS; k++) {
 		cmx_quota_format(&t->q, cmx_quota_keys[k], v, sizeof(v));
 		if (json)
 			cmx_text_add(out, ",\"%s\":\"%s\"", cmx_quota_keys[k], v);
@@ -223,8 +226,8 @@ static void quota_set(struct cmx_server *srv, const char *name, char **kv, unsig
 	t = cmx_tenant_find(&srv->tenants, name);
 	q = t ? t->q : srv->tenants.defaults;
 	if (!n) {
-		cmx_text_add(
-		    out, "error: nothing to set (mem= objects= inflight= weight= cap= rate=)\n");
+		cmx_text_add(out, "error: nothing to set (mem= objects= inflight= weight= cap= "
+				  "rate= sessions=)\n");
 		return;
 	}
 	/* All or nothing: every setting is checked before any applies. */

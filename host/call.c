@@ -136,6 +136,15 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 			cmx_warn("%s: refused: no tenant for this peer", c->peer.name);
 			return -EACCES;
 		}
+		if (cmx_tenant_may_open(t)) {
+			/* Answered, so that the guest can say why it has no
+			 * platform; the connection ends once it is written. */
+			cmx_warn("%s: refused: tenant %s has %llu sessions, its quota",
+				 c->peer.name, t->name, (unsigned long long)t->sessions);
+			reply_on(c, NULL, h->seq, CL_OUT_OF_RESOURCES, &cmx_desc_Hello_out, &out,
+				 NULL, 0, NULL, NULL);
+			return -ECONNABORTED;
+		}
 		s = cmx_session_create(c->srv, c, t);
 		if (!s)
 			return -ENOMEM;
@@ -349,6 +358,7 @@ void cmx_call_done(struct cmx_call *c, int status)
 		if (c->rbulk_free)
 			c->rbulk_free(c->rbulk);
 	}
+	s->tenant->output -= c->staged;
 	cmx_staging_put(c->bulk);
 	cmx_staging_put(c->area_out);
 	for (int i = 0; i < CMX_CALL_FDS; i++)
@@ -428,7 +438,23 @@ void *cmx_call_read_buffer(struct cmx_call *c, uint64_t size)
 		c->rbulk = c->area_out;
 		c->area_out = NULL;
 	} else {
+		/* Host memory the daemon holds for the tenant: charged against
+		 * its mem quota (CL_OUT_OF_HOST_MEMORY past it, as when the
+		 * host has none). */
+		struct cmx_tenant *t = c->s->tenant;
+		if (cmx_tenant_may_hold(t, size)) {
+			cmx_dbg("session %llu: %llu bytes to stage for a read: past the mem quota "
+				"of tenant %s with %llu held",
+				(unsigned long long)c->s->id, (unsigned long long)size, t->name,
+				(unsigned long long)t->output);
+			c->rbulk = NULL;
+			return NULL;
+		}
 		c->rbulk = cmx_staging_get(size);
+		if (c->rbulk) {
+			c->staged += size;
+			t->output += size;
+		}
 	}
 	return c->rbulk;
 }

@@ -33,6 +33,10 @@ struct cmx_call {
 	 * without a payload), released with the call unless taken. */
 	void *area_out;
 	uint64_t area_out_len;
+	/* Read data staged for the reply, charged to the tenant's output
+	 * (cmx_call_read_buffer()) until the call is done: by then its
+	 * reply or notification has queued it, and the queue charges it. */
+	uint64_t staged;
 	int rfd[2]; /* file descriptors the reply passes (OpenArea), or -1 */
 	void **handles; /* resolved id[] arrays */
 	void *scratch;	/* freed with the call: outputs that point into it */

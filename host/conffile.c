@@ -251,17 +251,17 @@ char *cmx_config_edit(const char *text, const char *tenant, const struct cmx_quo
 		if (kind == 1) {
 			const char *name = tenant_section(a);
 			if (in_sec) /* leaving it: add what it lacked */
-				for (unsigned k = 0; k < 6; k++)
+				for (unsigned k = 0; k < CMX_QUOTA_KEYS; k++)
 					if (!(done & 1u << k))
 						put_quota_line(&b, q, cmx_quota_keys[k]);
-			done = 0x3f;
+			done = (1u << CMX_QUOTA_KEYS) - 1;
 			in_sec = name && !strcmp(name, tenant);
 			if (in_sec) {
 				found = 1;
 				done = 0;
 			}
 		} else if (kind == 2 && in_sec) {
-			for (unsigned k = 0; k < 6; k++)
+			for (unsigned k = 0; k < CMX_QUOTA_KEYS; k++)
 				if (!strcmp(a, cmx_quota_keys[k])) {
 					if (!(done & 1u << k))
 						put_quota_line(&b, q, a);
@@ -278,12 +278,12 @@ char *cmx_config_edit(const char *text, const char *tenant, const struct cmx_quo
 		line += n;
 	}
 	if (in_sec)
-		for (unsigned k = 0; k < 6; k++)
+		for (unsigned k = 0; k < CMX_QUOTA_KEYS; k++)
 			if (!(done & 1u << k))
 				put_quota_line(&b, q, cmx_quota_keys[k]);
 	if (!found) {
 		cmx_text_add(&b, "%s[tenant %s]\n", b.len ? "\n" : "", tenant);
-		for (unsigned k = 0; k < 6; k++)
+		for (unsigned k = 0; k < CMX_QUOTA_KEYS; k++)
 			put_quota_line(&b, q, cmx_quota_keys[k]);
 	}
 	cmx_text_put(&b, "", 0);

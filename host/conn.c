@@ -23,18 +23,24 @@
 #include "lane.h"
 #include "listener.h"
 #include "log.h"
+#include "pending.h"
 #include "proto.gen.h"
 #include "ring.h"
 #include "server.h"
 #include "session.h"
+#include "shm.h"
 #include "staging.h"
 
 #define RX_INITIAL (256u << 10)
-/* Before its token is accepted a peer gets a receive buffer that holds an
- * Auth and no more, and HANDSHAKE_S seconds to send it: idle or slow
- * strangers cannot pin the daemon's memory or descriptors. */
-#define RX_PREAUTH (CMX_HDR_SIZE + CMX_AUTH_MSG_MAX)
-#define HANDSHAKE_S 10
+/* The largest message a connection may send before its Hello is accepted:
+ * an Auth with a 256-byte token (schema/session.schema) is the larger of the
+ * two it may send (Hello's arguments are six u64s). Until then the receive
+ * buffer holds one such message, and the peer has HELLO_S seconds, Auth
+ * and TLS handshake included: idle or slow strangers cannot pin the
+ * daemon's memory or descriptors (host/pending.c counts them). */
+#define PREHELLO_MSG_MAX CMX_AUTH_MSG_MAX
+#define RX_PREHELLO	 (CMX_HDR_SIZE + PREHELLO_MSG_MAX)
+#define HELLO_S		 5
 /* Most bytes of a payload one recv may take. A stream recv copies for as
  * long as the sender keeps the socket fed, and it runs inside the loop's
  * submit: unbounded, one 1 GiB write held every other client's calls for
@@ -43,9 +49,17 @@
 /* The same bound for one gathered send: a stream send copies for as long
  * as the reader keeps draining the socket. */
 #define TX_STEP (1u << 20)
-/* Output a peer may leave unread before it is taken for dead: a guest that
- * stops reading must not make the daemon hold its replies without bound. */
-#define TX_LIMIT (4ull << 30)
+/* Output one connection may leave unread before its session's calls wait:
+ * past it, the call channel takes nothing more until the backlog is back
+ * under it (back-pressure instead of growth). Everything queued is charged
+ * to the tenant meanwhile (struct cmx_tenant's `output`). */
+#define TX_CAP (64ull << 20)
+/* A connection over TX_CAP that has read none of its output for this long
+ * is taken for dead, and its session ends (CLMUX_UNREAD_S overrides). */
+#define UNREAD_S 60
+/* Why a connection takes no input for now (struct cmx_conn's `stall`). */
+#define STALL_RATE   0x1u /* its tenant's rate: until rate_io fires */
+#define STALL_OUTPUT 0x2u /* its session's unread output: until it drains */
 /* A lane's receive buffer: headers and little else, so that the loop copies
  * next to nothing of a piece; the payload is received by a worker thread
  * straight into its region (host/lane.c). */
@@ -61,8 +75,49 @@ struct seg {
 	void (*free_fn)(void *);
 	void *free_arg;
 	int fd[2]; /* passed with the segment's first byte (SCM_RIGHTS), or -1 */
+	int charged;	/* len is charged to c->charged's output */
 	uint8_t data[]; /* owned bytes, when ptr == data */
 };
+
+static void conn_resume(struct cmx_conn *c);
+static void rate_charge(struct cmx_conn *c, uint64_t n);
+static int rx_finish(struct cmx_conn *c, int e);
+static void output_drained(struct cmx_session *s);
+static void unread_arm(struct cmx_conn *c);
+
+static int unread_s(void)
+{
+	static int s = -1;
+
+	if (s < 0) {
+		const char *env = getenv("CLMUX_UNREAD_S");
+		s = env && atoi(env) > 0 ? atoi(env) : UNREAD_S;
+	}
+	return s;
+}
+
+/* A segment joins the queue: counted, and charged to the tenant of the
+ * connection's session from the moment it has one. */
+static void seg_queue(struct cmx_conn *c, struct seg *s)
+{
+	*c->tx_tail = s;
+	c->tx_tail = &s->next;
+	c->tx_bytes_queued += s->len;
+	if (!c->charged && c->sess)
+		c->charged = c->sess->tenant;
+	if (c->charged) {
+		s->charged = 1;
+		c->charged->output += s->len;
+	}
+}
+
+/* A segment leaves the queue (written, or the connection ended). */
+static void seg_unqueue(struct cmx_conn *c, struct seg *s)
+{
+	c->tx_bytes_queued -= s->len;
+	if (s->charged)
+		c->charged->output -= s->len;
+}
 
 static void seg_close_fds(struct seg *s)
 {
@@ -79,6 +134,7 @@ static void conn_put(struct cmx_conn *c)
 	while (c->tx_head) {
 		struct seg *s = c->tx_head;
 		c->tx_head = s->next;
+		seg_unqueue(c, s);
 		if (s->free_fn)
 			s->free_fn(s->free_arg);
 		seg_close_fds(s);
@@ -92,11 +148,17 @@ static void conn_put(struct cmx_conn *c)
 		cmx_staging_put(c->bulk_buf);
 	if (c->land_last)
 		clReleaseEvent(c->land_last);
+	cmx_pending_leave(&c->pending);
 	free(c->bulk_args);
 	free(c->rx);
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c);
+}
+
+static void timeout_cancel(struct cmx_conn *c, struct cmx_io *io)
+{
+	io_uring_prep_timeout_remove(cmx_loop_sqe(c->srv->loop, NULL), (uint64_t)(uintptr_t)io, 0);
 }
 
 /* The handshake timer is done with: accepted, or the connection ends. */
@@ -117,6 +179,12 @@ void cmx_conn_kill(struct cmx_conn *c, const char *why)
 		return;
 	c->dead = 1;
 	handshake_disarm(c);
+	cmx_pending_leave(&c->pending);
+	/* Its timers would hold it, and its queued output, until they fire. */
+	if (c->unread_armed)
+		timeout_cancel(c, &c->unread_io);
+	if (c->stall & STALL_RATE)
+		timeout_cancel(c, &c->rate_io);
 	if (why)
 		cmx_info("session %llu: connection closed (%s): %s",
 			 s ? (unsigned long long)s->id : 0ull, c->peer.name, why);
@@ -150,8 +218,9 @@ static void rx_arm(struct cmx_conn *c)
 {
 	struct io_uring_sqe *sqe;
 
-	if (c->dead || c->mover)
+	if (c->dead || c->mover || c->rx_armed)
 		return;
+	c->rx_armed = 1;
 	sqe = cmx_loop_sqe(c->srv->loop, &c->rx_io);
 	if (c->rx_ring || c->tx_ring || c->tx_ring_next) {
 		/* shm: the socket only tells that the guest lives. */
@@ -194,6 +263,10 @@ static int check_header(struct cmx_conn *c, const struct cmx_hdr *h)
 	 * nothing an unauthenticated peer sends makes the daemon allocate. */
 	if (c->auth && !c->authed)
 		return h->op == CMX_OP_Auth && h->size <= CMX_AUTH_MSG_MAX && !h->bulk ? 0 : -EACCES;
+	/* Without a session, nothing larger than an Auth: a 16 MiB "Hello"
+	 * ends here, before its bytes have anywhere to go. */
+	if (c->role == CMX_ROLE_NEW && (h->size > PREHELLO_MSG_MAX || h->bulk))
+		return -EMSGSIZE;
 	if (h->op == CMX_OP_Auth)
 		return c->role == CMX_ROLE_NEW && !c->authed ? 0 : -EPROTO;
 	/* Hello first and only first; nothing arrives on a notification channel. */
@@ -201,6 +274,26 @@ static int check_header(struct cmx_conn *c, const struct cmx_hdr *h)
 		return -EPROTO;
 	if (c->role == CMX_ROLE_NOTIFY)
 		return -EPROTO;
+	return 0;
+}
+
+/* Hello accepted: the connection is no longer a stranger's. A call channel
+ * gets the receive buffer of a session; args lie in rx and are not used
+ * after this. */
+static int hello_done(struct cmx_conn *c)
+{
+	size_t cap = c->role == CMX_ROLE_CALL ? RX_INITIAL : c->role == CMX_ROLE_LANE ? LANE_RX : 0;
+	uint8_t *rx;
+
+	handshake_disarm(c);
+	cmx_pending_leave(&c->pending);
+	if (c->rx_cap >= cap)
+		return 0;
+	rx = realloc(c->rx, cap);
+	if (!rx)
+		return -ENOMEM;
+	c->rx = rx;
+	c->rx_cap = cap;
 	return 0;
 }
 
@@ -219,6 +312,7 @@ static int front_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_
 		return e;
 	c->dead = 1;
 	handshake_disarm(c);
+	cmx_pending_leave(&c->pending);
 	conn_put(c); /* the owner's reference; the fd closes with the last */
 	return -EXDEV;
 }
@@ -236,25 +330,106 @@ static int deliver(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 			return e;
 		h = &raw;
 	}
-	if (h->op == CMX_OP_Auth) {
-		int e = cmx_call_auth(c, h, args);
-		uint8_t *rx;
-		if (e || c->rx_cap >= RX_INITIAL)
-			return e;
-		handshake_disarm(c);
-		/* args lie in rx: not used after this. */
-		rx = realloc(c->rx, RX_INITIAL);
-		if (!rx)
-			return -ENOMEM;
-		c->rx = rx;
-		c->rx_cap = RX_INITIAL;
-		return 0;
+	if (h->op == CMX_OP_Auth)
+		return cmx_call_auth(c, h, args);
+	if (c->role == CMX_ROLE_NEW) {
+		int e;
+		if (c->srv->front)
+			return front_hello(c, h, args);
+		e = cmx_call_hello(c, h, args);
+		return e || c->role == CMX_ROLE_NEW ? e : hello_done(c);
 	}
-	if (c->role == CMX_ROLE_NEW)
-		return c->srv->front ? front_hello(c, h, args) : cmx_call_hello(c, h, args);
 	c->last_sync = (h->flags & CMX_HDR_SYNC) != 0;
 	c->sess->messages++;
 	return cmx_call_dispatch(c->sess, h, args, bulk);
+}
+
+/* The session's peer leaves more than TX_CAP of its output unread, on its
+ * call or its notification channel. */
+static int session_backlog(const struct cmx_session *s)
+{
+	return (s->conn && s->conn->tx_bytes_queued > TX_CAP) ||
+	       (s->nconn && s->nconn->tx_bytes_queued > TX_CAP);
+}
+
+/* Whether c takes no input for now: its tenant's rate, or (a call channel)
+ * its session's unread output. Only output the guest can drain holds a
+ * channel back, never data still being produced for it: a read waiting on
+ * a user event the guest sets with a later call must not wait for that
+ * call. conn_resume() lets it go on. */
+static int conn_held(struct cmx_conn *c)
+{
+	if (!c->stall && c->role == CMX_ROLE_CALL && c->sess && session_backlog(c->sess)) {
+		c->stall |= STALL_OUTPUT;
+		c->sess->tenant->backlogged++;
+		cmx_dbg("session %llu: %llu + %llu bytes of output unread: its calls wait",
+			(unsigned long long)c->sess->id, (unsigned long long)c->tx_bytes_queued,
+			(unsigned long long)(c->sess->nconn ? c->sess->nconn->tx_bytes_queued : 0));
+	}
+	return c->stall != 0;
+}
+
+static void resume_posted(void *arg)
+{
+	struct cmx_conn *c = arg;
+
+	c->resume_posted = 0;
+	c->stall &= ~STALL_OUTPUT;
+	conn_resume(c);
+	conn_put(c);
+}
+
+/* Output of s was written: a call channel held back for it goes on once
+ * the backlog is under the cap, from the loop's next turn (this runs
+ * inside sends, which the resumed calls would enter again). */
+static void output_drained(struct cmx_session *s)
+{
+	struct cmx_conn *call = s->closed ? NULL : s->conn;
+
+	if (!call || !(call->stall & STALL_OUTPUT) || call->resume_posted || session_backlog(s))
+		return;
+	call->resume_posted = 1;
+	call->refs++;
+	cmx_loop_post(call->srv->loop, resume_posted, call);
+}
+
+static void unread_check(struct cmx_io *io, int res, unsigned flags)
+{
+	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, unread_io));
+
+	c->unread_armed = 0;
+	if (res == -ETIME && !c->dead && c->tx_bytes_queued > TX_CAP) {
+		if (c->tx_sent != c->unread_mark) {
+			unread_arm(c); /* it reads, slowly: timed again */
+		} else {
+			struct cmx_session *s = c->sess;
+			cmx_warn("session %llu: %s read none of its %llu bytes of output in %d s: "
+				 "closed",
+				 s ? (unsigned long long)s->id : 0ull, c->peer.name,
+				 (unsigned long long)c->tx_bytes_queued, unread_s());
+			/* The session ends with either of its channels. */
+			if (s && c->role == CMX_ROLE_NOTIFY && s->conn)
+				cmx_conn_kill(s->conn, NULL);
+			cmx_conn_kill(c, NULL);
+		}
+	}
+	conn_put(c);
+}
+
+/* c holds more than TX_CAP of output: if it reads none of it for
+ * unread_s() seconds, its session ends. */
+static void unread_arm(struct cmx_conn *c)
+{
+	static struct __kernel_timespec ts;
+
+	if (c->unread_armed || c->dead)
+		return;
+	ts.tv_sec = unread_s();
+	c->unread_mark = c->tx_sent;
+	c->unread_io.cb = unread_check;
+	io_uring_prep_timeout(cmx_loop_sqe(c->srv->loop, &c->unread_io), &ts, 0, 0);
+	c->unread_armed = 1;
+	c->refs++;
 }
 
 /* A payload that landed in native memory reaches its handler as the
@@ -283,7 +458,7 @@ static int rx_parse(struct cmx_conn *c)
 		struct cmx_hdr h;
 		int e;
 
-		if (avail < CMX_HDR_SIZE)
+		if (avail < CMX_HDR_SIZE || conn_held(c))
 			break;
 		memcpy(&h, c->rx + c->rx_pos, CMX_HDR_SIZE);
 		e = check_header(c, &h);
@@ -318,6 +493,10 @@ static int rx_parse(struct cmx_conn *c)
 			e = deliver(c, &h, args, blk);
 			if (e)
 				return e;
+			/* A payload that took the area is received all the same:
+			 * the tenant's rate counts it as a socket's bytes. */
+			if (h.bulk && (cmx_op_info(h.op)->flags & CMX_OPF_BULK_IN))
+				rate_charge(c, h.bulk);
 			continue;
 		}
 		if (!h.bulk) {
@@ -392,13 +571,24 @@ static void rate_done(struct cmx_io *io, int res, unsigned flags)
 {
 	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, rate_io));
 
-	rx_arm(c);
+	c->stall &= ~STALL_RATE;
+	conn_resume(c);
 	conn_put(c);
 }
 
-/* Over its tenant's rate: the next recv starts after ns. */
-static void rate_wait(struct cmx_conn *c, uint64_t ns)
+/* n bytes came from the connection's tenant, by any path (socket, area,
+ * ring, mover): over its rate, the connection takes no more input until
+ * the rate allows. */
+static void rate_charge(struct cmx_conn *c, uint64_t n)
 {
+	uint64_t ns;
+
+	if (!c->sess || c->dead)
+		return;
+	ns = cmx_tenant_rx(c->sess->tenant, n, cmx_now_ns());
+	if (!ns || (c->stall & STALL_RATE))
+		return;
+	c->stall |= STALL_RATE;
 	c->rate_ts.tv_sec = (long long)(ns / 1000000000ull);
 	c->rate_ts.tv_nsec = (long long)(ns % 1000000000ull);
 	io_uring_prep_timeout(cmx_loop_sqe(c->srv->loop, &c->rate_io), &c->rate_ts, 0, 0);
@@ -439,6 +629,13 @@ static int rx_got(struct cmx_conn *c, size_t n)
 		e = rx_parse(c);
 	if (e == -EXDEV)
 		return e; /* handed to a worker */
+	return rx_finish(c, e);
+}
+
+/* Ends the connection for what rx_parse() or a handler returned: 0, or
+ * -errno when it ended. */
+static int rx_finish(struct cmx_conn *c, int e)
+{
 	if (e == -ECONNABORTED) {
 		/* A refusal is queued: end once it is written, read no more. */
 		c->closing = 1;
@@ -460,11 +657,37 @@ static int rx_got(struct cmx_conn *c, size_t n)
 	return e;
 }
 
+/* c may take input again (its rate allows, its session's output has
+ * drained): what it holds already is acted on, then its source is read
+ * again (the socket's recv; the shm doorbell, an ivshmem slot's next turn;
+ * the mover, which offers what it kept back). */
+static void conn_resume(struct cmx_conn *c)
+{
+	if (c->dead || conn_held(c))
+		return;
+	c->refs++;
+	if (!c->in_bulk && rx_finish(c, rx_parse(c)))
+		goto out;
+	if (c->dead || c->stall)
+		goto out;
+	if (c->rx_ring) {
+		if (c->sess && c->sess->shm)
+			cmx_shm_kick(c->sess->shm);
+	} else if (c->mover) {
+		if (c->mover->resume)
+			c->mover->resume(c->mover_ctx);
+	} else {
+		rx_arm(c);
+	}
+out:
+	conn_put(c);
+}
+
 static void rx_done(struct cmx_io *io, int res, unsigned flags)
 {
 	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, rx_io));
-	uint64_t wait_ns = 0;
 
+	c->rx_armed = 0;
 	if (c->dead)
 		goto out;
 	if (res <= 0) {
@@ -475,34 +698,39 @@ static void rx_done(struct cmx_io *io, int res, unsigned flags)
 		cmx_conn_kill(c, "data on the socket of a shm session");
 		goto out;
 	}
-	if (c->sess)
-		wait_ns = cmx_tenant_rx(c->sess->tenant, (uint64_t)res, cmx_now_ns());
 	if (rx_got(c, (size_t)res))
 		goto out;
-	if (wait_ns)
-		rate_wait(c, wait_ns);
-	else
+	rate_charge(c, (uint64_t)res);
+	/* Held: conn_resume() arms the next recv. */
+	if (!c->stall)
 		rx_arm(c);
 out:
 	conn_put(c);
 }
 
-void cmx_conn_input(struct cmx_conn *c, const void *buf, size_t len)
+size_t cmx_conn_input(struct cmx_conn *c, const void *buf, size_t len)
 {
+	size_t taken = 0;
+
 	c->refs++; /* a handler may end the connection meanwhile */
-	while (len && !c->dead) {
+	while (len && !c->dead && !c->stall) {
 		/* Into the same place a socket's recv would have filled. */
 		uint8_t *dst = c->in_bulk ? c->bulk_buf + c->bulk_got : c->rx + c->rx_len;
 		size_t room = c->in_bulk ? (size_t)(c->bulk_hdr.bulk - c->bulk_got) : c->rx_cap - c->rx_len;
 		size_t n = len < room ? len : room;
 
+		if (!n)
+			break;
 		memcpy(dst, buf, n);
 		buf = (const uint8_t *)buf + n;
 		len -= n;
+		taken += n;
 		if (rx_got(c, n))
 			break;
+		rate_charge(c, n);
 	}
 	conn_put(c);
+	return taken;
 }
 
 long cmx_conn_ring_input(struct cmx_conn *c)
@@ -512,7 +740,7 @@ long cmx_conn_ring_input(struct cmx_conn *c)
 	if (c->dead || !c->rx_ring)
 		return 0;
 	c->refs++; /* a handler may end the connection under us */
-	while (!c->dead && (n = cmx_ring_readable(c->rx_ring)) != 0) {
+	while (!c->dead && !c->stall && (n = cmx_ring_readable(c->rx_ring)) != 0) {
 		size_t room, got;
 		uint8_t *dst;
 
@@ -534,9 +762,20 @@ long cmx_conn_ring_input(struct cmx_conn *c)
 		total += (long)got;
 		if (rx_got(c, got))
 			break;
+		rate_charge(c, got);
 	}
 	conn_put(c);
 	return total;
+}
+
+int cmx_conn_held(const struct cmx_conn *c)
+{
+	return c->stall != 0;
+}
+
+void cmx_conn_rate_charge(struct cmx_conn *c, uint64_t n)
+{
+	rate_charge(c, n);
 }
 
 static void tx_kick(struct cmx_conn *c);
@@ -546,18 +785,21 @@ static void seg_pop(struct cmx_conn *c)
 {
 	struct seg *s = c->tx_head;
 
-	c->tx_bytes_queued -= s->len;
+	seg_unqueue(c, s);
 	c->tx_head = s->next;
 	if (!c->tx_head)
 		c->tx_tail = &c->tx_head;
 	if (s->free_fn)
 		s->free_fn(s->free_arg);
 	free(s);
+	if (c->sess && c->tx_bytes_queued <= TX_CAP)
+		output_drained(c->sess);
 }
 
 /* n bytes of the queue went out: frees what is done. */
 static void tx_consumed(struct cmx_conn *c, size_t n)
 {
+	c->tx_sent += n;
 	if (n && c->tx_head)
 		seg_close_fds(c->tx_head); /* sent with its first byte */
 	while (n && c->tx_head) {
@@ -629,6 +871,7 @@ static void tx_ring(struct cmx_conn *c)
 			return;
 		}
 		s->off += (size_t)w;
+		c->tx_sent += (uint64_t)w;
 		bell |= cmx_ring_publish(r);
 		if (s->off < s->len) {
 			/* Full: sleep unless room appeared meanwhile. */
@@ -764,11 +1007,10 @@ static void send_seg(struct cmx_conn *c, const struct cmx_hdr *h, const void *ar
 	s->free_fn = NULL;
 	s->fd[0] = fd[0];
 	s->fd[1] = fd[1];
+	s->charged = 0;
 	memcpy(s->data, h, CMX_HDR_SIZE);
 	memcpy(s->data + CMX_HDR_SIZE, args, h->size);
-	*c->tx_tail = s;
-	c->tx_tail = &s->next;
-	c->tx_bytes_queued += s->len;
+	seg_queue(c, s);
 	if (h->bulk && !(h->flags & CMX_HDR_AREA)) {
 		struct seg *b = calloc(1, sizeof(*b));
 		if (!b) {
@@ -782,26 +1024,26 @@ static void send_seg(struct cmx_conn *c, const struct cmx_hdr *h, const void *ar
 		b->len = h->bulk;
 		b->free_fn = free_fn;
 		b->free_arg = free_arg;
-		*c->tx_tail = b;
-		c->tx_tail = &b->next;
-		c->tx_bytes_queued += b->len;
+		seg_queue(c, b);
 	} else if (free_fn) {
 		free_fn(free_arg);
 	}
-	if (c->tx_bytes_queued > TX_LIMIT) {
-		cmx_conn_kill(c, "peer stopped reading");
-		return;
-	}
 	tx_kick(c);
+	/* Still over the cap once the send has started: the session's calls
+	 * wait (conn_held()), and a peer that reads nothing is timed. */
+	if (!c->dead && c->tx_bytes_queued > TX_CAP)
+		unread_arm(c);
 }
 
 static void handshake_expired(struct cmx_io *io, int res, unsigned flags)
 {
 	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, hs_io));
 
-	if (res == -ETIME && c->hs_armed && !c->dead) {
+	/* A connection given a role from outside (ivshmem's notification
+	 * channel) is no stranger's either. */
+	if (res == -ETIME && c->hs_armed && !c->dead && c->role == CMX_ROLE_NEW) {
 		c->hs_armed = 0;
-		cmx_warn("%s: refused: no Auth within %d s", c->peer.name, HANDSHAKE_S);
+		cmx_warn("%s: refused: no Hello within %d s", c->peer.name, HELLO_S);
 		cmx_conn_kill(c, NULL);
 	}
 	conn_put(c);
@@ -838,49 +1080,63 @@ static void ident_init(struct cmx_conn *c, const char *tenant)
 	c->ident.cid = c->peer.cid;
 }
 
-/* A connection for a socket accepted on l (NULL: a unix peer, no token, no
- * tenant); with m, a mover carries its bytes and fd only names the peer. */
-static struct cmx_conn *conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l,
-				    const struct cmx_conn_mover *m, void *ctx)
+/* The time allowed for Hello starts. */
+static void handshake_arm(struct cmx_conn *c)
 {
-	static struct __kernel_timespec handshake = { .tv_sec = HANDSHAKE_S };
-	/* A stranger on a token listener gets little until it authenticates. */
-	struct cmx_conn *c = conn_new(srv, m ? -1 : fd, l && l->auth ? RX_PREAUTH : RX_INITIAL);
+	static struct __kernel_timespec hello_ts = {.tv_sec = HELLO_S};
+
+	c->hs_io.cb = handshake_expired;
+	io_uring_prep_timeout(cmx_loop_sqe(c->srv->loop, &c->hs_io), &hello_ts, 0, 0);
+	c->hs_armed = 1;
+	c->refs++;
+}
+
+/* A connection for a socket accepted on l (NULL: a unix peer, no token, no
+ * tenant); with m, a mover carries its bytes and fd only names the peer.
+ * 0; -EAGAIN: refused, its peer has too many connections before Hello
+ * (logged); -ENOMEM. fd stays the caller's on error. */
+static int conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l,
+		       const struct cmx_conn_mover *m, void *ctx, struct cmx_conn **out)
+{
+	/* Small until Hello: strangers get little. */
+	struct cmx_conn *c = conn_new(srv, -1, RX_PREHELLO);
 
 	if (!c)
-		return NULL;
+		return -ENOMEM;
 	c->mover = m;
 	c->mover_ctx = ctx;
-	cmx_addr_tune(fd);
 	if (l)
 		cmx_peer_init(&c->peer, fd, l->kind, l->cid);
 	else
 		cmx_peer_init(&c->peer, fd, CMX_PEER_UNIX, CMX_PEER_CID_NONE);
+	if (cmx_pending_enter(&c->pending, &c->peer)) {
+		conn_put(c);
+		return -EAGAIN;
+	}
+	c->fd = m ? -1 : fd;
+	cmx_addr_tune(fd);
 	c->auth = l ? l->auth : NULL;
 	ident_init(c, l && l->tenant[0] ? l->tenant : NULL);
-	if (c->auth) {
-		c->hs_io.cb = handshake_expired;
-		io_uring_prep_timeout(cmx_loop_sqe(srv->loop, &c->hs_io), &handshake, 0, 0);
-		c->hs_armed = 1;
-		c->refs++;
-	}
+	handshake_arm(c);
 	rx_arm(c);
-	return c;
+	*out = c;
+	return 0;
 }
 
 int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l)
 {
-	if (conn_accept(srv, fd, l, NULL, NULL))
-		return 0;
-	close(fd);
-	return -ENOMEM;
+	struct cmx_conn *c;
+	int e = conn_accept(srv, fd, l, NULL, NULL, &c);
+
+	if (e)
+		close(fd);
+	return e == -EAGAIN ? 0 : e;
 }
 
-struct cmx_conn *cmx_conn_accept_moved(struct cmx_server *srv, int fd,
-				       const struct cmx_listener *l,
-				       const struct cmx_conn_mover *m, void *ctx)
+int cmx_conn_accept_moved(struct cmx_server *srv, int fd, const struct cmx_listener *l,
+			  const struct cmx_conn_mover *m, void *ctx, struct cmx_conn **out)
 {
-	return conn_accept(srv, fd, l, m, ctx);
+	return conn_accept(srv, fd, l, m, ctx, out);
 }
 
 int cmx_conn_adopt(struct cmx_server *srv, int fd, const struct cmx_peer *peer, int authed,
@@ -909,15 +1165,22 @@ int cmx_conn_adopt(struct cmx_server *srv, int fd, const struct cmx_peer *peer, 
 struct cmx_conn *cmx_conn_create_moved(struct cmx_server *srv, const struct cmx_conn_mover *m,
 				       void *ctx, uint32_t cid, const char *tenant)
 {
-	struct cmx_conn *c = conn_new(srv, -1, RX_INITIAL);
+	struct cmx_conn *c = conn_new(srv, -1, RX_PREHELLO);
 
-	if (c) {
-		c->mover = m;
-		c->mover_ctx = ctx;
-		/* The VM's CID names it: the device is the transport. */
-		cmx_peer_init(&c->peer, -1, CMX_PEER_VSOCK_UDS, cid);
-		snprintf(c->peer.name, sizeof(c->peer.name), "vhost-user-vsock cid %u", cid);
-		ident_init(c, tenant);
+	if (!c)
+		return NULL;
+	c->mover = m;
+	c->mover_ctx = ctx;
+	/* The VM's CID names it: the device is the transport. */
+	cmx_peer_init(&c->peer, -1, CMX_PEER_VSOCK_UDS, cid);
+	snprintf(c->peer.name, sizeof(c->peer.name), "vhost-user-vsock cid %u", cid);
+	/* A VM may open streams without end: counted per CID. An ivshmem
+	 * slot's two are the region's, as many as its slots. */
+	if (cid != CMX_PEER_CID_NONE && cmx_pending_enter(&c->pending, &c->peer)) {
+		conn_put(c);
+		return NULL;
 	}
+	ident_init(c, tenant);
+	handshake_arm(c);
 	return c;
 }

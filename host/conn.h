@@ -8,6 +8,7 @@
 
 #include "loop.h"
 #include "peer.h"
+#include "pending.h"
 #include "tenant.h"
 #include "wire.h"
 
@@ -31,6 +32,9 @@ struct cmx_conn_mover {
 	long (*write)(void *ctx, const struct iovec *iov, int n);
 	/* The connection ended: no call into ctx follows. */
 	void (*close)(void *ctx);
+	/* The connection takes input again after it took less than it was
+	 * offered (cmx_conn_input()); NULL: the mover never holds input back. */
+	void (*resume)(void *ctx);
 };
 
 struct cmx_conn {
@@ -57,8 +61,9 @@ struct cmx_conn {
 	int last_sync; /* the last call taken in was sync: its sender now waits */
 	uint8_t probe[16];
 	struct cmx_ident ident; /* who connected: decides the tenant at Hello */
-	struct cmx_io hs_io; /* the time allowed for Auth (host/conn.c) */
+	struct cmx_io hs_io;	/* the time allowed for Hello (host/conn.c) */
 	int hs_armed;
+	struct cmx_pending pending; /* counted until Hello (host/pending.c) */
 
 	struct cmx_io rx_io;
 	uint8_t *rx;
@@ -77,7 +82,11 @@ struct cmx_conn {
 	/* A lane's piece being received into its transfer's region (host/lane.c). */
 	struct cmx_xfer *lane_xfer;
 
-	/* The tenant's rate quota: the next recv waits for this timeout. */
+	/* Input held back (host/conn.c STALL_*): its tenant's rate (until
+	 * rate_io fires), its session's unread output (until it drains). The
+	 * socket's recv is not armed meanwhile (rx_armed: it is). */
+	unsigned stall;
+	int rx_armed, resume_posted;
 	struct cmx_io rate_io;
 	struct __kernel_timespec rate_ts;
 
@@ -88,18 +97,26 @@ struct cmx_conn {
 	struct msghdr mh;
 	uint64_t cmsg[4]; /* SCM_RIGHTS with up to 2 fds */
 	uint64_t tx_bytes_queued;
+	struct cmx_tenant *charged; /* whose output the queue is (its session's) */
+	/* Bytes written ever; unread_io times a peer over the output cap that
+	 * reads nothing (unread_mark: tx_sent when armed). */
+	uint64_t tx_sent, unread_mark;
+	struct cmx_io unread_io;
+	int unread_armed;
 };
 
 /* Takes a socket accepted on l (NULL: a unix peer, no token, no tenant):
- * its peer identity, tokens and tenant. */
+ * its peer identity, tokens and tenant. 0 (also when the peer has too many
+ * connections before Hello: fd closed, logged), or -ENOMEM. */
 int cmx_conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l);
 /* The same for a socket whose bytes a mover carries (TLS, host/tls.c): fd
- * names the peer and stays the caller's; NULL when out of memory. */
-struct cmx_conn *cmx_conn_accept_moved(struct cmx_server *srv, int fd,
-				       const struct cmx_listener *l,
-				       const struct cmx_conn_mover *m, void *ctx);
+ * names the peer and stays the caller's. 0 with *out set; -EAGAIN: refused,
+ * its peer has too many connections before Hello (logged); -ENOMEM. */
+int cmx_conn_accept_moved(struct cmx_server *srv, int fd, const struct cmx_listener *l,
+			  const struct cmx_conn_mover *m, void *ctx, struct cmx_conn **out);
 /* A connection whose bytes a mover carries, from the VM with vsock CID cid,
- * the tenant's named (or NULL: the CID decides); NULL when out of memory. */
+ * the tenant's named (or NULL: the CID decides); NULL when out of memory or
+ * when that CID has too many connections before Hello (logged). */
 struct cmx_conn *cmx_conn_create_moved(struct cmx_server *srv, const struct cmx_conn_mover *m,
 				       void *ctx, uint32_t cid, const char *tenant);
 /* A worker takes a connection the front end handed over (host/front.c):
@@ -107,8 +124,11 @@ struct cmx_conn *cmx_conn_create_moved(struct cmx_server *srv, const struct cmx_
  * the n bytes it read from the Hello on. 0, or -errno (fd closed). */
 int cmx_conn_adopt(struct cmx_server *srv, int fd, const struct cmx_peer *peer, int authed,
 		   const char *tenant, const void *bytes, size_t n);
-/* Bytes from the peer of a moved connection; all are taken. */
-void cmx_conn_input(struct cmx_conn *c, const void *buf, size_t len);
+/* Bytes from the peer of a moved connection: the count taken. Fewer than
+ * len while the connection holds input back (its tenant's rate, its
+ * session's unread output): the mover keeps the rest, takes nothing more
+ * from its peer, and offers it again when m->resume() is called. */
+size_t cmx_conn_input(struct cmx_conn *c, const void *buf, size_t len);
 /* The mover can take bytes again. */
 void cmx_conn_tx_ready(struct cmx_conn *c);
 /* Queues a message: header, encoded args (copied), and a payload that stays
@@ -125,8 +145,17 @@ void cmx_conn_send_ref(struct cmx_conn *c, const struct cmx_hdr *h, const void *
 void cmx_conn_send_fd(struct cmx_conn *c, const struct cmx_hdr *h, const void *args,
 		      void *bulk, void (*free_fn)(void *), const int *fds);
 /* shm: takes in and acts on every message the command ring holds; the
- * number of bytes taken (the connection may have ended meanwhile). */
+ * number of bytes taken (the connection may have ended meanwhile). Takes
+ * none while the connection holds input back (cmx_conn_held()); the shm
+ * doorbell is rung when it takes input again. */
 long cmx_conn_ring_input(struct cmx_conn *c);
+/* Whether the connection takes no input for now: its tenant's rate or its
+ * session's unread output. */
+int cmx_conn_held(const struct cmx_conn *c);
+/* n bytes came from the tenant by a path no message carries (an area
+ * buffer mapped for writing): charged to its rate like received bytes;
+ * over it, the connection's next input waits. */
+void cmx_conn_rate_charge(struct cmx_conn *c, uint64_t n);
 /* Retries queued output (the ring had no room). */
 void cmx_conn_kick(struct cmx_conn *c);
 /* Ends the connection; its session learns of it. */

@@ -21,6 +21,9 @@
  * last command, which clFinish waits for. The call's first argument is the
  * queue. */
 void cmx_event_bind(struct cmx_call *c, const struct cmx_ref *ev, cl_event e);
+/* The guest releases an event object: callbacks registered on it still
+ * come, and are answered (host/exec_event.c). Loop thread. */
+void cmx_event_cbs_detach(struct cmx_obj *o);
 
 /* Finishes c on the loop with fin(c, status) once e completes (status is
  * the event's: CL_COMPLETE or its error). Returns CMX_DEFER, or the error. */

@@ -111,59 +111,123 @@ int cmx_h_GetEventProfilingInfo(struct cmx_call *c, struct cmx_GetEventProfiling
 	return e;
 }
 
-struct callback_note {
-	uint64_t session, tag;
-	cl_int status;
-	/* Watched by the status poll (a driver that calls callbacks late,
-	 * below): the event, the status that fires it, the next watched one;
-	 * sent: the poll has notified, the callback only frees. Loop thread. */
-	cl_event ev;
-	cl_int type;
-	int sent;
-	struct callback_note *next;
+/*
+ * Event callbacks. A guest may register any number of callbacks on one
+ * event, and a driver's cost per registration can grow with those already
+ * there (PoCL's with their square), on the loop thread. So the daemon
+ * registers one native callback per event and status (a slot), on its
+ * first registration, and fans out to the guest's records (notes) when it
+ * comes. Each note is an object of the tenant (its objects quota) until it
+ * is answered, and an event takes at most CB_PER_EVENT of them.
+ */
+#define CB_PER_EVENT 64
+#define CB_TYPES     3 /* CL_COMPLETE, CL_RUNNING, CL_SUBMITTED */
+
+struct cb_note {
+	uint64_t tag;
+	struct cb_note *next;
 };
 
-/* Callbacks the status poll watches (flush_runs only). */
-static struct callback_note *watched;
+struct cb_hub;
 
-static struct cmx_session *note_session(const struct callback_note *n)
+/* One native registration: the event reaching `type`. Loop thread, but for
+ * `native`, written by the driver's thread before it posts. */
+struct cb_slot {
+	struct cb_hub *hub;
+	cl_int type;
+	int armed;     /* the native callback is registered and not yet called */
+	int fired;     /* the status is reached: later notes are answered at once */
+	cl_int status; /* what fired it (an error status, or type) */
+	cl_int native; /* what the native callback said */
+	int watched;   /* on the status poll's list (flush_runs) */
+	struct cb_note *notes, **notes_tail; /* in registration order */
+	struct cb_slot *next_watched;
+};
+
+/* The callbacks of one native event, of one session; hangs off the event's
+ * object (o->cbs) until the guest releases it, then lives until its last
+ * native callback has come. */
+struct cb_hub {
+	cl_event ev; /* retained */
+	uint64_t session;
+	struct cmx_tenant *t; /* charged one object per note */
+	struct cmx_obj *obj;  /* NULL once released */
+	unsigned notes;
+	struct cb_slot slot[CB_TYPES];
+};
+
+/* Slots the status poll watches (flush_runs only). */
+static struct cb_slot *watched;
+
+static struct cmx_session *hub_session(const struct cb_hub *h)
 {
 	struct cmx_session *s;
 
-	for (s = cmx_srv->sessions; s && s->id != n->session; s = s->next)
+	for (s = cmx_srv->sessions; s && s->id != h->session; s = s->next)
 		;
 	return s && !s->closed ? s : NULL;
 }
 
-static void notify_done(const struct callback_note *n, cl_int status)
+static void notify_done(struct cmx_session *s, uint64_t tag, cl_int status)
 {
-	struct cmx_session *s = note_session(n);
+	struct cmx_EventDone_in in = {.tag = tag, .status = status};
 
-	if (s) {
-		struct cmx_EventDone_in in = {.tag = n->tag, .status = status};
-		cmx_session_notify(s, &cmx_desc_EventDone_in, &in, NULL, 0, NULL);
+	cmx_session_notify(s, &cmx_desc_EventDone_in, &in, NULL, 0, NULL);
+}
+
+static void hub_maybe_free(struct cb_hub *h)
+{
+	if (h->obj || h->notes)
+		return;
+	for (int i = 0; i < CB_TYPES; i++)
+		if (h->slot[i].armed || h->slot[i].watched)
+			return;
+	clReleaseEvent(h->ev);
+	free(h);
+}
+
+/* The slot's status is reached: every note is answered (a gone session's
+ * only freed) and its object returned. */
+static void slot_fire(struct cb_slot *sl, cl_int status)
+{
+	struct cb_hub *h = sl->hub;
+	struct cmx_session *s = hub_session(h);
+
+	sl->fired = 1;
+	sl->status = status;
+	while (sl->notes) {
+		struct cb_note *n = sl->notes;
+		sl->notes = n->next;
+		if (!sl->notes)
+			sl->notes_tail = &sl->notes;
+		if (s)
+			notify_done(s, n->tag, status);
+		free(n);
+		h->notes--;
+		h->t->objects--;
 	}
 }
 
-static void unwatch(struct callback_note *n)
+static void unwatch(struct cb_slot *sl)
 {
-	for (struct callback_note **pp = &watched; *pp; pp = &(*pp)->next)
-		if (*pp == n) {
-			*pp = n->next;
-			clReleaseEvent(n->ev);
-			n->ev = NULL;
+	for (struct cb_slot **pp = &watched; *pp; pp = &(*pp)->next_watched)
+		if (*pp == sl) {
+			*pp = sl->next_watched;
+			sl->watched = 0;
 			return;
 		}
 }
 
-static void callback_post(void *arg)
+static void slot_called(void *arg)
 {
-	struct callback_note *n = arg;
+	struct cb_slot *sl = arg;
 
-	if (!n->sent)
-		notify_done(n, n->status);
-	unwatch(n);
-	free(n);
+	sl->armed = 0;
+	if (!sl->fired)
+		slot_fire(sl, sl->native);
+	if (sl->watched)
+		unwatch(sl);
+	hub_maybe_free(sl->hub);
 }
 
 /*
@@ -171,31 +235,30 @@ static void callback_post(void *arg)
  * command returns (Oclgrind: cmx_exec_poll_start()), an area buffer's
  * non-blocking write deadlocked: its unmap waits on a user event the guest
  * sets from the map's callback, and the wait that ran the map spun on that
- * unmap. The loop reads the watched events' status and notifies as soon as
- * one has reached its callback's status; the callback, when it comes, only
- * frees the note.
+ * unmap. The loop reads the watched events' status and answers as soon as
+ * one has reached its slot's status; the callback, when it comes, only
+ * ends the slot.
  */
 static int callbacks_poll(void)
 {
 	int seen = 0;
 
-	for (struct callback_note **pp = &watched, *n; (n = *pp);) {
+	for (struct cb_slot **pp = &watched, *sl; (sl = *pp);) {
 		cl_int st = CL_QUEUED;
 
-		/* A gone session's note is left to its callback. */
-		if (note_session(n) &&
-		    (clGetEventInfo(n->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
-				    NULL) != CL_SUCCESS || st > n->type)) {
-			pp = &n->next;
+		/* A gone session's notes are left to the callback. */
+		if (hub_session(sl->hub) &&
+		    (clGetEventInfo(sl->hub->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+				    NULL) != CL_SUCCESS ||
+		     st > sl->type)) {
+			pp = &sl->next_watched;
 			continue;
 		}
-		if (note_session(n)) {
-			notify_done(n, st < 0 ? st : n->type);
-			n->sent = 1;
-		}
-		*pp = n->next;
-		clReleaseEvent(n->ev);
-		n->ev = NULL;
+		if (hub_session(sl->hub))
+			slot_fire(sl, st < 0 ? st : sl->type);
+		*pp = sl->next_watched;
+		sl->watched = 0;
+		hub_maybe_free(sl->hub);
 		seen = 1;
 	}
 	return seen ? 1 : watched ? 0 : -1;
@@ -203,7 +266,7 @@ static int callbacks_poll(void)
 
 static void CL_CALLBACK event_callback(cl_event e, cl_int status, void *arg)
 {
-	struct callback_note *n = arg;
+	struct cb_slot *sl = arg;
 	cl_int now;
 
 	/* NVIDIA calls a CL_COMPLETE callback with CL_COMPLETE for a command it
@@ -213,40 +276,107 @@ static void CL_CALLBACK event_callback(cl_event e, cl_int status, void *arg)
 		    CL_SUCCESS &&
 	    now < 0)
 		status = now;
-	n->status = status;
-	cmx_loop_post(cmx_srv->loop, callback_post, n);
+	sl->native = status;
+	cmx_loop_post(cmx_srv->loop, slot_called, sl);
+}
+
+/* The hub of o's native event, made on its first callback. */
+static struct cb_hub *hub_of(struct cmx_session *s, struct cmx_obj *o)
+{
+	struct cb_hub *h = o->cbs;
+
+	/* The scheduler gave a held command's event its own handle since:
+	 * the old hub lives on until its callbacks come. */
+	if (h && h->ev != o->h) {
+		cmx_event_cbs_detach(o);
+		h = NULL;
+	}
+	if (h)
+		return h;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return NULL;
+	clRetainEvent(o->h);
+	h->ev = o->h;
+	h->session = s->id;
+	h->t = s->tenant;
+	h->obj = o;
+	for (int i = 0; i < CB_TYPES; i++) {
+		h->slot[i].hub = h;
+		h->slot[i].type = i;
+		h->slot[i].notes_tail = &h->slot[i].notes;
+	}
+	o->cbs = h;
+	return h;
+}
+
+void cmx_event_cbs_detach(struct cmx_obj *o)
+{
+	struct cb_hub *h = o->cbs;
+
+	if (!h)
+		return;
+	o->cbs = NULL;
+	h->obj = NULL;
+	hub_maybe_free(h);
 }
 
 int cmx_h_SetEventCallback(struct cmx_call *c, struct cmx_SetEventCallback_in *in)
 {
 	struct cmx_obj *o = cmx_session_obj(c->s, in->event.id, CMX_K_EVENT);
-	struct callback_note *n = malloc(sizeof(*n));
+	struct cb_slot *sl;
+	struct cb_note *n;
+	struct cb_hub *h;
 	cl_int e;
 
-	if (!n)
-		return CL_OUT_OF_HOST_MEMORY;
-	memset(n, 0, sizeof(*n));
-	n->session = c->s->id;
-	n->tag = in->tag;
-	if (!in->event.h) {
-		/* A poisoned event has already failed: report it at once. */
-		n->status = o ? o->err : CL_INVALID_EVENT;
-		callback_post(n);
+	if (in->type >= CB_TYPES)
+		return CL_INVALID_VALUE;
+	if (!in->event.h || !o) {
+		/* A poisoned event has already failed: answered at once. */
+		notify_done(c->s, in->tag, o ? o->err : CL_INVALID_EVENT);
 		return CL_SUCCESS;
 	}
-	e = clSetEventCallback(in->event.h, (cl_int)in->type, event_callback, n);
-	if (e) {
-		free(n);
+	h = hub_of(c->s, o);
+	if (!h)
+		return CL_OUT_OF_HOST_MEMORY;
+	sl = &h->slot[in->type];
+	if (sl->fired) {
+		notify_done(c->s, in->tag, sl->status);
+		return CL_SUCCESS;
+	}
+	/* Past either, the call fails: its EventDone carries the error
+	 * (cmx_call_done()), as for any asynchronous call that promised one. */
+	if (h->notes >= CB_PER_EVENT)
+		return CL_OUT_OF_RESOURCES;
+	e = cmx_tenant_may_create(c->s->tenant);
+	if (e)
 		return e;
+	n = malloc(sizeof(*n));
+	if (!n)
+		return CL_OUT_OF_HOST_MEMORY;
+	if (!sl->armed) {
+		/* The event's one registration for this status: the driver's
+		 * own list stays short whatever the guest registers. */
+		e = clSetEventCallback(h->ev, sl->type, event_callback, sl);
+		if (e) {
+			free(n);
+			hub_maybe_free(h);
+			return e;
+		}
+		sl->armed = 1;
+		if (cmx_srv->flush_runs && !sl->watched) {
+			sl->watched = 1;
+			sl->next_watched = watched;
+			watched = sl;
+			cmx_exec_poll_start(callbacks_poll);
+		}
 	}
-	if (cmx_srv->flush_runs) {
-		clRetainEvent(in->event.h);
-		n->ev = in->event.h;
-		n->type = (cl_int)in->type;
-		n->next = watched;
-		watched = n;
-		cmx_exec_poll_start(callbacks_poll);
-	}
+	n->tag = in->tag;
+	n->next = NULL;
+	*sl->notes_tail = n;
+	sl->notes_tail = &n->next;
+	h->notes++;
+	h->t->objects++;
 	return CL_SUCCESS;
 }
 

@@ -12,6 +12,7 @@
 
 #include "area.h"
 #include "clcheck.h"
+#include "conn.h"
 #include "zero.h"
 
 /* Host-access flags only bind the guest (which enforces them); the daemon
@@ -627,6 +628,11 @@ static int map_buffer(struct cmx_call *c, struct cmx_MapBufferSync_in *in, int s
 		clReleaseEvent(ev);
 		return e;
 	}
+	/* What the guest writes into a map of its area buffer is received
+	 * without a message: the tenant's rate counts the region, and its
+	 * next call (the unmap) waits as a socket's bytes would make it. */
+	if ((in->flags & (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION)) && c->s->conn)
+		cmx_conn_rate_charge(c->s->conn, in->size);
 	if (sync)
 		return bind_wait(c, ev, &in->event);
 	cmx_event_bind(c, &in->event, ev);

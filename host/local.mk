@@ -5,7 +5,7 @@ host_clmuxd_SOURCES = host/main.c host/loop.h host/loop.c host/conn.h host/conn.
 	host/objtab.c host/executor.h host/executor.c host/server.h host/device.c \
 	host/staging.h host/staging.c host/area.h host/area.c host/shm.h host/shm.c host/exec.h host/exec.c host/exec_session.c host/exec_context.c host/exec_queue.c \
 	host/exec_mem.c host/exec_image.c host/exec_program.c host/incdir.h host/incdir.c host/exec_kernel.c host/kprintf.h host/kprintf.c host/exec_event.c \
-	host/peer.h host/peer.c host/auth.h host/auth.c host/listener.h host/listener.c \
+	host/peer.h host/peer.c host/pending.h host/pending.c host/auth.h host/auth.c host/listener.h host/listener.c \
 	host/tls.h host/tls.c host/inflate.h host/inflate.c host/land.h host/land.c host/lane.h host/lane.c \
 	host/reaper.h host/reaper.c host/vhost.h host/vhost.c host/ivshmem.h host/ivshmem.c \
 	host/tenant.h host/tenant.c host/conffile.h host/conffile.c host/text.h host/text.c \
@@ -120,4 +120,14 @@ TESTS += host/tests/test_tenant
 host_tests_test_tenant_SOURCES = host/tests/test_tenant.c host/tests/rawclient.h
 host_tests_test_tenant_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_tenant_LDADD = transport/libcmxtransport.la $(CHECK_LIBS) -lpthread
+endif
+
+# A hostile tenant's cases against a live daemon with a config (issue 22).
+if HAVE_CHECK
+check_PROGRAMS += host/tests/test_hostile_quota
+TESTS += host/tests/test_hostile_quota
+host_tests_test_hostile_quota_SOURCES = host/tests/test_hostile_quota.c host/tests/rawclient.h
+host_tests_test_hostile_quota_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_hostile_quota_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la \
+	$(CHECK_LIBS) $(OPENCL_LIBS) -lpthread
 endif

@@ -20,6 +20,7 @@ struct cmx_obj {
 	 * shapes (host/exec_image.c), contexts' and queues' zeroing
 	 * (host/zero.c); NULL for the other kinds. */
 	void *ext;
+	void *cbs;	/* events: their callbacks (host/exec_event.c), or NULL */
 };
 
 /* flags of programs and kernels: it may call printf (host/kprintf.c). */

@@ -157,6 +157,8 @@ static void free_obj(struct cmx_session *s, struct cmx_obj *o)
 {
 	/* A command the scheduler holds may still use it. */
 	cmx_sched_keep(s, o->kind, o->h);
+	if (o->cbs)
+		cmx_event_cbs_detach(o);
 	s->bytes -= o->bytes;
 	s->srv->bytes -= o->bytes;
 	s->tenant->bytes -= o->bytes;

@@ -80,6 +80,11 @@ int cmx_shm_pump(struct cmx_conn *(*chan)(void *arg, int ntf), void *arg, int *t
 
 		if (!c)
 			return 0;
+		/* Held back (its tenant's rate, its unread output): nothing to
+		 * take until it is let go (cmx_shm_kick() for the doorbell
+		 * rings; an ivshmem slot's next turn). */
+		if (cmx_conn_held(c))
+			return 1;
 		cmx_loop_turn_mark(cmx_srv->loop);
 		n = cmx_conn_ring_input(c);
 		if (!(c = chan(arg, 0)))
@@ -146,8 +151,11 @@ static void bell_done(struct cmx_io *io, int res, unsigned flags)
 	}
 	/* Awake: the guest need not ring while we look. */
 	cmx_ring_wake_consumer(&m->cmd);
-	/* Sleep only with the idle flag up and no call slipped in before it. */
-	while (pump(m) && !cmx_ring_sleep_consumer(&m->cmd))
+	/* Sleep only with the idle flag up and no call slipped in before it;
+	 * a session held back sleeps with the flag down (the guest need not
+	 * ring): cmx_shm_kick() wakes it. */
+	while (pump(m) && !(m->s && m->s->conn && cmx_conn_held(m->s->conn)) &&
+	       !cmx_ring_sleep_consumer(&m->cmd))
 		;
 	/* Armed in every case: a closed session's own bell frees m. */
 	bell_arm(m);
@@ -197,6 +205,11 @@ int cmx_shm_create(struct cmx_session *s, int *guest_bell)
 fail:
 	free(m);
 	return e;
+}
+
+void cmx_shm_kick(struct cmx_shm *m)
+{
+	bell_self(m);
 }
 
 void cmx_shm_close(struct cmx_shm *m)

@@ -14,7 +14,8 @@
 #define WIN_SLOTS   6
 #define WIN_SLOT_NS (10ull * 1000 * 1000 * 1000)
 
-const char *const cmx_quota_keys[6] = {"mem", "objects", "inflight", "weight", "cap", "rate"};
+const char *const cmx_quota_keys[CMX_QUOTA_KEYS] = {"mem", "objects", "inflight", "weight",
+						    "cap", "rate",    "sessions"};
 
 uint64_t cmx_now_ns(void)
 {
@@ -26,7 +27,7 @@ uint64_t cmx_now_ns(void)
 
 void cmx_quota_unlimited(struct cmx_quota *q)
 {
-	q->mem = q->objects = q->inflight = q->rate = CMX_UNLIMITED;
+	q->mem = q->objects = q->inflight = q->rate = q->sessions = CMX_UNLIMITED;
 	q->weight = 1;
 	q->cap = 0;
 }
@@ -126,6 +127,24 @@ int cmx_tenant_may_create(const struct cmx_tenant *t)
 									   : CL_SUCCESS;
 }
 
+int cmx_tenant_may_hold(const struct cmx_tenant *t, uint64_t n)
+{
+	uint64_t limit;
+
+	if (t->q.mem == CMX_UNLIMITED)
+		return CL_SUCCESS;
+	limit = t->q.mem > CMX_UNLIMITED - CMX_TENANT_OUTPUT_SLACK
+		    ? CMX_UNLIMITED
+		    : t->q.mem + CMX_TENANT_OUTPUT_SLACK;
+	return n > limit || t->bytes + t->output > limit - n ? CL_OUT_OF_HOST_MEMORY : CL_SUCCESS;
+}
+
+int cmx_tenant_may_open(const struct cmx_tenant *t)
+{
+	return t->q.sessions != CMX_UNLIMITED && t->sessions >= t->q.sessions ? CL_OUT_OF_RESOURCES
+									      : CL_SUCCESS;
+}
+
 /* The window is six 10-second slots, each stamped with the slot it counts. */
 void cmx_tenant_account(struct cmx_tenant *t, uint64_t ns, uint64_t now)
 {
@@ -216,10 +235,14 @@ int cmx_quota_set(struct cmx_quota *q, const char *key, const char *value, char 
 			q->mem = CMX_UNLIMITED;
 		else if (parse_size(buf, &q->mem))
 			goto bad;
-	} else if (!strcmp(key, "objects") || !strcmp(key, "inflight")) {
+	} else if (!strcmp(key, "objects") || !strcmp(key, "inflight") ||
+		   !strcmp(key, "sessions")) {
+		uint64_t *to = !strcmp(key, "objects")	  ? &q->objects
+			       : !strcmp(key, "inflight") ? &q->inflight
+							  : &q->sessions;
 		if (!none && (parse_uint(buf, &v) || !v))
 			goto bad;
-		*(!strcmp(key, "objects") ? &q->objects : &q->inflight) = none ? CMX_UNLIMITED : v;
+		*to = none ? CMX_UNLIMITED : v;
 	} else if (!strcmp(key, "weight")) {
 		if (parse_uint(buf, &v) || !v || v > 1000)
 			goto bad;
@@ -243,7 +266,8 @@ int cmx_quota_set(struct cmx_quota *q, const char *key, const char *value, char 
 			goto bad;
 	} else {
 		snprintf(why, whylen,
-			 "unknown quota '%s' (mem, objects, inflight, weight, cap, rate)", key);
+			 "unknown quota '%s' (mem, objects, inflight, weight, cap, rate, sessions)",
+			 key);
 		return -EINVAL;
 	}
 	return 0;
@@ -290,6 +314,8 @@ void cmx_quota_format(const struct cmx_quota *q, const char *key, char *out, siz
 		v = q->inflight;
 	else if (!strcmp(key, "rate"))
 		v = q->rate;
+	else if (!strcmp(key, "sessions"))
+		v = q->sessions;
 	if (v == CMX_UNLIMITED) {
 		snprintf(out, len, "none");
 	} else if (!strcmp(key, "mem") || !strcmp(key, "rate")) {

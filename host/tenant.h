@@ -19,6 +19,7 @@ struct cmx_quota {
 	uint64_t weight;   /* share of device time, 1..1000 */
 	uint64_t cap;	   /* percent of device time, 1..100; 0 none */
 	uint64_t rate;	   /* bytes per second received from the tenant */
+	uint64_t sessions; /* sessions open at once */
 };
 
 struct cmx_tenant {
@@ -34,8 +35,13 @@ struct cmx_tenant {
 
 	/* Usage, touched on the loop only. */
 	uint64_t sessions, bytes, objects, inflight;
+	/* Bytes of output the daemon holds for it: replies and notifications
+	 * queued on its connections, read data staged for them (host/conn.c,
+	 * cmx_call_read_buffer()). Charged against mem (cmx_tenant_may_hold()). */
+	uint64_t output;
 	uint64_t launched, completed, refused;
 	uint64_t throttled, capped;	  /* times the rate or the cap held it back */
+	uint64_t backlogged;		  /* times its unread output held a session back */
 	uint64_t device_ns;		  /* measured device time, ever */
 	uint64_t rx_bytes;		  /* bytes received from its sessions */
 	uint64_t win_ns[6], win_start[6]; /* device time per 10 s slot, last minute */
@@ -99,6 +105,15 @@ struct cmx_tenant *cmx_tenant_lookup(struct cmx_tenants *ts, const struct cmx_id
 /* Quota checks before anything reaches the device; 0 or a cl_int error. */
 int cmx_tenant_may_alloc(const struct cmx_tenant *t, uint64_t bytes);
 int cmx_tenant_may_create(const struct cmx_tenant *t);
+/* Output a tenant at its mem quota may still have the daemon hold (read
+ * data staged, replies and notifications queued): its device memory and
+ * held output together stay within mem + this. */
+#define CMX_TENANT_OUTPUT_SLACK (32ull << 20)
+/* n more bytes of output held for t (staged read data): 0, or
+ * CL_OUT_OF_HOST_MEMORY past mem + CMX_TENANT_OUTPUT_SLACK. */
+int cmx_tenant_may_hold(const struct cmx_tenant *t, uint64_t n);
+/* A new session (Hello): 0 or CL_OUT_OF_RESOURCES past `sessions`. */
+int cmx_tenant_may_open(const struct cmx_tenant *t);
 
 /* Device time accounting: adds ns to the tenant's totals and its window. */
 void cmx_tenant_account(struct cmx_tenant *t, uint64_t ns, uint64_t now);
@@ -106,13 +121,14 @@ void cmx_tenant_account(struct cmx_tenant *t, uint64_t ns, uint64_t now);
 uint64_t cmx_tenant_minute_ns(const struct cmx_tenant *t, uint64_t now);
 
 /* "key=value" quota settings (clmuxctl, config): mem=2G objects=10000
- * inflight=256 weight=3 cap=50% rate=1G/s; "none" or "unlimited" lifts a
- * limit. 0, or -EINVAL with a reason in why. */
+ * inflight=256 weight=3 cap=50% rate=1G/s sessions=8; "none" or "unlimited"
+ * lifts a limit. 0, or -EINVAL with a reason in why. */
 int cmx_quota_set(struct cmx_quota *q, const char *key, const char *value, char *why,
 		  size_t whylen);
 /* The value of one quota as text, as cmx_quota_set reads it back. */
 void cmx_quota_format(const struct cmx_quota *q, const char *key, char *out, size_t len);
-extern const char *const cmx_quota_keys[6];
+#define CMX_QUOTA_KEYS 7
+extern const char *const cmx_quota_keys[CMX_QUOTA_KEYS];
 
 /* Charges n bytes received from the tenant to its rate quota; returns how
  * long (ns) to wait before reading more from that connection, or 0. */

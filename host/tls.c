@@ -52,7 +52,9 @@ struct link {
 	int rd_armed, wr_armed; /* a poll (or, rd, a nop) is in flight */
 	size_t wr_retry;	/* an SSL_write to repeat with this length, or 0 */
 	struct cmx_io rd_io, wr_io;
-	struct __kernel_timespec rate_ts; /* over the tenant's rate: the next read waits */
+	/* Decrypted bytes the conn has not taken yet (it holds input back:
+	 * its tenant's rate, its session's unread output): buf[kept_off..]. */
+	size_t kept_off, kept;
 	uint8_t buf[READ_CHUNK];
 };
 
@@ -168,16 +170,12 @@ static void link_fail(struct link *k, const char *what)
 }
 
 /* Arms a poll for the socket (POLLOUT with wr, else POLLIN); for reads,
- * nop 1 comes back at once and a larger nop after that many ns. */
-static void arm(struct link *k, int wr, uint64_t nop)
+ * nop comes back at once. */
+static void arm(struct link *k, int wr, int nop)
 {
 	struct io_uring_sqe *sqe = cmx_loop_sqe(cmx_srv->loop, wr ? &k->wr_io : &k->rd_io);
 
-	if (nop > 1) {
-		k->rate_ts.tv_sec = (long long)(nop / 1000000000ull);
-		k->rate_ts.tv_nsec = (long long)(nop % 1000000000ull);
-		io_uring_prep_timeout(sqe, &k->rate_ts, 0, 0);
-	} else if (nop)
+	if (nop)
 		io_uring_prep_nop(sqe);
 	else
 		io_uring_prep_poll_add(sqe, k->fd, wr ? POLLOUT : POLLIN);
@@ -207,15 +205,24 @@ static int want(struct link *k, int r)
 }
 
 /* Decrypts what the socket holds into the connection, at most STEP bytes
- * before coming back on the next loop turn. */
+ * before coming back on the next loop turn. What the connection does not
+ * take (it holds input back) waits in buf, and nothing more is read, until
+ * it calls link_resume(): the peer's TCP window fills meanwhile. */
 static void link_read(struct link *k)
 {
-	uint64_t wait = 0;
 	size_t done = 0;
 
 	while (k->conn) {
 		int r;
 
+		if (k->kept) {
+			size_t n = cmx_conn_input(k->conn, k->buf + k->kept_off, k->kept);
+			k->kept_off += n;
+			k->kept -= n;
+			if (k->kept)
+				return;
+			continue;
+		}
 		if (done >= STEP) {
 			/* OpenSSL may hold decrypted bytes the socket no longer
 			 * signals: come back on a nop, not a poll. */
@@ -231,15 +238,17 @@ static void link_read(struct link *k)
 			return;
 		}
 		done += (size_t)r;
-		/* The tenant's rate quota, as host/conn.c charges a socket. */
-		if (k->conn->sess)
-			wait = cmx_tenant_rx(k->conn->sess->tenant, (uint64_t)r, cmx_now_ns());
-		cmx_conn_input(k->conn, k->buf, (size_t)r);
-		if (wait && k->conn) {
-			arm(k, 0, wait);
-			return;
-		}
+		k->kept_off = 0;
+		k->kept = (size_t)r;
 	}
+}
+
+static void link_resume(void *ctx)
+{
+	struct link *k = ctx;
+
+	if (k->conn && k->ready && !k->rd_armed)
+		link_read(k);
 }
 
 static void link_handshake(struct link *k)
@@ -369,7 +378,8 @@ static void link_close(void *ctx)
 	link_put(k);
 }
 
-static const struct cmx_conn_mover link_mover = { .write = link_write, .close = link_close };
+static const struct cmx_conn_mover link_mover = {
+    .write = link_write, .close = link_close, .resume = link_resume};
 
 /* Reads straight from the socket (OpenSSL reads ahead into its own
  * buffer); writes gather in a buffer that flush() sends. */
@@ -391,7 +401,7 @@ static int set_bios(SSL *ssl, int fd)
 int cmx_tls_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l)
 {
 	struct link *k = calloc(1, sizeof(*k));
-	int fl = fcntl(fd, F_GETFL);
+	int fl = fcntl(fd, F_GETFL), e;
 
 	if (!k || fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
 	    !(k->ssl = SSL_new(l->tls->ssl)) || set_bios(k->ssl, fd)) {
@@ -406,11 +416,12 @@ int cmx_tls_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l)
 	k->refs = 1;
 	k->rd_io.cb = rd_done;
 	k->wr_io.cb = wr_done;
-	k->conn = cmx_conn_accept_moved(srv, fd, l, &link_mover, k);
-	if (!k->conn) {
+	e = cmx_conn_accept_moved(srv, fd, l, &link_mover, k, &k->conn);
+	if (e) {
+		k->conn = NULL;
 		k->refs = 1;
 		link_put(k);
-		return -ENOMEM;
+		return e == -EAGAIN ? 0 : e; /* a refusal is logged */
 	}
 	/* The client speaks first (ClientHello). */
 	arm(k, 0, 0);

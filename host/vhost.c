@@ -52,6 +52,10 @@ struct chan {
 	struct cmx_vsock_stream *st; /* NULL once the guest side is gone */
 	struct cmx_conn *conn;	     /* NULL once the connection is gone */
 	struct chan *next_dead;
+	/* Bytes the connection did not take yet (it holds input back): kept
+	 * here, uncredited, so the guest's vsock window bounds them. */
+	uint8_t *kept;
+	size_t nkept;
 };
 
 struct vm {
@@ -101,6 +105,12 @@ static void vm_destroy_posted(void *arg)
 	vm_put(vm);
 }
 
+static void chan_free(struct chan *ch)
+{
+	free(ch->kept);
+	free(ch);
+}
+
 /* After every entry point from the loop: signal the queues, free dead
  * chans, end a device the guest broke. */
 static void vm_settle(struct vm *vm)
@@ -109,7 +119,7 @@ static void vm_settle(struct vm *vm)
 	while (vm->dead) {
 		struct chan *ch = vm->dead;
 		vm->dead = ch->next_dead;
-		free(ch);
+		chan_free(ch);
 	}
 	if (vm->vsock.broken && !vm->dead_vm)
 		vm_destroy(vm, "the guest broke the vsock protocol");
@@ -156,11 +166,31 @@ static void chan_close(void *ctx)
 		vm->dead = ch;
 	} else {
 		vm_signal(vm);
-		free(ch);
+		chan_free(ch);
 	}
 }
 
-static const struct cmx_conn_mover chan_mover = { .write = chan_write, .close = chan_close };
+/* The connection takes input again: what it left is offered first, and
+ * what it takes is credited to the guest. */
+static void chan_resume(void *ctx)
+{
+	struct chan *ch = ctx;
+	size_t n;
+
+	if (!ch->conn || !ch->st || !ch->nkept)
+		return;
+	n = cmx_conn_input(ch->conn, ch->kept, ch->nkept);
+	if (!ch->st)
+		return; /* ended meanwhile */
+	memmove(ch->kept, ch->kept + n, ch->nkept - n);
+	ch->nkept -= n;
+	cmx_vsock_stream_credit(&ch->vm->vsock, ch->st, (uint32_t)n);
+	if (!ch->vm->busy)
+		vm_signal(ch->vm);
+}
+
+static const struct cmx_conn_mover chan_mover = {
+    .write = chan_write, .close = chan_close, .resume = chan_resume};
 
 /* ---- the device's side ---- */
 
@@ -179,30 +209,61 @@ static int vs_accept(void *ctx, struct cmx_vsock_stream *st)
 	ch->conn = cmx_conn_create_moved(cmx_srv, &chan_mover, ch, (uint32_t)vm->l->cid,
 					  vm->l->tenant[0] ? vm->l->tenant : NULL);
 	if (!ch->conn) {
-		free(ch);
+		chan_free(ch);
 		return -ENOMEM;
 	}
 	st->user = ch;
 	return 0;
 }
 
-static void vs_data(void *ctx, struct cmx_vsock_stream *st, const struct iovec *iov, unsigned n,
-		    size_t off, size_t len)
+/* Keeps len bytes of iov at off the connection did not take; the device
+ * bounds them by the stream's window (CMX_VSOCK_BUF_ALLOC). */
+static int chan_keep(struct chan *ch, const struct iovec *iov, unsigned n, size_t off, size_t len)
+{
+	uint8_t *k;
+
+	if (!ch->kept) {
+		k = malloc(CMX_VSOCK_BUF_ALLOC);
+		if (!k)
+			return -ENOMEM;
+		ch->kept = k;
+	}
+	if (len > CMX_VSOCK_BUF_ALLOC - ch->nkept)
+		return -EMSGSIZE;
+	ch->nkept += cmx_iov_read(iov, n, off, ch->kept + ch->nkept, len);
+	return 0;
+}
+
+static size_t vs_data(void *ctx, struct cmx_vsock_stream *st, const struct iovec *iov, unsigned n,
+		      size_t off, size_t len)
 {
 	struct chan *ch = st->user;
+	size_t took = 0, pos = off, base = 0;
+	unsigned i = 0;
 
-	for (unsigned i = 0; i < n && len && ch->conn; i++) {
-		if (off >= iov[i].iov_len) {
-			off -= iov[i].iov_len;
+	/* Behind bytes kept already, everything is kept: order holds. */
+	while (len && ch->conn && !ch->nkept && i < n) {
+		size_t k, t;
+		if (pos >= base + iov[i].iov_len) {
+			base += iov[i].iov_len;
+			i++;
 			continue;
 		}
-		size_t k = iov[i].iov_len - off;
+		k = base + iov[i].iov_len - pos;
 		if (k > len)
 			k = len;
-		cmx_conn_input(ch->conn, (char *)iov[i].iov_base + off, k);
-		len -= k;
-		off = 0;
+		t = cmx_conn_input(ch->conn, (char *)iov[i].iov_base + (pos - base), k);
+		took += t;
+		pos += t;
+		len -= t;
+		if (t < k)
+			break;
 	}
+	if (!len || !ch->conn)
+		return took + len; /* a connection gone takes what is left */
+	if (chan_keep(ch, iov, n, pos, len))
+		cmx_conn_kill(ch->conn, "out of memory keeping its input");
+	return took;
 }
 
 static void vs_closed(void *ctx, struct cmx_vsock_stream *st)
@@ -358,7 +419,7 @@ static void vm_destroy(struct vm *vm, const char *why)
 	while (vm->dead) {
 		struct chan *ch = vm->dead;
 		vm->dead = ch->next_dead;
-		free(ch);
+		chan_free(ch);
 	}
 	/* Its sessions are closed: what they held is returned by now. */
 	cmx_info("vhost-user-vsock %s: VM with CID %" PRIu64 " gone: %s; its sessions returned %" PRIu64

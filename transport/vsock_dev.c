@@ -242,18 +242,23 @@ static int on_packet(struct cmx_vsock_dev *d, const struct cmx_virtq_elem *e)
 		h.buf_alloc, h.fwd_cnt);
 	switch (h.op) {
 	case VIRTIO_VSOCK_OP_RW:
-		/* The guest may not exceed the window we granted. */
-		if (h.len > CMX_VSOCK_BUF_ALLOC) {
+		/* The guest may not exceed the window we granted, bytes we
+		 * keep back uncredited included. */
+		if (h.len > CMX_VSOCK_BUF_ALLOC - st->held) {
 			send_rst(d, st->host_port, st->guest_port);
 			stream_gone(d, st);
 			return 0;
 		}
-		if (h.len)
-			d->ops->data(d->ctx, st, e->out, e->nout, CMX_VSOCK_HDR_SIZE, h.len);
+		size_t took =
+		    h.len ? d->ops->data(d->ctx, st, e->out, e->nout, CMX_VSOCK_HDR_SIZE, h.len)
+			  : 0;
 		/* data() may have ended the stream from the host side. */
 		if (stream_find(d, h.dst_port, h.src_port) != st)
 			return 0;
-		st->fwd_cnt += h.len;
+		if (took > h.len)
+			took = h.len;
+		st->held += h.len - (uint32_t)took;
+		st->fwd_cnt += (uint32_t)took;
 		/* The Linux driver stops sending once its own buffer size is
 		 * unacknowledged, whatever our window: report well before. */
 		if (st->fwd_cnt - st->fwd_reported >= credit_step(st))
@@ -283,6 +288,18 @@ static int on_packet(struct cmx_vsock_dev *d, const struct cmx_virtq_elem *e)
 		d->ops->writable(d->ctx, st);
 	}
 	return 0;
+}
+
+void cmx_vsock_stream_credit(struct cmx_vsock_dev *d, struct cmx_vsock_stream *st, uint32_t n)
+{
+	if (n > st->held)
+		n = st->held;
+	if (!n)
+		return;
+	st->held -= n;
+	st->fwd_cnt += n;
+	/* The guest may be waiting with a full window: tell it now. */
+	send_ctl(d, st, VIRTIO_VSOCK_OP_CREDIT_UPDATE);
 }
 
 int cmx_vsock_dev_tx(struct cmx_vsock_dev *d)

@@ -12,8 +12,9 @@
 
 #define CMX_VSOCK_HOST_CID 2
 #define CMX_VSOCK_HDR_SIZE 44
-/* What one stream may have in flight towards us: we consume every byte at
- * once, so this is only the size of the guest's send window. */
+/* What one stream may have in flight towards us: the guest's send window.
+ * Bytes the user keeps back (ops->data) are not credited until it takes
+ * them, so they count against it. */
 #define CMX_VSOCK_BUF_ALLOC (1u << 20)
 
 struct cmx_vsock_dev;
@@ -24,6 +25,7 @@ struct cmx_vsock_stream {
 	uint32_t peer_buf_alloc, peer_fwd_cnt; /* the guest's receive window */
 	uint32_t tx_cnt;		       /* bytes we sent the guest */
 	uint32_t fwd_cnt, fwd_reported;	       /* bytes of the guest's we took */
+	uint32_t held; /* bytes received that the user keeps back, not credited */
 	int blocked; /* a write stopped for want of credit or buffers */
 	int wake;    /* cmx_vsock_dev_rx(): still to be woken */
 	void *user;
@@ -33,9 +35,11 @@ struct cmx_vsock_ops {
 	/* The guest connects to port: 0 to accept (st->user may be set), or
 	 * -errno to refuse with a reset. */
 	int (*accept)(void *ctx, struct cmx_vsock_stream *st);
-	/* len bytes for st, at off in the iovec; all of them are taken. */
-	void (*data)(void *ctx, struct cmx_vsock_stream *st, const struct iovec *iov, unsigned n,
-		     size_t off, size_t len);
+	/* len bytes for st, at off in the iovec: the count taken now. The user
+	 * keeps the rest itself and credits it with cmx_vsock_stream_credit()
+	 * once taken; meanwhile the guest's window holds them. */
+	size_t (*data)(void *ctx, struct cmx_vsock_stream *st, const struct iovec *iov, unsigned n,
+		       size_t off, size_t len);
 	/* The stream is gone (guest closed or reset it, or the device is
 	 * stopping); st is freed when this returns. */
 	void (*closed)(void *ctx, struct cmx_vsock_stream *st);
@@ -70,6 +74,9 @@ int cmx_vsock_dev_rx(struct cmx_vsock_dev *d);
  * taken (0: blocked, ops->writable follows), or -errno. */
 long cmx_vsock_stream_write(struct cmx_vsock_dev *d, struct cmx_vsock_stream *st,
 			    const struct iovec *iov, unsigned n, size_t len);
+/* n bytes the user kept back (ops->data) are taken: credited to the guest,
+ * which hears of it at once. */
+void cmx_vsock_stream_credit(struct cmx_vsock_dev *d, struct cmx_vsock_stream *st, uint32_t n);
 /* The host side ends st: the guest is reset; st is freed (no ops->closed). */
 void cmx_vsock_stream_close(struct cmx_vsock_dev *d, struct cmx_vsock_stream *st);
 

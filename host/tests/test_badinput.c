@@ -611,7 +611,7 @@ START_TEST(token_refused)
 END_TEST
 
 /* A stranger that connects and says nothing is closed after the time
- * allowed for Auth (10 s), not held. */
+ * allowed for Hello (5 s), not held. */
 START_TEST(token_idle)
 {
 	struct timeval tv = { 30, 0 };

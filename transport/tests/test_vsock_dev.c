@@ -21,6 +21,7 @@ static struct cmx_vsock_stream *accepted;
 static uint8_t got[1 << 16];
 static size_t ngot;
 static int nclosed, nwritable;
+static size_t take_max = SIZE_MAX; /* what t_data takes of each packet */
 
 static int t_accept(void *ctx, struct cmx_vsock_stream *st)
 {
@@ -30,10 +31,13 @@ static int t_accept(void *ctx, struct cmx_vsock_stream *st)
 	return 0;
 }
 
-static void t_data(void *ctx, struct cmx_vsock_stream *st, const struct iovec *iov, unsigned n,
-		   size_t off, size_t len)
+static size_t t_data(void *ctx, struct cmx_vsock_stream *st, const struct iovec *iov, unsigned n,
+		     size_t off, size_t len)
 {
-	ngot += cmx_iov_read(iov, n, off, got + ngot, len);
+	size_t k = len < take_max ? len : take_max;
+
+	ngot += cmx_iov_read(iov, n, off, got + ngot, k);
+	return k;
 }
 
 static void t_closed(void *ctx, struct cmx_vsock_stream *st)
@@ -257,6 +261,32 @@ START_TEST(credit_request_answered)
 }
 END_TEST
 
+/* Bytes the user keeps back are not credited until it takes them, and
+ * count against the window. */
+START_TEST(held_input_withholds_credit)
+{
+	static uint8_t big[CMX_VSOCK_BUF_ALLOC];
+	struct virtio_vsock_hdr h;
+
+	connect_stream();
+	take_max = 1;
+	ck_assert_int_eq(send_pkt(VIRTIO_VSOCK_OP_RW, 1000, PORT, "ping", 4, 8192, 0), 0);
+	ck_assert_uint_eq(ngot, 1);
+	ck_assert_uint_eq(accepted->fwd_cnt, 1);
+	ck_assert_uint_eq(accepted->held, 3);
+	cmx_vsock_stream_credit(&V, accepted, 3);
+	ck_assert(recv_pkt(&h, NULL));
+	ck_assert_uint_eq(h.op, VIRTIO_VSOCK_OP_CREDIT_UPDATE);
+	ck_assert_uint_eq(h.fwd_cnt, 4);
+	/* Held again, the window is smaller: a full window's packet resets. */
+	ck_assert_int_eq(send_pkt(VIRTIO_VSOCK_OP_RW, 1000, PORT, "ping", 4, 8192, 0), 0);
+	ck_assert_uint_eq(accepted->held, 3);
+	ck_assert_int_eq(send_pkt(VIRTIO_VSOCK_OP_RW, 1000, PORT, big, sizeof(big), 8192, 0), 0);
+	ck_assert_int_eq(nclosed, 1);
+	take_max = SIZE_MAX;
+}
+END_TEST
+
 START_TEST(overrun_window_resets)
 {
 	static uint8_t big[CMX_VSOCK_BUF_ALLOC + 1];
@@ -322,6 +352,7 @@ int main(void)
 	tcase_add_test(tc, rst_closes_quietly);
 	tcase_add_test(tc, host_close_resets);
 	tcase_add_test(tc, credit_request_answered);
+	tcase_add_test(tc, held_input_withholds_credit);
 	tcase_add_test(tc, overrun_window_resets);
 	tcase_add_test(tc, lying_length_breaks_device);
 	tcase_add_test(tc, short_header_breaks_device);
