@@ -87,6 +87,8 @@ void cmx_ctl_usage_pack(const struct cmx_tenant *t, struct cmx_ctl_usage *u)
 	u->bytes = t->bytes;
 	u->objects = t->objects;
 	u->inflight = t->inflight;
+	u->output = t->output;
+	u->backlogged = t->backlogged;
 	u->launched = t->launched;
 	u->completed = t->completed;
 	u->refused = t->refused;
@@ -104,6 +106,8 @@ void cmx_ctl_usage_unpack(struct cmx_tenant *t, const struct cmx_ctl_usage *u)
 	t->bytes = u->bytes;
 	t->objects = u->objects;
 	t->inflight = u->inflight;
+	t->output = u->output;
+	t->backlogged = u->backlogged;
 	t->launched = u->launched;
 	t->completed = u->completed;
 	t->refused = u->refused;

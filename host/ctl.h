@@ -55,8 +55,8 @@ struct cmx_ctl_quota {
 /* The usage fields of struct cmx_tenant, as the worker counts them. */
 struct cmx_ctl_usage {
 	struct cmx_ctl_hdr h;
-	uint64_t sessions, bytes, objects, inflight;
-	uint64_t launched, completed, refused, throttled, capped;
+	uint64_t sessions, bytes, objects, inflight, output;
+	uint64_t launched, completed, refused, throttled, capped, backlogged;
 	uint64_t device_ns, rx_bytes;
 	uint64_t win_ns[6], win_start[6];
 };

@@ -285,7 +285,8 @@ cl_bool cmx_exec_block_short(struct cmx_call *c, uint64_t size, uint64_t nwait)
 	return CL_TRUE;
 }
 
-int cmx_defer_wait(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status))
+static int defer_wait(struct cmx_call *c, cl_event e, cl_command_queue q,
+		      void (*fin)(struct cmx_call *c, int status))
 {
 	cl_int status = CL_QUEUED;
 	uint64_t t0 = cmx_now_ns(), t1;
@@ -294,7 +295,8 @@ int cmx_defer_wait(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *
 	/* Every call deferred this way starts with its queue. A driver that
 	 * runs its queue only in a flush or a wait gets the executor's. */
 	if (!cmx_srv->flush_runs) {
-		cmx_queue_flush_to_wait(((struct cmx_ref *)c->in)->h);
+		if (q)
+			cmx_queue_flush_to_wait(q);
 		status = watch(e);
 	}
 	if (status <= CL_COMPLETE) {
@@ -309,6 +311,17 @@ int cmx_defer_wait(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *
 	clRetainEvent(e);
 	c->result = e;
 	return cmx_defer_work(c, wait_work, fin);
+}
+
+int cmx_defer_wait(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status))
+{
+	return defer_wait(c, e, ((struct cmx_ref *)c->in)->h, fin);
+}
+
+int cmx_defer_wait_event(struct cmx_call *c, cl_event e,
+			 void (*fin)(struct cmx_call *c, int status))
+{
+	return defer_wait(c, e, NULL, fin);
 }
 
 static void run_work(void *arg)

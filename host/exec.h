@@ -141,4 +141,9 @@ void cmx_area_maps_drop(struct cmx_session *s, uint64_t mem);
  * fault): the worker retires (host/worker.c). Any thread. */
 void cmx_exec_check_lost(cl_int err, const char *what);
 
+/* cmx_defer_wait() for an event of no queue the call names (a wait for one
+ * event): no flush first, so only where the driver submits at enqueue. */
+int cmx_defer_wait_event(struct cmx_call *c, cl_event e,
+			 void (*fin)(struct cmx_call *c, int status));
+
 #endif

@@ -62,11 +62,22 @@ static int wait_work(struct cmx_call *c)
 	return e;
 }
 
+static void wait1_done(struct cmx_call *c, int status)
+{
+	cmx_call_done(c, status < 0 ? CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST : CL_SUCCESS);
+}
+
 int cmx_h_WaitForEvents(struct cmx_call *c, struct cmx_WaitForEvents_in *in,
 			struct cmx_WaitForEvents_out *out)
 {
 	if (!in->events.n)
 		return CL_INVALID_VALUE;
+	/* One event on a driver that starts commands as they are enqueued
+	 * (NVIDIA): the loop watches it as it watches clFinish's, and the
+	 * reply of a short wait leaves with no executor hand-off (an
+	 * executor's clWaitForEvents cost twice a clFinish). */
+	if (in->events.n == 1 && cmx_srv->submits_at_enqueue && !cmx_srv->flush_runs)
+		return cmx_defer_wait_event(c, in->events.h[0], wait1_done);
 	for (uint64_t i = 0; i < in->events.n; i++)
 		clRetainEvent(in->events.h[i]);
 	return cmx_defer_work(c, wait_work, NULL);

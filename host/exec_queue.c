@@ -80,9 +80,28 @@ int cmx_h_Flush(struct cmx_call *c, struct cmx_Flush_in *in)
 
 /* A failed command fails its own event; clFinish itself still succeeds, as
  * natively. */
+/*
+ * A queue whose last command failed: the driver's own clFinish says whether
+ * the queue itself is lost. NVIDIA after a kernel's memory fault answers
+ * CL_INVALID_COMMAND_QUEUE, which the application gets as natively, and the
+ * worker retires (cmx_exec_check_lost()); a command that merely failed
+ * leaves clFinish at CL_SUCCESS. The command has ended, so in order
+ * everything before it has: the native call does not wait long.
+ */
+static cl_int finish_failed(cl_command_queue q)
+{
+	cl_int e = clFinish(q);
+
+	if (e != CL_SUCCESS)
+		cmx_exec_check_lost(e, "clFinish");
+	return e;
+}
+
 static void finish_done(struct cmx_call *c, int status)
 {
-	cmx_call_done(c, CL_SUCCESS);
+	struct cmx_Finish_in *in = c->in;
+
+	cmx_call_done(c, status < 0 ? finish_failed(in->queue.h) : CL_SUCCESS);
 }
 
 int cmx_h_Finish(struct cmx_call *c, struct cmx_Finish_in *in, struct cmx_Finish_out *out)
@@ -98,7 +117,7 @@ int cmx_h_Finish(struct cmx_call *c, struct cmx_Finish_in *in, struct cmx_Finish
 		e = clGetEventInfo(q->last, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status,
 				   NULL);
 		if (e == CL_SUCCESS && status <= CL_COMPLETE)
-			return CL_SUCCESS;
+			return status < 0 ? finish_failed(in->queue.h) : CL_SUCCESS;
 		return cmx_defer_wait(c, q->last, finish_done);
 	}
 	/* Out of order: a marker with an empty wait list completes after all

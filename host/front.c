@@ -205,7 +205,7 @@ static void usage_forget(const struct worker *w)
 
 	for (struct cmx_tenant *t = fe.srv->tenants.list; t; t = t->next)
 		if (!strcmp(key_of(t, key), w->key))
-			t->sessions = t->objects = t->bytes = t->inflight = 0;
+			t->sessions = t->objects = t->bytes = t->inflight = t->output = 0;
 }
 
 /* ---- one worker's control socket ---- */
@@ -547,6 +547,14 @@ int cmx_front_start(struct cmx_server *srv, const struct cmx_front_opts *o,
 		if (e)
 			return e;
 	}
+	return 0;
+}
+
+int cmx_front_spawn(void)
+{
+	struct cmx_server *srv = fe.srv;
+	char key[KEY_MAX];
+
 	/* The default tenant's worker, or else one: the device is opened at
 	 * start, as a daemon without workers would. */
 	if (srv->tenants.fallback[0]) {
@@ -680,7 +688,7 @@ unsigned cmx_front_evict(struct cmx_tenant *t)
 		cmx_info("tenant %s evicted: its worker (pid %d) is stopped", t->name,
 			 (int)w->link->pid);
 		kill(w->link->pid, SIGKILL);
-		t->sessions = t->objects = t->bytes = t->inflight = 0;
+		t->sessions = t->objects = t->bytes = t->inflight = t->output = 0;
 		return n;
 	}
 	snprintf(h.tenant, sizeof(h.tenant), "%s", t->name);

@@ -28,12 +28,16 @@ struct cmx_front_opts {
  * worker, which accepts on it itself (TLS included); a TLS listener whose
  * tokens name the tenants is a worker of its own; any other listener stays
  * here, and each of its connections goes to its tenant's worker at Hello.
- * vspecs are the --listen vhost-user-vsock and ivshmem specs. 0, or -errno
- * (logged).
+ * vspecs are the --listen vhost-user-vsock and ivshmem specs. The sockets
+ * are listening when it returns; no worker runs yet. 0, or -errno (logged).
  */
 int cmx_front_start(struct cmx_server *srv, const struct cmx_front_opts *o,
 		    struct cmx_listener *ls, const char *const *lspecs, unsigned nls,
 		    const char *const *vspecs, unsigned nvspecs);
+/* Then starts the workers that serve listeners and VM devices, and the
+ * default tenant's (or one), and waits until each has opened the device.
+ * 0, or -errno (logged). */
+int cmx_front_spawn(void);
 /* Whether the front end serves (accepts on) listener l itself. */
 int cmx_front_accepts(const struct cmx_listener *l);
 

@@ -342,6 +342,8 @@ static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 		return 1;
 	}
 	signals_start(mask);
+	/* Every socket listens before the workers start (connections wait in
+	 * the backlog meanwhile), the guests' first, as without workers. */
 	if (cmx_front_start(srv, &fo, listeners, lspecs, nlisteners, o->vhost_specs, o->nvhost))
 		return 1;
 	admin_setup(srv, o->admin);
@@ -349,6 +351,8 @@ static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 		cmx_err("--metrics %s: %s", o->metrics, why);
 		return 1;
 	}
+	if (cmx_front_spawn())
+		return 1;
 	if (!user_drop(o->user))
 		return 1;
 	e = cmx_loop_run(srv->loop);

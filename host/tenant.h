@@ -33,7 +33,9 @@ struct cmx_tenant {
 	 * its own (host/front.c). */
 	char group[CMX_TENANT_NAME];
 
-	/* Usage, touched on the loop only. */
+	/* Usage, touched on the loop only; a worker reports it to the front end
+	 * field by field (cmx_ctl_usage_pack(), host/ctl.c): a new one goes there
+	 * too. */
 	uint64_t sessions, bytes, objects, inflight;
 	/* Bytes of output the daemon holds for it: replies and notifications
 	 * queued on its connections, read data staged for them (host/conn.c,

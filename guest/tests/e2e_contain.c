@@ -47,11 +47,15 @@ static void daemon_start(void)
 		_exit(127);
 	}
 	for (int i = 0; i < 3000; i++) {
-		struct sockaddr_un sun = { .sun_family = AF_UNIX };
-		int fd = socket(AF_UNIX, SOCK_STREAM, 0), ok;
-		snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", admin);
-		ok = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
-		close(fd);
+		const char *paths[] = { admin, sock_a, sock_b };
+		int ok = 1;
+		for (int k = 0; k < 3 && ok; k++) {
+			struct sockaddr_un sun = { .sun_family = AF_UNIX };
+			int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+			snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", paths[k]);
+			ok = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+			close(fd);
+		}
 		if (ok)
 			return;
 		usleep(10000);
