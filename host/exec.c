@@ -162,16 +162,17 @@ void cmx_exec_check_lost(cl_int err, const char *what)
 static int wait_work(struct cmx_call *c)
 {
 	cl_event e = c->result;
-	cl_int status = CL_COMPLETE, we;
+	cl_int status = CL_COMPLETE, we, qe;
 
 	cmx_exec_drive_lock();
 	we = clWaitForEvents(1, &e);
 	cmx_exec_drive_unlock();
-	clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status, NULL);
-	if (we != CL_SUCCESS && status > CL_COMPLETE) {
-		/* The wait failed, yet the command never ended: the driver
-		 * has lost it. */
-		cmx_exec_check_lost(we, "clWaitForEvents");
+	qe = clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status, NULL);
+	if (we != CL_SUCCESS && (qe != CL_SUCCESS || status > CL_COMPLETE)) {
+		/* The wait failed, and the command never ended or its event
+		 * cannot even be asked (NVIDIA after a memory fault: -9999
+		 * from both): the driver has lost it. */
+		cmx_exec_check_lost(qe != CL_SUCCESS ? qe : we, "clWaitForEvents");
 		status = we;
 	}
 	clReleaseEvent(e);

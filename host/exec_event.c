@@ -48,23 +48,31 @@ static int wait_work(struct cmx_call *c)
 	cmx_exec_drive_unlock();
 
 	for (uint64_t i = 0; i < in->events.n; i++) {
-		cl_int st = CL_COMPLETE;
+		cl_int st = CL_COMPLETE, qe;
 		/* A failed held command's placeholder is a user event, for which
 		 * NVIDIA's clWaitForEvents reports no error: its status does. */
-		clGetEventInfo(in->events.h[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
-			       NULL);
+		qe = clGetEventInfo(in->events.h[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st),
+				    &st, NULL);
 		if (!e && st < 0)
 			e = CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
-		if (e && e != CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST && st > CL_COMPLETE)
-			cmx_exec_check_lost(e, "clWaitForEvents");
+		if (e && e != CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST &&
+		    (qe != CL_SUCCESS || st > CL_COMPLETE))
+			cmx_exec_check_lost(qe != CL_SUCCESS ? qe : e, "clWaitForEvents");
 		clReleaseEvent(in->events.h[i]);
 	}
 	return e;
 }
 
+/* A failed command's wait answers CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
+ * a wait the driver itself failed (its state lost: -9999 on NVIDIA), what
+ * the driver said, as natively. */
 static void wait1_done(struct cmx_call *c, int status)
 {
-	cmx_call_done(c, status < 0 ? CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST : CL_SUCCESS);
+	int lost = status == -9999 || status == CL_INVALID_COMMAND_QUEUE;
+
+	cmx_call_done(c, status >= 0 ? CL_SUCCESS
+			 : lost	     ? status
+				     : CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
 }
 
 int cmx_h_WaitForEvents(struct cmx_call *c, struct cmx_WaitForEvents_in *in,

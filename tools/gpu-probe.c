@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Answers driver questions for clmux's GPU paths: transfer bandwidth by kind of host memory, per-call costs, where kernel printf goes.
 //
-// usage: clmux-gpu-probe [PLATFORM_SUBSTRING [MIB [lat]]]   (default NVIDIA, 64)
+// usage: clmux-gpu-probe [PLATFORM_SUBSTRING [MIB [lat|fault]]]   (default NVIDIA, 64)
 //
 // With `lat`, only the per-call costs: run on the clmux platform (CLMUX_SERVER
 // set) they are the same calls through the daemon, and "clFinish on an idle
@@ -734,6 +734,72 @@ static void probe_cross_context(size_t size)
 	clReleaseContext(c2);
 }
 
+static double now_s(void)
+{
+	return (double)now_ns() / 1e9;
+}
+
+static void CL_CALLBACK fault_note(const char *msg, const void *info, size_t n, void *arg)
+{
+	printf("fault: context note: %s\n", msg);
+	fflush(stdout);
+}
+
+/* What the driver says, call by call, once a kernel has stored far outside
+ * its buffer: the kernel's event, the queue, a wait, clFinish, a new
+ * buffer and a new context. What a daemon can learn cheaply, and when. */
+static void probe_fault(void)
+{
+	static const char *src = "kernel void oob(global int *p) { p[(ulong)1 << 38] = 1; }\n";
+	cl_context c;
+	cl_command_queue fq;
+	cl_program prog;
+	cl_kernel k;
+	cl_mem m;
+	cl_event ev;
+	cl_int e, st = 1, w;
+	cl_uint refs = 0;
+	size_t one = 1;
+	double t0;
+
+	c = clCreateContext(NULL, 1, &dev, fault_note, NULL, &e);
+	CK(e);
+	fq = clCreateCommandQueueWithProperties(c, dev, NULL, &e);
+	CK(e);
+	prog = clCreateProgramWithSource(c, 1, &src, NULL, &e);
+	CK(clBuildProgram(prog, 1, &dev, NULL, NULL, NULL));
+	k = clCreateKernel(prog, "oob", &e);
+	m = clCreateBuffer(c, CL_MEM_READ_WRITE, 4096, NULL, &e);
+	clSetKernelArg(k, 0, sizeof(m), &m);
+	CK(clEnqueueNDRangeKernel(fq, k, 1, NULL, &one, NULL, 0, NULL, &ev));
+	clFlush(fq);
+	t0 = now_s();
+	while (now_s() - t0 < 5) {
+		e = clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL);
+		if (e || st <= CL_COMPLETE)
+			break;
+	}
+	printf("fault: event status %d (query %d) after %.1f us of polling\n", st, e,
+	       (now_s() - t0) * 1e6);
+	e = clGetCommandQueueInfo(fq, CL_QUEUE_REFERENCE_COUNT, sizeof(refs), &refs, NULL);
+	printf("fault: clGetCommandQueueInfo: %d\n", e);
+	w = clWaitForEvents(1, &ev);
+	clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL);
+	printf("fault: clWaitForEvents: %d, then status %d\n", w, st);
+	t0 = now_s();
+	e = clFinish(fq);
+	printf("fault: clFinish: %d (%.1f us)\n", e, (now_s() - t0) * 1e6);
+	t0 = now_s();
+	e = clFinish(q);
+	printf("fault: clFinish of another context's idle queue: %d (%.1f us)\n", e,
+	       (now_s() - t0) * 1e6);
+	clCreateBuffer(c, CL_MEM_READ_WRITE, 4096, NULL, &e);
+	printf("fault: clCreateBuffer: %d\n", e);
+	clCreateContext(NULL, 1, &dev, NULL, NULL, &e);
+	printf("fault: new clCreateContext: %d\n", e);
+	fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
 	const char *want = argc > 1 ? argv[1] : "NVIDIA";
@@ -759,6 +825,11 @@ int main(int argc, char **argv)
 	CK(e);
 	q = clCreateCommandQueueWithProperties(ctx, dev, NULL, &e);
 	CK(e);
+	if (argc > 3 && !strcmp(argv[3], "fault")) {
+		/* Last: it leaves the process's driver state broken. */
+		probe_fault();
+		return 0;
+	}
 	if (lat_only) {
 		probe_latency();
 		probe_socket(1);
