@@ -147,7 +147,7 @@ static void accept_done(struct cmx_io *io, int res, unsigned flags)
 	struct cmx_listener *l = (struct cmx_listener *)io;
 
 	if (res >= 0) {
-		if (cmx_srv->draining)
+		if (cmx_srv->draining || l->fd < 0)
 			close(res);
 		else if (l->tls ? cmx_tls_accept(cmx_srv, res, l) : cmx_conn_accept(cmx_srv, res, l))
 			cmx_err("out of memory accepting a connection");
@@ -193,7 +193,11 @@ void cmx_listener_close(struct cmx_listener *l)
 {
 	if (l->fd < 0)
 		return;
-	io_uring_prep_cancel_fd(cmx_loop_sqe(cmx_srv->loop, NULL), l->fd, 0);
+	/* By the request, not the fd: the fd is closed before the cancel is
+	 * submitted, and a cancel by a closed fd finds nothing, leaving the
+	 * multishot accept armed on the socket (a retiring worker then went
+	 * on taking connections, host/worker.c). */
+	io_uring_prep_cancel64(cmx_loop_sqe(cmx_srv->loop, NULL), (uint64_t)(uintptr_t)&l->io, 0);
 	close(l->fd);
 	if (!l->inherited && (l->addr.type == CMX_ADDR_UNIX || l->addr.type == CMX_ADDR_VSOCK_UDS))
 		unlink(l->addr.path);
