@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/close_range.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -407,6 +409,12 @@ static int worker_spawn(struct worker *w)
 			_exit(1);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
+		/* The worker gets its control socket and its listeners, and
+		 * nothing else of this process: not other tenants' sockets,
+		 * not the front end's io_uring (whose rings a process holding
+		 * the fd could map and submit to). */
+		syscall(SYS_close_range, 3, ~0u, CLOSE_RANGE_CLOEXEC);
+		prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0);
 		fcntl(sv[1], F_SETFD, 0);
 		for (unsigned i = 0; i < fe.nls; i++)
 			if (fe.lowner[i] == w)

@@ -230,6 +230,58 @@ static void daemon_alive(void)
 	ck_assert_int_eq(kill(daemon_pid, 0), 0);
 }
 
+/* The fds of process pid that are sockets (their inodes) or io_urings. */
+static unsigned fds_of(pid_t pid, unsigned long *socks, unsigned max, unsigned *urings)
+{
+	char path[64], link[128];
+	unsigned n = 0;
+
+	*urings = 0;
+	for (int fd = 0; fd < 1024; fd++) {
+		ssize_t k;
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+		k = readlink(path, link, sizeof(link) - 1);
+		if (k <= 0)
+			continue;
+		link[k] = '\0';
+		if (!strncmp(link, "socket:[", 8) && n < max)
+			socks[n++] = strtoul(link + 8, NULL, 10);
+		else if (strstr(link, "io_uring"))
+			(*urings)++;
+	}
+	return n;
+}
+
+/* Each worker holds its own io_uring and sockets only: no socket of
+ * another worker (another tenant's peers, listeners, control channel),
+ * and not the front end's io_uring. */
+static void workers_hold_their_own(void)
+{
+	static unsigned long socks[16][256];
+	unsigned nsock[16], nw = 0, urings;
+	char path[64], kids[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)daemon_pid,
+		 (int)daemon_pid);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_ptr_nonnull(fgets(kids, sizeof(kids), f));
+	fclose(f);
+	for (char *t = strtok(kids, " \n"); t && nw < 16; t = strtok(NULL, " \n")) {
+		nsock[nw] = fds_of((pid_t)atoi(t), socks[nw], 256, &urings);
+		ck_assert_msg(urings == 1, "worker %s holds %u io_urings", t, urings);
+		nw++;
+	}
+	ck_assert_uint_ge(nw, 2);
+	for (unsigned i = 0; i < nw; i++)
+		for (unsigned j = i + 1; j < nw; j++)
+			for (unsigned a = 0; a < nsock[i]; a++)
+				for (unsigned b = 0; b < nsock[j]; b++)
+					ck_assert_msg(socks[i][a] != socks[j][b],
+						      "two workers share socket %lu", socks[i][a]);
+}
+
 /* A fresh process of A gets a working context at once. */
 static void a_works_again(void)
 {
@@ -281,6 +333,7 @@ START_TEST(out_of_bounds_store)
 	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "B: status %d", st);
 	daemon_alive();
 	a_works_again();
+	workers_hold_their_own();
 	daemon_stop();
 }
 END_TEST
