@@ -8,6 +8,7 @@
 // it, and the daemon still exits promptly on SIGTERM with one running.
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,6 +43,13 @@ static void daemon_start(void)
 	daemon_pid = fork();
 	ck_assert_int_ge(daemon_pid, 0);
 	if (!daemon_pid) {
+		char out[80];
+		int fd;
+		/* The daemon's stdout, where no tenant's output may land. */
+		snprintf(out, sizeof(out), "%s/stdout", dir);
+		fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd >= 0)
+			dup2(fd, 1);
 		setenv("TMPDIR", dir, 1);
 		execl(bin, bin, "--listen", la, "--listen", lb, "--admin", admin, (char *)NULL);
 		_exit(127);
@@ -301,16 +309,27 @@ static void a_works_again(void)
 	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "B: status %d", st);
 }
 
-static void daemon_stop(void)
+static void daemon_stop_keep(void)
 {
 	int st;
-	char p[200];
 
 	kill(daemon_pid, SIGTERM);
 	st = reap(daemon_pid);
 	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "clmuxd ended with %d", st);
+}
+
+static void daemon_cleanup(void)
+{
+	char p[200];
+
 	snprintf(p, sizeof(p), "rm -rf %s", dir);
 	ck_assert_int_eq(system(p), 0);
+}
+
+static void daemon_stop(void)
+{
+	daemon_stop_keep();
+	daemon_cleanup();
 }
 
 START_TEST(out_of_bounds_store)
@@ -387,6 +406,92 @@ START_TEST(endless_kernel)
 }
 END_TEST
 
+/* Whether the file at path holds needle. */
+static int file_has(const char *path, const char *needle)
+{
+	char *buf = calloc(1, 1 << 20);
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+	int has;
+
+	if (f)
+		fclose(f);
+	buf[n] = '\0';
+	has = strstr(buf, needle) != NULL;
+	free(buf);
+	return has;
+}
+
+/* A's kernel prints, but its text hides printf from any scan (a line
+ * splice); B's prints its own line. */
+static const char hidden_src[] = "kernel void k(global int *p) {\n"
+				 "  if (get_global_id(0) == 0) pr\\\nintf(\"A-SECRET %d\\n\", p[0]); }\n";
+static const char shown_src[] = "kernel void k(global int *p) {\n"
+				"  if (get_global_id(0) == 0) printf(\"B-LINE %d\\n\", p[0]); }\n";
+
+/* Launches src's kernel rounds times, each waited for; stdout to out. */
+static int run_printer(const char *sock, const char *src, int rounds, const char *out)
+{
+	struct e2e_plat p;
+	char server[160];
+	cl_program prog;
+	cl_kernel k;
+	cl_mem m;
+	cl_int e;
+	size_t g = 64;
+	int zero[64] = { 0 };
+	int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	if (fd < 0 || dup2(fd, 1) < 0)
+		return 2;
+	snprintf(server, sizeof(server), "unix:%s", sock);
+	setenv("CLMUX_SERVER", server, 1);
+	if (e2e_plat_init(&p, "virtual", e2e_virtual_match()))
+		return 2;
+	prog = e2e_program_build(&p, src, NULL);
+	k = e2e_kernel_create(&p, prog, "k");
+	m = clCreateBuffer(p.context, CL_MEM_COPY_HOST_PTR, sizeof(zero), zero, &e);
+	clSetKernelArg(k, 0, sizeof(m), &m);
+	for (int r = 0; r < rounds; r++)
+		if (clEnqueueNDRangeKernel(p.queue, k, 1, NULL, &g, NULL, 0, NULL, NULL) ||
+		    clFinish(p.queue))
+			return 3;
+	fflush(stdout);
+	return 0;
+}
+
+/* Case 8 of the hostile-tenant issue: A's hidden printf, run while B's
+ * printing launches run, reaches neither B's output nor the daemon's. */
+START_TEST(hidden_printf)
+{
+	char out_a[96], out_b[96], log[96];
+	pid_t a, b;
+	int st;
+
+	daemon_start();
+	snprintf(out_a, sizeof(out_a), "%s/a.out", dir);
+	snprintf(out_b, sizeof(out_b), "%s/b.out", dir);
+	snprintf(log, sizeof(log), "%s/stdout", dir);
+	a = fork();
+	ck_assert_int_ge(a, 0);
+	if (!a)
+		_exit(run_printer(sock_a, hidden_src, 200, out_a));
+	b = fork();
+	ck_assert_int_ge(b, 0);
+	if (!b)
+		_exit(run_printer(sock_b, shown_src, 50, out_b));
+	st = reap(a);
+	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "A: status %d", st);
+	st = reap(b);
+	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "B: status %d", st);
+	ck_assert_msg(file_has(out_b, "B-LINE 0"), "B's own output is missing");
+	ck_assert_msg(!file_has(out_b, "A-SECRET"), "A's output reached B");
+	daemon_stop_keep();
+	ck_assert_msg(!file_has(log, "A-SECRET"), "A's output reached the daemon's stdout");
+	daemon_cleanup();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("contain");
@@ -397,6 +502,7 @@ int main(void)
 	/* The harness's own daemon is not wanted: the tests start theirs. */
 	tcase_add_test(tc, out_of_bounds_store);
 	tcase_add_test(tc, endless_kernel);
+	tcase_add_test(tc, hidden_printf);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S * 2);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
