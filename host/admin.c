@@ -278,6 +278,13 @@ void cmx_admin_exec(struct cmx_server *srv, char *line, struct cmx_text *out)
 	} else if (!strcmp(w[i], "tenants") && n == i + 1) {
 		cmx_text_add(out, "ok\n");
 		tenants_table(srv, json, out);
+	} else if (!strcmp(w[i], "workers") && n == i + 1) {
+		if (!srv->front) {
+			cmx_text_add(out, "error: no worker processes (clmuxd --workers off)\n");
+			return;
+		}
+		cmx_text_add(out, "ok\n");
+		cmx_front_workers(json, out);
 	} else if (!strcmp(w[i], "stats") && n == i + 1) {
 		cmx_text_add(out, "ok\n");
 		stats_show(srv, json, out);
@@ -304,7 +311,8 @@ void cmx_admin_exec(struct cmx_server *srv, char *line, struct cmx_text *out)
 				     t->name);
 	} else {
 		cmx_text_add(out,
-			     "error: unknown request '%s' (tenants, stats, quota get|set, evict)\n",
+			     "error: unknown request '%s' (tenants, workers, stats, quota get|set, "
+			     "evict)\n",
 			     w[i]);
 	}
 }

@@ -27,6 +27,7 @@
 #include "listener.h"
 #include "log.h"
 #include "server.h"
+#include "text.h"
 #include "vhost.h"
 
 #define KEY_MAX (CMX_TENANT_NAME + 8)
@@ -61,6 +62,7 @@ struct worker {
 	struct link *link; /* the running process, or NULL */
 	int owns;	   /* it serves listeners or VM devices: kept running */
 	uint64_t started_ns;
+	unsigned starts; /* processes started for it, ever */
 	unsigned quick_ends;
 	struct cmx_io restart_io;
 	struct __kernel_timespec restart_ts;
@@ -431,6 +433,7 @@ static int worker_spawn(struct worker *w)
 	k->ctl = sv[0];
 	w->link = k;
 	w->started_ns = cmx_now_ns();
+	w->starts++;
 	fe.live++;
 	link_recv(k);
 	cmx_info("worker %s started (pid %d)", w->key, (int)pid);
@@ -703,6 +706,40 @@ unsigned cmx_front_evict(struct cmx_tenant *t)
 	if (w->link->ctl >= 0)
 		cmx_ctl_send(w->link->ctl, &h, sizeof(h), -1, 1);
 	return n;
+}
+
+void cmx_front_workers(int json, struct cmx_text *out)
+{
+	const char *sep = "";
+	char key[KEY_MAX];
+
+	if (json)
+		cmx_text_add(out, "[");
+	else
+		cmx_text_add(out, "%-20s %8s %-9s %6s  %s\n", "WORKER", "PID", "STATE", "STARTS",
+			     "TENANTS");
+	for (struct link *k = fe.links; k; k = k->next) {
+		const char *state = !k->w ? "retiring" : k->ctl < 0 ? "ending"
+						     : k->ready ? "running" : "starting";
+		const char *tsep = "";
+		if (json)
+			cmx_text_add(out, "%s{\"worker\":\"%s\",\"pid\":%d,\"state\":\"%s\","
+				     "\"starts\":%u,\"tenants\":[",
+				     sep, k->key, (int)k->pid, state, k->w ? k->w->starts : 0);
+		else
+			cmx_text_add(out, "%-20s %8d %-9s %6u  ", k->key, (int)k->pid, state,
+				     k->w ? k->w->starts : 0);
+		for (struct cmx_tenant *t = fe.srv->tenants.list; t; t = t->next) {
+			if (strcmp(key_of(t, key), k->key))
+				continue;
+			cmx_text_add(out, json ? "%s\"%s\"" : "%s%s", tsep, t->name);
+			tsep = json ? "," : " ";
+		}
+		cmx_text_add(out, json ? "]}" : "\n");
+		sep = ",";
+	}
+	if (json)
+		cmx_text_add(out, "]\n");
 }
 
 /* ---- ends and draining ---- */

@@ -11,6 +11,7 @@ struct cmx_conn;
 struct cmx_listener;
 struct cmx_server;
 struct cmx_tenant;
+struct cmx_text;
 
 /* What every worker is started with (the daemon's own options). */
 struct cmx_front_opts {
@@ -58,6 +59,8 @@ void cmx_front_reap(void);
  * of sessions it ended (as last reported). */
 void cmx_front_quota(struct cmx_tenant *t);
 unsigned cmx_front_evict(struct cmx_tenant *t);
+/* clmuxctl workers: each worker process, its state and its tenants. */
+void cmx_front_workers(int json, struct cmx_text *out);
 /* SIGTERM: every worker is asked to stop, and killed after a grace time;
  * the loop stops once none is left. */
 void cmx_front_drain(void);

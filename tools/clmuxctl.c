@@ -22,7 +22,10 @@ static void usage(FILE *f)
 		   "  quota set TENANT KEY=VALUE.. mem=2G objects=10000 inflight=256 weight=3\n"
 		   "                               cap=50%% rate=1G/s sessions=8 (any subset;\n"
 		   "                               'none' lifts)\n"
-		   "  evict TENANT                 close every session of the tenant\n"
+		   "  evict TENANT                 end the tenant's worker (or, in a group,\n"
+		   "                               close every session of the tenant)\n"
+		   "  workers                      clmuxd's worker processes: pid, state,\n"
+		   "                               starts, tenants\n"
 		   "  stats                        daemon-wide counters\n"
 		   "  --admin PATH  clmuxd's admin socket (default " ADMIN_DEFAULT ")\n"
 		   "  --json        machine-readable output\n");

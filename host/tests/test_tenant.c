@@ -666,6 +666,35 @@ START_TEST(metrics_and_tables)
 }
 END_TEST
 
+/* A worker process per tenant, and one for the group b and d: each named
+ * with its tenants, and ended by evict with a successor for its listener. */
+START_TEST(workers_listed)
+{
+	struct client a;
+	char *t = ask(admin, "workers\n"), *line;
+	int pid0;
+
+	ck_assert_msg(!strncmp(t, "ok\nWORKER ", 10), "%s", t);
+	ck_assert_msg(strstr(t, "  b d\n") || strstr(t, "  d b\n"), "no group bd in %s", t);
+	line = strstr(t, "\nt:a ");
+	ck_assert_msg(line && strstr(line, "running") && strstr(line, "  a\n"), "%s", t);
+	pid0 = atoi(line + 5);
+	free(t);
+	ck_assert_int_gt(pid0, 0);
+	t = ask(admin, "evict a\n");
+	free(t);
+	/* The listener's worker is started again: a's next session works. */
+	hello_at(&a, sock_a);
+	ping(&a);
+	close(a.fd);
+	t = ask(admin, "json workers\n");
+	line = strstr(t, "{\"worker\":\"t:a\",\"pid\":");
+	ck_assert_msg(line, "%s", t);
+	ck_assert_int_ne(atoi(line + strlen("{\"worker\":\"t:a\",\"pid\":")), pid0);
+	free(t);
+}
+END_TEST
+
 /* Runs clmuxctl (beside the daemon's build) with args; its output (stdout
  * and stderr) into out, its exit status returned. */
 static int clmuxctl(const char *args, char *out, size_t len)
@@ -952,6 +981,7 @@ int main(void)
 	tcase_add_test(tc, metrics_and_tables);
 	tcase_add_test(tc, clmuxctl_cli);
 	tcase_add_test(tc, admin_garbage);
+	tcase_add_test(tc, workers_listed);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	if (daemon_start())
