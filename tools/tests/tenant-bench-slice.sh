@@ -7,3 +7,8 @@ set -eu
 out=$(tools/tenant-bench --tenants 2 --weights 1:3 --seconds 2 --work 500)
 echo "$out"
 echo "$out" | grep -q "^Jain's fairness index"
+# The same two tenants as one group: one worker process, clmuxd's
+# scheduler between them.
+out=$(tools/tenant-bench --tenants 2 --weights 1:3 --seconds 2 --work 500 --group)
+echo "$out"
+echo "$out" | grep -q "^Jain's fairness index"

@@ -4,7 +4,8 @@
 # and the bad-input test (a client killed mid-transfer, wrong and missing
 # tokens, a token flood, malformed first bytes) and the bulk lanes' (lying
 # lanes, a client killed mid-transfer on them) through tcp and vsock-uds,
-# one program over IPv6; then a guest refused at the door offers no clmux
+# one program over IPv6; the programs again with every tenant in one
+# process (--workers off); then a guest refused at the door offers no clmux
 # platform and says why in one line. Run from the build tree (make check).
 set -u
 clmuxd=${CLMUXD:-host/clmuxd}
@@ -68,6 +69,17 @@ for t in tcp vsock-uds; do
 	done
 done
 run tcp6 guest/tests/e2e_memory
+# Every tenant in the daemon's one process (--workers off), as before
+# worker processes: the same programs end the same.
+for p in guest/tests/e2e_memory guest/tests/e2e_events host/tests/test_badinput; do
+	if CMX_E2E_DAEMON_ARGS="--workers off" "./$p" >"$tmp/out" 2>&1; then
+		echo "PASS: $p with --workers off"
+	else
+		echo "FAIL: $p with --workers off"
+		tail -40 "$tmp/out"
+		fail=1
+	fi
+done
 
 # The guest's side of a refusal, through the real ICD (clinfo lists the
 # platforms). An instrumented ICD cannot load into clinfo: skipped there.
