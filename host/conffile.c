@@ -160,6 +160,13 @@ static int parse_pass(char *text, struct cmx_tenants *ts, int pass, char *why, s
 					 lineno, a, b, CMX_TENANT_MAX_IDS);
 				return -EINVAL;
 			}
+		} else if (!strcmp(a, "context")) {
+			if (strcmp(b, "shared") && strcmp(b, "own")) {
+				snprintf(why, whylen, "line %u: context = shared or own, not '%s'",
+					 lineno, b);
+				return -EINVAL;
+			}
+			t->shared_context = !strcmp(b, "shared");
 		} else if (!strcmp(a, "group")) {
 			if (!cmx_tenant_name_ok(b)) {
 				snprintf(why, whylen, "line %u: bad group name '%s'", lineno, b);

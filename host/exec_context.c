@@ -211,6 +211,34 @@ static void CL_CALLBACK ctx_notify(const char *errinfo, const void *info, size_t
 	cmx_loop_post(cmx_srv->loop, ctx_note_post, n);
 }
 
+/*
+ * A group whose tenants share one native context (context = shared): a
+ * guest context of the served device with no properties of its own is the
+ * group's one native context, retained for it. The guest's ids stay its
+ * own, so no tenant can name another's objects; what the group shares is
+ * the GPU's address space and its fate (docs/admin.md).
+ */
+static cl_context shared_context(struct cmx_server *srv, uint64_t ndev, void *const *devs)
+{
+	cl_int e;
+
+	if (!srv->shared_context || ndev != 1 || devs[0] != srv->devices[0])
+		return NULL;
+	if (!srv->shared_ctx) {
+		cl_context_properties props[] = { CL_CONTEXT_PLATFORM,
+						  (cl_context_properties)srv->platform, 0 };
+		srv->shared_ctx = clCreateContext(props, 1, (const cl_device_id *)devs, NULL, NULL,
+						  &e);
+		if (e) {
+			srv->shared_ctx = NULL;
+			return NULL;
+		}
+		cmx_info("the group's guest contexts share one native context");
+	}
+	clRetainContext(srv->shared_ctx);
+	return srv->shared_ctx;
+}
+
 int cmx_h_CreateContext(struct cmx_call *c, struct cmx_CreateContext_in *in)
 {
 	cl_context_properties props[70];
@@ -240,8 +268,17 @@ int cmx_h_CreateContext(struct cmx_call *c, struct cmx_CreateContext_in *in)
 		tmpl->session = c->s->id;
 		tmpl->context = in->notify;
 	}
-	ctx = clCreateContext(props, (cl_uint)in->devices.n, (const cl_device_id *)in->devices.h,
-			      tmpl ? ctx_notify : NULL, tmpl, &e);
+	ctx = n == 2 ? shared_context(c->s->srv, in->devices.n, in->devices.h) : NULL;
+	if (ctx) {
+		/* The driver's notes on a shared context concern every guest
+		 * context of the group: none is singled out. */
+		free(tmpl);
+		e = CL_SUCCESS;
+	} else {
+		ctx = clCreateContext(props, (cl_uint)in->devices.n,
+				      (const cl_device_id *)in->devices.h, tmpl ? ctx_notify : NULL,
+				      tmpl, &e);
+	}
 	if (e) {
 		free(tmpl);
 		if (e == -9999)

@@ -322,6 +322,17 @@ static void arg_add(char **argv, unsigned *n, char *store, size_t *used, size_t 
  * hold one to a cap. A worker of one uncapped tenant pays nothing (NVIDIA's
  * enqueue rate: 0.47 of native with every queue profiling, 0.76 without).
  */
+/* A group one of whose tenants says context = shared. */
+static int worker_shares_context(const struct worker *w)
+{
+	char key[KEY_MAX];
+
+	for (struct cmx_tenant *t = fe.srv->tenants.list; t; t = t->next)
+		if (t->group[0] && t->shared_context && !strcmp(key_of(t, key), w->key))
+			return 1;
+	return 0;
+}
+
 static int worker_profiles(const struct worker *w)
 {
 	char key[KEY_MAX];
@@ -332,7 +343,8 @@ static int worker_profiles(const struct worker *w)
 	if (strncmp(w->key, "t:", 2))
 		return 1; /* a TLS listener's: its tokens may name several tenants */
 	for (struct cmx_tenant *t = fe.srv->tenants.list; t; t = t->next)
-		if (!strcmp(key_of(t, key), w->key) && (++n > 1 || t->q.cap))
+		if (!strcmp(key_of(t, key), w->key) &&
+		    ((++n > 1 && !worker_shares_context(w)) || t->q.cap))
 			return 1;
 	return 0;
 }
@@ -367,6 +379,8 @@ static int worker_spawn(struct worker *w)
 	ADD("%" PRIu64, fe.o.window_us);
 	ADD("--profile");
 	ADD("%d", worker_profiles(w));
+	if (worker_shares_context(w))
+		ADD("--shared-context");
 	ADD("--admin");
 	ADD("none");
 	if (fe.o.device) {

@@ -380,6 +380,7 @@ int main(int argc, char **argv)
 		{ "worker", required_argument, NULL, 'K' }, { "ctl", required_argument, NULL, 'C' },
 		{ "listen-fd", required_argument, NULL, 'F' },
 		{ "profile", required_argument, NULL, 'P' },
+		{ "shared-context", no_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .threads = 64, .window_us = CMX_SCHED_WINDOW_US, .ctl = -1,
@@ -461,6 +462,9 @@ int main(int argc, char **argv)
 			break;
 		case 'P':
 			o.profile = (int)strtol(optarg, NULL, 10);
+			break;
+		case 'S':
+			srv.shared_context = 1;
 			break;
 		case 'h':
 			usage(stdout);

@@ -945,7 +945,9 @@ static void gate_abandon(struct cmx_gate *g)
  */
 static int alone(const struct cmx_sched *sc, const struct cmx_tenant *t)
 {
-	return sc->busy == (t->inflight ? 1u : 0u);
+	/* A group sharing one context: the driver shares the device between
+	 * its queues, and holding a command back would only idle it. */
+	return cmx_srv->shared_context || sc->busy == (t->inflight ? 1u : 0u);
 }
 
 /* The gate a lone tenant's next launch on l may join: l's newest, while

@@ -29,6 +29,11 @@ struct cmx_server {
 	/* This process is the front end (host/front.c): it never calls OpenCL;
 	 * connections go to worker processes at Hello. */
 	int front;
+	/* A group sharing one native context (host/front.c): every guest
+	 * context of one device is shared_ctx, and launches go straight to the
+	 * driver, which runs the queues of one context concurrently. */
+	int shared_context;
+	cl_context shared_ctx;
 
 	/* Daemon-wide counters (clmuxctl stats, tests). */
 	uint64_t objects, bytes;

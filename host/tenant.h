@@ -32,6 +32,7 @@ struct cmx_tenant {
 	 * domain, and the in-process scheduler between them); "" is a group of
 	 * its own (host/front.c). */
 	char group[CMX_TENANT_NAME];
+	int shared_context; /* context = shared: its group shares one native context */
 
 	/* Usage, touched on the loop only; a worker reports it to the front end
 	 * field by field (cmx_ctl_usage_pack(), host/ctl.c): a new one goes there

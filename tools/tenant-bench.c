@@ -34,6 +34,7 @@ struct opts {
 	const char *client_vendors; /* OCL_ICD_VENDORS of the clients only */
 	int probe;		    /* one more tenant, measuring a small call's latency */
 	int group;		    /* every tenant in one group: one worker process */
+	int shared;		    /* the group shares one native context */
 	int runaway;		    /* one more tenant, whose kernel never ends */
 	const char *daemon_args;    /* more clmuxd options, split at spaces */
 };
@@ -293,7 +294,8 @@ static pid_t daemon_start(const struct opts *o, const char *dir)
 	for (unsigned i = 0; i < o->tenants + o->probe + o->runaway; i++)
 		fprintf(f, "[tenant t%u]\nweight = %u\n%s", i,
 			i < o->tenants ? o->weights[i % o->nweights] : 1,
-			o->group ? "group = g\n" : "");
+			o->group ? (o->shared ? "group = g\ncontext = shared\n" : "group = g\n")
+				 : "");
 	fclose(f);
 	argv = calloc(2 * (o->tenants + 2) + 32, sizeof(*argv));
 	argv[a++] = (char *)o->clmuxd;
@@ -372,7 +374,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: tenant-bench [--tenants N] [--weights W[:W...]] [--seconds S]\n"
 		   "                    [--inflight K] [--work N] [--device SPEC] [--clmuxd PATH]\n"
 		   "                    [--client-vendors PATH] [--native] [--probe] [--group]\n"
-		   "                    [--daemon-args 'ARGS'] [--runaway]\n"
+		   "                    [--daemon-args 'ARGS'] [--runaway] [--shared]\n"
 		   "  N tenants (default 8), each a client process keeping K (default 4)\n"
 		   "  kernels in flight for S seconds (default 10) through one clmuxd;\n"
 		   "  weights repeat over the tenants (default 1). OCL_ICD_VENDORS must\n"
@@ -385,6 +387,8 @@ static void usage(FILE *f)
 		   "  every ms: its latency under the load and alone.\n"
 		   "  --group: the tenants form one group (one worker process, clmuxd's\n"
 		   "  scheduler between them); default: a worker process each.\n"
+		   "  --shared: --group, and the group shares one native context\n"
+		   "  (context = shared): the driver runs their queues concurrently.\n"
 		   "  --daemon-args: more clmuxd options (e.g. '--workers off').\n"
 		   "  --runaway: one more tenant whose kernel never ends runs all along;\n"
 		   "  then the time clmuxd takes to exit on SIGTERM.\n");
@@ -397,7 +401,8 @@ int main(int argc, char **argv)
 	    {"inflight", 1, NULL, 'k'}, {"work", 1, NULL, 'W'},	   {"device", 1, NULL, 'd'},
 	    {"clmuxd", 1, NULL, 'c'},	{"help", 0, NULL, 'h'},	   {"client-vendors", 1, NULL, 'v'},
 	    {"native", 0, NULL, 'N'},	{"probe", 0, NULL, 'p'},   {"group", 0, NULL, 'g'},
-	    {"daemon-args", 1, NULL, 'D'}, {"runaway", 0, NULL, 'R'}, {NULL, 0, NULL, 0},
+	    {"daemon-args", 1, NULL, 'D'}, {"runaway", 0, NULL, 'R'}, {"shared", 0, NULL, 'S'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct opts o = {.tenants = 8,
 			 .inflight = 4,
@@ -416,7 +421,7 @@ int main(int argc, char **argv)
 	pid_t daemon, runaway = 0;
 
 	o.clmuxd = getenv("CLMUXD") ? getenv("CLMUXD") : "clmuxd";
-	while ((opt = getopt_long(argc, argv, "n:w:s:k:W:d:c:hv:NpgD:R", lo, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:w:s:k:W:d:c:hv:NpgD:RS", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			o.tenants = (unsigned)atoi(optarg);
@@ -456,6 +461,9 @@ int main(int argc, char **argv)
 			break;
 		case 'R':
 			o.runaway = 1;
+			break;
+		case 'S':
+			o.group = o.shared = 1;
 			break;
 		case 'D':
 			o.daemon_args = optarg;
@@ -558,7 +566,10 @@ int main(int argc, char **argv)
 		norm_sq += x * x;
 	}
 	printf("tenant-bench: %u %s%s, weights", o.tenants,
-	       native ? "native clients" : o.group ? "tenants of one group" : "tenants",
+	       native	  ? "native clients"
+	       : o.shared ? "tenants of one group sharing a context"
+	       : o.group  ? "tenants of one group"
+			  : "tenants",
 	       o.runaway ? " beside a runaway kernel" : "");
 	for (unsigned i = 0; i < o.nweights; i++)
 		printf("%s%u", i ? ":" : " ", o.weights[i]);

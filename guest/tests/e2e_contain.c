@@ -27,10 +27,12 @@
 static char dir[40], sock_a[64], sock_b[64], admin[64];
 static pid_t daemon_pid;
 
-static void daemon_start(void)
+/* A daemon with listeners for tenants a and b, and conf (or none) as its
+ * configuration file. */
+static void daemon_start_with(const char *conf)
 {
 	const char *bin = getenv("CLMUXD");
-	char la[200], lb[200];
+	char la[200], lb[200], cpath[96];
 
 	ck_assert_msg(bin && *bin, "CLMUXD unset");
 	snprintf(dir, sizeof(dir), "/tmp/clmux-contain-XXXXXX");
@@ -40,6 +42,13 @@ static void daemon_start(void)
 	snprintf(admin, sizeof(admin), "%s/admin.sock", dir);
 	snprintf(la, sizeof(la), "unix:%s,tenant=a", sock_a);
 	snprintf(lb, sizeof(lb), "unix:%s,tenant=b", sock_b);
+	snprintf(cpath, sizeof(cpath), "%s/clmuxd.conf", dir);
+	if (conf) {
+		FILE *f = fopen(cpath, "w");
+		ck_assert_ptr_nonnull(f);
+		fputs(conf, f);
+		fclose(f);
+	}
 	daemon_pid = fork();
 	ck_assert_int_ge(daemon_pid, 0);
 	if (!daemon_pid) {
@@ -51,7 +60,12 @@ static void daemon_start(void)
 		if (fd >= 0)
 			dup2(fd, 1);
 		setenv("TMPDIR", dir, 1);
-		execl(bin, bin, "--listen", la, "--listen", lb, "--admin", admin, (char *)NULL);
+		if (conf)
+			execl(bin, bin, "--listen", la, "--listen", lb, "--admin", admin, "--config",
+			      cpath, (char *)NULL);
+		else
+			execl(bin, bin, "--listen", la, "--listen", lb, "--admin", admin,
+			      (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 3000; i++) {
@@ -69,6 +83,11 @@ static void daemon_start(void)
 		usleep(10000);
 	}
 	ck_abort_msg("clmuxd did not start");
+}
+
+static void daemon_start(void)
+{
+	daemon_start_with(NULL);
 }
 
 /* Sends one admin line, returns the whole answer (malloc'd). */
@@ -492,6 +511,35 @@ START_TEST(hidden_printf)
 }
 END_TEST
 
+/* Two tenants of a group sharing one native context run checksummed work
+ * at once in one worker: each gets its own results. */
+START_TEST(shared_group)
+{
+	pid_t a, b;
+	int st;
+	char *r;
+
+	daemon_start_with("[tenant a]\ngroup = g\ncontext = shared\n[tenant b]\ngroup = g\n");
+	r = ask("workers\n");
+	ck_assert_msg(strstr(r, "t:g ") && (strstr(r, "  a b\n") || strstr(r, "  b a\n")),
+		      "%s", r);
+	free(r);
+	a = fork();
+	ck_assert_int_ge(a, 0);
+	if (!a) {
+		char server[160];
+		snprintf(server, sizeof(server), "unix:%s", sock_a);
+		_exit(run_b(server, B_ROUNDS));
+	}
+	b = spawn_b(B_ROUNDS);
+	st = reap(a);
+	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "a: status %d", st);
+	st = reap(b);
+	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "b: status %d", st);
+	daemon_stop();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("contain");
@@ -503,6 +551,7 @@ int main(void)
 	tcase_add_test(tc, out_of_bounds_store);
 	tcase_add_test(tc, endless_kernel);
 	tcase_add_test(tc, hidden_printf);
+	tcase_add_test(tc, shared_group);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S * 2);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
