@@ -81,12 +81,12 @@ int cmx_h_Flush(struct cmx_call *c, struct cmx_Flush_in *in)
 /* A failed command fails its own event; clFinish itself still succeeds, as
  * natively. */
 /*
- * A queue whose last command failed: the driver's own clFinish says whether
- * the queue itself is lost. NVIDIA after a kernel's memory fault answers
+ * A queue whose wait found the driver's state lost (-9999: NVIDIA after a
+ * kernel's memory fault): the driver's own clFinish answers for it,
  * CL_INVALID_COMMAND_QUEUE, which the application gets as natively, and the
- * worker retires (cmx_exec_check_lost()); a command that merely failed
- * leaves clFinish at CL_SUCCESS. The command has ended, so in order
- * everything before it has: the native call does not wait long.
+ * worker retires (cmx_exec_check_lost()). A lost queue answers at once; a
+ * command that merely failed never comes here, so the loop never waits in
+ * clFinish (nor runs a queue in it, as Oclgrind's would).
  */
 static cl_int finish_failed(cl_command_queue q)
 {
@@ -101,7 +101,7 @@ static void finish_done(struct cmx_call *c, int status)
 {
 	struct cmx_Finish_in *in = c->in;
 
-	cmx_call_done(c, status < 0 ? finish_failed(in->queue.h) : CL_SUCCESS);
+	cmx_call_done(c, status == -9999 ? finish_failed(in->queue.h) : CL_SUCCESS);
 }
 
 int cmx_h_Finish(struct cmx_call *c, struct cmx_Finish_in *in, struct cmx_Finish_out *out)
@@ -117,7 +117,7 @@ int cmx_h_Finish(struct cmx_call *c, struct cmx_Finish_in *in, struct cmx_Finish
 		e = clGetEventInfo(q->last, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status,
 				   NULL);
 		if (e == CL_SUCCESS && status <= CL_COMPLETE)
-			return status < 0 ? finish_failed(in->queue.h) : CL_SUCCESS;
+			return CL_SUCCESS;
 		return cmx_defer_wait(c, q->last, finish_done);
 	}
 	/* Out of order: a marker with an empty wait list completes after all
