@@ -264,20 +264,21 @@ int cmx_buildcheck_run(const struct cmx_build_limits *l, const struct cmx_build_
 	/* Stopped: killed by a signal (SIGXCPU, SIGKILL, LLVM's abort on a
 	 * failed allocation), gone before answering, or out of memory. */
 	by_time = late || (WIFSIGNALED(st) && WTERMSIG(st) == SIGXCPU) ||
-		  (l->secs != CMX_UNLIMITED && (uint64_t)ru.ru_utime.tv_sec +
-							   (uint64_t)ru.ru_stime.tv_sec >=
-						       l->secs);
+		  (l->secs != CMX_UNLIMITED &&
+		   (uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec >= l->secs);
 	if (by_time || l->mem == CMX_UNLIMITED) {
-		snprintf(why, whylen,
-			 "clmux: the build was stopped: over the tenant's build-time limit (%" PRIu64
-			 " s)",
-			 l->secs);
+		snprintf(
+		    why, whylen,
+		    "clmux: the build was stopped: over the tenant's build-time limit (%" PRIu64
+		    " s)",
+		    l->secs);
 	} else {
 		format_bytes(l->mem, size, sizeof(size));
-		snprintf(why, whylen,
-			 "clmux: the build was stopped: over the tenant's build-mem limit (%s address "
-			 "space)",
-			 size);
+		snprintf(
+		    why, whylen,
+		    "clmux: the build was stopped: over the tenant's build-mem limit (%s address "
+		    "space)",
+		    size);
 	}
 	e = 1;
 out:

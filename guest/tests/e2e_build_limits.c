@@ -21,8 +21,8 @@
 /* 2^26 copies of a statement: natively about 6.5 GB and over a minute of
  * PoCL's compiler, far past a 1 GiB limit. */
 #define BOMB_DEPTH 26
-#define B_ROUNDS 40
-#define B_N 65536
+#define B_ROUNDS   40
+#define B_N	   65536
 
 static char dir[40], sock_a[64], sock_b[64], admin[64], conf[64];
 static pid_t daemon_pid;
@@ -55,10 +55,10 @@ static void daemon_start(void)
 		_exit(127);
 	}
 	for (int i = 0; i < 3000; i++) {
-		const char *paths[] = { admin, sock_a, sock_b };
+		const char *paths[] = {admin, sock_a, sock_b};
 		int ok = 1;
 		for (int k = 0; k < 3 && ok; k++) {
-			struct sockaddr_un sun = { .sun_family = AF_UNIX };
+			struct sockaddr_un sun = {.sun_family = AF_UNIX};
 			int fd = socket(AF_UNIX, SOCK_STREAM, 0);
 			snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", paths[k]);
 			ok = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
@@ -99,8 +99,8 @@ static double now_s(void)
 }
 
 static const char churn_src[] =
-	"kernel void churn(global const uint *a, global uint *b, uint r) {\n"
-	"  size_t i = get_global_id(0); b[i] = a[i] * 2654435761u + r; }\n";
+    "kernel void churn(global const uint *a, global uint *b, uint r) {\n"
+    "  size_t i = get_global_id(0); b[i] = a[i] * 2654435761u + r; }\n";
 
 /* Builds churn in p's context and runs it `rounds` times, each checked on
  * the host: 0 when every checksum was right. */
@@ -114,7 +114,7 @@ static int churn(struct e2e_plat *p, int rounds, const char *who)
 
 	for (uint32_t i = 0; i < B_N; i++)
 		a[i] = i * 7u + 1u;
-	prog = clCreateProgramWithSource(p->context, 1, (const char *[]){ churn_src }, NULL, &e);
+	prog = clCreateProgramWithSource(p->context, 1, (const char *[]){churn_src}, NULL, &e);
 	if (!prog || clBuildProgram(prog, 0, NULL, NULL, NULL, NULL))
 		return 10;
 	k = clCreateKernel(prog, "churn", &e);
@@ -133,8 +133,8 @@ static int churn(struct e2e_plat *p, int rounds, const char *who)
 			return 12;
 		for (uint32_t i = 0; i < B_N; i++)
 			if (b[i] != a[i] * 2654435761u + rr) {
-				fprintf(stderr, "e2e_build_limits: %s round %d word %u wrong\n", who,
-					r, i);
+				fprintf(stderr, "e2e_build_limits: %s round %d word %u wrong\n",
+					who, r, i);
 				return 13;
 			}
 	}
@@ -180,13 +180,13 @@ static int run_a(void)
 	snprintf(src + n, sizeof(src) - n,
 		 "kernel void bomb(global int *p) { int v = 0; A%d(v++;) p[0] = v; }\n",
 		 BOMB_DEPTH);
-	prog = clCreateProgramWithSource(p.context, 1, (const char *[]){ src }, NULL, &e);
+	prog = clCreateProgramWithSource(p.context, 1, (const char *[]){src}, NULL, &e);
 	if (!prog)
 		return 3;
 	t0 = now_s();
 	e = clBuildProgram(prog, 0, NULL, NULL, NULL, NULL);
-	fprintf(stderr, "e2e_build_limits: the bomb's build: %s after %.1f s\n",
-		e2e_cl_strerror(e), now_s() - t0);
+	fprintf(stderr, "e2e_build_limits: the bomb's build: %s after %.1f s\n", e2e_cl_strerror(e),
+		now_s() - t0);
 	if (e != CL_BUILD_PROGRAM_FAILURE)
 		return 4;
 	if (clGetProgramBuildInfo(prog, p.device, CL_PROGRAM_BUILD_LOG, sizeof(log), log, NULL))
