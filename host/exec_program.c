@@ -2,6 +2,7 @@
 // Handlers: programs and kernels. Builds run on the executor; their reply
 // describes every kernel so the guest creates kernels and checks arguments
 // without a round trip.
+#include "buildcheck.h"
 #include "exec.h"
 #include "incdir.h"
 #include "kprintf.h"
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "tenant.h"
 
 int cmx_h_CreateProgramWithSource(struct cmx_call *c, struct cmx_CreateProgramWithSource_in *in)
 {
@@ -266,6 +268,92 @@ static char *with_arg_info(const char *options)
 	return s;
 }
 
+/* A build's pre-flight (host/buildcheck.h): the tenant's limits as they
+ * were at the call, and the log line of a build a limit stopped. */
+struct build_job {
+	struct cmx_build_limits l;
+	char why[200];
+};
+
+static struct build_job *build_job_create(struct cmx_call *c)
+{
+	struct build_job *j = calloc(1, sizeof(*j));
+	const struct cmx_quota *q = &c->s->tenant->q;
+
+	if (j)
+		j->l = (struct cmx_build_limits){
+		    .tenant = c->s->tenant,
+		    .mem = q->build_mem,
+		    .secs = q->build_time,
+		    .builds = q->builds == CMX_UNLIMITED ? 0 : q->builds,
+		};
+	return j;
+}
+
+/* The program's source, or NULL where it was made from a binary or IL
+ * (nothing of the tenant's is compiled then, or the driver compiles it
+ * from what it made itself). */
+static char *program_source(cl_program p)
+{
+	size_t n = 0;
+	char *src;
+
+	if (clGetProgramInfo(p, CL_PROGRAM_SOURCE, 0, NULL, &n) != CL_SUCCESS || n <= 1 ||
+	    !(src = malloc(n + 1)))
+		return NULL;
+	if (clGetProgramInfo(p, CL_PROGRAM_SOURCE, n, src, NULL) != CL_SUCCESS) {
+		free(src);
+		return NULL;
+	}
+	src[n] = '\0';
+	return src;
+}
+
+/* 1 when the pre-flight stopped the build (j->why says why); else the
+ * native build goes on. */
+static int preflight(struct build_job *j, cl_program p, const char *opts, int compile,
+		     size_t nh, const char *const *hnames, const cl_program *headers)
+{
+	struct cmx_build_src b = {.compile = compile, .options = opts, .nheaders = nh,
+				  .hnames = hnames};
+	char **hsrc = NULL;
+	int r = 0;
+
+	if (!cmx_buildcheck_wanted(&j->l) || !(b.source = program_source(p)))
+		return 0;
+	if (nh && !(hsrc = calloc(nh, sizeof(*hsrc))))
+		goto out;
+	for (size_t i = 0; i < nh; i++)
+		if (!(hsrc[i] = program_source(headers[i])) && !(hsrc[i] = strdup("")))
+			goto out;
+	b.hsources = (const char *const *)hsrc;
+	r = cmx_buildcheck_run(&j->l, &b, j->why, sizeof(j->why)) == 1;
+out:
+	for (size_t i = 0; hsrc && i < nh; i++)
+		free(hsrc[i]);
+	free(hsrc);
+	free((char *)b.source);
+	return r;
+}
+
+/* On the loop: the stopped build's log line is the program's log until
+ * its next build (cmx_h_GetProgramBuildInfo answers from it). */
+static void build_done(struct cmx_call *c, int status)
+{
+	struct build_job *j = c->ctx;
+	struct cmx_ref *prog = c->in; /* program is the first argument of both */
+	struct cmx_obj *o = c->s->closed ? NULL
+					 : cmx_session_obj(c->s, prog->id, CMX_K_PROGRAM);
+
+	if (o) {
+		free(o->ext);
+		o->ext = j->why[0] ? strdup(j->why) : NULL;
+	}
+	free(j);
+	c->ctx = NULL;
+	cmx_call_done(c, status);
+}
+
 static int build_work(struct cmx_call *c)
 {
 	struct cmx_BuildProgram_in *in = c->in;
@@ -278,16 +366,20 @@ static int build_work(struct cmx_call *c)
 	cl_int e;
 
 	if (!opts) {
-		free(given);
-		return CL_OUT_OF_HOST_MEMORY;
+		e = CL_OUT_OF_HOST_MEMORY;
+	} else if (preflight(c->ctx, in->program.h, opts, 0, 0, NULL, NULL)) {
+		e = CL_BUILD_PROGRAM_FAILURE;
+	} else {
+		e = clBuildProgram(in->program.h, (cl_uint)in->devices.n, devs, opts, NULL, NULL);
+		/* NVIDIA's compiler emits PTX that ptxas rejects for a kernel
+		 * with no parameters once -cl-kernel-arg-info is given: build
+		 * again as the application asked, without argument info (the
+		 * guest then checks arguments from what it is given), and so
+		 * report that build's log. */
+		if (e == CL_BUILD_PROGRAM_FAILURE && strcmp(opts, given))
+			e = clBuildProgram(in->program.h, (cl_uint)in->devices.n, devs, given,
+					   NULL, NULL);
 	}
-	e = clBuildProgram(in->program.h, (cl_uint)in->devices.n, devs, opts, NULL, NULL);
-	/* NVIDIA's compiler emits PTX that ptxas rejects for a kernel with no
-	 * parameters once -cl-kernel-arg-info is given: build again as the
-	 * application asked, without argument info (the guest then checks
-	 * arguments from what it is given), and so report that build's log. */
-	if (e == CL_BUILD_PROGRAM_FAILURE && strcmp(opts, given))
-		e = clBuildProgram(in->program.h, (cl_uint)in->devices.n, devs, given, NULL, NULL);
 	free(opts);
 	free(given);
 	cmx_incdir_drop(c->s->id, in->program.id);
@@ -311,9 +403,11 @@ int cmx_h_BuildProgram(struct cmx_call *c, struct cmx_BuildProgram_in *in,
 {
 	/* A -D option can name printf too. */
 	cmx_kprintf_program(c->s, in->program.id, in->options.ptr, in->options.len);
+	if (!(c->ctx = build_job_create(c)))
+		return CL_OUT_OF_HOST_MEMORY;
 	/* Held by the build until it ends, whatever the guest releases. */
 	clRetainProgram(in->program.h);
-	return cmx_defer_work(c, build_work, NULL);
+	return cmx_defer_work(c, build_work, build_done);
 }
 
 static int compile_work(struct cmx_call *c)
@@ -335,7 +429,10 @@ static int compile_work(struct cmx_call *c)
 		names[i] = p;
 		p = nul ? nul + 1 : end;
 	}
-	if (!e)
+	if (!e && preflight(c->ctx, in->program.h, opts, 1, nh, names,
+			    nh ? (const cl_program *)in->headers.h : NULL))
+		e = CL_COMPILE_PROGRAM_FAILURE;
+	else if (!e)
 		e = clCompileProgram(in->program.h, (cl_uint)in->devices.n,
 				     in->devices.n ? (const cl_device_id *)in->devices.h : NULL,
 				     opts, (cl_uint)nh,
@@ -359,8 +456,10 @@ int cmx_h_CompileProgram(struct cmx_call *c, struct cmx_CompileProgram_in *in,
 		if (h)
 			o->flags |= h->flags & CMX_OBJ_PRINTS;
 	}
+	if (!(c->ctx = build_job_create(c)))
+		return CL_OUT_OF_HOST_MEMORY;
 	clRetainProgram(in->program.h);
-	return cmx_defer_work(c, compile_work, NULL);
+	return cmx_defer_work(c, compile_work, build_done);
 }
 
 /* Every input is a compiled object or a library for every device the link
@@ -534,6 +633,21 @@ int cmx_h_GetProgramInfo(struct cmx_call *c, struct cmx_GetProgramInfo_in *in,
 int cmx_h_GetProgramBuildInfo(struct cmx_call *c, struct cmx_GetProgramBuildInfo_in *in,
 			      struct cmx_GetProgramBuildInfo_out *out)
 {
+	struct cmx_obj *o = cmx_session_obj(c->s, in->program.id, CMX_K_PROGRAM);
+
+	/* A build the pre-flight stopped never reached the driver: its log
+	 * and status are the daemon's. */
+	if (o && o->ext && in->param == CL_PROGRAM_BUILD_LOG) {
+		out->value.ptr = o->ext;
+		out->value.len = strlen(o->ext) + 1;
+		return CL_SUCCESS;
+	}
+	if (o && o->ext && in->param == CL_PROGRAM_BUILD_STATUS) {
+		static const cl_build_status err = CL_BUILD_ERROR;
+		out->value.ptr = (void *)&err;
+		out->value.len = sizeof(err);
+		return CL_SUCCESS;
+	}
 	return CMX_INFO(c, &out->value, clGetProgramBuildInfo, in->program.h, in->device.h,
 			(cl_uint)in->param);
 }

@@ -14,6 +14,7 @@
 
 #include "addr.h"
 #include "admin.h"
+#include "buildcheck.h"
 #include "conffile.h"
 #include "conn.h"
 #include "exec.h"
@@ -265,6 +266,8 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	srv->profile = o->profile;
 	if (cmx_device_open(srv, o->device))
 		return 1;
+	/* Builds' pre-flight children open the same device. */
+	cmx_buildcheck_init(o->device);
 	e = cmx_loop_create(&srv->loop);
 	if (e || cmx_executor_create(srv->loop, o->threads, &srv->exec) ||
 	    cmx_sched_create(srv, o->window_us)) {
@@ -389,6 +392,11 @@ int main(int argc, char **argv)
 	int use_workers = 1;
 	sigset_t mask;
 	int opt;
+
+	/* A build's pre-flight child (host/buildcheck.c), started by a worker:
+	 * no daemon, only the build. */
+	if (argc == 2 && !strcmp(argv[1], "--build-check"))
+		return cmx_buildcheck_main();
 
 	cmx_log_init("clmuxd", CMX_LOG_INFO);
 	/* The clmux ICD, if installed here, must not connect back to us. */

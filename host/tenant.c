@@ -15,7 +15,8 @@
 #define WIN_SLOT_NS (10ull * 1000 * 1000 * 1000)
 
 const char *const cmx_quota_keys[CMX_QUOTA_KEYS] = {"mem", "objects", "inflight", "weight",
-						    "cap", "rate",    "sessions"};
+						    "cap", "rate",    "sessions", "build-mem",
+						    "build-time", "builds"};
 
 uint64_t cmx_now_ns(void)
 {
@@ -30,6 +31,11 @@ void cmx_quota_unlimited(struct cmx_quota *q)
 	q->mem = q->objects = q->inflight = q->rate = q->sessions = CMX_UNLIMITED;
 	q->weight = 1;
 	q->cap = 0;
+	/* One compile bomb must not take the worker's memory or an executor
+	 * for minutes, whether or not the admin thought of it. */
+	q->build_mem = 4ull << 30;
+	q->build_time = 60;
+	q->builds = 2;
 }
 
 int cmx_tenant_name_ok(const char *name)
@@ -235,11 +241,20 @@ int cmx_quota_set(struct cmx_quota *q, const char *key, const char *value, char 
 			q->mem = CMX_UNLIMITED;
 		else if (parse_size(buf, &q->mem))
 			goto bad;
+	} else if (!strcmp(key, "build-mem")) {
+		if (none)
+			q->build_mem = CMX_UNLIMITED;
+		else if (parse_size(buf, &q->build_mem) || q->build_mem < (64ull << 20))
+			goto bad; /* below 64M no driver even loads */
 	} else if (!strcmp(key, "objects") || !strcmp(key, "inflight") ||
-		   !strcmp(key, "sessions")) {
-		uint64_t *to = !strcmp(key, "objects")	  ? &q->objects
-			       : !strcmp(key, "inflight") ? &q->inflight
-							  : &q->sessions;
+		   !strcmp(key, "sessions") || !strcmp(key, "build-time") || !strcmp(key, "builds")) {
+		uint64_t *to = !strcmp(key, "objects")	    ? &q->objects
+			       : !strcmp(key, "inflight")   ? &q->inflight
+			       : !strcmp(key, "build-time") ? &q->build_time
+			       : !strcmp(key, "builds")	    ? &q->builds
+							    : &q->sessions;
+		if (n > 1 && !strcmp(key, "build-time") && buf[n - 1] == 's')
+			buf[n - 1] = '\0';
 		if (!none && (parse_uint(buf, &v) || !v))
 			goto bad;
 		*to = none ? CMX_UNLIMITED : v;
@@ -266,7 +281,8 @@ int cmx_quota_set(struct cmx_quota *q, const char *key, const char *value, char 
 			goto bad;
 	} else {
 		snprintf(why, whylen,
-			 "unknown quota '%s' (mem, objects, inflight, weight, cap, rate, sessions)",
+			 "unknown quota '%s' (mem, objects, inflight, weight, cap, rate, sessions, "
+			 "build-mem, build-time, builds)",
 			 key);
 		return -EINVAL;
 	}
@@ -316,9 +332,15 @@ void cmx_quota_format(const struct cmx_quota *q, const char *key, char *out, siz
 		v = q->rate;
 	else if (!strcmp(key, "sessions"))
 		v = q->sessions;
+	else if (!strcmp(key, "build-mem"))
+		v = q->build_mem;
+	else if (!strcmp(key, "build-time"))
+		v = q->build_time;
+	else if (!strcmp(key, "builds"))
+		v = q->builds;
 	if (v == CMX_UNLIMITED) {
 		snprintf(out, len, "none");
-	} else if (!strcmp(key, "mem") || !strcmp(key, "rate")) {
+	} else if (!strcmp(key, "mem") || !strcmp(key, "rate") || !strcmp(key, "build-mem")) {
 		format_size(v, out, len);
 		if (!strcmp(key, "rate") && strlen(out) + 3 <= len)
 			strcat(out, "/s");

@@ -20,6 +20,10 @@ struct cmx_quota {
 	uint64_t cap;	   /* percent of device time, 1..100; 0 none */
 	uint64_t rate;	   /* bytes per second received from the tenant */
 	uint64_t sessions; /* sessions open at once */
+	/* A build's pre-flight child (host/buildcheck.c): its address space in
+	 * bytes and CPU seconds (CMX_UNLIMITED both: no pre-flight), and how
+	 * many run at once. */
+	uint64_t build_mem, build_time, builds;
 };
 
 struct cmx_tenant {
@@ -87,7 +91,8 @@ struct cmx_tenants {
 	char fallback[CMX_TENANT_NAME]; /* default tenant for unknown peers; "" none */
 };
 
-/* No limits, weight 1. */
+/* No limits but the compiler's (build-mem 4G, build-time 60, builds 2),
+ * weight 1. */
 void cmx_quota_unlimited(struct cmx_quota *q);
 
 struct cmx_tenant *cmx_tenant_find(struct cmx_tenants *ts, const char *name);
@@ -124,13 +129,13 @@ void cmx_tenant_account(struct cmx_tenant *t, uint64_t ns, uint64_t now);
 uint64_t cmx_tenant_minute_ns(const struct cmx_tenant *t, uint64_t now);
 
 /* "key=value" quota settings (clmuxctl, config): mem=2G objects=10000
- * inflight=256 weight=3 cap=50% rate=1G/s sessions=8; "none" or "unlimited"
- * lifts a limit. 0, or -EINVAL with a reason in why. */
+ * inflight=256 weight=3 cap=50% rate=1G/s sessions=8 build-mem=4G
+ * build-time=60 builds=2; "none" or "unlimited" lifts a limit. 0, or -EINVAL with a reason in why. */
 int cmx_quota_set(struct cmx_quota *q, const char *key, const char *value, char *why,
 		  size_t whylen);
 /* The value of one quota as text, as cmx_quota_set reads it back. */
 void cmx_quota_format(const struct cmx_quota *q, const char *key, char *out, size_t len);
-#define CMX_QUOTA_KEYS 7
+#define CMX_QUOTA_KEYS 10
 extern const char *const cmx_quota_keys[CMX_QUOTA_KEYS];
 
 /* Charges n bytes received from the tenant to its rate quota; returns how
