@@ -105,6 +105,7 @@ static struct {
 
 static void link_recv(struct link *k);
 static int worker_spawn(struct worker *w);
+static void reaped(pid_t pid, int st);
 
 static const char *key_of(const struct cmx_tenant *t, char *out)
 {
@@ -710,9 +711,21 @@ unsigned cmx_front_evict(struct cmx_tenant *t)
 		/* The worker is the tenant's alone: ending it frees the device
 		 * at once, running kernels included (OpenCL stops a context's
 		 * kernels only when its process ends). */
-		cmx_info("tenant %s evicted: its worker (pid %d) is stopped", t->name,
-			 (int)w->link->pid);
-		kill(w->link->pid, SIGKILL);
+		pid_t pid = w->link->pid;
+		int st;
+		cmx_info("tenant %s evicted: its worker (pid %d) is stopped", t->name, (int)pid);
+		kill(pid, SIGKILL);
+		/* The answer waits for the end (at most 2 s), so that the
+		 * device is free when the administrator hears of it, and no
+		 * connection of the tenant's listener reaches the dying
+		 * process: its successor takes them from the backlog. */
+		for (int i = 0; i < 2000; i++) {
+			if (waitpid(pid, &st, WNOHANG) == pid) {
+				reaped(pid, st);
+				break;
+			}
+			usleep(1000);
+		}
 		t->sessions = t->objects = t->bytes = t->inflight = t->output = 0;
 		return n;
 	}
@@ -778,40 +791,46 @@ static void maybe_stop(void)
 	}
 }
 
+/* Worker pid ended with status st: its link and, for a listener's worker,
+ * its successor. */
+static void reaped(pid_t pid, int st)
+{
+	struct link *k = fe.links;
+	struct worker *w;
+
+	while (k && k->pid != pid)
+		k = k->next;
+	if (!k)
+		return;
+	w = k->w;
+	if (WIFSIGNALED(st))
+		cmx_warn("worker %s (pid %d) ended: signal %d (%s)", k->key, (int)pid, WTERMSIG(st),
+			 strsignal(WTERMSIG(st)));
+	else
+		cmx_info("worker %s (pid %d) ended: status %d", k->key, (int)pid, WEXITSTATUS(st));
+	fe.live--;
+	k->pid = 0;
+	k->w = NULL;
+	/* Its control socket's receive completes with the hang-up and frees
+	 * the link. */
+	if (k->ctl >= 0)
+		shutdown(k->ctl, SHUT_RDWR);
+	if (w && w->link == k) {
+		w->link = NULL;
+		usage_forget(w);
+		if (w->owns)
+			worker_restart(w);
+	}
+	link_free_if_done(k);
+}
+
 void cmx_front_reap(void)
 {
 	int st;
 	pid_t pid;
 
-	while ((pid = waitpid(-1, &st, WNOHANG)) > 0) {
-		struct link *k = fe.links;
-		struct worker *w;
-		while (k && k->pid != pid)
-			k = k->next;
-		if (!k)
-			continue;
-		w = k->w;
-		if (WIFSIGNALED(st))
-			cmx_warn("worker %s (pid %d) ended: signal %d (%s)", k->key, (int)pid,
-				 WTERMSIG(st), strsignal(WTERMSIG(st)));
-		else
-			cmx_info("worker %s (pid %d) ended: status %d", k->key, (int)pid,
-				 WEXITSTATUS(st));
-		fe.live--;
-		k->pid = 0;
-		k->w = NULL;
-		/* Its control socket's receive completes with the hang-up and
-		 * frees the link. */
-		if (k->ctl >= 0)
-			shutdown(k->ctl, SHUT_RDWR);
-		if (w && w->link == k) {
-			w->link = NULL;
-			usage_forget(w);
-			if (w->owns)
-				worker_restart(w);
-		}
-		link_free_if_done(k);
-	}
+	while ((pid = waitpid(-1, &st, WNOHANG)) > 0)
+		reaped(pid, st);
 	maybe_stop();
 }
 

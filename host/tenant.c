@@ -31,10 +31,10 @@ void cmx_quota_unlimited(struct cmx_quota *q)
 	q->mem = q->objects = q->inflight = q->rate = q->sessions = CMX_UNLIMITED;
 	q->weight = 1;
 	q->cap = 0;
-	/* One compile bomb must not take the worker's memory or an executor
-	 * for minutes, whether or not the admin thought of it. */
-	q->build_mem = 4ull << 30;
-	q->build_time = 60;
+	/* No build pre-flight unless asked for: it costs every build of
+	 * source a process and a second compile (docs/admin.md); without it a
+	 * compile bomb still ends only its tenant's worker. */
+	q->build_mem = q->build_time = CMX_UNLIMITED;
 	q->builds = 2;
 }
 
