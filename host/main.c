@@ -313,6 +313,7 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	e = cmx_loop_run(srv->loop);
 	if (e)
 		cmx_err("loop: %s", strerror(-e));
+	cmx_worker_stop();
 	cmx_kprintf_fini();
 	cmx_watch_report();
 	cmx_pinned_stop();

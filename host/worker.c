@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "admin.h"
@@ -25,6 +26,8 @@ static struct {
 	int ctl;
 	char key[CMX_TENANT_NAME + 8];
 	pthread_t reader;
+	int reading;	   /* reader started */
+	atomic_int stopping; /* the loop is going away: post nothing more */
 	atomic_int poisoned;
 } wk = { .ctl = -1 };
 
@@ -149,8 +152,11 @@ static void *reader_main(void *arg)
 		long n = buf ? cmx_ctl_recv(wk.ctl, buf, &fd) : -ENOMEM;
 		if (n == -EBADMSG)
 			continue;
-		if (n <= 0)
+		if (n <= 0 || atomic_load(&wk.stopping)) {
+			if (n > 0 && fd >= 0)
+				close(fd);
 			break;
+		}
 		p = malloc(sizeof(*p) + (size_t)n);
 		if (!p) {
 			if (fd >= 0)
@@ -163,7 +169,8 @@ static void *reader_main(void *arg)
 		cmx_loop_post(wk.srv->loop, on_packet, p);
 	}
 	free(buf);
-	cmx_loop_post(wk.srv->loop, on_hangup, NULL);
+	if (!atomic_load(&wk.stopping))
+		cmx_loop_post(wk.srv->loop, on_hangup, NULL);
 	return NULL;
 }
 
@@ -178,8 +185,19 @@ int cmx_worker_start(struct cmx_server *srv, int ctl, const char *key)
 	e = pthread_create(&wk.reader, NULL, reader_main, NULL);
 	if (e)
 		return -e;
-	pthread_detach(wk.reader);
+	wk.reading = 1;
 	return cmx_ctl_send(ctl, &ready, sizeof(ready), -1, 0);
+}
+
+void cmx_worker_stop(void)
+{
+	if (!wk.reading)
+		return;
+	/* The reader posts to the loop: it ends before the loop does. */
+	atomic_store(&wk.stopping, 1);
+	shutdown(wk.ctl, SHUT_RDWR);
+	pthread_join(wk.reader, NULL);
+	wk.reading = 0;
 }
 
 static void retire(void *arg)

@@ -10,6 +10,9 @@ struct cmx_server;
  * them to the loop) and says ready. key: the worker's name (host/front.c),
  * for log lines and the tenants it reports. 0 or -errno. */
 int cmx_worker_start(struct cmx_server *srv, int ctl, const char *key);
+/* Before the loop is destroyed: the reader ends (the control socket is shut
+ * down). */
+void cmx_worker_stop(void);
 /* Any thread. The driver's state is lost (a GPU fault: every context of this process
  * is gone): tells the front end, which sends new sessions elsewhere; this
  * process stops accepting and ends with its last session. Once. */
