@@ -515,7 +515,7 @@ START_TEST(transfer_boxes)
 	/* Async commands: their failure is the session's last. */
 	{
 		uint64_t o[3] = {0, 0, 0}, r[3] = {4, 2, 1};
-		static const uint8_t pat[3] = {1, 2, 3};
+		static const uint8_t pat[4] = {1, 2, 3, 4}; /* the first 3, then all 4 */
 		struct cmx_CopyImageToBuffer_in i2b = {.queue = {0x23001},
 						       .src = {0x23003},
 						       .dst = {0x23002},
