@@ -3,6 +3,17 @@
 // --build-check` under RLIMIT_AS and RLIMIT_CPU (docs/architecture.md).
 #include "buildcheck.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define BUILT_WITH_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BUILT_WITH_ASAN 1
+#endif
+#endif
+#ifndef BUILT_WITH_ASAN
+#define BUILT_WITH_ASAN 0
+#endif
+
 #include <CL/cl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -363,8 +374,12 @@ int cmx_buildcheck_main(void)
 	for (uint32_t i = 0; i < nh; i++)
 		if (!(hn[i] = read_str(&total)) || !(hs[i] = read_str(&total)))
 			return 2;
-	/* Before the driver loads: every byte and second of it counts. */
-	set_limit(RLIMIT_AS, mem, mem);
+	/* Before the driver loads: every byte and second of it counts. An
+	 * AddressSanitizer build reserves terabytes of shadow address space
+	 * and cannot run under an address-space limit: there only the CPU and
+	 * wall-clock limits stop a build. */
+	if (!BUILT_WITH_ASAN)
+		set_limit(RLIMIT_AS, mem, mem);
 	set_limit(RLIMIT_CPU, secs, secs + 1);
 	if (cmx_device_open(&srv, spec[0] ? spec : NULL))
 		return 4;
