@@ -102,12 +102,3 @@ TESTS += guest/tests/e2e_contain
 guest_tests_e2e_contain_CFLAGS = $(E2E_CFLAGS)
 guest_tests_e2e_contain_LDADD = $(E2E_LDADD)
 endif
-
-# A compile bomb under a tenant's build-mem and build-time
-# (host/buildcheck.c) beside another tenant's workload.
-if HAVE_CHECK
-check_PROGRAMS += guest/tests/e2e_build_limits
-TESTS += guest/tests/e2e_build_limits
-guest_tests_e2e_build_limits_CFLAGS = $(E2E_CFLAGS)
-guest_tests_e2e_build_limits_LDADD = $(E2E_LDADD)
-endif

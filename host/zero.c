@@ -48,18 +48,6 @@ static void zero_put(struct cmx_zero *z)
 	free(z);
 }
 
-/*
- * A driver that runs its queues only inside a flush or a wait (Oclgrind, a
- * simulator) gets no fills: its runtime keeps every queue's commands in
- * global lists without a lock, and a fill enqueued on the loop while an
- * executor's wait runs a queue corrupted them (a wait that never returned,
- * e2e_printf under load). Its fresh memory is not zeroed (docs/security.md).
- */
-static int no_fills(void)
-{
-	return cmx_srv->flush_runs;
-}
-
 void *cmx_zero_context(cl_context ctx)
 {
 	struct cmx_zero *z = calloc(1, sizeof(*z));
@@ -152,20 +140,35 @@ static int zero_started(struct cmx_zero *z, cl_int e, cl_event ev)
 	return CL_SUCCESS;
 }
 
+/*
+ * The context's zeroing state, its queue made; NULL with *e the error, or
+ * with *e 0 where there is nothing to fill: a driver that runs its queues
+ * only inside a flush or a wait (Oclgrind, a simulator) gets no fills. Its
+ * runtime keeps every queue's commands in global lists without a lock, and
+ * a fill enqueued on the loop while an executor's wait runs a queue
+ * corrupted them (a wait that never returned, e2e_printf under load). Its
+ * fresh memory is not zeroed (docs/security.md).
+ */
+static struct cmx_zero *zero_ready(struct cmx_obj *ctx, cl_int *e)
+{
+	struct cmx_zero *z = ctx ? ctx->ext : NULL;
+
+	*e = z ? CL_SUCCESS : CL_OUT_OF_HOST_MEMORY;
+	if (!z || cmx_srv->flush_runs)
+		return NULL;
+	*e = zero_queue_make(z);
+	return *e ? NULL : z;
+}
+
 int cmx_zero_buffer(struct cmx_obj *ctx, cl_mem m, uint64_t size)
 {
 	static const unsigned char zeros[128];
-	struct cmx_zero *z = ctx ? ctx->ext : NULL;
 	size_t pattern = sizeof(zeros);
 	cl_event ev = NULL;
 	cl_int e;
+	struct cmx_zero *z = zero_ready(ctx, &e);
 
 	if (!z)
-		return CL_OUT_OF_HOST_MEMORY;
-	if (no_fills())
-		return CL_SUCCESS;
-	e = zero_queue_make(z);
-	if (e)
 		return e;
 	/* The widest pattern that divides the size: PoCL fills a pattern at
 	 * a time. */
@@ -179,17 +182,12 @@ int cmx_zero_image(struct cmx_obj *ctx, cl_mem m, const uint64_t extent[3])
 {
 	/* Zero in every channel type: float 0.0, integer 0. */
 	static const cl_uint color[4];
-	struct cmx_zero *z = ctx ? ctx->ext : NULL;
 	size_t origin[3] = {0, 0, 0}, region[3];
 	cl_event ev = NULL;
 	cl_int e;
+	struct cmx_zero *z = zero_ready(ctx, &e);
 
 	if (!z)
-		return CL_OUT_OF_HOST_MEMORY;
-	if (no_fills())
-		return CL_SUCCESS;
-	e = zero_queue_make(z);
-	if (e)
 		return e;
 	for (int i = 0; i < 3; i++)
 		region[i] = extent[i];

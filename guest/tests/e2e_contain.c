@@ -5,7 +5,10 @@
 // ends A's worker only: A gets an error, B finishes with every checksum
 // right, the admin socket answers, and A's next process works. An endless
 // kernel of A costs B only a share of the device; `clmuxctl evict a` ends
-// it, and the daemon still exits promptly on SIGTERM with one running.
+// it, and the daemon still exits promptly on SIGTERM with one running. A
+// printf hidden from the scan reaches nobody else, a group sharing one
+// context keeps each tenant's results, and a compile bomb under build
+// limits fails that build alone.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -122,24 +125,20 @@ static const char b_src[] = "kernel void churn(global const uint *a, global uint
 
 /* B: rounds of launch + blocking read, each checked on the host. Exit 0
  * when every round's checksum was right. */
-static int run_b(const char *server, int rounds)
+static int churn(struct e2e_plat *p, int rounds)
 {
-	struct e2e_plat p;
 	static uint32_t a[B_N], b[B_N];
 	cl_program prog;
 	cl_kernel k;
 	cl_mem ma, mb;
 	cl_int e;
 
-	setenv("CLMUX_SERVER", server, 1);
-	if (e2e_plat_init(&p, "virtual", e2e_virtual_match()))
-		return 2;
 	for (uint32_t i = 0; i < B_N; i++)
 		a[i] = i * 7u + 1u;
-	prog = e2e_program_build(&p, b_src, NULL);
-	k = e2e_kernel_create(&p, prog, "churn");
-	ma = clCreateBuffer(p.context, CL_MEM_COPY_HOST_PTR, sizeof(a), a, &e);
-	mb = clCreateBuffer(p.context, CL_MEM_READ_WRITE, sizeof(b), NULL, &e);
+	prog = e2e_program_build(p, b_src, NULL);
+	k = e2e_kernel_create(p, prog, "churn");
+	ma = clCreateBuffer(p->context, CL_MEM_COPY_HOST_PTR, sizeof(a), a, &e);
+	mb = clCreateBuffer(p->context, CL_MEM_READ_WRITE, sizeof(b), NULL, &e);
 	if (e)
 		return 3;
 	for (int r = 0; r < rounds; r++) {
@@ -148,16 +147,30 @@ static int run_b(const char *server, int rounds)
 		clSetKernelArg(k, 0, sizeof(ma), &ma);
 		clSetKernelArg(k, 1, sizeof(mb), &mb);
 		clSetKernelArg(k, 2, sizeof(rr), &rr);
-		if (clEnqueueNDRangeKernel(p.queue, k, 1, NULL, &g, NULL, 0, NULL, NULL) ||
-		    clEnqueueReadBuffer(p.queue, mb, CL_TRUE, 0, sizeof(b), b, 0, NULL, NULL))
+		if (clEnqueueNDRangeKernel(p->queue, k, 1, NULL, &g, NULL, 0, NULL, NULL) ||
+		    clEnqueueReadBuffer(p->queue, mb, CL_TRUE, 0, sizeof(b), b, 0, NULL, NULL))
 			return 4;
 		for (uint32_t i = 0; i < B_N; i++)
 			if (b[i] != a[i] * 2654435761u + rr) {
-				fprintf(stderr, "e2e_contain: B round %d word %u wrong\n", r, i);
+				fprintf(stderr, "e2e_contain: round %d word %u wrong\n", r, i);
 				return 5;
 			}
 	}
+	clReleaseMemObject(ma);
+	clReleaseMemObject(mb);
+	clReleaseKernel(k);
+	clReleaseProgram(prog);
 	return 0;
+}
+
+static int run_b(const char *server, int rounds)
+{
+	struct e2e_plat p;
+
+	setenv("CLMUX_SERVER", server, 1);
+	if (e2e_plat_init(&p, "virtual", e2e_virtual_match()))
+		return 2;
+	return churn(&p, rounds);
 }
 
 /* A's bad kernels. */
@@ -545,6 +558,79 @@ START_TEST(shared_group)
 }
 END_TEST
 
+/* 2^26 copies of a statement: natively about 6.5 GB and over a minute of
+ * PoCL's compiler, far past a 1 GiB limit. */
+#define BOMB_DEPTH 26
+
+/* A: the bomb, its status and log, then ordinary rounds in the same
+ * session (so the same worker: it lived). */
+static int run_bomb(const char *server)
+{
+	struct e2e_plat p;
+	char src[4096], log[1024] = "";
+	cl_build_status bst = CL_BUILD_SUCCESS;
+	size_t n = 0;
+	cl_program prog;
+	cl_int e;
+	double t0;
+
+	setenv("CLMUX_SERVER", server, 1);
+	if (e2e_plat_init(&p, "virtual", e2e_virtual_match()))
+		return 2;
+	n += (size_t)snprintf(src + n, sizeof(src) - n, "#define A1(x) x x\n");
+	for (int d = 2; d <= BOMB_DEPTH; d++)
+		n += (size_t)snprintf(src + n, sizeof(src) - n, "#define A%d(x) A%d(A%d(x))\n", d,
+				      d - 1, d - 1);
+	snprintf(src + n, sizeof(src) - n,
+		 "kernel void bomb(global int *p) { int v = 0; A%d(v++;) p[0] = v; }\n",
+		 BOMB_DEPTH);
+	prog = clCreateProgramWithSource(p.context, 1, (const char *[]){ src }, NULL, &e);
+	if (!prog)
+		return 3;
+	t0 = now_s();
+	e = clBuildProgram(prog, 0, NULL, NULL, NULL, NULL);
+	fprintf(stderr, "e2e_contain: the bomb's build: %s after %.1f s\n", e2e_cl_strerror(e),
+		now_s() - t0);
+	if (e != CL_BUILD_PROGRAM_FAILURE)
+		return 6;
+	if (clGetProgramBuildInfo(prog, p.device, CL_PROGRAM_BUILD_LOG, sizeof(log), log, NULL))
+		return 7;
+	fprintf(stderr, "e2e_contain: its log: %s\n", log);
+	if (!strstr(log, "clmux: the build was stopped: over the tenant's build-") ||
+	    (!strstr(log, "build-mem limit (1 GiB") && !strstr(log, "build-time limit (10 s)")))
+		return 8;
+	clGetProgramBuildInfo(prog, p.device, CL_PROGRAM_BUILD_STATUS, sizeof(bst), &bst, NULL);
+	if (bst != CL_BUILD_ERROR)
+		return 9;
+	clReleaseProgram(prog);
+	return churn(&p, 4);
+}
+
+/* A compile bomb under A's build limits (issue 22, case 4) fails with
+ * CL_BUILD_PROGRAM_FAILURE and a log line naming the limit; the same
+ * session then builds and runs a kernel, and B's rounds run throughout. */
+START_TEST(compile_bomb)
+{
+	char server[160];
+	pid_t a, b;
+	int st;
+
+	daemon_start_with("[tenant a]\nbuild-mem = 1G\nbuild-time = 10\n\n[tenant b]\n");
+	snprintf(server, sizeof(server), "unix:%s", sock_a);
+	a = fork();
+	ck_assert_int_ge(a, 0);
+	if (!a)
+		_exit(run_bomb(server));
+	b = spawn_b(40);
+	st = reap(a);
+	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "A: status %d", st);
+	st = reap(b);
+	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "B: status %d", st);
+	daemon_alive();
+	daemon_stop();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("contain");
@@ -557,6 +643,7 @@ int main(void)
 	tcase_add_test(tc, endless_kernel);
 	tcase_add_test(tc, hidden_printf);
 	tcase_add_test(tc, shared_group);
+	tcase_add_test(tc, compile_bomb);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S * 2);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
