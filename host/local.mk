@@ -117,7 +117,8 @@ endif
 if HAVE_CHECK
 check_PROGRAMS += host/tests/test_tenant
 TESTS += host/tests/test_tenant
-host_tests_test_tenant_SOURCES = host/tests/test_tenant.c host/tests/rawclient.h
+host_tests_test_tenant_SOURCES = host/tests/test_tenant.c host/tests/rawclient.h \
+	host/tests/adminclient.h
 host_tests_test_tenant_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_tenant_LDADD = transport/libcmxtransport.la $(CHECK_LIBS) -lpthread
 endif
@@ -126,7 +127,8 @@ endif
 if HAVE_CHECK
 check_PROGRAMS += host/tests/test_hostile_quota
 TESTS += host/tests/test_hostile_quota
-host_tests_test_hostile_quota_SOURCES = host/tests/test_hostile_quota.c host/tests/rawclient.h
+host_tests_test_hostile_quota_SOURCES = host/tests/test_hostile_quota.c host/tests/rawclient.h \
+	host/tests/adminclient.h
 host_tests_test_hostile_quota_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_hostile_quota_LDADD = guest/tests/libe2e.la transport/libcmxtransport.la \
 	$(CHECK_LIBS) $(OPENCL_LIBS) -lpthread

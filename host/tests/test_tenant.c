@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "adminclient.h"
 #include "rawclient.h"
 
 static char dir[64], conf[128], sock_a[128], sock_b[128], sock_d[128], sock_any[128], admin[128],
@@ -25,65 +26,9 @@ static pid_t daemon_pid;
 
 /* ---- the daemon and its admin socket ---- */
 
-static char *ask_n(const char *path, const char *line, size_t len);
-
-static char *ask(const char *path, const char *line)
-{
-	return ask_n(path, line, line ? strlen(line) : 0);
-}
-
-/* Sends len bytes to the socket at path, returns all it answers. */
-static char *ask_n(const char *path, const char *line, size_t len)
-{
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
-	size_t cap = 1 << 16, got = 0;
-	char *buf = malloc(cap);
-	ssize_t n;
-	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-
-	strcpy(sun.sun_path, path);
-	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
-	/* The daemon may have answered and closed already (a refusal). */
-	if (len && send(fd, line, len, MSG_NOSIGNAL) < 0)
-		ck_assert_msg(errno == EPIPE || errno == ECONNRESET, "send: %s", strerror(errno));
-	while ((n = recv(fd, buf + got, cap - 1 - got, 0)) > 0)
-		got += (size_t)n;
-	buf[got] = '\0';
-	close(fd);
-	return buf;
-}
-
-/* A number from `clmuxctl --json tenants`: field of tenant name. */
-static uint64_t tenant_field(const char *name, const char *field)
-{
-	char *all = ask(admin, "json tenants\n"), key[96], *p;
-	uint64_t v;
-
-	ck_assert_msg(!strncmp(all, "ok\n", 3), "admin: %s", all);
-	snprintf(key, sizeof(key), "{\"name\":\"%s\"", name);
-	p = strstr(all, key);
-	ck_assert_msg(p, "no tenant %s in %s", name, all);
-	snprintf(key, sizeof(key), ",\"%s\":", field);
-	p = strstr(p, key);
-	ck_assert_msg(p, "no %s in %s", field, all);
-	v = strtoull(p + strlen(key), NULL, 10);
-	free(all);
-	return v;
-}
-
-/* Waits for a tenant's usage to settle at want (closes are async). */
-static void field_becomes(const char *name, const char *field, uint64_t want)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 500; i++) {
-		v = tenant_field(name, field);
-		if (v == want)
-			return;
-		usleep(20000);
-	}
-	ck_abort_msg("tenant %s: %s stayed %" PRIu64 ", want %" PRIu64, name, field, v, want);
-}
+/* The admin socket of this test's daemon. */
+#define tenant_field(name, field) admin_tenant_field(admin, name, field)
+#define field_becomes(name, field, want) admin_field_becomes(admin, name, field, want)
 
 static int daemon_start(void)
 {
