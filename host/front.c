@@ -600,11 +600,6 @@ int cmx_front_spawn(void)
 	return wait_ready();
 }
 
-int cmx_front_accepts(const struct cmx_listener *l)
-{
-	return !fe.lowner || !fe.lowner[l - fe.ls];
-}
-
 /* ---- connections ---- */
 
 static void quota_line(const struct cmx_tenant *t, char *out, size_t len)

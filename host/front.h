@@ -39,8 +39,6 @@ int cmx_front_start(struct cmx_server *srv, const struct cmx_front_opts *o,
  * default tenant's (or one), and waits until each has opened the device.
  * 0, or -errno (logged). */
 int cmx_front_spawn(void);
-/* Whether the front end serves (accepts on) listener l itself. */
-int cmx_front_accepts(const struct cmx_listener *l);
 
 /*
  * A connection of a front-end listener reached its Hello at `from` (n bytes

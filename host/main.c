@@ -257,7 +257,31 @@ void cmx_main_retire(void)
 	retire_tick(&retire_io, 0, 0);
 }
 
-/* A worker: today's daemon for the tenants the front end gives it. */
+/* The admin socket and, if asked for, the metrics endpoint: 0, or 1
+ * (logged). */
+static int admin_start(struct cmx_server *srv, const struct opts *o)
+{
+	char why[200];
+
+	admin_setup(srv, o->admin);
+	if (o->metrics && cmx_metrics_listen(srv, o->metrics, why, sizeof(why))) {
+		cmx_err("--metrics %s: %s", o->metrics, why);
+		return 1;
+	}
+	return 0;
+}
+
+/* What both kinds of process release at the end; the exit status. */
+static int stopped(struct cmx_server *srv, int e)
+{
+	for (unsigned i = 0; i < nlisteners; i++)
+		cmx_listener_fini(&listeners[i]);
+	cmx_tenants_fini(&srv->tenants);
+	cmx_info("stopped");
+	return e ? 1 : 0;
+}
+
+/* A worker: the daemon's core for the tenants the front end gives it. */
 static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 {
 	int e;
@@ -296,14 +320,8 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 		cmx_err("worker %s: no control channel", o->worker);
 		return 1;
 	}
-	if (!o->worker) {
-		char why[200];
-		admin_setup(srv, o->admin);
-		if (o->metrics && cmx_metrics_listen(srv, o->metrics, why, sizeof(why))) {
-			cmx_err("--metrics %s: %s", o->metrics, why);
-			return 1;
-		}
-	}
+	if (!o->worker && admin_start(srv, o))
+		return 1;
 	/* Everything that needs root is open: the loop serves as --user (a
 	 * worker started by a front end that has dropped already is that
 	 * user from the start). */
@@ -320,11 +338,7 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	cmx_sched_destroy(srv);
 	cmx_executor_destroy(srv->exec);
 	cmx_loop_destroy(srv->loop);
-	for (unsigned i = 0; i < nlisteners; i++)
-		cmx_listener_fini(&listeners[i]);
-	cmx_tenants_fini(&srv->tenants);
-	cmx_info("stopped");
-	return e ? 1 : 0;
+	return stopped(srv, e);
 }
 
 /* The front end: listeners, tenants and the admin socket; the OpenCL work
@@ -334,7 +348,6 @@ static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	struct cmx_front_opts fo = { .device = o->device, .config = srv->config_path,
 				     .threads = o->threads, .window_us = o->window_us,
 				     .profile = srv->profile, .user = o->user };
-	char why[200];
 	int e;
 
 	srv->front = 1;
@@ -350,12 +363,7 @@ static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	 * the backlog meanwhile), the guests' first, as without workers. */
 	if (cmx_front_start(srv, &fo, listeners, lspecs, nlisteners, o->vhost_specs, o->nvhost))
 		return 1;
-	admin_setup(srv, o->admin);
-	if (o->metrics && cmx_metrics_listen(srv, o->metrics, why, sizeof(why))) {
-		cmx_err("--metrics %s: %s", o->metrics, why);
-		return 1;
-	}
-	if (cmx_front_spawn())
+	if (admin_start(srv, o) || cmx_front_spawn())
 		return 1;
 	if (!user_drop(o->user))
 		return 1;
@@ -363,11 +371,7 @@ static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	if (e)
 		cmx_err("loop: %s", strerror(-e));
 	cmx_loop_destroy(srv->loop);
-	for (unsigned i = 0; i < nlisteners; i++)
-		cmx_listener_fini(&listeners[i]);
-	cmx_tenants_fini(&srv->tenants);
-	cmx_info("stopped");
-	return e ? 1 : 0;
+	return stopped(srv, e);
 }
 
 int main(int argc, char **argv)
