@@ -37,6 +37,7 @@ struct opts {
 	int shared;		    /* the group shares one native context */
 	int runaway;		    /* one more tenant, whose kernel never ends */
 	const char *daemon_args;    /* more clmuxd options, split at spaces */
+	const char *scheme;	    /* how clients dial: "unix" or "shm" (rings) */
 };
 
 static double now_s(void)
@@ -145,7 +146,8 @@ static pid_t runaway_start(const struct opts *o, const char *dir)
 	pid = fork();
 	if (!pid) {
 		char server[512];
-		snprintf(server, sizeof(server), "unix:%s/t%u.sock", dir, o->tenants + o->probe);
+		snprintf(server, sizeof(server), "%s:%s/t%u.sock", o->scheme, dir,
+			 o->tenants + o->probe);
 		setenv("CLMUX_SERVER", server, 1);
 		if (o->client_vendors && !native)
 			setenv("OCL_ICD_VENDORS", o->client_vendors, 1);
@@ -347,7 +349,7 @@ static int run_clients(const struct opts *o, const char *dir, unsigned n, int id
 		pids[i] = fork();
 		if (!pids[i]) {
 			char server[512];
-			snprintf(server, sizeof(server), "unix:%s/t%u.sock", dir, i);
+			snprintf(server, sizeof(server), "%s:%s/t%u.sock", o->scheme, dir, i);
 			setenv("CLMUX_SERVER", server, 1);
 			if (o->client_vendors && !native)
 				setenv("OCL_ICD_VENDORS", o->client_vendors, 1);
@@ -374,7 +376,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: tenant-bench [--tenants N] [--weights W[:W...]] [--seconds S]\n"
 		   "                    [--inflight K] [--work N] [--device SPEC] [--clmuxd PATH]\n"
 		   "                    [--client-vendors PATH] [--native] [--probe] [--group]\n"
-		   "                    [--daemon-args 'ARGS'] [--runaway] [--shared]\n"
+		   "                    [--daemon-args 'ARGS'] [--runaway] [--shared] [--shm]\n"
 		   "  N tenants (default 8), each a client process keeping K (default 4)\n"
 		   "  kernels in flight for S seconds (default 10) through one clmuxd;\n"
 		   "  weights repeat over the tenants (default 1). OCL_ICD_VENDORS must\n"
@@ -391,7 +393,9 @@ static void usage(FILE *f)
 		   "  (context = shared): the driver runs their queues concurrently.\n"
 		   "  --daemon-args: more clmuxd options (e.g. '--workers off').\n"
 		   "  --runaway: one more tenant whose kernel never ends runs all along;\n"
-		   "  then the time clmuxd takes to exit on SIGTERM.\n");
+		   "  then the time clmuxd takes to exit on SIGTERM.\n"
+		   "  --shm: clients use the shared-memory rings (shm:) instead of the\n"
+		   "  socket (unix:, the default).\n");
 }
 
 int main(int argc, char **argv)
@@ -402,7 +406,7 @@ int main(int argc, char **argv)
 	    {"clmuxd", 1, NULL, 'c'},	{"help", 0, NULL, 'h'},	   {"client-vendors", 1, NULL, 'v'},
 	    {"native", 0, NULL, 'N'},	{"probe", 0, NULL, 'p'},   {"group", 0, NULL, 'g'},
 	    {"daemon-args", 1, NULL, 'D'}, {"runaway", 0, NULL, 'R'}, {"shared", 0, NULL, 'S'},
-	    {NULL, 0, NULL, 0},
+	    {"shm", 0, NULL, 'M'},	{NULL, 0, NULL, 0},
 	};
 	struct opts o = {.tenants = 8,
 			 .inflight = 4,
@@ -410,6 +414,7 @@ int main(int argc, char **argv)
 			 .work = 2000,
 			 .global = 4096,
 			 .weights = {1},
+			 .scheme = "unix",
 			 .nweights = 1};
 	char dir[] = "/tmp/clmux-tenant-bench-XXXXXX", *tok;
 	static pid_t pids[MAX_TENANTS + 1];
@@ -421,7 +426,7 @@ int main(int argc, char **argv)
 	pid_t daemon, runaway = 0;
 
 	o.clmuxd = getenv("CLMUXD") ? getenv("CLMUXD") : "clmuxd";
-	while ((opt = getopt_long(argc, argv, "n:w:s:k:W:d:c:hv:NpgD:RS", lo, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:w:s:k:W:d:c:hv:NpgD:RSM", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			o.tenants = (unsigned)atoi(optarg);
@@ -464,6 +469,9 @@ int main(int argc, char **argv)
 			break;
 		case 'S':
 			o.group = o.shared = 1;
+			break;
+		case 'M':
+			o.scheme = "shm";
 			break;
 		case 'D':
 			o.daemon_args = optarg;
