@@ -6,9 +6,10 @@
 // right, the admin socket answers, and A's next process works. An endless
 // kernel of A costs B only a share of the device; `clmuxctl evict a` ends
 // it, and the daemon still exits promptly on SIGTERM with one running. A
-// printf hidden from the scan reaches nobody else, a group sharing one
-// context keeps each tenant's results, and a compile bomb under build
-// limits fails that build alone.
+// printf hidden from the scan reaches nobody else (nor the daemon's stdout,
+// with worker processes or without), a group sharing one context keeps
+// each tenant's results, and a compile bomb under build limits fails that
+// build alone.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +30,9 @@
 
 static char dir[40], sock_a[64], sock_b[64], admin[64];
 static pid_t daemon_pid;
+
+/* Whether the next daemon runs every tenant in its own process. */
+static int daemon_workers_off;
 
 /* A daemon with listeners for tenants a and b, and conf (or none) as its
  * configuration file. */
@@ -62,13 +66,20 @@ static void daemon_start_with(const char *conf)
 		fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		if (fd >= 0)
 			dup2(fd, 1);
+		char *argv[12] = {(char *)bin, "--listen", la, "--listen", lb, "--admin", admin};
+		int argc = 7;
+
 		setenv("TMPDIR", dir, 1);
-		if (conf)
-			execl(bin, bin, "--listen", la, "--listen", lb, "--admin", admin, "--config",
-			      cpath, (char *)NULL);
-		else
-			execl(bin, bin, "--listen", la, "--listen", lb, "--admin", admin,
-			      (char *)NULL);
+		if (conf) {
+			argv[argc++] = "--config";
+			argv[argc++] = cpath;
+		}
+		if (daemon_workers_off) {
+			argv[argc++] = "--workers";
+			argv[argc++] = "off";
+		}
+		argv[argc] = NULL;
+		execv(bin, argv);
 		_exit(127);
 	}
 	for (int i = 0; i < 3000; i++) {
@@ -529,6 +540,32 @@ START_TEST(hidden_printf)
 }
 END_TEST
 
+/* The same hidden printf with every tenant in the daemon's one process
+ * (--workers off): what no printing launch claims is dropped there too,
+ * and never reaches the daemon's stdout. */
+START_TEST(hidden_printf_workers_off)
+{
+	char out_a[96], log[96];
+	pid_t a;
+	int st;
+
+	daemon_workers_off = 1;
+	daemon_start();
+	daemon_workers_off = 0;
+	snprintf(out_a, sizeof(out_a), "%s/a.out", dir);
+	snprintf(log, sizeof(log), "%s/stdout", dir);
+	a = fork();
+	ck_assert_int_ge(a, 0);
+	if (!a)
+		_exit(run_printer(sock_a, hidden_src, 50, out_a));
+	st = reap(a);
+	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "A: status %d", st);
+	daemon_stop_keep();
+	ck_assert_msg(!file_has(log, "A-SECRET"), "A's output reached the daemon's stdout");
+	daemon_cleanup();
+}
+END_TEST
+
 /* Two tenants of a group sharing one native context run checksummed work
  * at once in one worker: each gets its own results. */
 START_TEST(shared_group)
@@ -642,6 +679,7 @@ int main(void)
 	tcase_add_test(tc, out_of_bounds_store);
 	tcase_add_test(tc, endless_kernel);
 	tcase_add_test(tc, hidden_printf);
+	tcase_add_test(tc, hidden_printf_workers_off);
 	tcase_add_test(tc, shared_group);
 	tcase_add_test(tc, compile_bomb);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S * 2);
