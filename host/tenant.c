@@ -349,6 +349,16 @@ void cmx_quota_format(const struct cmx_quota *q, const char *key, char *out, siz
 	}
 }
 
+uint64_t cmx_tenant_rx_wait(struct cmx_tenant *t, uint64_t now)
+{
+	double rate = (double)t->q.rate, tokens;
+
+	if (t->q.rate == CMX_UNLIMITED)
+		return 0;
+	tokens = (double)t->rate_tokens + (double)(now - t->rate_stamp) / 1e9 * rate;
+	return tokens >= 0 ? 0 : (uint64_t)(-tokens / rate * 1e9);
+}
+
 /* A token bucket holding at most one second's worth of bytes. */
 uint64_t cmx_tenant_rx(struct cmx_tenant *t, uint64_t n, uint64_t now)
 {

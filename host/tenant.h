@@ -141,6 +141,9 @@ extern const char *const cmx_quota_keys[CMX_QUOTA_KEYS];
 /* Charges n bytes received from the tenant to its rate quota; returns how
  * long (ns) to wait before reading more from that connection, or 0. */
 uint64_t cmx_tenant_rx(struct cmx_tenant *t, uint64_t n, uint64_t now);
+/* How long (ns) until the tenant's rate is out of debt, or 0; charges
+ * nothing. */
+uint64_t cmx_tenant_rx_wait(struct cmx_tenant *t, uint64_t now);
 
 /* A monotonic clock in ns. */
 uint64_t cmx_now_ns(void);
