@@ -139,7 +139,11 @@ static int daemon_start(void)
 		fprintf(stderr, "could not make slow's token and certificate\n");
 		return -EIO;
 	}
-	snprintf(region, sizeof(region), "/dev/shm/%s.ivshmem", strrchr(dir, '/') + 1);
+	/* Where QEMU's would be, if this machine has a /dev/shm. */
+	if (!access("/dev/shm", W_OK))
+		snprintf(region, sizeof(region), "/dev/shm/%s.ivshmem", strrchr(dir, '/') + 1);
+	else
+		snprintf(region, sizeof(region), "%s/ivshmem", dir);
 	daemon_pid = fork();
 	if (daemon_pid < 0)
 		return -errno;
