@@ -63,6 +63,8 @@ struct cmx_tenant {
 	struct cmx_gate *held, **held_tail; /* commands waiting for the device */
 	struct cmx_tenant *next_ready;	    /* on the scheduler's list */
 	int ready;
+	int fresh;	  /* held after being idle: wants a turn soon */
+	uint64_t running; /* commands on the device */
 
 	struct cmx_tenant *next;
 };
