@@ -267,6 +267,16 @@ static void on_packet(struct link *k, size_t n)
 			worker_spawn(w);
 		break;
 	}
+	case CMX_CTL_OVERTIME: {
+		/* Whatever the worker says, it can only end itself. */
+		const struct cmx_ctl_poisoned *p = (const void *)k->buf;
+		if (n != sizeof(*p) || !memchr(h->tenant, '\0', sizeof(h->tenant)))
+			break;
+		cmx_warn("tenant %s: %.*s: its worker %s (pid %d) is ended", h->tenant,
+			 (int)sizeof(p->why), p->why, w->key, (int)k->pid);
+		kill(k->pid, SIGKILL);
+		break;
+	}
 	default:
 		break;
 	}

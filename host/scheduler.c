@@ -7,7 +7,9 @@
 #include "scheduler.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -19,6 +21,7 @@
 #include "server.h"
 #include "session.h"
 #include "tenant.h"
+#include "worker.h"
 
 #define MAX_DEPS 4
 /* The cap's bucket holds at most this much device time (its window). */
@@ -83,6 +86,8 @@ struct cmx_gate {
 	atomic_int accounted;	    /* the same, for its poller (store: finish()) */
 	int polled;		    /* its poller saw it complete (or accounted) */
 	int in_order, exposed;
+	int waits;	     /* it went to the driver with a wait list */
+	uint64_t seq;	     /* the scheduler's count when it went (the watchdog's name) */
 	cl_uint nwait;	     /* held: its wait list (retained) */
 	cl_event wait_buf[]; /* the wait list */
 };
@@ -102,6 +107,7 @@ struct lane {
 	struct cmx_gate *waiter; /* the command its poller watches */
 	struct cmx_gate *head, **tail;	   /* on the device */
 	struct cmx_gate *held, *held_last; /* held, oldest first */
+	uint64_t dog_seq, dog_since; /* its oldest unfinished command, since when */
 	struct lane *next;
 };
 
@@ -142,6 +148,10 @@ struct cmx_sched {
 	struct __kernel_timespec timer_ts;
 	uint64_t timer_at; /* when the armed timer fires */
 	int timer_armed;
+	struct cmx_io dog_io; /* the kernel-time watchdog (watchdog()) */
+	struct __kernel_timespec dog_ts;
+	int dog_armed;
+	uint64_t seq; /* commands gone to the device */
 	struct cmx_gate *ph_map[PH_BUCKETS];
 	struct kheld *k_map[K_BUCKETS];
 };
@@ -605,11 +615,90 @@ static void lane_add(struct cmx_sched *sc, struct cmx_gate *g)
 	}
 }
 
+/*
+ * The kernel-time watchdog. OpenCL cannot stop a running kernel; only the
+ * end of the process that owns its context does. Four times a second,
+ * while a tenant with a kernel-time has commands on the device, each
+ * lane's oldest unfinished command is found by asking its status; one
+ * that has stayed the oldest and on the device (running, or submitted
+ * with no wait list, as NVIDIA reports a running kernel) past its
+ * tenant's kernel-time has the front end end this worker: its tenants'
+ * sessions close, their guests get errors, and the worker is replaced.
+ */
+#define DOG_NS (250ull * 1000 * 1000)
+
+static void watchdog(struct cmx_io *io, int res, unsigned flags);
+
+static void dog_arm(struct cmx_sched *sc)
+{
+	if (sc->dog_armed)
+		return;
+	sc->dog_armed = 1;
+	sc->dog_io.cb = watchdog;
+	sc->dog_ts.tv_sec = 0;
+	sc->dog_ts.tv_nsec = (long long)DOG_NS;
+	io_uring_prep_timeout(cmx_loop_sqe(sc->srv->loop, &sc->dog_io), &sc->dog_ts, 0, 0);
+}
+
+/* 1: g is on the device unfinished; 0: it waits for others; -1: it has
+ * finished (or cannot be asked). */
+static int dog_state(const struct cmx_gate *g)
+{
+	cl_int st = CL_COMPLETE;
+
+	if (clGetEventInfo(g->done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL) ||
+	    st <= CL_COMPLETE)
+		return -1;
+	return st == CL_RUNNING || (st == CL_SUBMITTED && !g->waits);
+}
+
+static void overtime(struct cmx_tenant *t, uint64_t ns)
+{
+	char why[128];
+
+	if (t->overtime)
+		return;
+	t->overtime = 1;
+	snprintf(why, sizeof(why), "a command ran %.1f s, past its kernel-time (%" PRIu64 " s)",
+		 (double)ns / 1e9, t->q.kernel_time);
+	if (cmx_worker_overtime(t->name, why))
+		cmx_warn("tenant %s: %s: nothing ends it without worker processes", t->name, why);
+}
+
+static void watchdog(struct cmx_io *io, int res, unsigned flags)
+{
+	struct cmx_sched *sc = (struct cmx_sched *)((char *)io - offsetof(struct cmx_sched, dog_io));
+	uint64_t now = cmx_now_ns();
+	int again = 0;
+
+	if (!atomic_load(&alive))
+		return;
+	sc->dog_armed = 0;
+	for (struct lane *l = sc->lanes; l; l = l->next) {
+		struct cmx_gate *g;
+		int on = -1;
+		for (g = l->head; g && (on = dog_state(g)) < 0; g = g->next_held)
+			;
+		if (!g || g->t->q.kernel_time == CMX_UNLIMITED)
+			continue;
+		again = 1;
+		if (g->seq != l->dog_seq || !on) {
+			l->dog_seq = on ? g->seq : 0;
+			l->dog_since = now;
+		} else if (now - l->dog_since > g->t->q.kernel_time * 1000000000ull) {
+			overtime(g->t, now - l->dog_since);
+		}
+	}
+	if (again)
+		dog_arm(sc);
+}
+
 static void charge_start(struct cmx_sched *sc, struct cmx_gate *g, uint64_t now)
 {
 	struct cmx_tenant *t = g->t;
 
 	g->released = now;
+	g->seq = ++sc->seq;
 	g->est = estimate(sc, t);
 	g->n = 1;
 	sc->running++;
@@ -621,6 +710,8 @@ static void charge_start(struct cmx_sched *sc, struct cmx_gate *g, uint64_t now)
 	t->vtime += g->est / t->q.weight;
 	if (t->q.cap)
 		t->cap_tokens -= (int64_t)g->est;
+	if (t->q.kernel_time != CMX_UNLIMITED)
+		dog_arm(sc);
 	/* Last: when no callback can be set, this completes (and frees) g. */
 	lane_add(sc, g);
 }
@@ -1142,7 +1233,8 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	/* Alone, uncapped, nothing held and nothing to wait for: straight to
 	 * the driver, in the gate of the launches before it. */
 	now = cmx_now_ns();
-	if (holdable && !nwait && !t->q.cap &&
+	/* (Not with a kernel-time: the watchdog needs a gate per command.) */
+	if (holdable && !nwait && !t->q.cap && t->q.kernel_time == CMX_UNLIMITED &&
 	    ((!sc->held && alone(sc, t)) ||
 	     (holds_turn(sc, t, now) && room_turn(sc, t, estimate(sc, t)))) &&
 	    (cmd->join = open_gate(sc->lanes ? lane_find(sc, q->h) : NULL, t)))
@@ -1151,6 +1243,7 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	if (!g)
 		return CL_OUT_OF_HOST_MEMORY;
 	g->t = t;
+	g->waits = nwait > 0;
 	g->session = c->s->id;
 	g->queue = q->h;
 	g->in_order = !(q->flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
