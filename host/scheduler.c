@@ -1489,6 +1489,17 @@ void cmx_sched_kernel_arg(struct cmx_call *c, uint64_t id, cl_kernel *k)
 	*k = clone;
 }
 
+void cmx_sched_finished(cl_command_queue q)
+{
+	struct cmx_sched *sc = cmx_srv->sched;
+	struct lane *l = sc && sc->lanes ? lane_find(sc, q) : NULL;
+
+	/* Its newest command on the device, if it has completed: a later one
+	 * (another thread's, since the wait) is left to its reports. */
+	if (l && l->in_order && l->head)
+		report_done((struct cmx_gate *)((char *)l->tail - offsetof(struct cmx_gate, next_held)));
+}
+
 void cmx_sched_poke(struct cmx_server *srv)
 {
 	if (srv->sched && srv->sched->held)
