@@ -6,10 +6,11 @@
 // right, the admin socket answers, and A's next process works. An endless
 // kernel of A costs B only a share of the device; `clmuxctl evict a` ends
 // it, and the daemon still exits promptly on SIGTERM with one running. A
-// printf hidden from the scan reaches nobody else (nor the daemon's stdout,
-// with worker processes or without), a group sharing one context keeps
-// each tenant's results, and a compile bomb under build limits fails that
-// build alone.
+// tenant's kernel-time ends its endless kernel the same way. A printf
+// hidden from the scan reaches nobody else (nor the daemon's stdout, with
+// worker processes or without), a group sharing one context keeps each
+// tenant's results, and a compile bomb under build limits fails that build
+// alone.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -454,6 +455,31 @@ START_TEST(endless_kernel)
 }
 END_TEST
 
+/* A's endless kernel under kernel-time = 1: the watchdog has A's worker
+ * ended, A's clFinish fails, B's rounds run throughout, and A's next
+ * process works. */
+START_TEST(kernel_time)
+{
+	double t0;
+	pid_t a, b;
+	int st;
+
+	daemon_start_with("[tenant a]\nkernel-time = 1\n\n[tenant b]\n");
+	a = spawn_a(spin_src, "spin", 0, 1);
+	t0 = now_s();
+	b = spawn_b(B_ROUNDS);
+	st = reap(a);
+	fprintf(stderr, "e2e_contain: kernel-time 1 s ended A's endless kernel after %.3f s\n",
+		now_s() - t0);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "A past kernel-time: status %d", st);
+	st = reap(b);
+	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "B: status %d", st);
+	daemon_alive();
+	a_works_again();
+	daemon_stop();
+}
+END_TEST
+
 /* Whether the file at path holds needle. */
 static int file_has(const char *path, const char *needle)
 {
@@ -678,6 +704,7 @@ int main(void)
 	/* The harness's own daemon is not wanted: the tests start theirs. */
 	tcase_add_test(tc, out_of_bounds_store);
 	tcase_add_test(tc, endless_kernel);
+	tcase_add_test(tc, kernel_time);
 	tcase_add_test(tc, hidden_printf);
 	tcase_add_test(tc, hidden_printf_workers_off);
 	tcase_add_test(tc, shared_group);
