@@ -383,11 +383,15 @@ static int build_work(struct cmx_call *c)
 	free(opts);
 	free(given);
 	cmx_incdir_drop(c->s->id, in->program.id);
-	clReleaseProgram(in->program.h);
-	if (e)
+	if (e) {
+		clReleaseProgram(in->program.h);
 		return e;
+	}
 	cmx_buf_init(&b);
+	/* Still under the build's own reference: a guest that released the
+	 * program (or ended its session) meanwhile holds none. */
 	describe_kernels(in->program.h, &b);
+	clReleaseProgram(in->program.h);
 	if (b.oom) {
 		cmx_buf_fini(&b);
 		return CL_OUT_OF_HOST_MEMORY;
