@@ -517,6 +517,54 @@ static void seed_area(const char *sdir, const char *adir)
 	save(adir, "write_flip");
 }
 
+/* The shm transport: after OpenArea with rings, every call goes through
+ * the command ring and every reply comes back on the reply ring. */
+static void seed_rings(const char *sdir, const char *adir)
+{
+	unsigned char data[300];
+	struct cmx_WriteBuffer_in wb = {.queue = REF(G(2)), .mem = REF(G(3)), .size = sizeof(data)};
+	struct cmx_ReadBufferSync_in rb = {.queue = REF(G(2)), .mem = REF(G(3)), .size = 300};
+	int v = 9;
+
+	for (unsigned i = 0; i < sizeof(data); i++)
+		data[i] = (unsigned char)(i * 3);
+	begin(0);
+	open_area(CMX_AREA_RINGS | CMX_AREA_HEAP);
+	context_queue();
+	buffer(G(3), 4096);
+	msg(CMX_OP_WriteBuffer, &wb, data, sizeof(data));
+	msgx(CMX_OP_WriteBuffer, &wb, F_AREA, data, sizeof(data), 4);
+	msg(CMX_OP_ReadBufferSync, &rb, NULL, 0);
+	msgx(CMX_OP_ReadBufferSync, &rb, F_AREA | F_ROOM, NULL, 300, 12);
+	program(G(10), 0, "");
+	kernel(G(11), G(10), "k");
+	arg_mem(G(11), 0, G(3));
+	arg_val(G(11), 1, &v, sizeof(v));
+	launch(G(11), 2, 0, 0);
+	finish();
+	save(sdir, "rings");
+
+	/* A second thread rewrites the command ring's bytes (where the next
+	 * calls' headers land) while the daemon copies them out. */
+	begin(0);
+	open_area(CMX_AREA_RINGS);
+	context_queue();
+	buffer(G(3), 4096);
+	put_u(1, 1);
+	put_u(1, 1); /* the command ring */
+	put_u(256 + 24 * 20, 2);
+	put_u(32, 1);
+	put("\xff\xff\xff\x7f\x03\x03\x00\x00\xff\xff\xff\xff\xff\xff\xff\xff"
+	    "\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x10\x00\x00\x00\x00",
+	    32);
+	for (int i = 0; i < 8; i++)
+		msg(CMX_OP_WriteBuffer, &wb, data, sizeof(data));
+	put_u(2, 1);
+	put_u(40, 1);
+	msg(CMX_OP_ReadBufferSync, &rb, NULL, 0);
+	save(adir, "rings_flip");
+}
+
 static void seed_events(const char *dir)
 {
 	struct cmx_CreateUserEvent_in ue = {.event = REF(G(30)), .context = REF(G(1))};
@@ -625,6 +673,7 @@ int main(int argc, char **argv)
 	seed_image(argv[1]);
 	seed_include(argv[1], argv[2]);
 	seed_area(argv[1], argv[2]);
+	seed_rings(argv[1], argv[2]);
 	seed_events(argv[1]);
 	seed_handshake(argv[1]);
 	seed_compress(argv[1]);

@@ -73,9 +73,9 @@ void cmx_main_retire(void)
 }
 
 #define MAX_MSG_PAYLOAD 65535u
-#define REPLY_WAIT_MS	8000  /* a sync call's reply; longer: the input is cut short */
-#define INPUT_BUDGET_MS 15000 /* every sync wait of one input together */
-#define QUIET_WAIT_MS	20000 /* the daemon's end of a session, jobs included */
+#define REPLY_WAIT_MS	8000   /* a sync call's reply; longer: the input is cut short */
+#define INPUT_BUDGET_MS 15000  /* every sync wait of one input together */
+#define QUIET_WAIT_MS	100000 /* the daemon's end of a session, jobs (builds) included */
 
 static sem_t ready;
 static int verbose; /* CLMUX_LOG set: the harness tells why an input ended */
@@ -257,6 +257,10 @@ struct guest {
 	size_t area_size;
 	struct cmx_area_hdr ahdr;
 	int dead;
+	/* The shm transport once OpenArea granted rings: calls go to cmd,
+	 * replies come from rep; bell is the host's doorbell. */
+	int rings, bell;
+	struct cmx_ring cmd, rep;
 	/* The last message, for repeats. */
 	uint8_t *last;
 	size_t last_len;
@@ -297,27 +301,63 @@ static void guest_map_area(struct guest *g)
 	if (g->ahdr.data_off + g->ahdr.data_len > g->area_size ||
 	    g->ahdr.data_len < 2 * CMX_AREA_BLK)
 		g->ahdr.data_len = 0;
+	/* Rings granted: the doorbell came too, and calls go there now. */
+	if (g->nfds >= 2 && g->ahdr.ring_len[CMX_RING_CMD] &&
+	    g->ahdr.ring_off[CMX_RING_REPLY] + g->ahdr.ring_len[CMX_RING_REPLY] <= g->area_size &&
+	    g->ahdr.ring_off[CMX_RING_CMD] + g->ahdr.ring_len[CMX_RING_CMD] <= g->area_size &&
+	    !cmx_ring_init(&g->cmd, g->area + g->ahdr.ring_off[CMX_RING_CMD],
+			   g->ahdr.ring_len[CMX_RING_CMD], 0) &&
+	    !cmx_ring_init(&g->rep, g->area + g->ahdr.ring_off[CMX_RING_REPLY],
+			   g->ahdr.ring_len[CMX_RING_REPLY], 0)) {
+		g->bell = g->fds[1];
+		g->rings = 1;
+	}
+}
+
+static void rx_room(struct guest *g)
+{
+	if (g->rx_cap - g->rx_len < 65536) {
+		size_t cap = g->rx_cap ? g->rx_cap * 2 : 1 << 20;
+		uint8_t *n = realloc(g->rx, cap);
+		if (!n)
+			abort();
+		g->rx = n;
+		g->rx_cap = cap;
+	}
+}
+
+static int rx_parse(struct guest *g, uint32_t seq);
+
+/* The reply ring's bytes, as the socket's would be. */
+static int guest_read_ring(struct guest *g, uint32_t seq)
+{
+	long k;
+	uint64_t one = 1;
+
+	while ((k = cmx_ring_readable(&g->rep)) > 0) {
+		rx_room(g);
+		if ((size_t)k > g->rx_cap - g->rx_len)
+			k = (long)(g->rx_cap - g->rx_len);
+		g->rx_len += cmx_ring_read(&g->rep, g->rx + g->rx_len, (size_t)k);
+		if (cmx_ring_consume(&g->rep) && write(g->bell, &one, sizeof(one)) < 0)
+			g->dead = 1;
+	}
+	if (k < 0)
+		g->dead = 1;
+	return rx_parse(g, seq);
 }
 
 /* Reads what has come; returns 1 when the reply to `seq` is among it. */
 static int guest_read(struct guest *g, uint32_t seq)
 {
 	uint64_t cbuf[8];
-	int found = 0;
 
 	for (;;) {
 		struct iovec iov;
 		struct msghdr mh = {0};
 		ssize_t k;
 
-		if (g->rx_cap - g->rx_len < 65536) {
-			size_t cap = g->rx_cap ? g->rx_cap * 2 : 1 << 20;
-			uint8_t *n = realloc(g->rx, cap);
-			if (!n)
-				abort();
-			g->rx = n;
-			g->rx_cap = cap;
-		}
+		rx_room(g);
 		iov.iov_base = g->rx + g->rx_len;
 		iov.iov_len = g->rx_cap - g->rx_len;
 		mh.msg_iov = &iov;
@@ -334,7 +374,15 @@ static int guest_read(struct guest *g, uint32_t seq)
 		guest_take_fds(g, &mh);
 		g->rx_len += (size_t)k;
 	}
-	/* Whole messages off the front. */
+	/* After the upgrade the socket only tells that the daemon lives. */
+	return g->rings ? guest_read_ring(g, seq) : rx_parse(g, seq);
+}
+
+/* Takes whole messages off the front; 1 when the reply to seq was one. */
+static int rx_parse(struct guest *g, uint32_t seq)
+{
+	int found = 0;
+
 	for (;;) {
 		struct cmx_hdr h;
 		uint64_t need;
@@ -355,12 +403,50 @@ static int guest_read(struct guest *g, uint32_t seq)
 
 /* Sends n bytes, reading meanwhile; with `sync`, waits for the reply to seq.
  * 0, or -1 when the daemon ended the connection or the input's time is up. */
+static int guest_send_ring(struct guest *g, const uint8_t *p, size_t n, int sync, uint32_t seq,
+			   uint64_t until)
+{
+	uint64_t one = 1;
+
+	while (n || sync) {
+		struct pollfd pf = {.fd = g->fd, .events = POLLIN};
+		long k = 0;
+
+		if (g->dead || now_ms() >= until) {
+			if (verbose)
+				fprintf(stderr, "fuzz: seq %u: %s (rings)\n", seq,
+					g->dead ? "the daemon hung up" : "no reply in time");
+			return -1;
+		}
+		if (n) {
+			k = cmx_ring_write(&g->cmd, p, n);
+			if (k < 0)
+				return -1;
+			p += k;
+			n -= (size_t)k;
+			/* Always rung: cheaper to write than to reason about. */
+			cmx_ring_publish(&g->cmd);
+			if (write(g->bell, &one, sizeof(one)) < 0)
+				return -1;
+		}
+		if (guest_read_ring(g, seq) && sync)
+			sync = 0;
+		if (poll(&pf, 1, 0) > 0)
+			guest_read(g, seq);
+		if (!k && (n || sync))
+			usleep(50);
+	}
+	return 0;
+}
+
 static int guest_send(struct guest *g, const uint8_t *p, size_t n, int sync, uint32_t seq)
 {
 	uint64_t until = now_ms() + REPLY_WAIT_MS;
 
 	if (until > g->deadline)
 		until = g->deadline;
+	if (g->rings)
+		return guest_send_ring(g, p, n, sync, seq, until);
 	while (n || sync) {
 		struct pollfd pf = {.fd = g->fd, .events = POLLIN | (n ? POLLOUT : 0)};
 		uint64_t t = now_ms();
