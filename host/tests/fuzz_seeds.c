@@ -14,10 +14,11 @@
 #define DEV  1 /* the host's first device, numbered at Hello */
 
 /* Message flags of a record (host/tests/fuzz_session.c). */
-#define F_SYNC 0x1
-#define F_AREA 0x2
-#define F_LZ4  0x4
-#define F_ROOM 0x10 /* an area block for a read's data: length only */
+#define F_SYNC	 0x1
+#define F_AREA	 0x2
+#define F_LZ4	 0x4
+#define F_ROOM	 0x10 /* an area block for a read's data: length only */
+#define F_NOWAIT 0x20 /* a sync call whose reply the next message does not wait for */
 
 static unsigned char out[1 << 20];
 static size_t n;
@@ -295,6 +296,43 @@ static void seed_kernel(const char *dir)
 	msg(CMX_OP_GetProgramBuildInfo, &bi2, NULL, 0);
 	finish();
 	save(dir, "kernel_struct");
+}
+
+/* A compile with a header program and a link, each input released while
+ * the driver works. */
+static void seed_compile_link(const char *dir)
+{
+	unsigned char hdr = 6, src = 3;
+	struct cmx_CreateProgramWithSource_in ch = {
+	    .program = REF(G(15)), .context = REF(G(1)), .source = {&hdr, 1}};
+	struct cmx_CreateProgramWithSource_in cs = {
+	    .program = REF(G(10)), .context = REF(G(1)), .source = {&src, 1}};
+	struct cmx_CompileProgram_in cp = {.program = REF(G(10)),
+					   .devices = DEVS,
+					   .options = {"", 1},
+					   .headers = {(const uint64_t[]){G(15)}, 1, NULL},
+					   .header_names = {"a/h.h", 6}};
+	struct cmx_LinkProgram_in lp = {.program = REF(G(16)),
+					.context = REF(G(1)),
+					.devices = DEVS,
+					.options = {"", 1},
+					.inputs = {(const uint64_t[]){G(10)}, 1, NULL}};
+
+	begin(0);
+	context_queue();
+	buffer(G(3), 64);
+	msg(CMX_OP_CreateProgramWithSource, &ch, NULL, 0);
+	msg(CMX_OP_CreateProgramWithSource, &cs, NULL, 0);
+	msgx(CMX_OP_CompileProgram, &cp, F_NOWAIT, NULL, 0, 0);
+	msg(CMX_OP_ReleaseProgram, &(struct cmx_ReleaseProgram_in){.program = REF(G(15))}, NULL, 0);
+	msgx(CMX_OP_LinkProgram, &lp, F_NOWAIT, NULL, 0, 0);
+	msg(CMX_OP_ReleaseProgram, &(struct cmx_ReleaseProgram_in){.program = REF(G(10))}, NULL, 0);
+	msg(CMX_OP_ReleaseContext, &(struct cmx_ReleaseContext_in){.context = REF(G(1))}, NULL, 0);
+	kernel(G(11), G(16), "inc");
+	arg_mem(G(11), 0, G(3));
+	launch(G(11), 1, 0, 0);
+	finish();
+	save(dir, "compile_link");
 }
 
 static void seed_printf(const char *dir)
@@ -670,6 +708,7 @@ int main(int argc, char **argv)
 	seed_buffers(argv[1]);
 	seed_kernel(argv[1]);
 	seed_printf(argv[1]);
+	seed_compile_link(argv[1]);
 	seed_image(argv[1]);
 	seed_include(argv[1], argv[2]);
 	seed_area(argv[1], argv[2]);

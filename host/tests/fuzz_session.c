@@ -13,7 +13,9 @@
 //   mode bit 0   no automatic Hello: the records' own Auth/Hello speak first
 //   mode bit 1   the listener asks for a token (Auth before Hello)
 //   record 0x00  a message: op u16, flags u8 (bit 0 SYNC, 1 AREA, 2 LZ4,
-//                3 the offset below is the raw `reserved`), words u8, then
+//                3 the offset below is the raw `reserved`, 4 no payload
+//                bytes: an area block's room for a read, 5 no wait for a
+//                sync call's reply), words u8, then
 //                words * 8 bytes of encoded arguments, payload length u16,
 //                the payload, and with AREA an offset u16 (in 64-byte
 //                blocks of the data region; raw with bit 3)
@@ -102,6 +104,7 @@ static const char *const sources[] = {
     "typedef struct { int a; float b; } s_t;\n"
     "kernel void st(s_t s, global char *o, uchar16 u) { if (get_global_id(0) == 0) o[0] = "
     "(char)(s.a + u.s3); }\n",
+    "#define H 3\n", /* a header */
 };
 #define NSOURCES (sizeof(sources) / sizeof(sources[0]))
 
@@ -720,7 +723,9 @@ static int run_msg(struct guest *g, struct in *r)
 	g->last = msg;
 	g->last_len = total;
 	g->last_op = op;
-	g->last_sync = !!(fl & 1);
+	/* Bit 5: sent sync, but the next message goes without waiting for its
+	 * reply (another guest thread's call, or a release, meanwhile). */
+	g->last_sync = (fl & 1) && !(fl & 0x20);
 	e = guest_send(g, msg, total, g->last_sync, h.seq);
 	if (!e && op == CMX_OP_OpenArea && g->last_sync) {
 		guest_map_area(g);
