@@ -638,6 +638,18 @@ static void seed_events(const char *dir)
 	msg(CMX_OP_SetEventCallback,
 	    &(struct cmx_SetEventCallback_in){.event = REF(G(32)), .tag = 4}, NULL, 0);
 	save(dir, "events_unset");
+
+	/* The user event released unset, then the marker behind it waited
+	 * for: nobody can ever set it. */
+	begin(0);
+	context_queue();
+	msg(CMX_OP_CreateUserEvent, &ue, NULL, 0);
+	msg(CMX_OP_EnqueueMarker, &mk, NULL, 0);
+	msg(CMX_OP_ReleaseEvent, &(struct cmx_ReleaseEvent_in){.event = REF(G(30))}, NULL, 0);
+	msgx(CMX_OP_WaitForEvents,
+	     &(struct cmx_WaitForEvents_in){.events = {(const uint64_t[]){G(31)}, 1, NULL}},
+	     F_NOWAIT, NULL, 0, 0);
+	save(dir, "events_released");
 }
 
 static void seed_handshake(const char *dir)

@@ -917,10 +917,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	t = now_ms();
 	while (!daemon_quiet()) {
 		if (now_ms() - t > QUIET_WAIT_MS) {
-			fprintf(
-			    stderr,
-			    "fuzz: the daemon still holds the session or its jobs after %d ms\n",
-			    QUIET_WAIT_MS);
+			/* Kept for a rerun: libFuzzer writes no artifact for an
+			 * abort from here. */
+			FILE *f = fopen("stuck-input", "wb");
+			if (f) {
+				fwrite(data, 1, size, f);
+				fclose(f);
+			}
+			fprintf(stderr,
+				"fuzz: the daemon still holds the session or its jobs "
+				"after %d ms (input in ./stuck-input)\n",
+				QUIET_WAIT_MS);
 			abort();
 		}
 		usleep(1000);
