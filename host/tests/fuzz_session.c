@@ -77,7 +77,7 @@ void cmx_main_retire(void)
 #define MAX_MSG_PAYLOAD 65535u
 #define REPLY_WAIT_MS	8000   /* a sync call's reply; longer: the input is cut short */
 #define INPUT_BUDGET_MS 15000  /* every sync wait of one input together */
-#define QUIET_WAIT_MS	100000 /* the daemon's end of a session, jobs (builds) included */
+#define QUIET_WAIT_MS	280000 /* the daemon's end of a session, jobs (builds) included */
 
 static sem_t ready;
 static int verbose; /* CLMUX_LOG set: the harness tells why an input ended */
@@ -149,12 +149,15 @@ static void accept_on_loop(void *arg)
 }
 
 static atomic_int quiet_answer;
+static uint64_t busy_sessions;
+static int busy_exec, busy_sched;
 
 static void quiet_on_loop(void *arg)
 {
-	atomic_store(
-	    &quiet_answer,
-	    !fsrv.nsessions && !cmx_executor_busy(fsrv.exec) && !cmx_sched_busy(&fsrv) ? 1 : 2);
+	busy_sessions = fsrv.nsessions;
+	busy_exec = cmx_executor_busy(fsrv.exec);
+	busy_sched = cmx_sched_busy(&fsrv);
+	atomic_store(&quiet_answer, !busy_sessions && !busy_exec && !busy_sched ? 1 : 2);
 	sem_post(&ready);
 }
 
@@ -926,8 +929,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			fprintf(stderr,
 				"fuzz: the daemon still holds the session or its jobs "
-				"after %d ms (input in ./stuck-input)\n",
-				QUIET_WAIT_MS);
+				"after %d ms (sessions %llu, executor %s, scheduler %s; "
+				"input in ./stuck-input)\n",
+				QUIET_WAIT_MS, (unsigned long long)busy_sessions,
+				busy_exec ? "busy" : "idle", busy_sched ? "busy" : "idle");
 			abort();
 		}
 		usleep(1000);
