@@ -383,11 +383,15 @@ static int build_work(struct cmx_call *c)
 	free(opts);
 	free(given);
 	cmx_incdir_drop(c->s->id, in->program.id);
-	clReleaseProgram(in->program.h);
-	if (e)
+	if (e) {
+		clReleaseProgram(in->program.h);
 		return e;
+	}
 	cmx_buf_init(&b);
+	/* Still under the build's own reference: a guest that released the
+	 * program (or ended its session) meanwhile holds none. */
 	describe_kernels(in->program.h, &b);
+	clReleaseProgram(in->program.h);
 	if (b.oom) {
 		cmx_buf_fini(&b);
 		return CL_OUT_OF_HOST_MEMORY;
@@ -442,6 +446,8 @@ static int compile_work(struct cmx_call *c)
 	free(names);
 	cmx_incdir_drop(c->s->id, in->program.id);
 	clReleaseProgram(in->program.h);
+	for (size_t i = 0; i < nh; i++)
+		clReleaseProgram(in->headers.h[i]);
 	return e;
 }
 
@@ -458,7 +464,11 @@ int cmx_h_CompileProgram(struct cmx_call *c, struct cmx_CompileProgram_in *in,
 	}
 	if (!(c->ctx = build_job_create(c)))
 		return CL_OUT_OF_HOST_MEMORY;
+	/* Held by the compile until it ends, headers too: the guest may
+	 * release any of them (or end its session) meanwhile. */
 	clRetainProgram(in->program.h);
+	for (uint64_t i = 0; i < in->headers.n; i++)
+		clRetainProgram(in->headers.h[i]);
 	return cmx_defer_work(c, compile_work, build_done);
 }
 
@@ -564,12 +574,20 @@ static void link_done(struct cmx_call *c, int status)
 		cmx_kprintf_program(c->s, in->program.id, in->options.ptr, in->options.len);
 	else if (!p && status && !c->s->closed)
 		cmx_session_add(c->s, in->program.id, CMX_K_PROGRAM, NULL, NULL, status, NULL);
+	for (uint64_t i = 0; i < in->inputs.n; i++)
+		clReleaseProgram(in->inputs.h[i]);
+	clReleaseContext(in->context.h);
 	cmx_call_done(c, status);
 }
 
 int cmx_h_LinkProgram(struct cmx_call *c, struct cmx_LinkProgram_in *in,
 		      struct cmx_LinkProgram_out *out)
 {
+	/* Held by the link until it ends: the guest may release the inputs
+	 * or the context (or end its session) meanwhile. */
+	clRetainContext(in->context.h);
+	for (uint64_t i = 0; i < in->inputs.n; i++)
+		clRetainProgram(in->inputs.h[i]);
 	return cmx_defer_work(c, link_work, link_done);
 }
 

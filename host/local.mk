@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
 sbin_PROGRAMS += host/clmuxd
-host_clmuxd_SOURCES = host/main.c host/loop.h host/loop.c host/conn.h host/conn.c \
+# Everything of the daemon but main(): clmuxd, and the session fuzzers that
+# run a worker's core in their own process.
+host_core_sources = host/loop.h host/loop.c host/conn.h host/conn.c \
 	host/call.h host/call.c host/session.h host/session.c host/object.h host/objtab.h \
 	host/objtab.c host/executor.h host/executor.c host/server.h host/device.c \
 	host/staging.h host/staging.c host/area.h host/area.c host/shm.h host/shm.c host/exec.h host/exec.c host/exec_session.c host/exec_context.c host/exec_queue.c \
@@ -12,6 +14,7 @@ host_clmuxd_SOURCES = host/main.c host/loop.h host/loop.c host/conn.h host/conn.
 	host/admin.h host/admin.c host/scheduler.h host/scheduler.c host/pinned.h host/pinned.c host/exec_pinned.c \
 	host/ctl.h host/ctl.c host/front.h host/front.c host/worker.h host/worker.c \
 	host/privilege.h host/privilege.c host/zero.h host/zero.c
+host_clmuxd_SOURCES = host/main.c $(host_core_sources)
 nodist_host_clmuxd_SOURCES = host/handlers.gen.h host/handlers.gen.c
 host_clmuxd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host -I$(top_builddir)/host $(URING_CFLAGS) \
 	$(SSL_CFLAGS)
@@ -40,14 +43,53 @@ host_tests_test_objtab_LDADD = $(CHECK_LIBS)
 endif
 
 # The decoder fuzzer (clang's libFuzzer): tools/check runs it for a while.
-EXTRA_DIST += host/tests/fuzz_decoder.c host/tests/corpus
+EXTRA_DIST += host/tests/fuzz_decoder.c host/tests/corpus host/tests/fuzz_session.c \
+	host/tests/fuzz_area.c host/tests/fuzz_seeds.c host/tests/corpus-session \
+	host/tests/corpus-area
 if ENABLE_FUZZER
 noinst_PROGRAMS += host/tests/fuzz_decoder
 host_tests_fuzz_decoder_SOURCES = host/tests/fuzz_decoder.c
 host_tests_fuzz_decoder_CFLAGS = $(AM_CFLAGS) -fsanitize=fuzzer
 host_tests_fuzz_decoder_LDFLAGS = -fsanitize=fuzzer
 host_tests_fuzz_decoder_LDADD = transport/libcmxtransport.la
+
+# The session fuzzers (host/tests/fuzz_session.c): a worker's core in the
+# fuzzer's process, on PoCL; fuzz_area adds a thread that rewrites the
+# shared area while the daemon reads it. The daemon's code is built once
+# for both, instrumented for coverage.
+noinst_LTLIBRARIES += host/libcmxfuzzcore.la
+host_libcmxfuzzcore_la_SOURCES = $(host_core_sources) $(transport_libcmxtransport_la_SOURCES)
+nodist_host_libcmxfuzzcore_la_SOURCES = host/handlers.gen.h host/handlers.gen.c \
+	transport/proto.gen.h transport/proto.gen.c
+host_libcmxfuzzcore_la_CPPFLAGS = $(host_clmuxd_CPPFLAGS)
+host_libcmxfuzzcore_la_CFLAGS = $(AM_CFLAGS) $(LZ4_CFLAGS) -fsanitize=fuzzer-no-link
+fuzz_session_ldadd = host/libcmxfuzzcore.la $(LZ4_LIBS) $(URING_LIBS) $(SSL_LIBS) $(OPENCL_LIBS) \
+	-lpthread
+noinst_PROGRAMS += host/tests/fuzz_session host/tests/fuzz_area host/tests/fuzz_seeds
+host_tests_fuzz_seeds_SOURCES = host/tests/fuzz_seeds.c
+host_tests_fuzz_seeds_LDADD = transport/libcmxtransport.la
+host_tests_fuzz_session_SOURCES = host/tests/fuzz_session.c
+host_tests_fuzz_session_CPPFLAGS = $(host_clmuxd_CPPFLAGS)
+host_tests_fuzz_session_CFLAGS = $(AM_CFLAGS) -fsanitize=fuzzer
+host_tests_fuzz_session_LDFLAGS = -fsanitize=fuzzer
+host_tests_fuzz_session_LDADD = $(fuzz_session_ldadd)
+host_tests_fuzz_area_SOURCES = host/tests/fuzz_area.c
+host_tests_fuzz_area_CPPFLAGS = $(host_clmuxd_CPPFLAGS)
+host_tests_fuzz_area_CFLAGS = $(AM_CFLAGS) -fsanitize=fuzzer
+host_tests_fuzz_area_LDFLAGS = -fsanitize=fuzzer
+host_tests_fuzz_area_LDADD = $(fuzz_session_ldadd)
 endif
+
+# Long runs, outside make check (tools/check runs a minute of each):
+# every fuzzer FUZZ_SECONDS (an hour), then host/'s line coverage from the
+# corpora they kept (in build-cov, a coverage build beside this one).
+FUZZ_SECONDS = 3600
+EXTRA_DIST += tools/fuzz-run tools/fuzz-coverage
+fuzz-long:
+	$(top_srcdir)/tools/fuzz-run . $(FUZZ_SECONDS)
+fuzz-coverage:
+	$(top_srcdir)/tools/fuzz-coverage .
+.PHONY: fuzz-long fuzz-coverage
 
 if HAVE_CHECK
 check_PROGRAMS += host/tests/test_badinput

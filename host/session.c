@@ -187,12 +187,21 @@ void cmx_session_charge(struct cmx_session *s, struct cmx_obj *o, uint64_t bytes
 	s->tenant->bytes += bytes;
 }
 
+static void user_event_end(struct cmx_obj *o);
+
 void cmx_session_release(struct cmx_session *s, uint64_t id, unsigned kind)
 {
 	struct cmx_obj *o = cmx_session_obj(s, id, kind);
 
-	if (o && cmx_objtab_del(&s->objs, id))
-		free_obj(s, o);
+	if (!o || !cmx_objtab_del(&s->objs, id))
+		return;
+	/* A user event released unset can never be set: the commands behind
+	 * it, and an executor waiting for them, would wait until the session
+	 * ends and beyond it (the close completes only the events it still
+	 * holds). Nobody can tell it from a set one any more, so it is set. */
+	if (kind == CMX_K_EVENT && !cmx_sched_is_held(o->h))
+		user_event_end(o);
+	free_obj(s, o);
 }
 
 /* A user event the guest never set would hold the commands waiting for it
