@@ -11,11 +11,15 @@ host_clmuxd_SOURCES = host/main.c host/loop.h host/loop.c host/conn.h host/conn.
 	host/tenant.h host/tenant.c host/conffile.h host/conffile.c host/text.h host/text.c \
 	host/admin.h host/admin.c host/scheduler.h host/scheduler.c host/pinned.h host/pinned.c host/exec_pinned.c \
 	host/ctl.h host/ctl.c host/front.h host/front.c host/worker.h host/worker.c \
-	host/privilege.h host/privilege.c host/zero.h host/zero.c
+	host/privilege.h host/privilege.c host/zero.h host/zero.c host/libvirt.h host/libvirt.c
+if HAVE_LIBVIRT
+host_clmuxd_SOURCES += host/domxml.h host/domxml.c
+endif
 nodist_host_clmuxd_SOURCES = host/handlers.gen.h host/handlers.gen.c
 host_clmuxd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host -I$(top_builddir)/host $(URING_CFLAGS) \
-	$(SSL_CFLAGS)
-host_clmuxd_LDADD = transport/libcmxtransport.la $(URING_LIBS) $(SSL_LIBS) $(OPENCL_LIBS) -lpthread
+	$(SSL_CFLAGS) $(LIBVIRT_CFLAGS)
+host_clmuxd_LDADD = transport/libcmxtransport.la $(URING_LIBS) $(SSL_LIBS) $(OPENCL_LIBS) \
+	$(LIBVIRT_LIBS) -lpthread
 
 if HAVE_CHECK
 check_PROGRAMS += host/tests/test_auth
