@@ -92,6 +92,7 @@ static struct {
 	const char *vspecs[MAX_VSPECS];
 	struct worker *vowner[MAX_VSPECS];
 	char *vadded[MAX_VSPECS]; /* cmx_front_device_add()'s copy, freed on removal */
+	int vfd[MAX_VSPECS];	  /* and its listening socket, or -1 */
 	unsigned nvspecs;
 	struct worker *workers;
 	struct link *links;
@@ -438,6 +439,9 @@ static int worker_spawn(struct worker *w)
 		for (unsigned i = 0; i < fe.nls; i++)
 			if (fe.lowner[i] == w)
 				fcntl(fe.ls[i].fd, F_SETFD, 0);
+		for (unsigned i = 0; i < fe.nvspecs; i++)
+			if (fe.vowner[i] == w && fe.vadded[i] && fe.vfd[i] >= 0)
+				fcntl(fe.vfd[i], F_SETFD, 0);
 		execv(fe.exe, argv);
 		_exit(127);
 	}
@@ -737,7 +741,7 @@ static int worker_owns(const struct worker *w)
 	return 0;
 }
 
-int cmx_front_device_add(struct cmx_tenant *t, const char *spec)
+int cmx_front_device_add(struct cmx_tenant *t, const char *spec, int fd)
 {
 	char key[KEY_MAX];
 	struct worker *w;
@@ -755,6 +759,7 @@ int cmx_front_device_add(struct cmx_tenant *t, const char *spec)
 	}
 	fe.vspecs[fe.nvspecs] = copy;
 	fe.vadded[fe.nvspecs] = copy;
+	fe.vfd[fe.nvspecs] = fd;
 	fe.vowner[fe.nvspecs++] = w;
 	w->owns = 1;
 	/* A worker opens its devices at start: a running one (a group's) is
@@ -779,6 +784,7 @@ void cmx_front_device_remove(const char *spec)
 		fe.nvspecs--;
 		memmove(&fe.vspecs[i], &fe.vspecs[i + 1], (fe.nvspecs - i) * sizeof(fe.vspecs[0]));
 		memmove(&fe.vadded[i], &fe.vadded[i + 1], (fe.nvspecs - i) * sizeof(fe.vadded[0]));
+		memmove(&fe.vfd[i], &fe.vfd[i + 1], (fe.nvspecs - i) * sizeof(fe.vfd[0]));
 		memmove(&fe.vowner[i], &fe.vowner[i + 1], (fe.nvspecs - i) * sizeof(fe.vowner[0]));
 		break;
 	}

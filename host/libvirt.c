@@ -12,9 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "front.h"
 #include "ivshmem.h"
 #include "log.h"
@@ -27,6 +29,8 @@
 #include "domxml.h"
 
 #define SHM_DIR		 "/dev/shm"
+#define RUN_DIR		 "/run/clmux"
+#define GUEST_CID	 3 /* each VM has a device of its own: any CID from 3 */
 #define REGION_DEFAULT	 (128ull << 20)
 #define BACKOFF_FIRST_MS 250
 #define BACKOFF_MAX_MS	 8000
@@ -46,9 +50,10 @@ struct dom {
 	uint64_t size; /* ivshmem: the region (the guest's BAR) */
 	struct cmx_quota q;
 	char group[CMX_TENANT_NAME];
-	char path[128]; /* its device file */
+	char path[128]; /* its device file: the region, or the vhost-user socket */
 	char spec[512]; /* the --listen spec its worker serves */
 	int made;	/* the device file was made */
+	int fd;		/* vsock: the socket listening on path, or -1 */
 	struct cmx_tenant *t;
 	int seen; /* in the listing being taken */
 	struct dom *next;
@@ -166,9 +171,10 @@ static int settle(const struct cmx_domxml *x, struct dom *want, char *why, size_
 			return -EINVAL;
 		}
 	}
+	want->fd = -1;
 	if (want->transport == VSOCK) {
-		snprintf(why, whylen, "transport='vsock' is not served for libvirt domains yet");
-		return -EINVAL;
+		snprintf(want->path, sizeof(want->path), RUN_DIR "/vm-%s.vsock", want->name);
+		return 0;
 	}
 	snprintf(want->path, sizeof(want->path), SHM_DIR "/clmux-%s", want->name);
 	snprintf(want->spec, sizeof(want->spec), "ivshmem:%s,size=%" PRIu64 "M,tenant=%s%s%s",
@@ -177,12 +183,57 @@ static int settle(const struct cmx_domxml *x, struct dom *want, char *why, size_
 	return 0;
 }
 
+/* vsock: the vhost-user socket QEMU connects to at its start, listening
+ * from now on; its worker takes the socket over (fd=) when the domain runs,
+ * and QEMU's connection waits in the backlog until then. */
+static int vsock_make(struct dom *d)
+{
+	char why[200], spec[300];
+	struct cmx_addr a;
+	int fd;
+
+	if (d->fd >= 0)
+		return 0;
+	mkdir(RUN_DIR, 0755);
+	snprintf(spec, sizeof(spec), "unix:%s%s%s", d->path,
+		 lv.group[0] ? ",mode=0660,group=" : "", lv.group);
+	if (cmx_addr_parse(spec, &a, why, sizeof(why))) {
+		cmx_warn("domain %s: its device: %s", d->name, why);
+		return -EINVAL;
+	}
+	fd = cmx_addr_listen(&a);
+	if (fd < 0) {
+		cmx_warn("domain %s: its device: cannot listen on %s: %s", d->name, d->path,
+			 strerror(-fd));
+		return fd;
+	}
+	d->fd = fd;
+	d->made = 1;
+	snprintf(d->spec, sizeof(d->spec), "vhost-user-vsock:%s,cid=%d,tenant=%s,fd=%d", d->path,
+		 GUEST_CID, d->name, fd);
+	return 0;
+}
+
+/* The device file goes (the domain is undefined, or its device changed). */
+static void dom_unmake(struct dom *d)
+{
+	if (!d->made)
+		return;
+	if (d->fd >= 0)
+		close(d->fd);
+	d->fd = -1;
+	unlink(d->path);
+	d->made = 0;
+}
+
 /* Makes the device file, if it is not there yet. 0 or -errno (logged). */
 static int dom_make(struct dom *d)
 {
 	char why[300], spec[512];
 	int e;
 
+	if (d->transport == VSOCK)
+		return vsock_make(d);
 	if (d->made && !access(d->path, F_OK))
 		return 0;
 	/* Without tenant=: the front end names no tenant before the domain
@@ -214,7 +265,7 @@ static void dom_serve(struct dom *d)
 	t->q = d->q;
 	strcpy(t->group, d->group);
 	d->t = t;
-	e = cmx_front_device_add(t, d->spec);
+	e = cmx_front_device_add(t, d->spec, d->fd);
 	if (e) {
 		cmx_err("domain %s: no worker for its device: %s", d->name, strerror(-e));
 		d->t = NULL;
@@ -235,7 +286,7 @@ static void dom_unserve(struct dom *d, const char *why)
 	cmx_front_device_remove(d->spec);
 	cmx_tenant_remove(&lv.srv->tenants, d->t);
 	d->t = NULL;
-	if (d->made) {
+	if (d->made && d->transport == IVSHMEM) {
 		int fd = open(d->path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
 		if (fd >= 0) {
 			fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
@@ -249,8 +300,7 @@ static void dom_unserve(struct dom *d, const char *why)
 static void dom_forget(struct dom *d, const char *why)
 {
 	dom_unserve(d, why);
-	if (d->made)
-		unlink(d->path);
+	dom_unmake(d);
 	for (struct dom **p = &lv.doms; *p; p = &(*p)->next)
 		if (*p == d) {
 			*p = d->next;
@@ -306,9 +356,13 @@ static int dom_update(const struct cmx_domxml *x, int running)
 		lv.doms = d;
 	} else {
 		/* Stopped: everything may change before its next start. */
-		if (d->made && (d->size != want.size || strcmp(d->path, want.path)))
-			unlink(d->path), d->made = 0;
+		if (d->transport != want.transport || d->size != want.size ||
+		    strcmp(d->path, want.path))
+			dom_unmake(d);
 		want.made = d->made;
+		want.fd = d->fd;
+		if (d->fd >= 0)
+			strcpy(want.spec, d->spec);
 		want.next = d->next;
 		*d = want;
 	}
@@ -362,6 +416,30 @@ static void apply(void *arg)
 
 static void domain_xml(struct dom *d, struct cmx_text *out)
 {
+	if (d->transport == VSOCK) {
+		/* libvirt's <vsock> needs the kernel's vhost-vsock: the device
+		 * goes in as QEMU arguments, on a PCI slot libvirt leaves free
+		 * on a 'pc' machine. */
+		cmx_text_add(out,
+			     "<!-- on <domain>: xmlns:qemu='http://libvirt.org/schemas/domain/"
+			     "qemu/1.0' -->\n"
+			     "<!-- in <domain>: the guest's memory shared with clmuxd -->\n"
+			     "<memoryBacking>\n"
+			     "  <source type='memfd'/>\n"
+			     "  <access mode='shared'/>\n"
+			     "</memoryBacking>\n"
+			     "<!-- in <domain>, last: clmuxd is the guest's virtio-vsock device -->\n"
+			     "<qemu:commandline>\n"
+			     "  <qemu:arg value='-chardev'/>\n"
+			     "  <qemu:arg value='socket,id=clmux,path=%s'/>\n"
+			     "  <qemu:arg value='-device'/>\n"
+			     "  <qemu:arg value='vhost-user-vsock-pci,chardev=clmux,bus=pci.0,"
+			     "addr=0x1f'/>\n"
+			     "</qemu:commandline>\n"
+			     "<!-- in the guest: server = vsock:2:7447 in /etc/clmux/client.conf -->\n",
+			     d->path);
+		return;
+	}
 	cmx_text_add(out,
 		     "<!-- in <devices>: clmux's region, QEMU's ivshmem-plain device -->\n"
 		     "<shmem name='clmux-%s'>\n"
@@ -423,9 +501,18 @@ int cmx_libvirt_admin(struct cmx_server *srv, char **w, unsigned n, struct cmx_t
 			return 1;
 		}
 		/* Not running: the hook is about to start it. */
-		if (dom_update(&x, 0) || !(d = dom_by_uuid(x.uuid)) || !d->made)
+		if (dom_update(&x, 0) || !(d = dom_by_uuid(x.uuid)) || !d->made) {
 			cmx_text_add(out, "error: domain %s not served (clmuxd's log says why)\n",
 				     x.name);
+			return 1;
+		}
+		/* QEMU waits at its start for vhost-user's answers, and libvirt
+		 * tells of a start only once QEMU is up: a vsock domain's worker
+		 * starts now. */
+		if (d->transport == VSOCK)
+			dom_serve(d);
+		if (d->transport == VSOCK && !d->t)
+			cmx_text_add(out, "error: domain %s: no worker for its device\n", x.name);
 		else
 			cmx_text_add(out, "ok\n");
 		return 1;

@@ -35,6 +35,15 @@ host_tests_test_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host
 host_tests_test_config_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_config_LDADD = $(CHECK_LIBS)
 
+if HAVE_LIBVIRT
+check_PROGRAMS += host/tests/test_domxml
+TESTS += host/tests/test_domxml
+host_tests_test_domxml_SOURCES = host/tests/test_domxml.c host/domxml.c
+host_tests_test_domxml_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host $(LIBVIRT_CFLAGS)
+host_tests_test_domxml_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_domxml_LDADD = $(CHECK_LIBS) $(LIBVIRT_LIBS)
+endif
+
 check_PROGRAMS += host/tests/test_objtab
 TESTS += host/tests/test_objtab
 host_tests_test_objtab_SOURCES = host/tests/test_objtab.c host/objtab.c

@@ -98,16 +98,22 @@ start_libvirtd() {
 
 # domain NAME METADATA COMMAND...: its XML in $tmp/NAME.xml; a TCG guest
 # from mkguest.sh running COMMAND, with an ivshmem-plain device where
-# METADATA asks for a GPU.
+# METADATA asks for a GPU, or, with transport='vsock', the device lines
+# clmuxctl domain-xml gives.
 domain() {
 	name=$1 meta=$2
 	shift 2
-	shmem=""
+	shmem="" vsock="" server=ivshmem
 	[ -n "$meta" ] && shmem="<shmem name='clmux-$name'><model type='ivshmem-plain'/><size unit='M'>128</size></shmem>"
+	case $meta in *"transport='vsock'"*)
+		shmem="" server=vsock:2:7447
+		vsock=$(ctl domain-xml "$name" 2>/dev/null | grep -v '^<!--' || true) ;;
+	esac
+	[ -e "$tmp/$name.uuid" ] || cat /proc/sys/kernel/random/uuid >"$tmp/$name.uuid"
 	cat >"$tmp/$name.xml" <<EOF
-<domain type='qemu'>
+<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
   <name>$name</name>
-  <uuid>$(cat /proc/sys/kernel/random/uuid)</uuid>
+  <uuid>$(cat "$tmp/$name.uuid")</uuid>
   <memory unit='MiB'>512</memory>
   <vcpu>1</vcpu>
   <metadata>$meta</metadata>
@@ -115,7 +121,7 @@ domain() {
     <type arch='x86_64' machine='pc'>hvm</type>
     <kernel>$VMDIR/vmlinux</kernel>
     <initrd>$VMDIR/initrd.img</initrd>
-    <cmdline>console=ttyS0 quiet panic=-1 clmux.CLMUX_SERVER=ivshmem -- $*</cmdline>
+    <cmdline>console=ttyS0 quiet panic=-1 no_timer_check clmux.CLMUX_SERVER=$server -- $*</cmdline>
   </os>
   <features><acpi/></features>
   <on_poweroff>destroy</on_poweroff>
@@ -127,6 +133,7 @@ domain() {
     $shmem
     <memballoon model='none'/>
   </devices>
+  $vsock
 </domain>
 EOF
 }
@@ -258,6 +265,30 @@ wait_for "domain $dom (.*) runs: tenant $dom" || fail "transient $dom got no ten
 wait_off "$dom" || fail "$dom did not end"
 wait_for "domain $dom is gone" || fail "transient $dom's end was not followed"
 [ ! -e "/dev/shm/clmux-$dom" ] || fail "the device file outlives transient $dom"
+
+if [ "$(id -u)" = 0 ]; then
+	echo "== transport='vsock': clmuxd is the domain's vhost-user-vsock device"
+	dom=$tag-vsock
+	# Its device lines come from clmuxd, which learns of it from its XML:
+	# a first definition without them, then the full one.
+	domain "$dom" "$(gpu "transport='vsock' mem='64M'")" clinfo -l
+	vsh define "$tmp/$dom.xml" >/dev/null || fail "virsh define $dom"
+	for _ in $(seq 100); do ctl domain-xml "$dom" >/dev/null 2>&1 && break; sleep 0.1; done
+	domain "$dom" "$(gpu "transport='vsock' mem='64M'")" clinfo -l
+	grep -q "vhost-user-vsock-pci" "$tmp/$dom.xml" || fail "no vsock device lines for $dom"
+	vsh define "$tmp/$dom.xml" >/dev/null || fail "virsh define $dom again"
+	# libvirtd here is not the system's: its prepare hook is run by hand.
+	vsh dumpxml "$dom" | "$tmp/hook" "$dom" prepare begin - || fail "the hook failed for $dom"
+	vsh start "$dom" >/dev/null || fail "virsh start $dom"
+	wait_off "$dom" 300 || fail "$dom did not end"
+	grep -q "CLMUX-VM-RESULT rc=0" "$lv/console-$dom.log" || fail "clinfo failed in $dom"
+	grep -q "VMM connected" "$tmp/clmuxd.log" || fail "QEMU never reached clmuxd"
+	grep -q "session [0-9]*: connected.*tenant $dom" "$tmp/clmuxd.log" || fail "no vsock session"
+	wait_for "domain $dom stopped: its tenant" || fail "the stop did not release $dom"
+	vsh undefine "$dom" >/dev/null
+	wait_for "domain $dom is gone" || fail "the undefine of $dom was not followed"
+	[ ! -e "/run/clmux/vm-$dom.vsock" ] || fail "the socket outlives $dom"
+fi
 
 kill -TERM "$dpid"
 wait "$dpid" || fail "clmuxd did not exit cleanly"
