@@ -16,7 +16,8 @@
 #     keeps its service; its stop releases the tenant and its undefine the
 #     device file;
 #   - the prepare hook makes a transient domain's device before QEMU opens
-#     it, and the domain's end takes it away again.
+#     it; destroyed while its guest holds device memory, the domain's
+#     tenant, memory and device all go.
 # Exit 77 only where libvirtd cannot run.
 #
 # CLMUXD, CLMUXCTL: the programs; VMDIR: vmlinux and initrd.img
@@ -253,7 +254,7 @@ wait_for "domain $dom is gone (undefined)" || fail "the undefine was not followe
 
 echo "== the prepare hook: a transient domain's device before QEMU starts"
 dom=$tag-hook
-domain "$dom" "$(gpu "mem='64M'")" true
+domain "$dom" "$(gpu "mem='256M'")" vm-transfer
 sed "s|@sbindir@/clmuxctl|$CLMUXCTL --admin $tmp/admin.sock|" "$HOOK" >"$tmp/hook"
 chmod +x "$tmp/hook"
 vsh dumpxml "$tag-plain" | "$tmp/hook" "$tag-plain" prepare begin - ||
@@ -262,8 +263,14 @@ vsh dumpxml "$tag-plain" | "$tmp/hook" "$tag-plain" prepare begin - ||
 [ -e "/dev/shm/clmux-$dom" ] || fail "the hook made no device file"
 vsh create "$tmp/$dom.xml" >/dev/null || fail "virsh create $dom"
 wait_for "domain $dom (.*) runs: tenant $dom" || fail "transient $dom got no tenant"
-wait_off "$dom" || fail "$dom did not end"
+# Destroyed while its guest holds device memory: all of it comes back.
+wait_for transferring 180 "$lv/console-$dom.log" || fail "no transfers in $dom"
+ctl --json tenants | grep -q "\"name\":\"$dom\",\"sessions\":[1-9][0-9]*,\"mem\":[1-9]" ||
+	fail "$dom holds no memory: $(ctl tenants)"
+vsh destroy "$dom" >/dev/null || fail "virsh destroy $dom"
 wait_for "domain $dom is gone" || fail "transient $dom's end was not followed"
+ctl tenants | grep -q "^$dom " && fail "tenant $dom outlives its domain"
+ctl --json stats | grep -q '"sessions":0,"objects":0,"mem":0' || fail "$dom's memory is still held"
 [ ! -e "/dev/shm/clmux-$dom" ] || fail "the device file outlives transient $dom"
 
 if [ "$(id -u)" = 0 ]; then
