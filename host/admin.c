@@ -20,6 +20,7 @@
 #include "conffile.h"
 #include "conn.h"
 #include "front.h"
+#include "libvirt.h"
 #include "log.h"
 #include "server.h"
 #include "session.h"
@@ -309,10 +310,12 @@ void cmx_admin_exec(struct cmx_server *srv, char *line, struct cmx_text *out)
 		else
 			cmx_text_add(out, "%u session%s of %s closed\n", k, k == 1 ? "" : "s",
 				     t->name);
+	} else if (cmx_libvirt_admin(srv, w + i, n - i, out)) {
+		/* domain-xml, domain-prepare: host/libvirt.c */
 	} else {
 		cmx_text_add(out,
 			     "error: unknown request '%s' (tenants, workers, stats, quota get|set, "
-			     "evict)\n",
+			     "evict, domain-xml, domain-prepare)\n",
 			     w[i]);
 	}
 }

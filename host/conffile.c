@@ -139,6 +139,17 @@ static int parse_pass(char *text, struct cmx_tenants *ts, int pass, char *why, s
 				strcpy(ts->fallback, b);
 				continue;
 			}
+			if (!strcmp(a, "libvirt") || !strcmp(a, "libvirt-group")) {
+				int uri = !strcmp(a, "libvirt");
+				char *to = uri ? ts->libvirt : ts->libvirt_group;
+				size_t cap = uri ? sizeof(ts->libvirt) : sizeof(ts->libvirt_group);
+				if (!*b || strlen(b) >= cap || strpbrk(b, " \t,")) {
+					snprintf(why, whylen, "line %u: bad %s '%s'", lineno, a, b);
+					return -EINVAL;
+				}
+				strcpy(to, b);
+				continue;
+			}
 			snprintf(why, whylen, "line %u: unknown key '%s' in [clmuxd]", lineno, a);
 			return -EINVAL;
 		}

@@ -31,7 +31,7 @@
 #include "vhost.h"
 
 #define KEY_MAX (CMX_TENANT_NAME + 8)
-#define MAX_VSPECS 16
+#define MAX_VSPECS 64
 /* A worker that ends within this of its start waits this long before it is
  * started again (a device that fails at once must not spin the daemon). */
 #define RESTART_BACKOFF_NS 1000000000ull
@@ -91,6 +91,8 @@ static struct {
 	struct worker **lowner; /* per listener: its worker, or NULL (served here) */
 	const char *vspecs[MAX_VSPECS];
 	struct worker *vowner[MAX_VSPECS];
+	char *vadded[MAX_VSPECS]; /* cmx_front_device_add()'s copy, freed on removal */
+	int vfd[MAX_VSPECS];	  /* and its listening socket, or -1 */
 	unsigned nvspecs;
 	struct worker *workers;
 	struct link *links;
@@ -106,6 +108,7 @@ static struct {
 static void link_recv(struct link *k);
 static int worker_spawn(struct worker *w);
 static void reaped(pid_t pid, int st);
+static int send_quota(struct link *k, const struct cmx_tenant *t);
 
 static const char *key_of(const struct cmx_tenant *t, char *out)
 {
@@ -447,6 +450,9 @@ static int worker_spawn(struct worker *w)
 		for (unsigned i = 0; i < fe.nls; i++)
 			if (fe.lowner[i] == w)
 				fcntl(fe.ls[i].fd, F_SETFD, 0);
+		for (unsigned i = 0; i < fe.nvspecs; i++)
+			if (fe.vowner[i] == w && fe.vadded[i] && fe.vfd[i] >= 0)
+				fcntl(fe.vfd[i], F_SETFD, 0);
 		execv(fe.exe, argv);
 		_exit(127);
 	}
@@ -463,6 +469,14 @@ static int worker_spawn(struct worker *w)
 	fe.live++;
 	link_recv(k);
 	cmx_info("worker %s started (pid %d)", w->key, (int)pid);
+	/* Quotas set since the config was read (clmuxctl, a domain's
+	 * metadata) reach the new process before its first session. */
+	{
+		char tkey[KEY_MAX];
+		for (struct cmx_tenant *t = fe.srv->tenants.list; t; t = t->next)
+			if (!strcmp(key_of(t, tkey), w->key))
+				send_quota(k, t);
+	}
 	return 0;
 }
 
@@ -704,6 +718,96 @@ void cmx_front_quota(struct cmx_tenant *t)
 		send_quota(w->link, t);
 }
 
+/*
+ * Ends w's process at once and waits for it (at most 2 s), so that the
+ * device is free when the caller goes on, and no connection of its
+ * listeners reaches the dying process: a successor (a worker that owns
+ * listeners or devices is started again on reaping) takes them from the
+ * backlog.
+ */
+static void worker_kill(struct worker *w)
+{
+	pid_t pid = w->link->pid;
+	int st;
+
+	kill(pid, SIGKILL);
+	for (int i = 0; i < 2000; i++) {
+		if (waitpid(pid, &st, WNOHANG) == pid) {
+			reaped(pid, st);
+			break;
+		}
+		usleep(1000);
+	}
+}
+
+/* Whether any listener or VM device is w's to serve. */
+static int worker_owns(const struct worker *w)
+{
+	for (unsigned i = 0; i < fe.nls; i++)
+		if (fe.lowner[i] == w)
+			return 1;
+	for (unsigned i = 0; i < fe.nvspecs; i++)
+		if (fe.vowner[i] == w)
+			return 1;
+	return 0;
+}
+
+int cmx_front_device_add(struct cmx_tenant *t, const char *spec, int fd)
+{
+	char key[KEY_MAX];
+	struct worker *w;
+	char *copy;
+
+	if (fe.draining)
+		return -ESHUTDOWN;
+	if (fe.nvspecs == MAX_VSPECS)
+		return -ENOSPC;
+	w = worker_get(key_of(t, key));
+	copy = strdup(spec);
+	if (!w || !copy) {
+		free(copy);
+		return -ENOMEM;
+	}
+	fe.vspecs[fe.nvspecs] = copy;
+	fe.vadded[fe.nvspecs] = copy;
+	fe.vfd[fe.nvspecs] = fd;
+	fe.vowner[fe.nvspecs++] = w;
+	w->owns = 1;
+	/* A worker opens its devices at start: a running one (a group's) is
+	 * replaced, and its successor, started on reaping, serves them all. */
+	if (w->link && w->link->pid) {
+		cmx_info("worker %s: restarted to serve %s", w->key, spec);
+		worker_kill(w);
+		return 0;
+	}
+	return worker_spawn(w);
+}
+
+void cmx_front_device_remove(const char *spec)
+{
+	struct worker *w = NULL;
+
+	for (unsigned i = 0; i < fe.nvspecs; i++) {
+		if (!fe.vadded[i] || strcmp(fe.vspecs[i], spec))
+			continue;
+		w = fe.vowner[i];
+		free(fe.vadded[i]);
+		fe.nvspecs--;
+		memmove(&fe.vspecs[i], &fe.vspecs[i + 1], (fe.nvspecs - i) * sizeof(fe.vspecs[0]));
+		memmove(&fe.vadded[i], &fe.vadded[i + 1], (fe.nvspecs - i) * sizeof(fe.vadded[0]));
+		memmove(&fe.vfd[i], &fe.vfd[i + 1], (fe.nvspecs - i) * sizeof(fe.vfd[0]));
+		memmove(&fe.vowner[i], &fe.vowner[i + 1], (fe.nvspecs - i) * sizeof(fe.vowner[0]));
+		break;
+	}
+	if (!w)
+		return;
+	/* Its process holds the device: it ends, and is started again only
+	 * for the listeners and devices it still has. */
+	w->owns = worker_owns(w);
+	if (w->link && w->link->pid)
+		worker_kill(w);
+}
+
 unsigned cmx_front_evict(struct cmx_tenant *t)
 {
 	char key[KEY_MAX];
@@ -717,21 +821,9 @@ unsigned cmx_front_evict(struct cmx_tenant *t)
 		/* The worker is the tenant's alone: ending it frees the device
 		 * at once, running kernels included (OpenCL stops a context's
 		 * kernels only when its process ends). */
-		pid_t pid = w->link->pid;
-		int st;
-		cmx_info("tenant %s evicted: its worker (pid %d) is stopped", t->name, (int)pid);
-		kill(pid, SIGKILL);
-		/* The answer waits for the end (at most 2 s), so that the
-		 * device is free when the administrator hears of it, and no
-		 * connection of the tenant's listener reaches the dying
-		 * process: its successor takes them from the backlog. */
-		for (int i = 0; i < 2000; i++) {
-			if (waitpid(pid, &st, WNOHANG) == pid) {
-				reaped(pid, st);
-				break;
-			}
-			usleep(1000);
-		}
+		cmx_info("tenant %s evicted: its worker (pid %d) is stopped", t->name,
+			 (int)w->link->pid);
+		worker_kill(w);
 		t->sessions = t->objects = t->bytes = t->inflight = t->output = 0;
 		return n;
 	}

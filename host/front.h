@@ -57,6 +57,17 @@ void cmx_front_reap(void);
  * of sessions it ended (as last reported). */
 void cmx_front_quota(struct cmx_tenant *t);
 unsigned cmx_front_evict(struct cmx_tenant *t);
+/*
+ * A VM device that appears after start (host/libvirt.c: a domain started):
+ * spec (an ivshmem or vhost-user-vsock --listen spec naming t) is served by
+ * t's worker from now on; fd, a listening socket the spec names (fd=) that
+ * the worker inherits, or -1. That worker is started, or, running already
+ * (a group's), replaced: its sessions end. 0, or -errno.
+ */
+int cmx_front_device_add(struct cmx_tenant *t, const char *spec, int fd);
+/* The device is gone (its domain stopped): the worker that served it ends,
+ * and is started again only for the listeners and devices it still has. */
+void cmx_front_device_remove(const char *spec);
 /* clmuxctl workers: each worker process, its state and its tenants. */
 void cmx_front_workers(int json, struct cmx_text *out);
 /* SIGTERM: every worker is asked to stop, and killed after a grace time;

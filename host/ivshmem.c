@@ -455,6 +455,20 @@ static int region_open(struct region *r, char *err, size_t errlen)
 	return 0;
 }
 
+int cmx_ivshmem_create(struct cmx_server *srv, const char *spec, char *err, size_t errlen)
+{
+	struct region r = { 0 };
+	int e = parse(&r, srv, spec, err, errlen);
+
+	if (!e)
+		e = region_open(&r, err, errlen);
+	if (e)
+		return e;
+	munmap(r.map, r.size);
+	close(r.fd);
+	return 0;
+}
+
 int cmx_ivshmem_listen(struct cmx_server *srv, const char *spec, char *err, size_t errlen)
 {
 	struct region *r = &regions[nregions];

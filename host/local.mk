@@ -13,12 +13,16 @@ host_core_sources = host/loop.h host/loop.c host/conn.h host/conn.c \
 	host/tenant.h host/tenant.c host/conffile.h host/conffile.c host/text.h host/text.c \
 	host/admin.h host/admin.c host/scheduler.h host/scheduler.c host/pinned.h host/pinned.c host/exec_pinned.c \
 	host/ctl.h host/ctl.c host/front.h host/front.c host/worker.h host/worker.c \
-	host/privilege.h host/privilege.c host/zero.h host/zero.c
+	host/privilege.h host/privilege.c host/zero.h host/zero.c host/libvirt.h host/libvirt.c
+if HAVE_LIBVIRT
+host_core_sources += host/domxml.h host/domxml.c
+endif
 host_clmuxd_SOURCES = host/main.c $(host_core_sources)
 nodist_host_clmuxd_SOURCES = host/handlers.gen.h host/handlers.gen.c
 host_clmuxd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host -I$(top_builddir)/host $(URING_CFLAGS) \
-	$(SSL_CFLAGS)
-host_clmuxd_LDADD = transport/libcmxtransport.la $(URING_LIBS) $(SSL_LIBS) $(OPENCL_LIBS) -lpthread
+	$(SSL_CFLAGS) $(LIBVIRT_CFLAGS)
+host_clmuxd_LDADD = transport/libcmxtransport.la $(URING_LIBS) $(SSL_LIBS) $(OPENCL_LIBS) \
+	$(LIBVIRT_LIBS) -lpthread
 
 if HAVE_CHECK
 check_PROGRAMS += host/tests/test_auth
@@ -33,6 +37,15 @@ host_tests_test_config_SOURCES = host/tests/test_config.c host/conffile.c host/t
 host_tests_test_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host
 host_tests_test_config_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_config_LDADD = $(CHECK_LIBS)
+
+if HAVE_LIBVIRT
+check_PROGRAMS += host/tests/test_domxml
+TESTS += host/tests/test_domxml
+host_tests_test_domxml_SOURCES = host/tests/test_domxml.c host/domxml.c
+host_tests_test_domxml_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host $(LIBVIRT_CFLAGS)
+host_tests_test_domxml_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_domxml_LDADD = $(CHECK_LIBS) $(LIBVIRT_LIBS)
+endif
 
 check_PROGRAMS += host/tests/test_objtab
 TESTS += host/tests/test_objtab
@@ -64,7 +77,7 @@ nodist_host_libcmxfuzzcore_la_SOURCES = host/handlers.gen.h host/handlers.gen.c 
 host_libcmxfuzzcore_la_CPPFLAGS = $(host_clmuxd_CPPFLAGS)
 host_libcmxfuzzcore_la_CFLAGS = $(AM_CFLAGS) $(LZ4_CFLAGS) -fsanitize=fuzzer-no-link
 fuzz_session_ldadd = host/libcmxfuzzcore.la $(LZ4_LIBS) $(URING_LIBS) $(SSL_LIBS) $(OPENCL_LIBS) \
-	-lpthread
+	$(LIBVIRT_LIBS) -lpthread
 noinst_PROGRAMS += host/tests/fuzz_session host/tests/fuzz_area host/tests/fuzz_seeds
 host_tests_fuzz_seeds_SOURCES = host/tests/fuzz_seeds.c
 host_tests_fuzz_seeds_LDADD = transport/libcmxtransport.la

@@ -31,6 +31,7 @@
 #include "server.h"
 #include "session.h"
 #include "ivshmem.h"
+#include "libvirt.h"
 #include "vhost.h"
 
 #define MAX_LISTEN 1024 /* one per tenant, bind-mounted into its container */
@@ -173,6 +174,7 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: clmuxd --listen ADDR [--listen ...] [--config FILE] [--admin PATH]\n"
 		   "              [--metrics ADDR] [--device SPEC] [--threads N] [--user NAME]\n"
+		   "              [--libvirt URI]\n"
 		   "  --listen ADDR   where guests connect, one of\n"
 		   "                    unix:PATH[,tokens=FILE]\n"
 		   "                    vsock:PORT[,tokens=FILE]            (AF_VSOCK, any CID)\n"
@@ -196,6 +198,8 @@ static void usage(FILE *f)
 		   "                  own (default on); off: every tenant in this process\n"
 		   "  --user NAME     after opening everything as root, run as NAME with NAME's\n"
 		   "                  groups (the GPU's: video, render)\n"
+		   "  --libvirt URI   serve the domains of that libvirtd (qemu:///system) whose\n"
+		   "                  metadata asks for a clmux GPU (docs/vm.md)\n"
 		   "  CLMUX_LOG=debug|info|warn|err sets the log level (default info)\n");
 }
 
@@ -217,7 +221,7 @@ static int user_drop(const char *user)
 
 /* What main() read from the command line. */
 struct opts {
-	const char *device, *config, *admin, *metrics, *user;
+	const char *device, *config, *admin, *metrics, *user, *libvirt;
 	const char *vhost_specs[MAX_VHOST_SPECS];
 	unsigned nvhost, threads;
 	uint64_t window_us;
@@ -365,6 +369,9 @@ static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 		return 1;
 	if (admin_start(srv, o) || cmx_front_spawn())
 		return 1;
+	/* Domains come and go from here on: the front end is ready for them. */
+	if (o->libvirt && cmx_libvirt_start(srv, o->libvirt, srv->tenants.libvirt_group))
+		return 1;
 	if (!user_drop(o->user))
 		return 1;
 	e = cmx_loop_run(srv->loop);
@@ -384,6 +391,7 @@ int main(int argc, char **argv)
 		{ "sched-window", required_argument, NULL, 'w' },
 		{ "workers", required_argument, NULL, 'W' },
 		{ "user", required_argument, NULL, 'u' },
+		{ "libvirt", required_argument, NULL, 'L' },
 		/* Set by the front end when it starts a worker. */
 		{ "worker", required_argument, NULL, 'K' }, { "ctl", required_argument, NULL, 'C' },
 		{ "listen-fd", required_argument, NULL, 'F' },
@@ -455,6 +463,9 @@ int main(int argc, char **argv)
 		case 'u':
 			o.user = optarg;
 			break;
+		case 'L':
+			o.libvirt = optarg;
+			break;
 		case 't':
 			o.threads = (unsigned)strtoul(optarg, NULL, 10);
 			if (!o.threads)
@@ -487,8 +498,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if ((!nlisteners && !o.nvhost && !o.worker) || optind != argc ||
-	    (o.worker && o.ctl < 3)) {
+	if (optind != argc || (o.worker && o.ctl < 3)) {
 		usage(stderr);
 		return 2;
 	}
@@ -499,6 +509,21 @@ int main(int argc, char **argv)
 	}
 	if (tenants_setup(&srv, o.config))
 		return 2;
+	/* A worker serves what the front end gives it: never libvirt. */
+	if (!o.libvirt && !o.worker && srv.tenants.libvirt[0])
+		o.libvirt = srv.tenants.libvirt;
+	if (!nlisteners && !o.nvhost && !o.worker && !o.libvirt) {
+		usage(stderr);
+		return 2;
+	}
+	if (o.libvirt && !use_workers) {
+		fprintf(stderr, "clmuxd: --libvirt needs worker processes (--workers on)\n");
+		return 2;
+	}
+	/* Domains are tenants that may share the device: their scheduling
+	 * needs device time. */
+	if (o.libvirt)
+		srv.profile = 1;
 	if (o.profile < 0)
 		o.profile = srv.profile;
 	signal(SIGPIPE, SIG_IGN);

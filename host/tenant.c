@@ -80,6 +80,17 @@ struct cmx_tenant *cmx_tenant_get(struct cmx_tenants *ts, const char *name)
 	return t;
 }
 
+void cmx_tenant_remove(struct cmx_tenants *ts, struct cmx_tenant *t)
+{
+	for (struct cmx_tenant **p = &ts->list; *p; p = &(*p)->next)
+		if (*p == t) {
+			*p = t->next;
+			ts->count--;
+			free(t);
+			return;
+		}
+}
+
 void cmx_tenants_fini(struct cmx_tenants *ts)
 {
 	while (ts->list) {

@@ -95,6 +95,9 @@ struct cmx_tenants {
 	unsigned count;
 	struct cmx_quota defaults;	/* for tenants created without a section */
 	char fallback[CMX_TENANT_NAME]; /* default tenant for unknown peers; "" none */
+	/* [clmuxd] libvirt = URI and libvirt-group = NAME (host/libvirt.c);
+	 * "" where not set. */
+	char libvirt[256], libvirt_group[CMX_TENANT_NAME];
 };
 
 /* No limits but the compiler's (build-mem 4G, build-time 60, builds 2),
@@ -105,6 +108,9 @@ struct cmx_tenant *cmx_tenant_find(struct cmx_tenants *ts, const char *name);
 /* Finds or creates (with the default quotas) the tenant `name`; NULL when
  * the name is invalid or memory is short. */
 struct cmx_tenant *cmx_tenant_get(struct cmx_tenants *ts, const char *name);
+/* Unlinks and frees t (a domain's tenant when its domain stops): nothing
+ * may point at it any more. */
+void cmx_tenant_remove(struct cmx_tenants *ts, struct cmx_tenant *t);
 void cmx_tenants_fini(struct cmx_tenants *ts);
 /* Valid tenant names: [A-Za-z0-9_.-]{1,63}. */
 int cmx_tenant_name_ok(const char *name);

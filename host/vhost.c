@@ -6,6 +6,7 @@
 #include "vhost.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <stdio.h>
@@ -35,6 +36,7 @@ struct vlistener {
 	uint64_t cid;
 	uint32_t port;
 	char tenant[64];
+	int inherited; /* fd=: the front end made the socket and keeps its file */
 	struct vm *vm;
 };
 
@@ -480,9 +482,9 @@ int cmx_vhost_listen(struct cmx_server *srv, const char *spec, char *err, size_t
 		size_t n = strcspn(++p, "=,");
 		if (!((n == 3 && !strncmp(p, "cid", 3)) || (n == 4 && !strncmp(p, "port", 4)) ||
 		      (n == 6 && !strncmp(p, "tenant", 6)) || (n == 4 && !strncmp(p, "mode", 4)) ||
-		      (n == 5 && !strncmp(p, "group", 5)))) {
+		      (n == 5 && !strncmp(p, "group", 5)) || (n == 2 && !strncmp(p, "fd", 2)))) {
 			snprintf(err, errlen,
-				 "unknown option '%.*s' (cid, port, tenant, mode, group)", (int)n,
+				 "unknown option '%.*s' (cid, port, tenant, mode, group, fd)", (int)n,
 				 p);
 			return -EINVAL;
 		}
@@ -510,7 +512,22 @@ int cmx_vhost_listen(struct cmx_server *srv, const char *spec, char *err, size_t
 		snprintf(err, errlen, "bad tenant name in %s", spec);
 		return -EINVAL;
 	}
-	l->fd = cmx_addr_listen(&a);
+	/* fd=N: a socket listening already, made by the front end before QEMU
+	 * started (host/libvirt.c); its file is the front end's. */
+	l->inherited = !cmx_addr_opt(&a, "fd", val, sizeof(val));
+	if (l->inherited) {
+		int on = 0;
+		socklen_t len = sizeof(on);
+		l->fd = (int)strtol(val, &end, 10);
+		if (*end || l->fd < 3 ||
+		    getsockopt(l->fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) || !on) {
+			snprintf(err, errlen, "fd=%s is no listening socket", val);
+			return -EINVAL;
+		}
+		fcntl(l->fd, F_SETFD, FD_CLOEXEC);
+	} else {
+		l->fd = cmx_addr_listen(&a);
+	}
 	if (l->fd < 0) {
 		snprintf(err, errlen, "cannot listen on %s: %s", a.path, strerror(-l->fd));
 		return l->fd;
@@ -533,7 +550,8 @@ void cmx_vhost_drain(void)
 			continue;
 		io_uring_prep_cancel_fd(cmx_loop_sqe(cmx_srv->loop, NULL), l->fd, 0);
 		close(l->fd);
-		unlink(l->path);
+		if (!l->inherited)
+			unlink(l->path);
 		l->fd = -1;
 		if (l->vm)
 			vm_destroy(l->vm, "daemon stopping");

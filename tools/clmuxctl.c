@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // clmuxctl: tenants, quotas and eviction through clmuxd's admin socket.
+#include "config.h"
+
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -9,6 +11,10 @@
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#ifdef HAVE_LIBVIRT
+#include "domxml.h"
+#endif
 
 #define ADMIN_DEFAULT "/run/clmux/admin.sock"
 #define REQ_MAX	      4000
@@ -27,6 +33,10 @@ static void usage(FILE *f)
 		   "  workers                      clmuxd's worker processes: pid, state,\n"
 		   "                               starts, tenants\n"
 		   "  stats                        daemon-wide counters\n"
+		   "  domain-xml DOMAIN            the device lines a libvirt domain with a\n"
+		   "                               <clmux:gpu> element needs in its XML\n"
+		   "  domain-prepare DOMAIN        (libvirt's hook) the domain's XML on standard\n"
+		   "                               input: its device is made before QEMU starts\n"
 		   "  --admin PATH  clmuxd's admin socket (default " ADMIN_DEFAULT ")\n"
 		   "  --json        machine-readable output\n");
 }
@@ -37,6 +47,68 @@ static int fail(const char *fmt, const char *a, const char *b)
 	fprintf(stderr, fmt, a, b);
 	fputc('\n', stderr);
 	return 1;
+}
+
+/*
+ * libvirt's hook at prepare: the domain's XML comes on standard input, and
+ * clmuxd must not ask libvirtd for it (libvirtd holds the domain while the
+ * hook runs). The element's attributes go in the request. 0 with no request
+ * (the domain asks for no GPU), 1 with one in req, -1 on failure (said).
+ */
+static int prepare_request(const char *name, char *req, size_t cap, size_t *len)
+{
+#ifdef HAVE_LIBVIRT
+	static struct cmx_domxml d;
+	char *xml = NULL, why[200];
+	size_t got = 0, room = 0;
+	ssize_t n;
+
+	for (;;) {
+		if (got + 65536 > room) {
+			char *m = room >= (16u << 20) ? NULL : realloc(xml, room = room * 2 + 65536);
+			if (!m) {
+				fail("domain %s: its XML is too large%s", name, "");
+				return -1;
+			}
+			xml = m;
+		}
+		n = read(0, xml + got, room - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	if (cmx_domxml_parse(xml ? xml : "", got, &d, why, sizeof(why))) {
+		free(xml);
+		fail("domain %s: %s", name, why);
+		return -1;
+	}
+	free(xml);
+	if (!d.has_gpu)
+		return 0;
+	if (strcmp(d.name, name)) {
+		fail("domain %s: its XML names %s", name, d.name);
+		return -1;
+	}
+	*len = (size_t)snprintf(req, cap, "domain-prepare %s %s", d.name, d.uuid);
+	for (unsigned i = 0; i < d.nattrs && *len < cap; i++) {
+		if (strpbrk(d.key[i], " \t\r\n") || strpbrk(d.value[i], " \t\r\n")) {
+			fail("domain %s: <clmux:gpu> attribute '%s' holds white space", name,
+			     d.key[i]);
+			return -1;
+		}
+		*len += (size_t)snprintf(req + *len, cap - *len, " %s=%s", d.key[i], d.value[i]);
+	}
+	if (*len >= cap) {
+		fail("domain %s: <clmux:gpu> too long%s", name, "");
+		return -1;
+	}
+	return 1;
+#else
+	fail("domain-prepare %s: clmuxctl was built without libvirt%s", name, "");
+	return -1;
+#endif
 }
 
 int main(int argc, char **argv)
@@ -75,7 +147,18 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (json)
+	if (!strcmp(argv[optind], "domain-prepare")) {
+		int e;
+		if (argc != optind + 2) {
+			usage(stderr);
+			return 2;
+		}
+		e = prepare_request(argv[optind + 1], req, REQ_MAX, &len);
+		if (e <= 0)
+			return e ? 1 : 0;
+		optind = argc;
+	}
+	if (json && !len)
 		len += (size_t)snprintf(req, sizeof(req), "json");
 	for (int i = optind; i < argc; i++) {
 		size_t w = strlen(argv[i]);

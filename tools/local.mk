@@ -3,6 +3,19 @@
 bin_PROGRAMS += tools/clmux-bench tools/clmux-sample
 sbin_PROGRAMS += tools/clmuxctl
 tools_clmuxctl_SOURCES = tools/clmuxctl.c
+if HAVE_LIBVIRT
+tools_clmuxctl_SOURCES += host/domxml.h host/domxml.c
+tools_clmuxctl_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host $(LIBVIRT_CFLAGS)
+tools_clmuxctl_LDADD = $(LIBVIRT_LIBS)
+# libvirt's qemu hook: clmuxctl domain-prepare before QEMU starts.
+libvirthookdir = $(sysconfdir)/libvirt/hooks/qemu.d
+libvirthook_SCRIPTS = tools/libvirt-hook/clmux
+endif
+EXTRA_DIST += tools/libvirt-hook.in
+CLEANFILES += tools/libvirt-hook/clmux
+tools/libvirt-hook/clmux: $(top_srcdir)/tools/libvirt-hook.in Makefile
+	$(AM_V_GEN)mkdir -p tools/libvirt-hook && \
+	sed 's|@sbindir[@]|$(sbindir)|g' $(top_srcdir)/tools/libvirt-hook.in >$@ && chmod +x $@
 # Tenants sharing the device (docs/performance.md): `make tenant-bench`.
 check_PROGRAMS += tools/tenant-bench
 tools_tenant_bench_SOURCES = tools/tenant-bench.c

@@ -4,12 +4,16 @@
 noinst_PROGRAMS += vm-tests/vm-transfer
 vm_tests_vm_transfer_SOURCES = vm-tests/transfer.c
 vm_tests_vm_transfer_LDADD = $(OPENCL_LIBS)
-EXTRA_DIST += vm-tests/mkguest.sh vm-tests/init vm-tests/run.sh vm-tests/check.sh
+noinst_PROGRAMS += vm-tests/vm-memsize
+vm_tests_vm_memsize_SOURCES = vm-tests/memsize.c
+vm_tests_vm_memsize_LDADD = $(OPENCL_LIBS)
+EXTRA_DIST += vm-tests/mkguest.sh vm-tests/init vm-tests/run.sh vm-tests/check.sh \
+	vm-tests/libvirt-check.sh
 
 # The programs the guest carries, with their shared libraries.
 VM_GUEST_BINS = guest/tests/e2e_compute guest/tests/e2e_memory guest/tests/e2e_events \
 	guest/tests/e2e_program guest/tests/e2e_async guest/tests/e2e_multi \
-	tools/clmux-bench vm-tests/vm-transfer
+	tools/clmux-bench vm-tests/vm-transfer vm-tests/vm-memsize
 
 vm-check: all $(check_PROGRAMS) $(VM_GUEST_BINS)
 	$(AM_V_GEN)$(top_srcdir)/vm-tests/mkguest.sh vm . $$(command -v clinfo) $(VM_GUEST_BINS)
@@ -19,3 +23,20 @@ clean-local: clean-vm
 clean-vm:
 	rm -rf vm/root vm/*.img vm/vmlinux vm/*.log
 .PHONY: clean-vm
+
+# clmuxd following a private libvirtd: domains with a <clmux:gpu> element
+# get a tenant and run OpenCL in the guest (tools/check runs it). It skips
+# only where libvirtd cannot run, or clmux was configured without libvirt.
+if HAVE_LIBVIRT
+libvirt-check: all $(VM_GUEST_BINS) tools/libvirt-hook/clmux
+	$(AM_V_GEN)$(top_srcdir)/vm-tests/mkguest.sh vm . $$(command -v clinfo) $(VM_GUEST_BINS)
+	@CLMUXD=$(abs_top_builddir)/host/clmuxd CLMUXCTL=$(abs_top_builddir)/tools/clmuxctl \
+	VMDIR=$(abs_top_builddir)/vm HOOK=$(top_srcdir)/tools/libvirt-hook.in \
+	timeout -k 10 900 $(top_srcdir)/vm-tests/libvirt-check.sh; rc=$$?; \
+	if [ $$rc = 77 ]; then echo "libvirt-check: SKIP (libvirtd cannot run here)"; exit 0; fi; \
+	exit $$rc
+else
+libvirt-check:
+	@echo "libvirt-check: SKIP (configured without libvirt: install libvirt-dev)"
+endif
+.PHONY: libvirt-check
