@@ -89,6 +89,7 @@ struct cmx_tenants {
 	unsigned count;
 	struct cmx_quota defaults;	/* for tenants created without a section */
 	char fallback[CMX_TENANT_NAME]; /* default tenant for unknown peers; "" none */
+	int sandbox;			/* [clmuxd] sandbox: a cmx_sandbox_mode + 1; 0 unset */
 };
 
 /* No limits but the compiler's (build-mem 4G, build-time 60, builds 2),
