@@ -279,6 +279,18 @@ int cmx_buildcheck_run(const struct cmx_build_limits *l, const struct cmx_build_
 		if (res != CL_OUT_OF_HOST_MEMORY && res != CL_OUT_OF_RESOURCES && !oom)
 			goto out;
 	}
+	/* The sandbox ended it (a call outside the filter: host/sandbox.c).
+	 * The compiler's doing, not the tenant's limits: said so in the log,
+	 * and the build still fails rather than run unchecked. */
+	if ((WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS) ||
+	    (WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGSYS)) {
+		cmx_warn("a build pre-flight was refused a system call by the sandbox (clmuxd "
+			 "--sandbox log names it)");
+		snprintf(why, whylen, "clmux: the build was stopped: its pre-flight was refused "
+				      "a system call by the daemon's sandbox");
+		e = 1;
+		goto out;
+	}
 	/* Stopped: killed by a signal (SIGXCPU, SIGKILL, LLVM's abort on a
 	 * failed allocation), gone before answering, or out of memory. */
 	by_time = late ||

@@ -219,6 +219,9 @@ static const struct sc allow[] = {
      * build's pre-flight is `clmuxd --build-check`: both are executed,
      * and keep this filter, no_new_privs and the rlimits. */
     S(execve, ANY, W | B),
+    /* The build child stacks its own, smaller filter on the worker's:
+     * another filter only ever takes calls away. */
+    S(seccomp, ANY, W),
     S(wait4, ANY, W | B),
     S(alarm, ANY, W | B),
     /* Queries of the process and the system. */
