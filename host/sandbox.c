@@ -336,7 +336,9 @@ static void build(struct prog *p, int who, uint32_t deny, uint32_t refuse, pid_t
 {
 	put(p, BPF_LD | BPF_W | BPF_ABS, 0, 0, offsetof(struct seccomp_data, arch));
 	put(p, BPF_JMP | BPF_JEQ | BPF_K, 1, 0, AUDIT_ARCH_X86_64);
-	RET(p, SECCOMP_RET_KILL_PROCESS);
+	/* Another ABI's numbers mean other calls: the process ends (in log
+	 * mode, logged like the rest). */
+	RET(p, deny == SECCOMP_RET_LOG ? SECCOMP_RET_LOG : SECCOMP_RET_KILL_PROCESS);
 	put(p, BPF_LD | BPF_W | BPF_ABS, 0, 0, NR_OFF);
 	put(p, BPF_JMP | BPF_JGE | BPF_K, 0, 1, 0x40000000u); /* __X32_SYSCALL_BIT */
 	RET(p, deny);
