@@ -246,6 +246,39 @@ static const struct sc allow[] = {
     S(clock_getres, ANY, W | B),
     S(gettimeofday, ANY, W | B),
     S(get_mempolicy, ANY, W | B),
+    /* The kernel's restart of a wait a signal or a stop interrupted:
+     * without it, a debugger's attach would end the worker. */
+    S(restart_syscall, ANY, W | B),
+    /* Not seen with PoCL; what drivers' service threads commonly use to
+     * wait, pin and ask, each reaching only this process's own things. */
+    S(epoll_create1, ANY, W | B),
+    S(epoll_ctl, ANY, W | B),
+    S(epoll_wait, ANY, W | B),
+    S(epoll_pwait, ANY, W | B),
+    S(timerfd_create, ANY, W | B),
+    S(timerfd_settime, ANY, W | B),
+    S(timerfd_gettime, ANY, W | B),
+    S(rt_sigtimedwait, ANY, W | B),
+    S(rt_sigsuspend, ANY, W | B),
+    S(membarrier, ANY, W | B),
+    S(mlock, ANY, W | B),
+    S(munlock, ANY, W | B),
+    S(mincore, ANY, W | B),
+    S(msync, ANY, W | B),
+    S(set_mempolicy, ANY, W | B),
+    S(mbind, ANY, W | B),
+    S(getcpu, ANY, W | B),
+    S(sched_getparam, ANY, W | B),
+    S(sched_getscheduler, ANY, W | B),
+    S(getpriority, ANY, W | B),
+    S(statfs, ANY, W | B),
+    S(fstatfs, ANY, W | B),
+    S(fadvise64, ANY, W | B),
+    S(readlinkat, ANY, W | B),
+    S(getresuid, ANY, W | B),
+    S(getresgid, ANY, W | B),
+    S(getgroups, ANY, W | B),
+    S(capget, ANY, W | B),
     /* Older forms of calls above, with no more reach than theirs (open is
      * openat at the working directory): what code built against an old
      * libc, or a sanitizer's runtime, calls directly. */
