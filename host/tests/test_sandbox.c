@@ -23,6 +23,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "e2e.h"
@@ -287,6 +288,43 @@ START_TEST(threads_made_before_are_filtered)
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	e.code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 	ck_assert_int_eq(e.code, 128 + SIGSYS);
+}
+END_TEST
+
+static void sleep_fn(void)
+{
+	struct timespec ts = {.tv_sec = 1};
+
+	/* Stopped and continued in the middle: the kernel goes on with
+	 * restart_syscall, which the filter must let through. */
+	for (int i = 0; i < 2; i++)
+		nanosleep(&ts, NULL);
+	_exit(0);
+}
+
+/* A stop (a debugger attaching, ^Z) in the middle of a wait does not end
+ * the worker. */
+START_TEST(stop_and_continue)
+{
+	pid_t pid;
+	int st;
+
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char why[200];
+		if (cmx_sandbox_enter(CMX_SANDBOX_ON, CMX_SANDBOX_WORKER, "test", 0, why,
+				      sizeof(why)))
+			_exit(99);
+		sleep_fn();
+	}
+	usleep(300000);
+	kill(pid, SIGSTOP);
+	usleep(100000);
+	kill(pid, SIGCONT);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "ended %#x", st);
 }
 END_TEST
 
@@ -582,6 +620,7 @@ int main(void)
 	tcase_add_test(tc, refused_arguments_get_errors);
 	tcase_add_test(tc, allowed_calls_run);
 	tcase_add_test(tc, threads_made_before_are_filtered);
+	tcase_add_test(tc, stop_and_continue);
 	tcase_add_test(tc, log_mode_lets_through);
 	tcase_add_test(tc, build_filter_is_smaller);
 	suite_add_tcase(s, tc);
