@@ -567,18 +567,44 @@ static int rx_parse(struct cmx_conn *c)
 	return 0;
 }
 
+static void rate_hold(struct cmx_conn *c, uint64_t ns);
+
+/* A rate hold ran out: the connection goes on, unless its tenant is still
+ * in debt (bytes charged since, on this connection's session's lanes or on
+ * another connection of the tenant): then it waits for that too. */
 static void rate_done(struct cmx_io *io, int res, unsigned flags)
 {
 	struct cmx_conn *c = (struct cmx_conn *)((char *)io - offsetof(struct cmx_conn, rate_io));
+	uint64_t ns = 0;
 
 	c->stall &= ~STALL_RATE;
-	conn_resume(c);
+	if (!c->dead && c->sess)
+		ns = cmx_tenant_rx_wait(c->sess->tenant, cmx_now_ns());
+	if (ns)
+		rate_hold(c, ns);
+	else
+		conn_resume(c);
 	conn_put(c);
+}
+
+/* c takes no more input for ns nanoseconds (its tenant's rate). */
+static void rate_hold(struct cmx_conn *c, uint64_t ns)
+{
+	if (c->dead || (c->stall & STALL_RATE))
+		return;
+	c->stall |= STALL_RATE;
+	c->rate_ts.tv_sec = (long long)(ns / 1000000000ull);
+	c->rate_ts.tv_nsec = (long long)(ns % 1000000000ull);
+	io_uring_prep_timeout(cmx_loop_sqe(c->srv->loop, &c->rate_io), &c->rate_ts, 0, 0);
+	c->refs++;
 }
 
 /* n bytes came from the connection's tenant, by any path (socket, area,
  * ring, mover): over its rate, the connection takes no more input until
- * the rate allows. */
+ * the rate allows. A bulk lane's piece arrives in one receive, and its
+ * transfer ends on the call channel (WriteLanesEnd): over the rate, the
+ * session's calls wait as well, or a transfer split over lanes would end
+ * as fast as the lanes could carry it. */
 static void rate_charge(struct cmx_conn *c, uint64_t n)
 {
 	uint64_t ns;
@@ -586,13 +612,11 @@ static void rate_charge(struct cmx_conn *c, uint64_t n)
 	if (!c->sess || c->dead)
 		return;
 	ns = cmx_tenant_rx(c->sess->tenant, n, cmx_now_ns());
-	if (!ns || (c->stall & STALL_RATE))
+	if (!ns)
 		return;
-	c->stall |= STALL_RATE;
-	c->rate_ts.tv_sec = (long long)(ns / 1000000000ull);
-	c->rate_ts.tv_nsec = (long long)(ns % 1000000000ull);
-	io_uring_prep_timeout(cmx_loop_sqe(c->srv->loop, &c->rate_io), &c->rate_ts, 0, 0);
-	c->refs++;
+	rate_hold(c, ns);
+	if (c->role == CMX_ROLE_LANE && !c->sess->closed && c->sess->conn)
+		rate_hold(c->sess->conn, ns);
 }
 
 /* n bytes arrived where rx_arm() (or a mover, or the ring) put them: acts

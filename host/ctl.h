@@ -26,6 +26,8 @@ enum cmx_ctl_op {
 			   * the report of that seq */
 	CMX_CTL_POISONED, /* worker -> front: the driver's state is lost; replace me */
 	CMX_CTL_READY,	  /* worker -> front: the device is open, listeners started */
+	CMX_CTL_OVERTIME, /* worker -> front: a tenant's command outran its kernel-time;
+			   * end me (struct cmx_ctl_poisoned: why) */
 };
 
 struct cmx_ctl_hdr {

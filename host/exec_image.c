@@ -95,10 +95,11 @@ int cmx_h_CreateImage(struct cmx_call *c, struct cmx_CreateImage_in *in,
 {
 	cl_mem_flags flags = in->flags & ~(cl_mem_flags)(HOST_ACCESS | CL_MEM_USE_HOST_PTR);
 	struct image_shape *sh;
+	const void *zeros = NULL;
 	cl_image_format f;
 	cl_image_desc d;
 	struct cmx_obj *o;
-	uint64_t need, elem, ext[3];
+	uint64_t need = 0, elem, ext[3];
 	size_t size = 0;
 	cl_mem m;
 	cl_int e;
@@ -139,10 +140,17 @@ int cmx_h_CreateImage(struct cmx_call *c, struct cmx_CreateImage_in *in,
 		return CL_OUT_OF_HOST_MEMORY;
 	*sh = (struct image_shape){
 	    .type = d.image_type, .extent = {ext[0], ext[1], ext[2]}, .elem = elem};
+	/* Without contents, on a driver that takes no fill: made from zeros
+	 * (no pitch is given without contents: rows are packed). */
+	if (!c->bulk_len && !in->buffer.h && (e = cmx_zero_host(need, &zeros))) {
+		free(sh);
+		return e;
+	}
 	/* USE_HOST_PTR lives in the guest; here the contents are copied in. */
-	flags = c->bulk_len ? flags | CL_MEM_COPY_HOST_PTR
-			    : flags & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
-	m = clCreateImage(in->context.h, flags, &f, &d, c->bulk_len ? c->bulk : NULL, &e);
+	flags = c->bulk_len || zeros ? flags | CL_MEM_COPY_HOST_PTR
+				     : flags & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
+	m = clCreateImage(in->context.h, flags, &f, &d, c->bulk_len ? c->bulk : (void *)zeros, &e);
+	cmx_zero_host_put(zeros, need);
 	if (!m) {
 		free(sh);
 		return e ? e : CL_OUT_OF_RESOURCES;
@@ -156,7 +164,7 @@ int cmx_h_CreateImage(struct cmx_call *c, struct cmx_CreateImage_in *in,
 	}
 	/* Without contents it is zeroed before the tenant can read it (an
 	 * image over a buffer shows the buffer's bytes). */
-	if (!c->bulk_len && !in->buffer.h &&
+	if (!c->bulk_len && !in->buffer.h && !zeros &&
 	    (e = cmx_zero_image(cmx_session_obj(c->s, in->context.id, CMX_K_CONTEXT), m, ext))) {
 		free(sh);
 		clReleaseMemObject(m);

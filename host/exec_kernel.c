@@ -43,6 +43,7 @@ struct kdev {
 
 struct cmx_kargs {
 	cl_ulong local_max; /* the largest local memory among the devices */
+	size_t param_max;   /* the largest CL_DEVICE_MAX_PARAMETER_SIZE among them */
 	unsigned ndevs;
 	struct kdev devs[CMX_MAX_DEVICES];
 	cl_uint nargs;
@@ -108,8 +109,13 @@ static struct cmx_kargs *kargs_make(cl_kernel k)
 		n = 0;
 	for (size_t i = 0; i < n / sizeof(devs[0]); i++) {
 		cl_ulong mem = 0, own = 0;
+		size_t params = 0;
 
 		clGetDeviceInfo(devs[i], CL_DEVICE_LOCAL_MEM_SIZE, sizeof(mem), &mem, NULL);
+		clGetDeviceInfo(devs[i], CL_DEVICE_MAX_PARAMETER_SIZE, sizeof(params), &params,
+				NULL);
+		if (params > ka->param_max)
+			ka->param_max = params;
 		/* Asked before any argument is set: the kernel's own variables. */
 		clGetKernelWorkGroupInfo(k, devs[i], CL_KERNEL_LOCAL_MEM_SIZE, sizeof(own), &own,
 					 NULL);
@@ -236,6 +242,37 @@ static cl_int karg_check(struct cmx_call *c, const struct cmx_kargs *ka,
 	return CL_SUCCESS;
 }
 
+/*
+ * By-value bytes whose size the daemon could not check (a struct, or a
+ * kernel without argument info). A driver that knows no struct sizes
+ * (PoCL 3.1) takes any size, keeps that many bytes, and the kernel reads
+ * the whole struct from them: past a short value, the driver's heap. It
+ * is given a copy padded with zeros to at least the device's parameter
+ * room (CL_DEVICE_MAX_PARAMETER_SIZE, which bounds a kernel's arguments
+ * together), so that it reads only the tenant's bytes or zeros. A driver
+ * that knows the size refuses the padded one (CL_INVALID_ARG_SIZE), and
+ * checks the tenant's own size itself.
+ */
+static cl_int value_set_unknown(cl_kernel k, cl_uint idx, const struct cmx_kargs *ka,
+				const void *value, size_t size)
+{
+	size_t room = ka->param_max > size ? ka->param_max : size;
+	uint8_t *pad;
+	cl_int e;
+
+	if (room == size)
+		return clSetKernelArg(k, idx, size, value);
+	pad = calloc(1, room);
+	if (!pad)
+		return CL_OUT_OF_HOST_MEMORY;
+	memcpy(pad, value, size);
+	e = clSetKernelArg(k, idx, room, pad);
+	free(pad);
+	if (e == CL_INVALID_ARG_SIZE)
+		e = clSetKernelArg(k, idx, size, value);
+	return e;
+}
+
 int cmx_h_SetKernelArg(struct cmx_call *c, struct cmx_SetKernelArg_in *in)
 {
 	struct cmx_obj *o = cmx_session_obj(c->s, in->kernel.id, CMX_K_KERNEL);
@@ -257,7 +294,10 @@ int cmx_h_SetKernelArg(struct cmx_call *c, struct cmx_SetKernelArg_in *in)
 	cmx_sched_kernel_arg(c, in->kernel.id, &k);
 	switch (in->kind) {
 	case 0:
-		e = clSetKernelArg(k, idx, in->size, in->value.ptr);
+		if (ka->a[idx].cls == KA_VALUE && ka->a[idx].size)
+			e = clSetKernelArg(k, idx, in->size, in->value.ptr);
+		else
+			e = value_set_unknown(k, idx, ka, in->value.ptr, in->size);
 		break;
 	case 1:
 		e = clSetKernelArg(k, idx, sizeof(m), &m);

@@ -59,16 +59,22 @@ static int buffer_make(struct cmx_call *c, const struct cmx_ref *id, cl_context 
 int cmx_h_CreateBuffer(struct cmx_call *c, struct cmx_CreateBuffer_in *in)
 {
 	cl_mem_flags flags = in->flags & ~(cl_mem_flags)(HOST_ACCESS | CL_MEM_USE_HOST_PTR);
+	const void *zeros = NULL;
 	cl_mem m;
 	cl_int e;
 
 	if (c->bulk_len && c->bulk_len != in->size)
 		return CL_INVALID_VALUE;
+	/* Without contents, on a driver that takes no fill: made from zeros. */
+	if (!c->bulk_len && (e = cmx_zero_host(in->size, &zeros)))
+		return e;
 	/* USE_HOST_PTR lives in the guest; here the contents are copied in. */
-	flags = c->bulk_len ? flags | CL_MEM_COPY_HOST_PTR
-			    : flags & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
-	e = buffer_make(c, &in->mem, in->context.h, flags, in->size, &in->props, c->bulk, &m);
-	if (e || c->bulk_len)
+	flags = c->bulk_len || zeros ? flags | CL_MEM_COPY_HOST_PTR
+				     : flags & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
+	e = buffer_make(c, &in->mem, in->context.h, flags, in->size, &in->props,
+			c->bulk_len ? c->bulk : (void *)zeros, &m);
+	cmx_zero_host_put(zeros, in->size);
+	if (e || c->bulk_len || zeros)
 		return e;
 	/* Without contents it is zeroed before the tenant can read it: the
 	 * driver's fresh memory may be another tenant's freed memory. */

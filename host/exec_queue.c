@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 
+#include "scheduler.h"
 #include "zero.h"
 
 int cmx_h_CreateQueue(struct cmx_call *c, struct cmx_CreateQueue_in *in)
@@ -101,6 +102,8 @@ static void finish_done(struct cmx_call *c, int status)
 {
 	struct cmx_Finish_in *in = c->in;
 
+	if (status != -9999)
+		cmx_sched_finished(in->queue.h);
 	cmx_call_done(c, status == -9999 ? finish_failed(in->queue.h) : CL_SUCCESS);
 }
 

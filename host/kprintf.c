@@ -4,7 +4,6 @@
 // completes is sent to its session as KernelOutput.
 #define _GNU_SOURCE /* F_SETPIPE_SZ */
 #include "kprintf.h"
-#include "worker.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,21 +51,17 @@ static struct {
 	uint64_t dropped;
 } kp = { .rfd = -1, .orig_out = -1 };
 
-/* Output nobody waits for: the daemon's own stdout, if it had one; in a
- * worker, nowhere. A worker's pipe holds only its tenants' kernels' output,
- * and what no printing launch claims (a kernel whose text hid printf from
- * cmx_may_print()) must not fill the daemon's log: it is counted and
- * dropped, with a line at most every 10 s. */
+/* Output nobody waits for: what no printing launch claims (a kernel whose
+ * text hid printf from cmx_may_print(), a driver's own message). It must
+ * reach neither another tenant nor the daemon's stdout and log, with or
+ * without worker processes: it is counted and dropped, with a line at most
+ * every 10 s. */
 static void pass_on(const void *p, size_t n)
 {
 	static uint64_t unclaimed, told_ns;
 	uint64_t now;
 
-	if (!cmx_worker_is()) {
-		if (kp.orig_out >= 0)
-			(void)cmx_fd_write_all(kp.orig_out, p, n);
-		return;
-	}
+	(void)p;
 	unclaimed += n;
 	now = cmx_now_ns();
 	if (now - told_ns >= 10000000000ull) {
@@ -77,8 +72,8 @@ static void pass_on(const void *p, size_t n)
 }
 
 /* Everything the pipe holds now: the running launch's, or (nobody runs: a
- * driver's own message, a kernel nobody thought could print) the daemon's
- * stdout's. Only the loop reads, so no byte is read out of order. */
+ * driver's own message, a kernel nobody thought could print) nobody's.
+ * Only the loop reads, so no byte is read out of order. */
 static void drain(void)
 {
 	char buf[65536];

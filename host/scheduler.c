@@ -7,7 +7,9 @@
 #include "scheduler.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -19,6 +21,7 @@
 #include "server.h"
 #include "session.h"
 #include "tenant.h"
+#include "worker.h"
 
 #define MAX_DEPS 4
 /* The cap's bucket holds at most this much device time (its window). */
@@ -27,6 +30,21 @@
  * a device busy with tiny kernels (one client with 4 in flight saturates
  * the H100), few enough that the rest waits here, where weights act. */
 #define MAX_RUNNING 16
+/*
+ * Turns. The tenants of a group have native contexts of their own, and a
+ * device given work from several contexts at once switches between them
+ * (NVIDIA time-slices them, and each switch costs device time): the group's
+ * tenants take turns instead. While one holds the turn, only its commands
+ * are released, up to TURN_DEPTH windows of estimated device time (the
+ * device never waits for a completion report); the turn passes after
+ * TURN_LEN windows, or at once when its holder has nothing held or on the
+ * device, to the ready tenant with the lowest virtual time, so weights
+ * decide how often each gets one. A tenant back from idle (a latency probe,
+ * an interactive client) ends the turn after half a window and goes next.
+ * Neither a lone tenant nor a group sharing one context takes turns.
+ */
+#define TURN_LEN   4
+#define TURN_DEPTH 2
 /* Buckets of the placeholder and kernel maps (powers of two). */
 #define PH_BUCKETS 1024
 #define K_BUCKETS  256
@@ -68,6 +86,8 @@ struct cmx_gate {
 	atomic_int accounted;	    /* the same, for its poller (store: finish()) */
 	int polled;		    /* its poller saw it complete (or accounted) */
 	int in_order, exposed;
+	int waits;	     /* it went to the driver with a wait list */
+	uint64_t seq;	     /* the scheduler's count when it went (the watchdog's name) */
 	cl_uint nwait;	     /* held: its wait list (retained) */
 	cl_event wait_buf[]; /* the wait list */
 };
@@ -87,6 +107,7 @@ struct lane {
 	struct cmx_gate *waiter; /* the command its poller watches */
 	struct cmx_gate *head, **tail;	   /* on the device */
 	struct cmx_gate *held, *held_last; /* held, oldest first */
+	uint64_t dog_seq, dog_since; /* its oldest unfinished command, since when */
 	struct lane *next;
 };
 
@@ -115,13 +136,22 @@ struct cmx_sched {
 	unsigned unflushed; /* lanes released into since the last flush */
 	uint64_t vclock;	  /* virtual time of the last command released */
 	uint64_t last_done;	  /* when the device last finished a command */
+	struct cmx_tenant *turn;  /* who holds the turn, if anybody */
+	uint64_t turn_start, turn_end;
+	uint64_t turn_idle;	  /* when its holder last ran out of commands */
+	int turn_fresh;		  /* its holder came back from idle for it */
 	struct cmx_tenant *ready; /* tenants with held commands */
 	struct lane *lanes;
 	struct kept *kept;
 	int flush_posted;
-	struct cmx_io timer_io;
+	struct cmx_io timer_io, update_io;
 	struct __kernel_timespec timer_ts;
+	uint64_t timer_at; /* when the armed timer fires */
 	int timer_armed;
+	struct cmx_io dog_io; /* the kernel-time watchdog (watchdog()) */
+	struct __kernel_timespec dog_ts;
+	int dog_armed;
+	uint64_t seq; /* commands gone to the device */
 	struct cmx_gate *ph_map[PH_BUCKETS];
 	struct kheld *k_map[K_BUCKETS];
 };
@@ -140,8 +170,11 @@ static void inflight_inc(struct cmx_sched *sc, struct cmx_tenant *t)
 static void inflight_sub(struct cmx_sched *sc, struct cmx_tenant *t, unsigned n)
 {
 	t->inflight -= n;
-	if (!t->inflight)
+	if (!t->inflight) {
 		sc->busy--;
+		if (sc->turn == t)
+			sc->turn_idle = cmx_now_ns();
+	}
 }
 
 static void inflight_dec(struct cmx_sched *sc, struct cmx_tenant *t)
@@ -258,6 +291,96 @@ static int room(struct cmx_sched *sc, uint64_t est)
 {
 	return !sc->running ||
 	       (sc->running < MAX_RUNNING && sc->running_est + est <= sc->window_ns);
+}
+
+static int turns(void)
+{
+	return !cmx_srv->shared_context;
+}
+
+/* Room for the turn's holder t: as room(), with a deeper queue while it
+ * holds the turn, so that the device always has its next command. */
+static int room_turn(struct cmx_sched *sc, const struct cmx_tenant *t, uint64_t est)
+{
+	return room(sc, est) || (turns() && sc->turn == t && sc->running < MAX_RUNNING &&
+				 (t->running < 2 || sc->running_est + est <= TURN_DEPTH * sc->window_ns));
+}
+
+/* When the turn is over (lapsed() from then on): its time is up, its
+ * holder has been out of commands for a while, or a tenant owed service
+ * waits (cut) and the holder has had half a window. */
+static uint64_t turn_over(const struct cmx_sched *sc, int cut)
+{
+	const struct cmx_tenant *h = sc->turn;
+	uint64_t end = sc->turn_end;
+
+	if (!h)
+		return 0;
+	if (!h->inflight) {
+		/* A busy holder out of commands is refilling: it keeps the
+		 * turn a quarter window. One back from idle is done. */
+		uint64_t grace = sc->turn_fresh ? 0 : sc->window_ns / 4;
+		if (sc->turn_idle + grace < end)
+			end = sc->turn_idle + grace;
+	}
+	if (cut && sc->turn_start + sc->window_ns / 2 < end)
+		end = sc->turn_start + sc->window_ns / 2;
+	return end;
+}
+
+static int lapsed(const struct cmx_sched *sc, uint64_t now, int cut)
+{
+	return now >= turn_over(sc, cut);
+}
+
+/* A tenant back from idle that is owed service: it cuts the turn short
+ * and goes next. */
+static int owed(const struct cmx_sched *sc, const struct cmx_tenant *t)
+{
+	return t->fresh && sc->turn && sc->turn != t && t->vtime < sc->turn->vtime;
+}
+
+static void turn_take(struct cmx_sched *sc, struct cmx_tenant *t, uint64_t now)
+{
+	if (sc->turn != t)
+		cmx_dbg("sched: turn to %s%s", t->name, t->fresh ? " (back from idle)" : "");
+	sc->turn = t;
+	sc->turn_start = now;
+	sc->turn_end = now + TURN_LEN * sc->window_ns;
+	sc->turn_fresh = t->fresh;
+	t->fresh = 0;
+}
+
+/* Some ready tenant is owed service (it cuts the turn short). */
+static int cut_due(const struct cmx_sched *sc)
+{
+	for (const struct cmx_tenant *t = sc->ready; t; t = t->next_ready)
+		if (t->held && owed(sc, t))
+			return 1;
+	return 0;
+}
+
+/* t holds a turn that lasts, with nothing of its own held (which would
+ * go first): its commands go straight to the driver. */
+static int holds_turn(const struct cmx_sched *sc, const struct cmx_tenant *t, uint64_t now)
+{
+	return turns() && sc->turn == t && !t->held && !lapsed(sc, now, cut_due(sc));
+}
+
+/* Whether t's command may go to the device now as far as turns go, with
+ * nothing held anywhere (cmx_sched_begin()'s straight path): yes if t
+ * holds the turn, or takes it over from a holder whose turn lapsed. */
+static int turn_mine(struct cmx_sched *sc, struct cmx_tenant *t, uint64_t now)
+{
+	if (!turns())
+		return 1;
+	if (sc->turn != t && !lapsed(sc, now, 0))
+		return 0;
+	if (sc->turn != t || now >= sc->turn_end) {
+		t->fresh = !t->inflight;
+		turn_take(sc, t, now);
+	}
+	return 1;
 }
 
 int cmx_sched_busy(struct cmx_server *srv)
@@ -492,14 +615,94 @@ static void lane_add(struct cmx_sched *sc, struct cmx_gate *g)
 	}
 }
 
+/*
+ * The kernel-time watchdog. OpenCL cannot stop a running kernel; only the
+ * end of the process that owns its context does. Four times a second,
+ * while a tenant with a kernel-time has commands on the device, each
+ * lane's oldest unfinished command is found by asking its status; one
+ * that has stayed the oldest and on the device (running, or submitted
+ * with no wait list, as NVIDIA reports a running kernel) past its
+ * tenant's kernel-time has the front end end this worker: its tenants'
+ * sessions close, their guests get errors, and the worker is replaced.
+ */
+#define DOG_NS (250ull * 1000 * 1000)
+
+static void watchdog(struct cmx_io *io, int res, unsigned flags);
+
+static void dog_arm(struct cmx_sched *sc)
+{
+	if (sc->dog_armed)
+		return;
+	sc->dog_armed = 1;
+	sc->dog_io.cb = watchdog;
+	sc->dog_ts.tv_sec = 0;
+	sc->dog_ts.tv_nsec = (long long)DOG_NS;
+	io_uring_prep_timeout(cmx_loop_sqe(sc->srv->loop, &sc->dog_io), &sc->dog_ts, 0, 0);
+}
+
+/* 1: g is on the device unfinished; 0: it waits for others; -1: it has
+ * finished (or cannot be asked). */
+static int dog_state(const struct cmx_gate *g)
+{
+	cl_int st = CL_COMPLETE;
+
+	if (clGetEventInfo(g->done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL) ||
+	    st <= CL_COMPLETE)
+		return -1;
+	return st == CL_RUNNING || (st == CL_SUBMITTED && !g->waits);
+}
+
+static void overtime(struct cmx_tenant *t, uint64_t ns)
+{
+	char why[128];
+
+	if (t->overtime)
+		return;
+	t->overtime = 1;
+	snprintf(why, sizeof(why), "a command ran %.1f s, past its kernel-time (%" PRIu64 " s)",
+		 (double)ns / 1e9, t->q.kernel_time);
+	if (cmx_worker_overtime(t->name, why))
+		cmx_warn("tenant %s: %s: nothing ends it without worker processes", t->name, why);
+}
+
+static void watchdog(struct cmx_io *io, int res, unsigned flags)
+{
+	struct cmx_sched *sc = (struct cmx_sched *)((char *)io - offsetof(struct cmx_sched, dog_io));
+	uint64_t now = cmx_now_ns();
+	int again = 0;
+
+	if (!atomic_load(&alive))
+		return;
+	sc->dog_armed = 0;
+	for (struct lane *l = sc->lanes; l; l = l->next) {
+		struct cmx_gate *g;
+		int on = -1;
+		for (g = l->head; g && (on = dog_state(g)) < 0; g = g->next_held)
+			;
+		if (!g || g->t->q.kernel_time == CMX_UNLIMITED)
+			continue;
+		again = 1;
+		if (g->seq != l->dog_seq || !on) {
+			l->dog_seq = on ? g->seq : 0;
+			l->dog_since = now;
+		} else if (now - l->dog_since > g->t->q.kernel_time * 1000000000ull) {
+			overtime(g->t, now - l->dog_since);
+		}
+	}
+	if (again)
+		dog_arm(sc);
+}
+
 static void charge_start(struct cmx_sched *sc, struct cmx_gate *g, uint64_t now)
 {
 	struct cmx_tenant *t = g->t;
 
 	g->released = now;
+	g->seq = ++sc->seq;
 	g->est = estimate(sc, t);
 	g->n = 1;
 	sc->running++;
+	t->running++;
 	sc->running_est += g->est;
 	sc->vclock = t->vtime;
 	/* Charged an estimate now, corrected on completion, so a tenant does
@@ -507,6 +710,8 @@ static void charge_start(struct cmx_sched *sc, struct cmx_gate *g, uint64_t now)
 	t->vtime += g->est / t->q.weight;
 	if (t->q.cap)
 		t->cap_tokens -= (int64_t)g->est;
+	if (t->q.kernel_time != CMX_UNLIMITED)
+		dog_arm(sc);
 	/* Last: when no callback can be set, this completes (and frees) g. */
 	lane_add(sc, g);
 }
@@ -529,14 +734,29 @@ static void timer_done(struct cmx_io *io, int res, unsigned flags)
 	kick(sc);
 }
 
+static void timer_updated(struct cmx_io *io, int res, unsigned flags)
+{
+}
+
+/* A kick in ns at the latest: arms the timer, or brings an armed one
+ * forward (a turn cut short for a tenant back from idle). */
 static void timer_arm(struct cmx_sched *sc, uint64_t ns)
 {
-	if (sc->timer_armed)
+	uint64_t at = cmx_now_ns() + ns;
+
+	if (sc->timer_armed && sc->timer_at <= at)
 		return;
-	sc->timer_armed = 1;
-	sc->timer_io.cb = timer_done;
+	sc->timer_at = at;
 	sc->timer_ts.tv_sec = (long long)(ns / 1000000000ull);
 	sc->timer_ts.tv_nsec = (long long)(ns % 1000000000ull);
+	if (sc->timer_armed) {
+		sc->update_io.cb = timer_updated;
+		io_uring_prep_timeout_update(cmx_loop_sqe(sc->srv->loop, &sc->update_io),
+					     &sc->timer_ts, (uint64_t)(uintptr_t)&sc->timer_io, 0);
+		return;
+	}
+	sc->timer_armed = 1;
+	sc->timer_io.cb = timer_done;
 	io_uring_prep_timeout(cmx_loop_sqe(sc->srv->loop, &sc->timer_io), &sc->timer_ts, 0, 0);
 }
 
@@ -745,22 +965,31 @@ static void kick_once(struct cmx_sched *sc)
 	uint64_t now = cmx_now_ns();
 
 	for (;;) {
-		struct cmx_tenant *best = NULL, **pp, **best_pp = NULL;
-		int capped = 0;
+		struct cmx_tenant *best = NULL, **pp, **best_pp = NULL, **turn_pp = NULL;
+		int capped = 0, best_owed = 0;
 
 		for (pp = &sc->ready; *pp;) {
 			struct cmx_tenant *t = *pp;
 			if (!t->held) {
 				*pp = t->next_ready;
 				t->ready = 0;
+				t->fresh = 0;
 				continue;
 			}
 			if (!cap_ok(t, now)) {
 				capped = 1;
 				t->capped++;
-			} else if (deps_done(t->held) && (!best || t->vtime < best->vtime)) {
-				best = t;
-				best_pp = pp;
+			} else if (deps_done(t->held)) {
+				/* The lowest virtual time goes first; one back
+				 * from idle and owed service before the rest. */
+				int o = owed(sc, t);
+				if (!best || o > best_owed || (o == best_owed && t->vtime < best->vtime)) {
+					best = t;
+					best_pp = pp;
+					best_owed = o;
+				}
+				if (t == sc->turn)
+					turn_pp = pp;
 			}
 			pp = &t->next_ready;
 		}
@@ -769,7 +998,20 @@ static void kick_once(struct cmx_sched *sc)
 				timer_arm(sc, 2 * 1000 * 1000);
 			return;
 		}
-		if (!room(sc, estimate(sc, best)))
+		if (turns()) {
+			if (!lapsed(sc, now, best_owed)) {
+				/* The holder's turn: the others wait for its end. */
+				if (!turn_pp) {
+					timer_arm(sc, turn_over(sc, best_owed) - now);
+					return;
+				}
+				best = sc->turn;
+				best_pp = turn_pp;
+			} else if (best != sc->turn || now >= sc->turn_end) {
+				turn_take(sc, best, now);
+			}
+		}
+		if (!room_turn(sc, best, estimate(sc, best)))
 			return;
 		struct cmx_gate *g = best->held;
 		best->held = g->next_held;
@@ -826,6 +1068,7 @@ static void account(struct cmx_sched *sc, struct cmx_gate *g, uint64_t ns, uint6
 		ns = end - start;
 
 	sc->running -= g->n;
+	t->running -= g->n;
 	sc->running_est -= g->est;
 	/* The running average per command, as if they had come one by one
 	 * (after 16 the older value weighs 0.12: enough). */
@@ -972,6 +1215,7 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	struct cmx_tenant *t = c->s->tenant;
 	struct cmx_obj *q = cmx_session_obj(c->s, ((struct cmx_ref *)c->in)->id, CMX_K_QUEUE);
 	int holdable = c->op == CMX_OP_EnqueueKernel, after_held = 0;
+	uint64_t now;
 	struct cmx_gate *g;
 	struct lane *l;
 
@@ -988,13 +1232,18 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	}
 	/* Alone, uncapped, nothing held and nothing to wait for: straight to
 	 * the driver, in the gate of the launches before it. */
-	if (holdable && !nwait && !sc->held && !t->q.cap && alone(sc, t) &&
+	now = cmx_now_ns();
+	/* (Not with a kernel-time: the watchdog needs a gate per command.) */
+	if (holdable && !nwait && !t->q.cap && t->q.kernel_time == CMX_UNLIMITED &&
+	    ((!sc->held && alone(sc, t)) ||
+	     (holds_turn(sc, t, now) && room_turn(sc, t, estimate(sc, t)))) &&
 	    (cmd->join = open_gate(sc->lanes ? lane_find(sc, q->h) : NULL, t)))
 		return CL_SUCCESS;
 	g = calloc(1, sizeof(*g) + nwait * sizeof(cl_event));
 	if (!g)
 		return CL_OUT_OF_HOST_MEMORY;
 	g->t = t;
+	g->waits = nwait > 0;
 	g->session = c->s->id;
 	g->queue = q->h;
 	g->in_order = !(q->flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
@@ -1024,9 +1273,12 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	l = sc->held ? lane_find(sc, g->queue) : NULL;
 	after_held |= l && l->held;
 	/* The device has room and nobody waits, or the tenant is alone with
-	 * work (nobody to be fair to) and uncapped: straight on. */
-	if (!after_held && !sc->held && !g->ndeps && cap_ok(t, cmx_now_ns()) &&
-	    ((!t->q.cap && alone(sc, t)) || room(sc, estimate(sc, t))))
+	 * work (nobody to be fair to) and uncapped, or it holds the turn and
+	 * has nothing held: straight on. */
+	if (!after_held && !g->ndeps && cap_ok(t, now) &&
+	    ((!sc->held && turn_mine(sc, t, now) &&
+	      ((!t->q.cap && alone(sc, t)) || room_turn(sc, t, estimate(sc, t)))) ||
+	     (holds_turn(sc, t, now) && room_turn(sc, t, estimate(sc, t)))))
 		return CL_SUCCESS;
 	/* Out-of-order queues are not held (see docs/architecture.md): their
 	 * markers and barriers wait for everything before them natively. */
@@ -1091,9 +1343,15 @@ int cmx_sched_hold(struct cmx_sched_cmd *cmd, struct cmx_call *c, const struct c
 	sc->held++;
 	*t->held_tail = g;
 	t->held_tail = &g->next_held;
-	/* A tenant back from idle starts at the present, not with credit. */
-	if (!t->ready && t->vtime < sc->vclock)
-		t->vtime = sc->vclock;
+	/* A tenant back from idle starts at the present, less half a window
+	 * (not with the credit of its idle time): owed that much, it cuts
+	 * the turn short (see TURN_LEN). */
+	if (t->inflight == 1) {
+		uint64_t present = sc->vclock > sc->window_ns / 2 ? sc->vclock - sc->window_ns / 2 : 0;
+		if (t->vtime < present)
+			t->vtime = present;
+		t->fresh = sc->turn != t;
+	}
 	ready_add(sc, t);
 	/* The guest's event and the queue's last command: the placeholder
 	 * (its own reference), until the release names the real event. */
@@ -1122,6 +1380,7 @@ void cmx_sched_end(struct cmx_sched_cmd *cmd, cl_int err, cl_event ev)
 		g->n++;
 		g->est += est;
 		sc->running++;
+		t->running++;
 		sc->running_est += est;
 		sc->vclock = t->vtime;
 		t->vtime += est / t->q.weight;
@@ -1228,6 +1487,17 @@ void cmx_sched_kernel_arg(struct cmx_call *c, uint64_t id, cl_kernel *k)
 	o->h = clone;
 	clReleaseKernel(*k);
 	*k = clone;
+}
+
+void cmx_sched_finished(cl_command_queue q)
+{
+	struct cmx_sched *sc = cmx_srv->sched;
+	struct lane *l = sc && sc->lanes ? lane_find(sc, q) : NULL;
+
+	/* Its newest command on the device, if it has completed: a later one
+	 * (another thread's, since the wait) is left to its reports. */
+	if (l && l->in_order && l->head)
+		report_done((struct cmx_gate *)((char *)l->tail - offsetof(struct cmx_gate, next_held)));
 }
 
 void cmx_sched_poke(struct cmx_server *srv)

@@ -94,6 +94,11 @@ void cmx_sched_keep(struct cmx_session *s, unsigned kind, void *h);
 /* A guest user event was set: a held command may be free to go (a driver
  * may call no callback for an error status). */
 void cmx_sched_poke(struct cmx_server *srv);
+/* Loop thread: clFinish on q has returned; what the scheduler has of q on
+ * the device is accounted now, not when a poller or a late callback says
+ * so (a tenant that waits for each command is then idle for the
+ * scheduler at once, and is given the next turn: a latency probe). */
+void cmx_sched_finished(cl_command_queue q);
 /* e is the placeholder of a held command: its status, CL_QUEUED. */
 int cmx_sched_is_held(cl_event e);
 

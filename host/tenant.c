@@ -16,7 +16,7 @@
 
 const char *const cmx_quota_keys[CMX_QUOTA_KEYS] = {"mem", "objects", "inflight", "weight",
 						    "cap", "rate",    "sessions", "build-mem",
-						    "build-time", "builds"};
+						    "build-time", "builds",  "kernel-time"};
 
 uint64_t cmx_now_ns(void)
 {
@@ -36,6 +36,7 @@ void cmx_quota_unlimited(struct cmx_quota *q)
 	 * compile bomb still ends only its tenant's worker. */
 	q->build_mem = q->build_time = CMX_UNLIMITED;
 	q->builds = 2;
+	q->kernel_time = CMX_UNLIMITED;
 }
 
 int cmx_tenant_name_ok(const char *name)
@@ -247,13 +248,15 @@ int cmx_quota_set(struct cmx_quota *q, const char *key, const char *value, char 
 		else if (parse_size(buf, &q->build_mem) || q->build_mem < (64ull << 20))
 			goto bad; /* below 64M no driver even loads */
 	} else if (!strcmp(key, "objects") || !strcmp(key, "inflight") ||
-		   !strcmp(key, "sessions") || !strcmp(key, "build-time") || !strcmp(key, "builds")) {
-		uint64_t *to = !strcmp(key, "objects")	    ? &q->objects
-			       : !strcmp(key, "inflight")   ? &q->inflight
-			       : !strcmp(key, "build-time") ? &q->build_time
-			       : !strcmp(key, "builds")	    ? &q->builds
-							    : &q->sessions;
-		if (n > 1 && !strcmp(key, "build-time") && buf[n - 1] == 's')
+		   !strcmp(key, "sessions") || !strcmp(key, "build-time") || !strcmp(key, "builds") ||
+		   !strcmp(key, "kernel-time")) {
+		uint64_t *to = !strcmp(key, "objects")	     ? &q->objects
+			       : !strcmp(key, "inflight")    ? &q->inflight
+			       : !strcmp(key, "build-time")  ? &q->build_time
+			       : !strcmp(key, "kernel-time") ? &q->kernel_time
+			       : !strcmp(key, "builds")	     ? &q->builds
+							     : &q->sessions;
+		if (n > 1 && strstr(key, "-time") && buf[n - 1] == 's')
 			buf[n - 1] = '\0';
 		if (!none && (parse_uint(buf, &v) || !v))
 			goto bad;
@@ -282,7 +285,7 @@ int cmx_quota_set(struct cmx_quota *q, const char *key, const char *value, char 
 	} else {
 		snprintf(why, whylen,
 			 "unknown quota '%s' (mem, objects, inflight, weight, cap, rate, sessions, "
-			 "build-mem, build-time, builds)",
+			 "build-mem, build-time, builds, kernel-time)",
 			 key);
 		return -EINVAL;
 	}
@@ -338,6 +341,8 @@ void cmx_quota_format(const struct cmx_quota *q, const char *key, char *out, siz
 		v = q->build_time;
 	else if (!strcmp(key, "builds"))
 		v = q->builds;
+	else if (!strcmp(key, "kernel-time"))
+		v = q->kernel_time;
 	if (v == CMX_UNLIMITED) {
 		snprintf(out, len, "none");
 	} else if (!strcmp(key, "mem") || !strcmp(key, "rate") || !strcmp(key, "build-mem")) {
@@ -347,6 +352,16 @@ void cmx_quota_format(const struct cmx_quota *q, const char *key, char *out, siz
 	} else {
 		snprintf(out, len, "%" PRIu64, v);
 	}
+}
+
+uint64_t cmx_tenant_rx_wait(struct cmx_tenant *t, uint64_t now)
+{
+	double rate = (double)t->q.rate, tokens;
+
+	if (t->q.rate == CMX_UNLIMITED)
+		return 0;
+	tokens = (double)t->rate_tokens + (double)(now - t->rate_stamp) / 1e9 * rate;
+	return tokens >= 0 ? 0 : (uint64_t)(-tokens / rate * 1e9);
 }
 
 /* A token bucket holding at most one second's worth of bytes. */

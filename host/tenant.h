@@ -24,6 +24,9 @@ struct cmx_quota {
 	 * bytes and CPU seconds (CMX_UNLIMITED both: no pre-flight), and how
 	 * many run at once. */
 	uint64_t build_mem, build_time, builds;
+	/* Seconds a command may stay unfinished on the device (CMX_UNLIMITED:
+	 * none); past it the tenant's worker is ended (host/scheduler.c). */
+	uint64_t kernel_time;
 };
 
 struct cmx_tenant {
@@ -63,6 +66,9 @@ struct cmx_tenant {
 	struct cmx_gate *held, **held_tail; /* commands waiting for the device */
 	struct cmx_tenant *next_ready;	    /* on the scheduler's list */
 	int ready;
+	int overtime;	  /* its worker was told to end for kernel-time */
+	int fresh;	  /* held after being idle: wants a turn soon */
+	uint64_t running; /* commands on the device */
 
 	struct cmx_tenant *next;
 };
@@ -136,12 +142,15 @@ int cmx_quota_set(struct cmx_quota *q, const char *key, const char *value, char 
 		  size_t whylen);
 /* The value of one quota as text, as cmx_quota_set reads it back. */
 void cmx_quota_format(const struct cmx_quota *q, const char *key, char *out, size_t len);
-#define CMX_QUOTA_KEYS 10
+#define CMX_QUOTA_KEYS 11
 extern const char *const cmx_quota_keys[CMX_QUOTA_KEYS];
 
 /* Charges n bytes received from the tenant to its rate quota; returns how
  * long (ns) to wait before reading more from that connection, or 0. */
 uint64_t cmx_tenant_rx(struct cmx_tenant *t, uint64_t n, uint64_t now);
+/* How long (ns) until the tenant's rate is out of debt, or 0; charges
+ * nothing. */
+uint64_t cmx_tenant_rx_wait(struct cmx_tenant *t, uint64_t now);
 
 /* A monotonic clock in ns. */
 uint64_t cmx_now_ns(void);

@@ -206,6 +206,17 @@ static void retire(void *arg)
 	cmx_main_retire();
 }
 
+int cmx_worker_overtime(const char *tenant, const char *why)
+{
+	struct cmx_ctl_poisoned p = { .h = { .op = CMX_CTL_OVERTIME, .len = sizeof(p) } };
+
+	if (wk.ctl < 0)
+		return -ENOTSUP;
+	snprintf(p.h.tenant, sizeof(p.h.tenant), "%s", tenant);
+	snprintf(p.why, sizeof(p.why), "%s", why);
+	return cmx_ctl_send(wk.ctl, &p, sizeof(p), -1, 1);
+}
+
 void cmx_worker_poisoned(const char *why)
 {
 	struct cmx_ctl_poisoned p = { .h = { .op = CMX_CTL_POISONED, .len = sizeof(p) } };

@@ -17,6 +17,11 @@ void cmx_worker_stop(void);
  * is gone): tells the front end, which sends new sessions elsewhere; this
  * process stops accepting and ends with its last session. Once. */
 void cmx_worker_poisoned(const char *why);
+/* Loop thread. A command of tenant's has outrun its kernel-time: asks the
+ * front end to end this process (OpenCL stops a running kernel only with
+ * the process that owns its context). 0, or -ENOTSUP without a front end
+ * (clmuxd --workers off). */
+int cmx_worker_overtime(const char *tenant, const char *why);
 /* Stops accepting and ends the process once its last session has
  * (host/main.c). */
 void cmx_main_retire(void);

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Fresh device memory is zeroed on the device before its tenant can read it:
-// a fill on the context's own queue, and a barrier on the tenant's queues.
+// a fill on the context's own queue, and a barrier on the tenant's queues
+// (on Oclgrind, creation from zero pages instead).
 #include "zero.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 
 #include "call.h"
 #include "exec.h"
@@ -147,7 +149,7 @@ static int zero_started(struct cmx_zero *z, cl_int e, cl_event ev)
  * runtime keeps every queue's commands in global lists without a lock, and
  * a fill enqueued on the loop while an executor's wait runs a queue
  * corrupted them (a wait that never returned, e2e_printf under load). Its
- * fresh memory is not zeroed (docs/security.md).
+ * memory is created from zeros instead (cmx_zero_host()).
  */
 static struct cmx_zero *zero_ready(struct cmx_obj *ctx, cl_int *e)
 {
@@ -158,6 +160,29 @@ static struct cmx_zero *zero_ready(struct cmx_obj *ctx, cl_int *e)
 		return NULL;
 	*e = zero_queue_make(z);
 	return *e ? NULL : z;
+}
+
+int cmx_zero_host(uint64_t size, const void **zeros)
+{
+	void *p;
+
+	*zeros = NULL;
+	if (!cmx_srv->flush_runs || !size)
+		return CL_SUCCESS;
+	if (size > SIZE_MAX)
+		return CL_OUT_OF_HOST_MEMORY;
+	/* Never written: every page is the kernel's zero page. */
+	p = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return CL_OUT_OF_HOST_MEMORY;
+	*zeros = p;
+	return CL_SUCCESS;
+}
+
+void cmx_zero_host_put(const void *zeros, uint64_t size)
+{
+	if (zeros)
+		munmap((void *)zeros, (size_t)size);
 }
 
 int cmx_zero_buffer(struct cmx_obj *ctx, cl_mem m, uint64_t size)

@@ -33,6 +33,17 @@ void cmx_zero_release(struct cmx_obj *o);
 int cmx_zero_buffer(struct cmx_obj *ctx, cl_mem m, uint64_t size);
 int cmx_zero_image(struct cmx_obj *ctx, cl_mem m, const uint64_t extent[3]);
 
+/*
+ * A driver that runs its queues only inside a flush or a wait (Oclgrind)
+ * takes no fill beside a running wait: its memory is created from host
+ * zeros instead (CL_MEM_COPY_HOST_PTR), which needs no queue. *zeros: the
+ * zeros for size bytes (zero pages, mapped read-only: they cost no
+ * memory), or NULL where fills zero the memory instead (or size is 0: the
+ * driver refuses it). 0, or CL_OUT_OF_HOST_MEMORY. Any thread.
+ */
+int cmx_zero_host(uint64_t size, const void **zeros);
+void cmx_zero_host_put(const void *zeros, uint64_t size);
+
 /* Orders a command (the call's first argument its queue) after every fill
  * of the queue's context so far: a barrier on that queue where one is still
  * running. 0 or a cl error, before the handler runs (host/call.c). */

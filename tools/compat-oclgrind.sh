@@ -20,7 +20,8 @@ rt=${OCLGRIND_ICD:-/usr/lib/oclgrind/liboclgrind-rt-icd.so}
 clmuxd=${CLMUXD:-host/clmuxd}
 
 # program:case[:test,test...]: a Check case, or some of its tests
-# (CMX_E2E_TEST); the case's other tests are in $exceptions.
+# (CMX_E2E_TEST); the case's other tests are in $exceptions. A program
+# is in guest/tests unless a path is given.
 cases="
 e2e_async:async
 e2e_async:no_server
@@ -48,6 +49,7 @@ e2e_program:info:test_program_info,test_kernel_arg_info
 e2e_zcopy:alloc_host_ptr:test_map_unmap,test_read_write,test_sub_buffer
 e2e_zcopy:killed
 e2e_zcopy:later_write
+host/tests/test_hostile_args:hostile_args:fresh_buffers_zeroed,fresh_images_zeroed
 "
 
 # program:case:test, then why it is left out: natively on Oclgrind it
@@ -80,6 +82,8 @@ echo "$rt" >"$tmp/alone/oclgrind.icd"
 cat "${OCL_ICD_VENDORS:-icd}/clmux.icd" >"$tmp/both/clmux.icd" 2>/dev/null ||
 	echo "$PWD/guest/.libs/libclmux.so" >"$tmp/both/clmux.icd"
 
+prog_path() { case $1 in */*) echo "$1" ;; *) echo "guest/tests/$1" ;; esac; }
+
 # run native|clmux PROGRAM CASE TESTS: 0 when every test ran passed.
 run() {
 	if [ "$1" = native ]; then
@@ -92,7 +96,7 @@ run() {
 	shift 3
 	env "$@" CMX_E2E_NATIVE=Oclgrind CMX_E2E_REQUIRE=1 CK_RUN_CASE="$case" \
 		CMX_E2E_TEST="$tests" CK_TIMEOUT_MULTIPLIER=${CK_TIMEOUT_MULTIPLIER:-5} \
-		CLMUX_LOG=${CLMUX_LOG:-warn} "guest/tests/$prog" >"$tmp/log" 2>&1
+		CLMUX_LOG=${CLMUX_LOG:-warn} "$(prog_path "$prog")" >"$tmp/log" 2>&1
 }
 
 pass=0 fail=0

@@ -36,6 +36,8 @@ for t in e2e_compute e2e_memory e2e_program e2e_async e2e_multi e2e_events; do
 	# shellcheck disable=SC2086
 	run "$t" 240 $E2E -- "$t"
 done
+# The VM's tenant held to its rate quota through the virtqueues.
+run rate 120 --rate 1M/s -- vm-transfer rate
 # The same through an ivshmem-plain device (the ICD finds it by its PCI
 # ids); the killed VM is noticed when its beat stops (10 s).
 run ivshmem-clinfo 60 --ivshmem -- clinfo -l

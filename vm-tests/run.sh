@@ -5,7 +5,7 @@
 # through an ivshmem-plain device (a region in /dev/shm, both sides
 # polling), and checks the daemon came through healthy.
 #
-#   vm-tests/run.sh [--ivshmem] [--vms N] [--kill-on TEXT] [--env K=V]... -- COMMAND [ARG...]
+#   vm-tests/run.sh [--ivshmem] [--vms N] [--kill-on TEXT] [--rate RATE] [--env K=V]... -- COMMAND [ARG...]
 #
 # CLMUXD names the daemon, VMDIR holds vmlinux and initrd.img (mkguest.sh),
 # VM_TIMEOUT bounds the guest (seconds), IVSHMEM_SIZE sizes an ivshmem
@@ -15,17 +15,20 @@
 # missing. --vms 2 runs the command in two guests at once, each with its
 # own device (socket) and CID in the one daemon (with --ivshmem: its own
 # region; one region serves one VM, whose processes take its slots).
+# --rate RATE puts the VMs in a tenant whose rate quota is RATE (1M/s).
 set -eu
 kill_on=""
 envs=""
 vms=1
 ivshmem=""
+rate=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--ivshmem) ivshmem=1; shift ;;
 	--kill-on) kill_on=$2; shift 2 ;;
 	--vms) vms=$2; shift 2 ;;
 	--env) envs="$envs clmux.$2"; shift 2 ;;
+	--rate) rate=$2; shift 2 ;;
 	--) shift; break ;;
 	*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
 	esac
@@ -51,12 +54,18 @@ trap cleanup EXIT
 # VM i (1..vms) is CID 2+i on socket vhost.i (a tenant per CID, once
 # tenants exist).
 listen=""
+opts=""
+if [ -n "$rate" ]; then
+	printf '[tenant vm]\nrate = %s\n' "$rate" >"$tmp/clmuxd.conf"
+	listen="--config $tmp/clmuxd.conf"
+	opts=",tenant=vm"
+fi
 for i in $(seq "$vms"); do
 	if [ -n "$ivshmem" ]; then
 		# A region per VM: its processes take the region's slots.
-		listen="$listen --listen ivshmem:$region.$i,size=$ivs_size,slots=4"
+		listen="$listen --listen ivshmem:$region.$i,size=$ivs_size,slots=4$opts"
 	else
-		listen="$listen --listen vhost-user-vsock:$tmp/vhost.$i,cid=$((2 + i)),port=$port"
+		listen="$listen --listen vhost-user-vsock:$tmp/vhost.$i,cid=$((2 + i)),port=$port$opts"
 	fi
 done
 # shellcheck disable=SC2086

@@ -6,9 +6,11 @@
 // right, the admin socket answers, and A's next process works. An endless
 // kernel of A costs B only a share of the device; `clmuxctl evict a` ends
 // it, and the daemon still exits promptly on SIGTERM with one running. A
-// printf hidden from the scan reaches nobody else, a group sharing one
-// context keeps each tenant's results, and a compile bomb under build
-// limits fails that build alone.
+// tenant's kernel-time ends its endless kernel the same way. A printf
+// hidden from the scan reaches nobody else (nor the daemon's stdout, with
+// worker processes or without), a group sharing one context keeps each
+// tenant's results, and a compile bomb under build limits fails that build
+// alone.
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +31,9 @@
 
 static char dir[40], sock_a[64], sock_b[64], admin[64];
 static pid_t daemon_pid;
+
+/* Whether the next daemon runs every tenant in its own process. */
+static int daemon_workers_off;
 
 /* A daemon with listeners for tenants a and b, and conf (or none) as its
  * configuration file. */
@@ -62,13 +67,20 @@ static void daemon_start_with(const char *conf)
 		fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		if (fd >= 0)
 			dup2(fd, 1);
+		char *argv[12] = {(char *)bin, "--listen", la, "--listen", lb, "--admin", admin};
+		int argc = 7;
+
 		setenv("TMPDIR", dir, 1);
-		if (conf)
-			execl(bin, bin, "--listen", la, "--listen", lb, "--admin", admin, "--config",
-			      cpath, (char *)NULL);
-		else
-			execl(bin, bin, "--listen", la, "--listen", lb, "--admin", admin,
-			      (char *)NULL);
+		if (conf) {
+			argv[argc++] = "--config";
+			argv[argc++] = cpath;
+		}
+		if (daemon_workers_off) {
+			argv[argc++] = "--workers";
+			argv[argc++] = "off";
+		}
+		argv[argc] = NULL;
+		execv(bin, argv);
 		_exit(127);
 	}
 	for (int i = 0; i < 3000; i++) {
@@ -443,6 +455,31 @@ START_TEST(endless_kernel)
 }
 END_TEST
 
+/* A's endless kernel under kernel-time = 1: the watchdog has A's worker
+ * ended, A's clFinish fails, B's rounds run throughout, and A's next
+ * process works. */
+START_TEST(kernel_time)
+{
+	double t0;
+	pid_t a, b;
+	int st;
+
+	daemon_start_with("[tenant a]\nkernel-time = 1\n\n[tenant b]\n");
+	a = spawn_a(spin_src, "spin", 0, 1);
+	t0 = now_s();
+	b = spawn_b(B_ROUNDS);
+	st = reap(a);
+	fprintf(stderr, "e2e_contain: kernel-time 1 s ended A's endless kernel after %.3f s\n",
+		now_s() - t0);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 1, "A past kernel-time: status %d", st);
+	st = reap(b);
+	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "B: status %d", st);
+	daemon_alive();
+	a_works_again();
+	daemon_stop();
+}
+END_TEST
+
 /* Whether the file at path holds needle. */
 static int file_has(const char *path, const char *needle)
 {
@@ -523,6 +560,32 @@ START_TEST(hidden_printf)
 	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "B: status %d", st);
 	ck_assert_msg(file_has(out_b, "B-LINE 0"), "B's own output is missing");
 	ck_assert_msg(!file_has(out_b, "A-SECRET"), "A's output reached B");
+	daemon_stop_keep();
+	ck_assert_msg(!file_has(log, "A-SECRET"), "A's output reached the daemon's stdout");
+	daemon_cleanup();
+}
+END_TEST
+
+/* The same hidden printf with every tenant in the daemon's one process
+ * (--workers off): what no printing launch claims is dropped there too,
+ * and never reaches the daemon's stdout. */
+START_TEST(hidden_printf_workers_off)
+{
+	char out_a[96], log[96];
+	pid_t a;
+	int st;
+
+	daemon_workers_off = 1;
+	daemon_start();
+	daemon_workers_off = 0;
+	snprintf(out_a, sizeof(out_a), "%s/a.out", dir);
+	snprintf(log, sizeof(log), "%s/stdout", dir);
+	a = fork();
+	ck_assert_int_ge(a, 0);
+	if (!a)
+		_exit(run_printer(sock_a, hidden_src, 50, out_a));
+	st = reap(a);
+	ck_assert_msg(WIFEXITED(st) && !WEXITSTATUS(st), "A: status %d", st);
 	daemon_stop_keep();
 	ck_assert_msg(!file_has(log, "A-SECRET"), "A's output reached the daemon's stdout");
 	daemon_cleanup();
@@ -641,7 +704,9 @@ int main(void)
 	/* The harness's own daemon is not wanted: the tests start theirs. */
 	tcase_add_test(tc, out_of_bounds_store);
 	tcase_add_test(tc, endless_kernel);
+	tcase_add_test(tc, kernel_time);
 	tcase_add_test(tc, hidden_printf);
+	tcase_add_test(tc, hidden_printf_workers_off);
 	tcase_add_test(tc, shared_group);
 	tcase_add_test(tc, compile_bomb);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S * 2);

@@ -372,6 +372,71 @@ START_TEST(argument_kinds)
 }
 END_TEST
 
+/*
+ * By-value arguments: a scalar or vector of the wrong size is
+ * CL_INVALID_ARG_SIZE. A struct's size no query tells, and PoCL 3.1 takes
+ * any size for one: given 4 bytes for a 256-byte struct, the kernel read
+ * 252 bytes of the driver's heap past them. The kernel sees zeros past
+ * what the tenant gave, never another tenant's bytes.
+ */
+START_TEST(value_sizes)
+{
+	static const char src[] = "typedef struct { uint v[64]; } big;\n"
+				  "__kernel void k(__global uint *o, big b, uint2 w) {\n"
+				  "  for (int i = 0; i < 64; i++) o[i] = b.v[i] + w.y;\n"
+				  "}\n";
+	static const uint32_t one = 0x11111111u, two[2] = {0, 0}, three[3] = {0, 0, 0};
+	static const uint8_t wide[64] = {9};
+	struct cmx_CreateBuffer_in buf = {.mem = {0x2a002}, .context = {0x2a000}, .size = 256};
+	struct cmx_SetKernelArg_in o = arg_mem(0x2a004, 0, 0x2a002);
+	struct cmx_SetKernelArg_in bad[] = {
+	    arg_bytes(0x2a004, 2, &one, 4),		 /* 4 bytes for a uint2 */
+	    arg_bytes(0x2a004, 2, three, sizeof(three)), /* 12 bytes for a uint2 */
+	    arg_bytes(0x2a004, 2, wide, sizeof(wide)),	 /* 64 bytes for a uint2 */
+	};
+	struct cmx_SetKernelArg_in w = arg_bytes(0x2a004, 2, two, sizeof(two));
+	struct cmx_SetKernelArg_in b = arg_bytes(0x2a004, 1, &one, sizeof(one));
+	uint32_t res[64];
+	unsigned foreign = 0;
+	struct client a;
+	uint64_t o0, b0, got, n0, n1;
+	int32_t last;
+
+	daemon_counts(&o0, &b0);
+	hello(&a);
+	ctx_queue(&a, 0x2a000);
+	send_msg(&a, &cmx_desc_CreateBuffer_in, &buf, 0, NULL, 0);
+	program_kernel(&a, 0x2a000, 0x2a003, src, 0x2a004, "k");
+	async_ok(&a, &cmx_desc_SetKernelArg_in, &o, NULL, 0, "the buffer");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+		async_fails(&a, &cmx_desc_SetKernelArg_in, &bad[i], NULL, 0, CL_INVALID_ARG_SIZE,
+			    "a uint2 of the wrong size");
+	async_ok(&a, &cmx_desc_SetKernelArg_in, &w, NULL, 0, "a uint2");
+	/* 4 bytes for the struct: no query tells its size. A driver that
+	 * knows it refuses them (NVIDIA); PoCL takes them. */
+	async_errors(&a, &n0, &last);
+	send_msg(&a, &cmx_desc_SetKernelArg_in, &b, 0, NULL, 0);
+	async_errors(&a, &n1, &last);
+	if (n1 != n0) {
+		ck_assert_int_eq(last, CL_INVALID_ARG_SIZE);
+		goto out;
+	}
+	ck_assert_int_eq(launch(&a, 0x2a001, 0x2a004, 1, 1, 0x2a010), CL_SUCCESS);
+	memset(res, 0x5a, sizeof(res));
+	ck_assert_int_eq(read_buffer(&a, 0x2a001, 0x2a002, 0, sizeof(res), res, &got), 0);
+	ck_assert_uint_eq(got, sizeof(res));
+	ck_assert_uint_eq(res[0], one);
+	for (int i = 1; i < 64; i++)
+		foreign += res[i] != 0;
+	ck_assert_msg(!foreign, "%u of 63 words past the 4 bytes given were not 0 (word 1: %#x)",
+		      foreign, res[1]);
+out:
+	other_tenant_works();
+	close(a.fd);
+	counts_return(o0, b0);
+}
+END_TEST
+
 /* Case 7: a 4x2 RGBA8 image with row_pitch 8 and a 16-byte payload was
  * made from 8 bytes of daemon heap past the payload. Pitches shorter than
  * a row or slice, and pitches without contents, are
@@ -768,6 +833,7 @@ int main(void)
 
 	tcase_add_test(tc, local_sizes);
 	tcase_add_test(tc, argument_kinds);
+	tcase_add_test(tc, value_sizes);
 	tcase_add_test(tc, image_pitches);
 	tcase_add_test(tc, transfer_boxes);
 	tcase_add_test(tc, fresh_buffers_zeroed);

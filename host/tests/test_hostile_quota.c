@@ -2,10 +2,14 @@
 // A hostile tenant against a live clmuxd with a config: what it makes the
 // daemon hold is bounded by its quotas (issue 22, cases 9 to 12): strangers
 // before Hello, unread output, event callbacks, sessions, and the rate of
-// bytes through every path. Each test checks that another tenant still works.
+// bytes through every path (Unix socket and area, shm, TCP lanes, TLS,
+// ivshmem; vhost-user in vm-check). Each test checks that another tenant
+// still works.
 #define _GNU_SOURCE
 #include <check.h>
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
@@ -32,6 +36,75 @@
 static char dir[64], conf[128], admin[128], sock_any[128], sock_hog[128], sock_victim[128],
     sock_cb[128], sock_few[128], sock_slow[128];
 static pid_t daemon_pid;
+/* Tenant slow's other ways in: TCP and TLS on loopback with its token, and
+ * an ivshmem region of its own. */
+static char tokens[128], cert[128], key[128], region[128], token[33];
+static int tcp_port, tls_port;
+
+/* A loopback TCP port that is free now (the daemon binds it right after). */
+static int free_port(void)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+
+	if (fd >= 0 && !bind(fd, (struct sockaddr *)&sa, len) &&
+	    !getsockname(fd, (struct sockaddr *)&sa, &len))
+		port = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+/* The token file naming slow, and a self-signed certificate for
+ * 127.0.0.1 (the guest's CA too). */
+static int slow_credentials(void)
+{
+	char cmd[512];
+	FILE *f;
+	int fd;
+
+	snprintf(tokens, sizeof(tokens), "%s/tokens", dir);
+	snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
+	snprintf(key, sizeof(key), "%s/key.pem", dir);
+	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (int i = 0; i < 32; i++) {
+		unsigned char b = 0;
+		if (read(fd, &b, 1) != 1)
+			b = (unsigned char)i;
+		token[i] = "0123456789abcdef"[b & 15];
+	}
+	close(fd);
+	f = fopen(tokens, "w");
+	if (!f || fchmod(fileno(f), 0600) || fprintf(f, "slow %s\n", token) < 0 || fclose(f))
+		return -EIO;
+	snprintf(cmd, sizeof(cmd),
+		 "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 "
+		 "-subj /CN=clmux-hostile -addext subjectAltName=IP:127.0.0.1 -keyout '%s' "
+		 "-out '%s' 2>/dev/null",
+		 key, cert);
+	if (system(cmd))
+		return -EIO;
+	tcp_port = free_port();
+	tls_port = free_port();
+	return tcp_port > 0 && tls_port > 0 && tcp_port != tls_port ? 0 : -EADDRNOTAVAIL;
+}
+
+/* Whether the region carries its magic ("CMXI"): the daemon serves it. */
+static int region_ready(void)
+{
+	uint32_t v = 0;
+	FILE *f = fopen(region, "rb");
+
+	if (!f)
+		return 0;
+	if (fread(&v, sizeof(v), 1, f) != 1)
+		v = 0;
+	fclose(f);
+	return v == 0x49584d43u;
+}
 
 /* ---- the daemon and its admin socket ---- */
 
@@ -62,11 +135,20 @@ static int daemon_start(void)
 	fprintf(f, "[tenant hog]\nmem = 64M\n\n[tenant victim]\n\n[tenant cb]\nobjects = 3000\n\n"
 		   "[tenant few]\nsessions = 2\n\n[tenant slow]\nrate = 1M/s\n");
 	fclose(f);
+	if (slow_credentials()) {
+		fprintf(stderr, "could not make slow's token and certificate\n");
+		return -EIO;
+	}
+	/* Where QEMU's would be, if this machine has a /dev/shm. */
+	if (!access("/dev/shm", W_OK))
+		snprintf(region, sizeof(region), "/dev/shm/%s.ivshmem", strrchr(dir, '/') + 1);
+	else
+		snprintf(region, sizeof(region), "%s/ivshmem", dir);
 	daemon_pid = fork();
 	if (daemon_pid < 0)
 		return -errno;
 	if (!daemon_pid) {
-		char l[6][160];
+		char l[9][600];
 		setenv("CLMUX_UNREAD_S", "20", 1);
 		snprintf(l[0], sizeof(l[0]), "unix:%s", sock_any);
 		snprintf(l[1], sizeof(l[1]), "unix:%s,tenant=hog", sock_hog);
@@ -74,14 +156,18 @@ static int daemon_start(void)
 		snprintf(l[3], sizeof(l[3]), "unix:%s,tenant=cb", sock_cb);
 		snprintf(l[4], sizeof(l[4]), "unix:%s,tenant=few", sock_few);
 		snprintf(l[5], sizeof(l[5]), "unix:%s,tenant=slow", sock_slow);
+		snprintf(l[6], sizeof(l[6]), "tcp:127.0.0.1:%d,tokens=%s", tcp_port, tokens);
+		snprintf(l[7], sizeof(l[7]), "tcp:127.0.0.1:%d,tokens=%s,tls=%s:%s", tls_port,
+			 tokens, cert, key);
+		snprintf(l[8], sizeof(l[8]), "ivshmem:%s,size=32M,slots=2,tenant=slow", region);
 		execl(bin, bin, "--listen", l[0], "--listen", l[1], "--listen", l[2], "--listen",
-		      l[3], "--listen", l[4], "--listen", l[5], "--config", conf, "--admin", admin,
-		      (char *)NULL);
+		      l[3], "--listen", l[4], "--listen", l[5], "--listen", l[6], "--listen", l[7],
+		      "--listen", l[8], "--config", conf, "--admin", admin, (char *)NULL);
 		_exit(127);
 	}
-	for (int i = 0; i < 500 && access(admin, F_OK); i++)
+	for (int i = 0; i < 500 && (access(admin, F_OK) || !region_ready()); i++)
 		usleep(20000);
-	if (access(admin, F_OK)) {
+	if (access(admin, F_OK) || !region_ready()) {
 		fprintf(stderr, "clmuxd did not start\n");
 		return -EIO;
 	}
@@ -95,6 +181,7 @@ static int daemon_stop(void)
 
 	kill(daemon_pid, SIGTERM);
 	waitpid(daemon_pid, &status, 0);
+	unlink(region);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	if (system(cmd))
 		fprintf(stderr, "could not remove %s\n", dir);
@@ -356,22 +443,45 @@ static int readable(int fd, int ms)
 	return poll(&p, 1, ms) > 0;
 }
 
+/* Appends one message to *buf (as send_msg() would send it). */
+static void append_msg(struct client *c, uint8_t **buf, size_t *len, const struct cmx_msgdesc *d,
+		       const void *in, int sync)
+{
+	size_t size = cmx_codec_size(d, in);
+	struct cmx_hdr h = {
+	    .size = (uint32_t)size, .op = d->op, .flags = sync ? CMX_HDR_SYNC : 0, .seq = ++c->seq};
+
+	*buf = realloc(*buf, *len + CMX_HDR_SIZE + size);
+	ck_assert_ptr_nonnull(*buf);
+	memcpy(*buf + *len, &h, CMX_HDR_SIZE);
+	cmx_codec_encode(d, in, *buf + *len + CMX_HDR_SIZE);
+	*len += CMX_HDR_SIZE + size;
+}
+
 /* hog (mem = 64M) opens its notification channel, never reads it, and asks
  * for 250 asynchronous reads of a 512 KiB buffer (125 MiB; small enough to
- * be staged, not sent from the mapped buffer, host/land.h). */
+ * be staged, not sent from the mapped buffer, host/land.h), then Finish. */
 static void hog_floods(struct client *h, int *nfd)
 {
+	uint8_t *batch = NULL;
+	size_t len = 0;
+
 	hello_at(h, sock_hog);
 	*nfd = notify_channel(h, sock_hog);
 	queue_and_buffer(h, 0x30100, 512 << 10);
 	for (uint64_t i = 0; i < 250; i++) {
 		struct cmx_ReadBuffer_in rd = {
 		    .queue = {0x30101}, .mem = {0x30102}, .size = 512 << 10, .tag = i + 1};
-		send_msg(h, &cmx_desc_ReadBuffer_in, &rd, 0, NULL, 0);
+		append_msg(h, &batch, &len, &cmx_desc_ReadBuffer_in, &rd, 0);
 	}
-	/* Done: their data is the daemon's to send (Finish was taken before
-	 * the output piled up). */
-	send_msg(h, &cmx_desc_Finish_in, &(struct cmx_Finish_in){.queue = {0x30101}}, 1, NULL, 0);
+	append_msg(h, &batch, &len, &cmx_desc_Finish_in,
+		   &(struct cmx_Finish_in){.queue = {0x30101}}, 1);
+	/* In one send, so that the daemon takes Finish with the reads, before
+	 * their output piles up and holds the session's calls back (sent one
+	 * by one, a loaded machine let the first reads complete in between). */
+	send_raw(h->fd, batch, len);
+	free(batch);
+	/* Done: their data is the daemon's to send. */
 	ck_assert_int_eq(recv_reply(h, NULL, NULL, NULL), 0);
 }
 
@@ -384,8 +494,11 @@ static void until_held_back(struct client *h, uint64_t before)
 		struct cmx_Ping_out out;
 
 		send_msg(h, &cmx_desc_Ping_in, &in, 1, NULL, 0);
-		if (!readable(h->fd, 500) && tenant_field("hog", "backlogged") > before)
-			return;
+		/* Unanswered: held back once the count says so (the admin
+		 * socket may show a loaded worker's figures late). */
+		for (int k = 0; k < 20 && !readable(h->fd, 500); k++)
+			if (tenant_field("hog", "backlogged") > before)
+				return;
 		ck_assert_int_eq(recv_reply(h, &cmx_desc_Ping_out, &out, NULL), 0);
 	}
 	ck_abort_msg("hog's calls were never held back");
@@ -652,33 +765,77 @@ static double icd_write(const char *spec, size_t n)
 	return t;
 }
 
-/* slow may send 1 MiB/s (a one-second burst): 8 MiB through transport spec
- * take at least 7 s (6 allowed), however the bytes travel. */
-static void rate_holds(const char *transport)
+/*
+ * slow may send 1 MiB/s after a one-second burst: 8 MiB through the guest
+ * ICD at server spec take at least 7 s, however the bytes travel. The
+ * rate may be at most 10 % over its quota: at least 7 / 1.1 s. Only that
+ * bound is asserted (load can make it slower, never faster); the rate
+ * reached is printed.
+ */
+static void rate_holds(const char *what, const char *spec)
+{
+	double t = icd_write(spec, 8 * MiB);
+
+	fprintf(stderr, "rate_%s: 8 MiB in %.2f s: %.2f MiB/s (quota 1 MiB/s, one-second burst)\n",
+		what, t, 8.0 / t);
+	ck_assert_msg(t >= 7.0 / 1.1, "8 MiB at 1 MiB/s went in %.2f s", t);
+	victim_works();
+}
+
+/* Through slow's Unix socket at transport (unix:, shm:). */
+static void rate_holds_on(const char *transport)
 {
 	char spec[160];
-	double t;
 
 	snprintf(spec, sizeof(spec), "%s:%s", transport, sock_slow);
-	t = icd_write(spec, 8 * MiB);
-	fprintf(stderr, "rate_%s: 8 MiB in %.2f s: %.2f MiB/s (quota 1 MiB/s, one-second burst)\n",
-		transport, t, 8.0 / t);
-	ck_assert_msg(t >= 6.0, "8 MiB at 1 MiB/s went in %.2f s", t);
-	victim_works();
+	rate_holds(transport, spec);
 }
 
 /* The unix transport's payloads take the shared area (the guest's
  * default): counted as if they had come through the socket. */
 START_TEST(rate_area_unix)
 {
-	rate_holds("unix");
+	rate_holds_on("unix");
 }
 END_TEST
 
 /* shm: calls through the command ring, payloads through the area. */
 START_TEST(rate_shm)
 {
-	rate_holds("shm");
+	rate_holds_on("shm");
+}
+END_TEST
+
+/* TCP with slow's token: calls on the socket, 8 MiB through bulk lanes. */
+START_TEST(rate_tcp)
+{
+	char spec[64];
+
+	setenv("CLMUX_TOKEN", token, 1);
+	snprintf(spec, sizeof(spec), "tcp:127.0.0.1:%d", tcp_port);
+	rate_holds("tcp", spec);
+}
+END_TEST
+
+/* TLS: the bytes the daemon decrypts. */
+START_TEST(rate_tls)
+{
+	char spec[64];
+
+	setenv("CLMUX_TOKEN", token, 1);
+	setenv("CLMUX_TLS_CA", cert, 1);
+	snprintf(spec, sizeof(spec), "tls:127.0.0.1:%d", tls_port);
+	rate_holds("tls", spec);
+}
+END_TEST
+
+/* An ivshmem region of slow's: a slot's rings and data area, polled. */
+START_TEST(rate_ivshmem)
+{
+	char spec[160];
+
+	snprintf(spec, sizeof(spec), "ivshmem:%s", region);
+	rate_holds("ivshmem", spec);
 }
 END_TEST
 
@@ -701,6 +858,9 @@ int main(void)
 	tcase_add_test(tc, callback_flood);
 	tcase_add_test(tc, rate_area_unix);
 	tcase_add_test(tc, rate_shm);
+	tcase_add_test(tc, rate_tcp);
+	tcase_add_test(tc, rate_tls);
+	tcase_add_test(tc, rate_ivshmem);
 	tcase_set_timeout(tc, 180);
 	suite_add_tcase(s, tc);
 	if (daemon_start())

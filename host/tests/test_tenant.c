@@ -832,8 +832,10 @@ START_TEST(held_commands)
 }
 END_TEST
 
-/* Killed with launches held in the daemon: they are dropped and the
- * tenant's charges (commands in flight, objects, memory) return to zero. */
+/* Killed with launches held in the daemon (behind a user event it never
+ * sets, as d would be given the next turn within half a window): they are
+ * dropped and the tenant's charges (commands in flight, objects, memory)
+ * return to zero. */
 START_TEST(killed_with_held)
 {
 	int to_child[2], to_parent[2];
@@ -847,13 +849,15 @@ START_TEST(killed_with_held)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (!pid) {
+		struct cmx_CreateUserEvent_in ue = {.event = {0x10300}, .context = {0x10100}};
 		struct client d;
 		put_setup(&d);
+		send_msg(&d, &cmx_desc_CreateUserEvent_in, &ue, 0, NULL, 0);
 		if (write(to_parent[1], "r", 1) != 1 || read(to_child[0], &x, 1) != 1)
 			_exit(1);
 		for (int32_t i = 0; i < 8; i++) {
 			arg_int(&d, 2, i);
-			launch_on(&d, 0x10101, 0x10200 + (uint64_t)i, 0, 1);
+			launch_on(&d, 0x10101, 0x10200 + (uint64_t)i, 0x10300, 1);
 		}
 		ping(&d);
 		child_park(to_parent[1]);
