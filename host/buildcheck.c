@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "sandbox.h"
 #include "server.h"
 #include "tenant.h"
 
@@ -44,6 +45,7 @@ extern char **environ;
 
 static char exe[4096];
 static char device[256];
+static int sandbox; /* the worker's mode, the child's too */
 
 /* Pre-flight children running, per tenant: a short list, one entry per
  * tenant that ever built, under one lock (builds are rare and slow). */
@@ -56,8 +58,9 @@ static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t slots_free = PTHREAD_COND_INITIALIZER;
 static struct slot *slots;
 
-void cmx_buildcheck_init(const char *device_spec)
+void cmx_buildcheck_init(const char *device_spec, int sandbox_mode)
 {
+	sandbox = sandbox_mode;
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
 	exe[n > 0 ? n : 0] = '\0';
@@ -102,7 +105,7 @@ static void slot_give(struct slot *s)
 	pthread_mutex_unlock(&slots_lock);
 }
 
-/* The request: u64 mem, u64 secs, u32 compile, string device, options,
+/* The request: u64 mem, u64 secs, u32 compile, u32 sandbox, string device, options,
  * source, u32 nheaders, then per header string name, source; a string is
  * u32 length and its bytes. */
 struct req {
@@ -219,6 +222,8 @@ int cmx_buildcheck_run(const struct cmx_build_limits *l, const struct cmx_build_
 	req_put(&r, &l->secs, sizeof(l->secs));
 	u32 = (uint32_t)b->compile;
 	req_put(&r, &u32, sizeof(u32));
+	u32 = (uint32_t)sandbox;
+	req_put(&r, &u32, sizeof(u32));
 	req_str(&r, device);
 	req_str(&r, b->options);
 	req_str(&r, b->source);
@@ -258,6 +263,8 @@ int cmx_buildcheck_run(const struct cmx_build_limits *l, const struct cmx_build_
 	 * waits burns none), else none. */
 	got = read_answer(sv[0], ans, sizeof(ans),
 			  l->secs == CMX_UNLIMITED ? 0 : now_ms() + 2000 * l->secs, &late);
+	/* A filtered worker signals no other process (host/sandbox.c): the
+	 * child's own alarm ends it at this deadline then. */
 	if (late)
 		kill(pid, SIGKILL);
 	close(sv[0]);
@@ -272,9 +279,22 @@ int cmx_buildcheck_run(const struct cmx_build_limits *l, const struct cmx_build_
 		if (res != CL_OUT_OF_HOST_MEMORY && res != CL_OUT_OF_RESOURCES && !oom)
 			goto out;
 	}
+	/* The sandbox ended it (a call outside the filter: host/sandbox.c).
+	 * The compiler's doing, not the tenant's limits: said so in the log,
+	 * and the build still fails rather than run unchecked. */
+	if ((WIFSIGNALED(st) && WTERMSIG(st) == SIGSYS) ||
+	    (WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGSYS)) {
+		cmx_warn("a build pre-flight was refused a system call by the sandbox (clmuxd "
+			 "--sandbox log names it)");
+		snprintf(why, whylen, "clmux: the build was stopped: its pre-flight was refused "
+				      "a system call by the daemon's sandbox");
+		e = 1;
+		goto out;
+	}
 	/* Stopped: killed by a signal (SIGXCPU, SIGKILL, LLVM's abort on a
 	 * failed allocation), gone before answering, or out of memory. */
-	by_time = late || (WIFSIGNALED(st) && WTERMSIG(st) == SIGXCPU) ||
+	by_time = late ||
+		  (WIFSIGNALED(st) && (WTERMSIG(st) == SIGXCPU || WTERMSIG(st) == SIGALRM)) ||
 		  (l->secs != CMX_UNLIMITED &&
 		   (uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec >= l->secs);
 	if (by_time || l->mem == CMX_UNLIMITED) {
@@ -355,7 +375,7 @@ static void answer(int32_t res, int32_t oom)
 int cmx_buildcheck_main(void)
 {
 	uint64_t mem, secs;
-	uint32_t compile, nh;
+	uint32_t compile, mode, nh;
 	size_t total = 0;
 	char *spec, *opts, *src, **hn = NULL, **hs = NULL, log[4096] = "";
 	struct cmx_server srv = {0};
@@ -365,6 +385,7 @@ int cmx_buildcheck_main(void)
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (read_full(0, &mem, 8) || read_full(0, &secs, 8) || read_full(0, &compile, 4) ||
+	    read_full(0, &mode, 4) ||
 	    !(spec = read_str(&total)) || !(opts = read_str(&total)) || !(src = read_str(&total)) ||
 	    read_full(0, &nh, 4) || nh > 4096)
 		return 2;
@@ -381,6 +402,16 @@ int cmx_buildcheck_main(void)
 	if (!BUILT_WITH_ASAN)
 		set_limit(RLIMIT_AS, mem, mem);
 	set_limit(RLIMIT_CPU, secs, secs + 1);
+	/* The wall-clock bound, twice the CPU time, kept by the child itself:
+	 * a filtered worker cannot signal it. SIGALRM ends it. */
+	if (secs != CMX_UNLIMITED && secs < UINT32_MAX / 2)
+		alarm((unsigned)(2 * secs + 1));
+	/* The compiler reads the tenant's source: the child's own, smaller
+	 * filter, under the worker's that exec kept. */
+	if (cmx_sandbox_enter((int)mode, CMX_SANDBOX_BUILD, "clmuxd --build-check", 0, log,
+			      sizeof(log)))
+		return 5;
+	log[0] = '\0';
 	if (cmx_device_open(&srv, spec[0] ? spec : NULL))
 		return 4;
 	ctx = clCreateContext(NULL, 1, srv.devices, NULL, NULL, &e);

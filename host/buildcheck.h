@@ -27,9 +27,10 @@ struct cmx_build_src {
 	const char *const *hnames, *const *hsources;
 };
 
-/* The worker's --device, which the child opens as the worker did, and the
- * binary to run. Once, before any build. */
-void cmx_buildcheck_init(const char *device_spec);
+/* The worker's --device, which the child opens as the worker did, the
+ * binary to run, and the sandbox mode the child filters itself in. Once,
+ * before any build. */
+void cmx_buildcheck_init(const char *device_spec, int sandbox_mode);
 
 /* Whether limits ask for a pre-flight (build-mem or build-time set). */
 int cmx_buildcheck_wanted(const struct cmx_build_limits *l);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sandbox.h"
 #include "text.h"
 
 #define MAX_CONFIG (1u << 20)
@@ -148,6 +149,15 @@ static int parse_pass(char *text, struct cmx_tenants *ts, int pass, char *why, s
 					return -EINVAL;
 				}
 				strcpy(to, b);
+				continue;
+			}
+			if (!strcmp(a, "sandbox")) {
+				int m = cmx_sandbox_parse(b);
+				if (m < 0) {
+					snprintf(why, whylen, "line %u: sandbox = on|off|log", lineno);
+					return -EINVAL;
+				}
+				ts->sandbox = m + 1;
 				continue;
 			}
 			snprintf(why, whylen, "line %u: unknown key '%s' in [clmuxd]", lineno, a);

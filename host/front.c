@@ -410,6 +410,10 @@ static int worker_spawn(struct worker *w)
 		ADD("--user");
 		ADD("%s", fe.o.user);
 	}
+	if (fe.o.sandbox) {
+		ADD("--sandbox");
+		ADD("%s", fe.o.sandbox);
+	}
 	for (unsigned i = 0; i < fe.nls && n + 2 < ARGS_MAX; i++)
 		if (fe.lowner[i] == w) {
 			ADD("--listen-fd");

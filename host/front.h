@@ -18,6 +18,7 @@ struct cmx_front_opts {
 	const char *device;	/* --device, or NULL */
 	const char *config;	/* the config file the tenants came from, or NULL */
 	const char *user;	/* --user: workers drop to it too */
+	const char *sandbox;	/* --sandbox, or NULL: the workers' config says */
 	unsigned threads;
 	uint64_t window_us;
 	int profile;

@@ -13,7 +13,8 @@ host_core_sources = host/loop.h host/loop.c host/conn.h host/conn.c \
 	host/tenant.h host/tenant.c host/conffile.h host/conffile.c host/text.h host/text.c \
 	host/admin.h host/admin.c host/scheduler.h host/scheduler.c host/pinned.h host/pinned.c host/exec_pinned.c \
 	host/ctl.h host/ctl.c host/front.h host/front.c host/worker.h host/worker.c \
-	host/privilege.h host/privilege.c host/zero.h host/zero.c host/libvirt.h host/libvirt.c
+	host/privilege.h host/privilege.c host/zero.h host/zero.c host/libvirt.h host/libvirt.c \
+	host/sandbox.h host/sandbox.c
 if HAVE_LIBVIRT
 host_core_sources += host/domxml.h host/domxml.c
 endif
@@ -33,7 +34,8 @@ host_tests_test_auth_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_auth_LDADD = $(CHECK_LIBS)
 check_PROGRAMS += host/tests/test_config
 TESTS += host/tests/test_config
-host_tests_test_config_SOURCES = host/tests/test_config.c host/conffile.c host/tenant.c host/text.c
+host_tests_test_config_SOURCES = host/tests/test_config.c host/conffile.c host/tenant.c host/text.c \
+	host/sandbox.c
 host_tests_test_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host
 host_tests_test_config_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_config_LDADD = $(CHECK_LIBS)
@@ -53,6 +55,15 @@ host_tests_test_objtab_SOURCES = host/tests/test_objtab.c host/objtab.c
 host_tests_test_objtab_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host
 host_tests_test_objtab_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_objtab_LDADD = $(CHECK_LIBS)
+
+# The worker's seccomp filter in forked children, and every worker of a
+# live clmuxd filtered (host/sandbox.c).
+check_PROGRAMS += host/tests/test_sandbox
+TESTS += host/tests/test_sandbox
+host_tests_test_sandbox_SOURCES = host/tests/test_sandbox.c host/sandbox.c host/sandbox.h
+host_tests_test_sandbox_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host -I$(top_srcdir)/guest/tests
+host_tests_test_sandbox_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_sandbox_LDADD = guest/tests/libe2e.la $(CHECK_LIBS) $(OPENCL_LIBS) -lpthread
 endif
 
 # The decoder fuzzer (clang's libFuzzer): tools/check runs it for a while.

@@ -8,7 +8,9 @@
 #include <stddef.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -132,6 +134,42 @@ void cmx_loop_post(struct cmx_loop *l, void (*fn)(void *arg), void *arg)
 		cmx_err("eventfd write: %m");
 }
 
+/*
+ * The operations the daemon submits (the loop's users in host/), and no
+ * others. A worker runs its tenants' kernels (native code on PoCL): code
+ * that took it over could submit an openat or a connect through the ring,
+ * which its seccomp filter never sees (host/sandbox.c). A new operation
+ * goes here too, or its completions say -EACCES.
+ */
+static const uint8_t ring_ops[] = {
+	IORING_OP_NOP,	    IORING_OP_READ,	    IORING_OP_RECV,
+	IORING_OP_SEND,	    IORING_OP_SENDMSG,	    IORING_OP_ACCEPT,
+	IORING_OP_POLL_ADD, IORING_OP_TIMEOUT,	    IORING_OP_TIMEOUT_REMOVE,
+	IORING_OP_ASYNC_CANCEL,
+};
+
+/* A ring made disabled takes its restrictions, then starts. */
+static int ring_restrict(struct io_uring *ring)
+{
+	struct io_uring_restriction res[sizeof(ring_ops) + 1];
+	unsigned n = 0;
+
+	memset(res, 0, sizeof(res));
+	for (; n < sizeof(ring_ops); n++) {
+		res[n].opcode = IORING_RESTRICTION_SQE_OP;
+		res[n].sqe_op = ring_ops[n];
+	}
+	/* host/conn.c asks for IOSQE_ASYNC on large sends. */
+	res[n].opcode = IORING_RESTRICTION_SQE_FLAGS_ALLOWED;
+	res[n++].sqe_flags = IOSQE_ASYNC;
+	/* The system call itself: Debian's liburing.so.2 (2.3) does not
+	 * export io_uring_register_restrictions() and io_uring_enable_rings(). */
+	if (syscall(__NR_io_uring_register, ring->ring_fd, IORING_REGISTER_RESTRICTIONS, res, n) ||
+	    syscall(__NR_io_uring_register, ring->ring_fd, IORING_REGISTER_ENABLE_RINGS, NULL, 0))
+		return -errno;
+	return 0;
+}
+
 int cmx_loop_create(struct cmx_loop **out)
 {
 	struct cmx_loop *l = calloc(1, sizeof(*l));
@@ -147,10 +185,18 @@ int cmx_loop_create(struct cmx_loop **out)
 	 * gets the default. */
 	e = -EINVAL;
 	if (!getenv("CLMUX_URING_COOP") || atoi(getenv("CLMUX_URING_COOP")) > 0)
-		e = io_uring_queue_init(RING_ENTRIES, &l->ring, IORING_SETUP_COOP_TASKRUN);
+		e = io_uring_queue_init(RING_ENTRIES, &l->ring,
+					IORING_SETUP_COOP_TASKRUN | IORING_SETUP_R_DISABLED);
 	if (e == -EINVAL)
-		e = io_uring_queue_init(RING_ENTRIES, &l->ring, 0);
+		e = io_uring_queue_init(RING_ENTRIES, &l->ring, IORING_SETUP_R_DISABLED);
 	if (e) {
+		free(l);
+		return e;
+	}
+	/* Restrictions came with Linux 5.10, as did R_DISABLED. */
+	e = ring_restrict(&l->ring);
+	if (e) {
+		io_uring_queue_exit(&l->ring);
 		free(l);
 		return e;
 	}

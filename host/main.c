@@ -24,6 +24,7 @@
 #include "kprintf.h"
 #include "pinned.h"
 #include "privilege.h"
+#include "sandbox.h"
 #include "listener.h"
 #include "reaper.h"
 #include "log.h"
@@ -200,6 +201,8 @@ static void usage(FILE *f)
 		   "                  groups (the GPU's: video, render)\n"
 		   "  --libvirt URI   serve the domains of that libvirtd (qemu:///system) whose\n"
 		   "                  metadata asks for a clmux GPU (docs/vm.md)\n"
+		   "  --sandbox on|off|log  the workers' seccomp filter (default on; log: a call\n"
+		   "                  outside it runs and the kernel's audit log names it)\n"
 		   "  CLMUX_LOG=debug|info|warn|err sets the log level (default info)\n");
 }
 
@@ -221,7 +224,7 @@ static int user_drop(const char *user)
 
 /* What main() read from the command line. */
 struct opts {
-	const char *device, *config, *admin, *metrics, *user, *libvirt;
+	const char *device, *config, *admin, *metrics, *user, *libvirt, *sandbox;
 	const char *vhost_specs[MAX_VHOST_SPECS];
 	unsigned nvhost, threads;
 	uint64_t window_us;
@@ -285,6 +288,43 @@ static int stopped(struct cmx_server *srv, int e)
 	return e ? 1 : 0;
 }
 
+/* The sandbox of this worker: --sandbox, else the config's, else on. */
+static int sandbox_mode(const struct cmx_server *srv, const struct opts *o)
+{
+	if (o->sandbox)
+		return cmx_sandbox_parse(o->sandbox);
+	return srv->tenants.sandbox ? srv->tenants.sandbox - 1 : CMX_SANDBOX_ON;
+}
+
+/* Descriptors for the sessions this worker's tenants may open (an upper
+ * bound: every tenant of the config). */
+static unsigned sandbox_nofile(const struct cmx_server *srv)
+{
+	unsigned long long n = 0;
+
+	for (const struct cmx_tenant *t = srv->tenants.list; t; t = t->next)
+		n += t->q.sessions == CMX_UNLIMITED ? 4096 : t->q.sessions;
+	return cmx_sandbox_nofile(n);
+}
+
+/* Once set up, before the first tenant byte: the worker's filter and
+ * rlimits (host/sandbox.c). 1 when it may serve. */
+static int sandbox_enter(const struct cmx_server *srv, const struct opts *o)
+{
+	char why[200], name[96];
+	int mode = sandbox_mode(srv, o);
+
+	snprintf(name, sizeof(name), "clmuxd[%s]", o->worker);
+	if (cmx_sandbox_enter(mode, CMX_SANDBOX_WORKER, name, sandbox_nofile(srv), why,
+			      sizeof(why))) {
+		cmx_err("sandbox %s: %s", cmx_sandbox_name(mode), why);
+		return 0;
+	}
+	if (mode == CMX_SANDBOX_LOG)
+		cmx_warn("sandbox log: calls outside the filter run, and the kernel logs them");
+	return 1;
+}
+
 /* A worker: the daemon's core for the tenants the front end gives it. */
 static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 {
@@ -294,8 +334,9 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	srv->profile = o->profile;
 	if (cmx_device_open(srv, o->device))
 		return 1;
-	/* Builds' pre-flight children open the same device. */
-	cmx_buildcheck_init(o->device);
+	/* Builds' pre-flight children open the same device, in the same
+	 * sandbox. */
+	cmx_buildcheck_init(o->device, o->worker ? sandbox_mode(srv, o) : CMX_SANDBOX_OFF);
 	e = cmx_loop_create(&srv->loop);
 	if (e || cmx_executor_create(srv->loop, o->threads, &srv->exec) ||
 	    cmx_sched_create(srv, o->window_us)) {
@@ -331,6 +372,8 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	 * user from the start). */
 	if (!user_drop(o->user))
 		return 1;
+	if (o->worker && !sandbox_enter(srv, o))
+		return 1;
 	signals_start(mask);
 	e = cmx_loop_run(srv->loop);
 	if (e)
@@ -351,7 +394,8 @@ static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 {
 	struct cmx_front_opts fo = { .device = o->device, .config = srv->config_path,
 				     .threads = o->threads, .window_us = o->window_us,
-				     .profile = srv->profile, .user = o->user };
+				     .profile = srv->profile, .user = o->user,
+				     .sandbox = o->sandbox };
 	int e;
 
 	srv->front = 1;
@@ -392,6 +436,7 @@ int main(int argc, char **argv)
 		{ "workers", required_argument, NULL, 'W' },
 		{ "user", required_argument, NULL, 'u' },
 		{ "libvirt", required_argument, NULL, 'L' },
+		{ "sandbox", required_argument, NULL, 'X' },
 		/* Set by the front end when it starts a worker. */
 		{ "worker", required_argument, NULL, 'K' }, { "ctl", required_argument, NULL, 'C' },
 		{ "listen-fd", required_argument, NULL, 'F' },
@@ -410,6 +455,12 @@ int main(int argc, char **argv)
 	 * no daemon, only the build. */
 	if (argc == 2 && !strcmp(argv[1], "--build-check"))
 		return cmx_buildcheck_main();
+	/* The filter's system calls, for tools/seccomp-trace.py. */
+	if (argc >= 2 && !strcmp(argv[1], "--sandbox-list")) {
+		cmx_sandbox_list(stdout, argc > 2 && !strcmp(argv[2], "build") ? CMX_SANDBOX_BUILD
+									    : CMX_SANDBOX_WORKER);
+		return 0;
+	}
 
 	cmx_log_init("clmuxd", CMX_LOG_INFO);
 	/* The clmux ICD, if installed here, must not connect back to us. */
@@ -465,6 +516,13 @@ int main(int argc, char **argv)
 			break;
 		case 'L':
 			o.libvirt = optarg;
+			break;
+		case 'X':
+			if (cmx_sandbox_parse(optarg) < 0) {
+				fprintf(stderr, "clmuxd: --sandbox on|off|log\n");
+				return 2;
+			}
+			o.sandbox = optarg;
 			break;
 		case 't':
 			o.threads = (unsigned)strtoul(optarg, NULL, 10);

@@ -98,6 +98,7 @@ struct cmx_tenants {
 	/* [clmuxd] libvirt = URI and libvirt-group = NAME (host/libvirt.c);
 	 * "" where not set. */
 	char libvirt[256], libvirt_group[CMX_TENANT_NAME];
+	int sandbox;			/* [clmuxd] sandbox: a cmx_sandbox_mode + 1; 0 unset */
 };
 
 /* No limits but the compiler's (build-mem 4G, build-time 60, builds 2),

@@ -56,7 +56,7 @@ EXTRA_DIST += tools/tests/test_cmxgen.sh tools/tests/golden.schema \
 	tools/tests/tls.sh \
 	tools/compat-oclgrind.sh tools/compat-piglit.sh tools/compat-apps.sh \
 	tools/compat-oclgrind-suites.sh \
-	tools/gpu-bundle tools/gpu-check tools/transport-bench
+	tools/gpu-bundle tools/gpu-check tools/transport-bench tools/seccomp-trace.py
 
 # What every test sees: the build tree's vendors directory (clmux and the
 # native ICDs), the daemon to start, and failure instead of skip when the
