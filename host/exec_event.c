@@ -405,6 +405,16 @@ int cmx_h_SetEventCallback(struct cmx_call *c, struct cmx_SetEventCallback_in *i
 	if (!h)
 		return CL_OUT_OF_HOST_MEMORY;
 	sl = &h->slot[in->type];
+	/* Armed before, the driver may never call back (PoCL's for a command
+	 * whose dependency failed): the status it has now decides. */
+	if (!sl->fired && h->slot[CL_COMPLETE].armed) {
+		cl_int st = CL_QUEUED;
+
+		if (clGetEventInfo(h->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+				   NULL) == CL_SUCCESS &&
+		    st <= sl->type)
+			slot_fire(sl, st < 0 ? st : sl->type);
+	}
 	if (sl->fired) {
 		notify_done(c->s, in->tag, sl->status);
 		return CL_SUCCESS;
