@@ -36,7 +36,7 @@ if HAVE_CHECK
 E2E_TESTS = guest/tests/e2e_compute guest/tests/e2e_memory guest/tests/e2e_events \
 	guest/tests/e2e_program guest/tests/e2e_multi guest/tests/e2e_async guest/tests/e2e_image \
 	guest/tests/e2e_zcopy \
-	guest/tests/e2e_printf guest/tests/e2e_device guest/tests/e2e_checks
+	guest/tests/e2e_printf guest/tests/e2e_device guest/tests/e2e_checks guest/tests/e2e_callbacks
 check_PROGRAMS += $(E2E_TESTS)
 TESTS += $(E2E_TESTS)
 check_LTLIBRARIES = guest/tests/libe2e.la
@@ -66,6 +66,8 @@ guest_tests_e2e_device_CFLAGS = $(E2E_CFLAGS)
 guest_tests_e2e_device_LDADD = $(E2E_LDADD)
 guest_tests_e2e_checks_CFLAGS = $(E2E_CFLAGS)
 guest_tests_e2e_checks_LDADD = $(E2E_LDADD)
+guest_tests_e2e_callbacks_CFLAGS = $(E2E_CFLAGS)
+guest_tests_e2e_callbacks_LDADD = $(E2E_LDADD)
 endif
 
 # The end-to-end set a second time over shm:, and the memory tests with

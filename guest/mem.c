@@ -881,6 +881,10 @@ cl_int cmx_clReleaseMemObject(cl_mem m)
 	waiting = m->destructors != NULL;
 	pthread_mutex_unlock(&m->lock);
 	CMX_SEND(ReleaseMem, &in); /* a broken session has dropped it already */
+	/* The destructors are the application's to wait for, perhaps without
+	 * another OpenCL call: the release must not sit in the batch. */
+	if (waiting)
+		(void)cmx_session_flush(cmx_icd.s);
 	if (!waiting)
 		cmx_mem_free(m);
 	if (parent)

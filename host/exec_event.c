@@ -207,7 +207,7 @@ static void hub_maybe_free(struct cb_hub *h)
 
 /* The slot's status is reached: every note is answered (a gone session's
  * only freed) and its object returned. */
-static void slot_fire(struct cb_slot *sl, cl_int status)
+static void slot_fire_one(struct cb_slot *sl, cl_int status)
 {
 	struct cb_hub *h = sl->hub;
 	struct cmx_session *s = hub_session(h);
@@ -225,6 +225,22 @@ static void slot_fire(struct cb_slot *sl, cl_int status)
 		h->notes--;
 		h->t->objects--;
 	}
+}
+
+/*
+ * A callback is due when its event reaches its status or one past it
+ * (a placeholder or user event goes from queued straight to complete, and
+ * a failed command may never run): reaching a status fires the slots of
+ * the earlier ones too, earliest first, each once.
+ */
+static void slot_fire(struct cb_slot *sl, cl_int status)
+{
+	struct cb_hub *h = sl->hub;
+
+	for (int i = CB_TYPES - 1; i > sl->type; i--)
+		if (!h->slot[i].fired)
+			slot_fire_one(&h->slot[i], status < 0 ? status : i);
+	slot_fire_one(sl, status);
 }
 
 static void unwatch(struct cb_slot *sl)
@@ -340,6 +356,36 @@ void cmx_event_cbs_detach(struct cmx_obj *o)
 	hub_maybe_free(h);
 }
 
+/* The event's one native registration for the slot's status: the
+ * driver's own list stays short whatever the guest registers. 0 or the
+ * driver's error. */
+static cl_int slot_arm(struct cb_slot *sl)
+{
+	cl_int e;
+
+	if (sl->armed || sl->fired)
+		return CL_SUCCESS;
+	e = clSetEventCallback(sl->hub->ev, sl->type, event_callback, sl);
+	if (e)
+		return e;
+	sl->armed = 1;
+	if (cmx_srv->flush_runs && !sl->watched) {
+		sl->watched = 1;
+		sl->next_watched = watched;
+		watched = sl;
+		cmx_exec_poll_start(callbacks_poll);
+	}
+	return CL_SUCCESS;
+}
+
+static int event_is_user(cl_event ev)
+{
+	cl_command_type t = 0;
+
+	return clGetEventInfo(ev, CL_EVENT_COMMAND_TYPE, sizeof(t), &t, NULL) == CL_SUCCESS &&
+	       t == CL_COMMAND_USER;
+}
+
 int cmx_h_SetEventCallback(struct cmx_call *c, struct cmx_SetEventCallback_in *in)
 {
 	struct cmx_obj *o = cmx_session_obj(c->s, in->event.id, CMX_K_EVENT);
@@ -359,6 +405,16 @@ int cmx_h_SetEventCallback(struct cmx_call *c, struct cmx_SetEventCallback_in *i
 	if (!h)
 		return CL_OUT_OF_HOST_MEMORY;
 	sl = &h->slot[in->type];
+	/* Armed before, the driver may never call back (PoCL's for a command
+	 * whose dependency failed): the status it has now decides. */
+	if (!sl->fired && h->slot[CL_COMPLETE].armed) {
+		cl_int st = CL_QUEUED;
+
+		if (clGetEventInfo(h->ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+				   NULL) == CL_SUCCESS &&
+		    st <= sl->type)
+			slot_fire(sl, st < 0 ? st : sl->type);
+	}
 	if (sl->fired) {
 		notify_done(c->s, in->tag, sl->status);
 		return CL_SUCCESS;
@@ -373,22 +429,16 @@ int cmx_h_SetEventCallback(struct cmx_call *c, struct cmx_SetEventCallback_in *i
 	n = malloc(sizeof(*n));
 	if (!n)
 		return CL_OUT_OF_HOST_MEMORY;
-	if (!sl->armed) {
-		/* The event's one registration for this status: the driver's
-		 * own list stays short whatever the guest registers. */
-		e = clSetEventCallback(h->ev, sl->type, event_callback, sl);
-		if (e) {
-			free(n);
-			hub_maybe_free(h);
-			return e;
-		}
-		sl->armed = 1;
-		if (cmx_srv->flush_runs && !sl->watched) {
-			sl->watched = 1;
-			sl->next_watched = watched;
-			watched = sl;
-			cmx_exec_poll_start(callbacks_poll);
-		}
+	/* The completion fires an earlier status that the driver skipped or
+	 * never reports: a user event's (the scheduler's placeholders too)
+	 * never runs, so that slot is left to it alone. */
+	e = in->type == CL_COMPLETE ? CL_SUCCESS : slot_arm(&h->slot[CL_COMPLETE]);
+	if (!e && !(in->type == CL_RUNNING && event_is_user(h->ev)))
+		e = slot_arm(sl);
+	if (e) {
+		free(n);
+		hub_maybe_free(h);
+		return e;
 	}
 	n->tag = in->tag;
 	n->next = NULL;
