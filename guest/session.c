@@ -860,14 +860,28 @@ static int setup_call(struct cmx_session *s, int fd, const struct cmx_msgdesc *d
 	return e;
 }
 
-static int hello(struct cmx_session *s, int fd, uint64_t role)
+/* A daemon that speaks another protocol version refuses Hello with its
+ * own version in the reply (Hello's layout never changes). */
+static int version_check(const struct cmx_Hello_out *out)
+{
+	if (out->version == CMX_PROTO_VERSION)
+		return 0;
+	cmx_err("clmuxd speaks protocol version %llu and this ICD version %u: install the guest "
+		"ICD that ships with the daemon", (unsigned long long)out->version,
+		CMX_PROTO_VERSION);
+	return -EPROTONOSUPPORT;
+}
+
+static int hello(struct cmx_session *s, int fd, enum cmx_role role)
 {
 	struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION,
 				   .role = role, .session = s->id, .token = s->token };
-	struct cmx_Hello_out out;
+	struct cmx_Hello_out out = { 0 };
 	int e = setup_call(s, fd, &cmx_desc_Hello_in, &in, 0, &cmx_desc_Hello_out, &out, NULL);
 
-	if (!e && role == 0) {
+	if (e == -EPERM && out.version)
+		e = version_check(&out) ?: -EPERM;
+	if (!e && role == CMX_ROLE_CALL) {
 		s->id = out.session;
 		s->token = out.token;
 	}
@@ -987,8 +1001,9 @@ static void wake_sleepers(struct cmx_session *s)
  * command ring (the notification channel is the slot's notify ring). */
 static int ivs_connect(struct cmx_session *s, const char *spec)
 {
-	struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION };
-	struct cmx_Hello_out out;
+	struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION,
+				   .role = CMX_ROLE_CALL };
+	struct cmx_Hello_out out = { 0 };
 	struct cmx_reply r;
 	int e = cmx_givs_open(spec, &s->ivs);
 
@@ -1009,7 +1024,7 @@ static int ivs_connect(struct cmx_session *s, const char *spec)
 	e = cmx_session_call(s, &cmx_desc_Hello_in, &in, NULL, 0, &cmx_desc_Hello_out, &out, &r,
 			     NULL, 0);
 	if (!e && r.status)
-		e = -EPERM;
+		e = (out.version ? version_check(&out) : 0) ?: -EPERM;
 	if (!e) {
 		s->id = out.session;
 		s->token = out.token;
@@ -1028,7 +1043,7 @@ static void lanes_open(struct cmx_session *s, const struct cmx_addr *a)
 
 	for (k = 0; k < n && !e; k++) {
 		fds[k] = cmx_dial(a);
-		e = fds[k] < 0 ? fds[k] : hello(s, fds[k], 2);
+		e = fds[k] < 0 ? fds[k] : hello(s, fds[k], CMX_ROLE_LANE);
 		if (e && fds[k] >= 0)
 			cmx_dial_close(fds[k]);
 	}
@@ -1064,7 +1079,7 @@ static int sock_connect(struct cmx_session *s, const char *spec)
 	s->fd = s->rx.fd = cmx_dial(&a);
 	if (s->fd < 0)
 		return s->fd;
-	e = hello(s, s->fd, 0);
+	e = hello(s, s->fd, CMX_ROLE_CALL);
 	/* The area is a memfd passed over the socket: Unix sockets only. */
 	if (!e && a.type == CMX_ADDR_UNIX)
 		e = open_area(s, shm);
@@ -1075,7 +1090,7 @@ static int sock_connect(struct cmx_session *s, const char *spec)
 	s->nfd = s->nrx.fd = cmx_dial(&a);
 	if (s->nfd < 0)
 		return s->nfd;
-	e = hello(s, s->nfd, 1);
+	e = hello(s, s->nfd, CMX_ROLE_NOTIFY);
 	if (!e && shm) {
 		/* From here on the daemon answers on the rings. */
 		s->rx.ring = &s->rep;

@@ -28,8 +28,8 @@ int cmx_frame_check_call(const struct cmx_hdr *h)
 		return -EBADMSG;
 	/* An area block: the payload of a call with data, or the space where
 	 * a read's data is to land. */
-	if ((h->flags & CMX_HDR_AREA) && !(oi->flags & (CMX_OPF_BULK_IN | CMX_OPF_BULK_OUT)) &&
-	    h->op != CMX_OP_ReadBuffer && h->op != CMX_OP_ReadBufferRect)
+	if ((h->flags & CMX_HDR_AREA) &&
+	    !(oi->flags & (CMX_OPF_BULK_IN | CMX_OPF_BULK_OUT | CMX_OPF_BULK_AREA)))
 		return -EBADMSG;
 	return 0;
 }

@@ -30,8 +30,8 @@ _Static_assert(sizeof(struct cmx_hdr) == CMX_HDR_SIZE, "header layout");
  * on the wire; only after Compress granted LZ4 (docs/protocol.md). */
 #define CMX_HDR_LZ4 0x4u
 
+/* Hello's magic; CMX_PROTO_VERSION is the schema's (proto.gen.h). */
 #define CMX_PROTO_MAGIC 0x31584d43u /* "CMX1" */
-#define CMX_PROTO_VERSION 1u
 
 /* Limits a receiver enforces before allocating anything. */
 #define CMX_MAX_ARGS (16u << 20)       /* encoded arguments of one message */

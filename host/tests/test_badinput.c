@@ -57,8 +57,32 @@ START_TEST(garbage_and_bad_headers)
 	/* A second Hello on an open session. */
 	{
 		struct client c;
-		struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION };
+		struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION,
+					   .role = CMX_ROLE_CALL };
 		hello(&c);
+		send_msg(&c, &cmx_desc_Hello_in, &in, 1, NULL, 0);
+		ck_assert(closed_by_daemon(c.fd));
+		close(c.fd);
+	}
+	/* Another protocol version: refused with a reply that names the
+	 * daemon's, so that the guest can say so; then closed. */
+	{
+		struct client c = { .fd = dial() };
+		struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION + 1,
+					   .role = CMX_ROLE_CALL };
+		struct cmx_Hello_out out;
+		send_msg(&c, &cmx_desc_Hello_in, &in, 1, NULL, 0);
+		ck_assert_int_eq(recv_reply(&c, &cmx_desc_Hello_out, &out, NULL), CL_INVALID_VALUE);
+		ck_assert_uint_eq(out.version, CMX_PROTO_VERSION);
+		ck_assert(closed_by_daemon(c.fd));
+		close(c.fd);
+	}
+	/* No role (0), and a role past the schema's. */
+	for (uint64_t role = 0; role < 8; role += 7) {
+		struct client c = { .fd = dial() };
+		struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION,
+					   .role = role };
+		ck_assert(!cmx_role_valid(role));
 		send_msg(&c, &cmx_desc_Hello_in, &in, 1, NULL, 0);
 		ck_assert(closed_by_daemon(c.fd));
 		close(c.fd);
@@ -67,7 +91,8 @@ START_TEST(garbage_and_bad_headers)
 	{
 		struct client c;
 		struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION,
-					   .role = 1, .session = other.session, .token = other.token ^ 1 };
+					   .role = CMX_ROLE_NOTIFY, .session = other.session,
+					   .token = other.token ^ 1 };
 		c.fd = dial();
 		c.seq = 0;
 		send_msg(&c, &cmx_desc_Hello_in, &in, 1, NULL, 0);
@@ -560,7 +585,8 @@ END_TEST
 START_TEST(token_refused)
 {
 	const char *token = getenv("CLMUX_TOKEN");
-	struct cmx_Hello_in hi = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION };
+	struct cmx_Hello_in hi = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION,
+				   .role = CMX_ROLE_CALL };
 	struct cmx_hdr big = { .size = 1u << 20, .op = CMX_OP_Auth, .flags = CMX_HDR_SYNC };
 	struct cmx_hdr paid = { .size = 8, .op = CMX_OP_Auth, .flags = CMX_HDR_SYNC, .bulk = 8 };
 	static const uint8_t garbage[32] = "GET / HTTP/1.0\r\n\r\n";

@@ -131,7 +131,7 @@ static double now_s(void)
  * when the daemon closed the connection instead (c->fd closed). */
 static int try_hello_at(struct client *c, const char *path)
 {
-	struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION};
+	struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION, .role = CMX_ROLE_CALL};
 	struct cmx_Hello_out out;
 	int st;
 
@@ -242,7 +242,7 @@ END_TEST
  * for their Hello, the rest are closed at once. */
 START_TEST(prehello_capped_per_peer)
 {
-	struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION};
+	struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION, .role = CMX_ROLE_CALL};
 	struct client c[80];
 	int ok = 0, refused = 0;
 
@@ -337,7 +337,7 @@ static int notify_channel(const struct client *c, const char *path)
 {
 	struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC,
 				  .version = CMX_PROTO_VERSION,
-				  .role = 1,
+				  .role = CMX_ROLE_NOTIFY,
 				  .session = c->session,
 				  .token = c->token};
 	struct cmx_Hello_out out;

@@ -144,7 +144,8 @@ static int ring_reply(struct slot *s, const struct cmx_msgdesc *d, void *out)
 
 static void slot_hello(struct slot *s)
 {
-	struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION };
+	struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION,
+				   .role = CMX_ROLE_CALL };
 	struct cmx_Hello_out out;
 
 	ring_msg(s, &cmx_desc_Hello_in, &in, 1, 0, 0, 0);
@@ -249,7 +250,8 @@ START_TEST(roundtrip_and_lies)
 		}
 		case 6: { /* a second Hello */
 			struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC,
-						   .version = CMX_PROTO_VERSION };
+						   .version = CMX_PROTO_VERSION,
+						   .role = CMX_ROLE_CALL };
 			ring_msg(&s, &cmx_desc_Hello_in, &in, 1, 0, 0, 0);
 			break;
 		}

@@ -428,7 +428,7 @@ START_TEST(non_root_refused)
 			_exit(3);
 		fd = dial_at(sock_any);
 		struct client n = {.fd = fd};
-		struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION};
+		struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION, .role = CMX_ROLE_CALL};
 		send_msg(&n, &cmx_desc_Hello_in, &in, 1, NULL, 0);
 		_exit(closed_by_daemon(fd) ? 0 : 4);
 	}
