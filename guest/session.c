@@ -360,7 +360,7 @@ static void put_header(uint8_t *p, const struct cmx_msgdesc *d, uint32_t size, u
 		       uint32_t seq, uint64_t bulk, uint64_t area_off)
 {
 	struct cmx_hdr h = { .size = size, .op = d->op, .flags = flags, .seq = seq, .bulk = bulk,
-			     .reserved = (uint32_t)area_off };
+			     .area_off = (uint32_t)area_off };
 	memcpy(p, &h, CMX_HDR_SIZE);
 }
 
@@ -595,7 +595,7 @@ static int read_reply(struct cmx_session *s)
 		;
 	pthread_mutex_unlock(&s->recv_lock);
 	if (!w || h.bulk > w->dst_len ||
-	    ((h.flags & CMX_HDR_AREA) && (!w->area_off || h.reserved != w->area_off))) {
+	    ((h.flags & CMX_HDR_AREA) && (!w->area_off || h.area_off != w->area_off))) {
 		free(args);
 		return -EBADMSG;
 	}
@@ -759,13 +759,13 @@ static void *notify_main(void *arg)
 		if (h.flags & CMX_HDR_AREA) {
 			/* The data is in the area; its block stays the read's
 			 * until the read's record frees it. */
-			if (!cmx_garea_valid(&s->area, h.reserved, h.bulk)) {
+			if (!cmx_garea_valid(&s->area, h.area_off, h.bulk)) {
 				free(args);
 				session_break(s, -EBADMSG);
 				return NULL;
 			}
 			if (dst)
-				cmx_copy(dst, s->area.base + h.reserved, h.bulk);
+				cmx_copy(dst, s->area.base + h.area_off, h.bulk);
 			h.bulk = 0;
 		}
 		e = rx_take(&s->nrx, dst, h.bulk);

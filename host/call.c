@@ -310,7 +310,7 @@ void cmx_call_done(struct cmx_call *c, int status)
 {
 	struct cmx_session *s = c->s;
 
-	if (c->oi->flags & CMX_OPF_SYNC) {
+	if (c->sync) {
 		/* A failed call's reply carries its status and no outputs (what
 		 * a handler set may point into scratch the driver never
 		 * filled), except where the schema says keepouts: the
@@ -357,7 +357,8 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 		      uint8_t *bulk)
 {
 	const struct cmx_opinfo *oi = cmx_op_info(h->op);
-	size_t insz = oi->in->size, outsz = oi->out ? oi->out->size : 0;
+	int sync = !!(h->flags & CMX_HDR_SYNC);
+	size_t insz = oi->in->size, outsz = sync ? oi->out->size : 0;
 	size_t off_in = (sizeof(struct cmx_call) + 7) & ~(size_t)7;
 	size_t off_out = off_in + ((insz + 7) & ~(size_t)7);
 	size_t off_args = off_out + ((outsz + 7) & ~(size_t)7);
@@ -373,7 +374,8 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 	}
 	memset(c, 0, off_args);
 	c->in = (char *)c + off_in;
-	c->out = outsz ? (char *)c + off_out : NULL;
+	/* A sync call's outputs; an async one has none (out == NULL). */
+	c->out = sync ? (char *)c + off_out : NULL;
 	c->args = (uint8_t *)c + off_args;
 	memcpy(c->args, args, h->size);
 	if (cmx_codec_decode(oi->in, c->args, h->size, c->in)) {
@@ -384,6 +386,7 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 	c->s = s;
 	c->oi = oi;
 	c->op = h->op;
+	c->sync = (uint8_t)sync;
 	c->seq = h->seq;
 	c->bulk = bulk;
 	c->bulk_len = h->bulk;
@@ -395,7 +398,7 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 		c->bulk = NULL;
 		c->bulk_len = 0;
 	}
-	if (oi->flags & CMX_OPF_SYNC)
+	if (sync)
 		s->sync_calls++;
 	cmx_session_ref(s);
 	status = resolve_all(c);

@@ -20,6 +20,9 @@ struct cmx_call {
 	struct cmx_session *s;
 	const struct cmx_opinfo *oi;
 	uint16_t op;
+	/* Sent sync (CMX_HDR_SYNC): replied to; else a failure is recorded
+	 * and answered with the call's answer= notification. */
+	uint8_t sync;
 	uint32_t seq;
 	/* The request's payload; a handler that keeps it sets bulk to NULL and
 	 * frees it itself. */

@@ -130,6 +130,12 @@ class Call:
         mode = ",".join([self.mode] + self.attrs)
         return f"0x{self.op:04x} {self.kind} {self.name} {mode} bulk={bulk} in={ins} out={outs}"
 
+    def can_sync(self):
+        return self.mode in ("sync", "both")
+
+    def can_async(self):
+        return self.mode in ("async", "both")
+
     def field_with(self, pred):
         hits = [f for f in self.ins if pred(f)]
         if len(hits) > 1:
@@ -182,8 +188,9 @@ def parse(paths):
                         raise SyntaxError(f"{where}: bad or duplicate enum '{words[1]}'")
                     cur = enums[words[1]] = Enum(words[1], where)
                 elif words[0] in ("call", "notify") and not raw[0].isspace():
-                    if len(words) < 4 or words[3] not in ("async", "sync"):
-                        raise SyntaxError(f"{where}: expected '{words[0]} OPCODE Name async|sync'")
+                    if len(words) < 4 or words[3] not in ("async", "sync", "both"):
+                        raise SyntaxError(f"{where}: expected '{words[0]} OPCODE Name "
+                                          "async|sync|both'")
                     op = int(words[1], 0)
                     if not 0x10 <= op < 0x8000:
                         raise SyntaxError(f"{where}: opcode out of range")
@@ -217,7 +224,7 @@ def parse(paths):
             raise SyntaxError(f"{c.where}: async call {c.name} cannot have outputs")
         if any(f.type == "NEWID" for f in c.outs):
             raise SyntaxError(f"{c.where}: newid is an input")
-        if c.bulk_area and (c.mode != "async" or c.kind != "call"):
+        if c.bulk_area and (not c.can_async() or c.kind != "call"):
             raise SyntaxError(f"{c.where}: 'bulk area' is for async calls")
         for f in c.ins + c.outs:
             if f.enum and f.enum not in enums:
@@ -281,13 +288,14 @@ def gen_proto_h(sch):
     out.append(f"#define CMX_OP_LIMIT 0x{(max(c.op for c in calls) + 1):04x}\n\n")
     for c in calls:
         out.append(struct(f"cmx_{c.name}_in", c.ins))
-        if c.mode == "sync":
+        if c.can_sync():
             out.append(struct(f"cmx_{c.name}_out", c.outs))
         out.append(f"extern const struct cmx_msgdesc cmx_desc_{c.name}_in;\n")
-        if c.mode == "sync":
+        if c.can_sync():
             out.append(f"extern const struct cmx_msgdesc cmx_desc_{c.name}_out;\n")
         out.append("\n")
-    out.append("""#define CMX_OPF_SYNC 0x1u
+    out.append("""#define CMX_OPF_SYNC 0x1u	/* may be sent sync (CMX_HDR_SYNC): it has a reply */
+#define CMX_OPF_ASYNC 0x80u	/* may be sent async: no reply */
 #define CMX_OPF_BULK_IN 0x2u
 #define CMX_OPF_BULK_OUT 0x4u
 #define CMX_OPF_NOTIFY 0x8u
@@ -342,7 +350,7 @@ def gen_proto_c(sch):
                    f"offsetof(struct cmx_answer, status),\n\t       \"{name} answers a tag\");\n")
     out.append("\n")
     for c in calls:
-        dirs = [("in", c.ins)] + ([("out", c.outs)] if c.mode == "sync" else [])
+        dirs = [("in", c.ins)] + ([("out", c.outs)] if c.can_sync() else [])
         for d, fields in dirs:
             cname = f"cmx_{c.name}_{d}"
             out.append(fieldtab(cname, fields))
@@ -351,8 +359,10 @@ def gen_proto_c(sch):
     out.append("const struct cmx_opinfo cmx_ops[CMX_OP_LIMIT] = {\n")
     for c in calls:
         flags = []
-        if c.mode == "sync":
+        if c.can_sync():
             flags.append("CMX_OPF_SYNC")
+        if c.can_async():
+            flags.append("CMX_OPF_ASYNC")
         if c.bulk_in:
             flags.append("CMX_OPF_BULK_IN")
         if c.bulk_out:
@@ -362,7 +372,7 @@ def gen_proto_c(sch):
         if c.bulk_area:
             flags.append("CMX_OPF_BULK_AREA")
         flags += [CALL_ATTRS[a] for a in c.attrs]
-        outd = f"&cmx_desc_{c.name}_out" if c.mode == "sync" else "NULL"
+        outd = f"&cmx_desc_{c.name}_out" if c.can_sync() else "NULL"
         ans = f"&cmx_desc_{c.tag.answer}_in" if c.tag else "NULL"
         q = f"offsetof(struct cmx_{c.name}_in, {c.queue.name})" if c.queue else "-1"
         t = f"offsetof(struct cmx_{c.name}_in, {c.tag.name})" if c.tag else "-1"
@@ -384,11 +394,11 @@ def gen_guest_h(sch):
             continue
         bulk = ", const void *bulk, uint64_t bulk_len" if c.bulk_in else ""
         bargs = "bulk, bulk_len" if c.bulk_in else "NULL, 0"
-        if c.mode == "async":
+        if c.can_async():
             out.append(f"static inline int cmx_send_{c.name}(struct cmx_session *s, "
                        f"const struct cmx_{c.name}_in *in{bulk})\n{{\n"
                        f"\treturn cmx_session_send(s, &cmx_desc_{c.name}_in, in, {bargs});\n}}\n\n")
-        else:
+        if c.can_sync():
             dst = ", void *dst, uint64_t dst_len" if c.bulk_out else ""
             dargs = "dst, dst_len" if c.bulk_out else "NULL, 0"
             out.append(f"static inline int cmx_rpc_{c.name}(struct cmx_session *s, "
@@ -405,11 +415,12 @@ def gen_host_h(sch):
     out = [GEN_NOTE, "#ifndef CMX_HANDLERS_GEN_H\n#define CMX_HANDLERS_GEN_H\n\n",
            '#include "proto.gen.h"\n\nstruct cmx_call;\n\n',
            "/* One hand-written handler per call (host/exec_*.c). It returns a cl_int,\n"
-           " * or CMX_DEFER when it will finish the call later with cmx_call_done(). */\n"]
+           " * or CMX_DEFER when it will finish the call later with cmx_call_done().\n"
+           " * A call that may be sent either way has out == NULL when sent async. */\n"]
     for c in calls:
         if c.kind == "notify":
             continue
-        outp = f", struct cmx_{c.name}_out *out" if c.mode == "sync" else ""
+        outp = f", struct cmx_{c.name}_out *out" if c.can_sync() else ""
         out.append(f"int cmx_h_{c.name}(struct cmx_call *c, struct cmx_{c.name}_in *in{outp});\n")
     out.append("\ntypedef int (*cmx_handler_fn)(struct cmx_call *c, void *in, void *out);\n"
                "extern const cmx_handler_fn cmx_handlers[CMX_OP_LIMIT];\n\n#endif\n")
@@ -422,7 +433,7 @@ def gen_host_c(sch):
     for c in calls:
         if c.kind == "notify":
             continue
-        outa = ", out" if c.mode == "sync" else ""
+        outa = ", out" if c.can_sync() else ""
         out.append(f"static int shell_{c.name}(struct cmx_call *c, void *in, void *out)\n{{\n"
                    f"\t(void)out;\n\treturn cmx_h_{c.name}(c, in{outa});\n}}\n\n")
     out.append("const cmx_handler_fn cmx_handlers[CMX_OP_LIMIT] = {\n")

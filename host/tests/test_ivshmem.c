@@ -109,7 +109,7 @@ static void ring_msg(struct slot *s, const struct cmx_msgdesc *d, const void *in
 			     .op = d->op,
 			     .flags = (uint16_t)((sync ? CMX_HDR_SYNC : 0) | flags),
 			     .seq = sync ? s->seq++ : 0,
-			     .reserved = off,
+			     .area_off = off,
 			     .bulk = bulk };
 
 	ck_assert_uint_le(CMX_HDR_SIZE + size, sizeof(buf));
