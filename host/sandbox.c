@@ -270,6 +270,10 @@ static const struct sc allow[] = {
     S(getcpu, ANY, W | B),
     S(sched_getparam, ANY, W | B),
     S(sched_getscheduler, ANY, W | B),
+    /* NVIDIA's driver asks them when it starts its threads (measured:
+     * the sandbox step of tools/gpu-check on an H200). */
+    S(sched_get_priority_max, ANY, W | B),
+    S(sched_get_priority_min, ANY, W | B),
     S(getpriority, ANY, W | B),
     S(statfs, ANY, W | B),
     S(fstatfs, ANY, W | B),
