@@ -182,7 +182,7 @@ static const struct sc allow[] = {
      * the front end, or vhost-user sockets it binds), accepted peers,
      * and the Unix socket pair of a build child. No network socket of
      * its own: socket() takes AF_UNIX only. */
-    S(socket, UNIX, W),
+    S(socket, UNIX, W | B),
     S(socketpair, UNIX, W),
     S(bind, ANY, W),
     S(listen, ANY, W),
@@ -190,7 +190,11 @@ static const struct sc allow[] = {
     S(getsockname, ANY, W),
     S(getpeername, ANY, W),
     S(getsockopt, ANY, W),
-    S(setsockopt, ANY, W),
+    S(setsockopt, ANY, W | B),
+    /* NVIDIA's compiler, in a build's pre-flight, connects to a Unix
+     * socket (socket() can make no other kind) and keeps its compute
+     * cache with symbolic links (measured on an H200). */
+    S(connect, ANY, W | B),
     S(shutdown, ANY, W),
     S(sendmsg, ANY, W),
     S(recvmsg, ANY, W),
@@ -212,6 +216,8 @@ static const struct sc allow[] = {
     S(mkdir, ANY, W | B),
     S(rename, ANY, W | B),
     S(unlink, ANY, W | B),
+    S(symlink, ANY, W | B),
+    S(symlinkat, ANY, W | B),
     S(rmdir, ANY, W | B),
     S(chmod, ANY, W | B),
     S(umask, ANY, W | B),

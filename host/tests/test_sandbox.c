@@ -353,17 +353,22 @@ static void build_socket_fn(void)
 	socket(AF_UNIX, SOCK_STREAM, 0);
 	_exit(0);
 }
+static void build_inet_fn(void)
+{
+	_exit(socket(AF_INET, SOCK_STREAM, 0) < 0 && errno == EAFNOSUPPORT ? 0 : 1);
+}
 static void build_uring_fn(void)
 {
 	syscall(SYS_io_uring_enter, 0, 0, 0, 0, NULL, 0);
 	_exit(0);
 }
 
-/* A build child's own filter is smaller: no sockets, no io_uring. */
+/* A build child's own filter is smaller: no io_uring; Unix sockets only
+ * (NVIDIA's compiler connects to one). */
 START_TEST(build_filter_is_smaller)
 {
-	ck_assert_int_eq(in_sandbox(CMX_SANDBOX_ON, CMX_SANDBOX_BUILD, build_socket_fn).code,
-			 128 + SIGSYS);
+	ck_assert_int_eq(in_sandbox(CMX_SANDBOX_ON, CMX_SANDBOX_BUILD, build_socket_fn).code, 0);
+	ck_assert_int_eq(in_sandbox(CMX_SANDBOX_ON, CMX_SANDBOX_BUILD, build_inet_fn).code, 0);
 	ck_assert_int_eq(in_sandbox(CMX_SANDBOX_ON, CMX_SANDBOX_BUILD, build_uring_fn).code,
 			 128 + SIGSYS);
 	ck_assert_int_eq(in_sandbox(CMX_SANDBOX_ON, CMX_SANDBOX_WORKER, build_socket_fn).code, 0);
