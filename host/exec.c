@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "complete.h"
 #include "executor.h"
 #include "log.h"
 #include "scheduler.h"
@@ -48,9 +49,10 @@ void cmx_defer_post(struct cmx_call *c, int status)
 	cmx_loop_post(cmx_srv->loop, post_fin, c);
 }
 
-static void CL_CALLBACK event_cb(cl_event e, cl_int status, void *arg)
+static void event_done(void *arg, cl_int status)
 {
-	/* Runs on a driver thread: hand the rest to the loop. */
+	/* After the handler that may be running now, as a driver's callback
+	 * would come. */
 	cmx_defer_post(arg, status);
 }
 
@@ -59,7 +61,7 @@ int cmx_defer_event(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call 
 	cl_int err;
 
 	c->fin = fin;
-	err = clSetEventCallback(e, CL_COMPLETE, event_cb, c);
+	err = cmx_complete_when(e, event_done, c);
 	return err ? err : CMX_DEFER;
 }
 

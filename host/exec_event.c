@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Handlers: events, markers and barriers.
 #include "exec.h"
+#include "complete.h"
 #include "scheduler.h"
 
 #include <stdlib.h>
@@ -28,6 +29,10 @@ int cmx_h_SetUserEventStatus(struct cmx_call *c, struct cmx_SetUserEventStatus_i
 	if (cmx_sched_is_held(in->event.h))
 		return CL_INVALID_EVENT;
 	e = clSetUserEventStatus(in->event.h, (cl_int)in->status);
+	/* Commands behind it fail, and a driver may never call back for
+	 * them. */
+	if (e == CL_SUCCESS && in->status < 0)
+		cmx_complete_failed();
 	cmx_sched_poke(cmx_srv);
 	return e;
 }

@@ -2,6 +2,7 @@
 // Handlers: buffers and transfers. Payloads arrive staged (c->bulk) and
 // leave from staging; staging is freed when the native command completes.
 #include "exec.h"
+#include "complete.h"
 #include "scheduler.h"
 #include "land.h"
 #include "staging.h"
@@ -170,7 +171,7 @@ int cmx_h_GetMemInfo(struct cmx_call *c, struct cmx_GetMemInfo_in *in,
 	return CMX_INFO(c, &out->value, clGetMemObjectInfo, in->mem.h, (cl_uint)in->param);
 }
 
-static void CL_CALLBACK free_staging(cl_event e, cl_int status, void *arg)
+static void free_staging(void *arg, cl_int status)
 {
 	cmx_staging_put(arg);
 }
@@ -198,7 +199,7 @@ static int write_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct 
 	if (sync)
 		return bind_wait(c, ev, guest_ev); /* the staging goes with the call */
 	if (c->bulk) { /* not already taken (host/exec_pinned.c) */
-		e = clSetEventCallback(ev, CL_COMPLETE, free_staging, c->bulk);
+		e = cmx_complete_when(ev, free_staging, c->bulk);
 		if (e == CL_SUCCESS)
 			c->bulk = NULL;
 		else
