@@ -12,6 +12,7 @@
 
 struct slot {
 	cl_event ev; /* NULL: free */
+	cl_int type; /* the status waited for */
 	void (*fn)(void *arg, cl_int status);
 	void *arg;
 	uint32_t gen;
@@ -81,7 +82,7 @@ static void called(void *arg)
 	if (idx >= cs.n || !cs.v[idx].ev || cs.v[idx].gen != gen)
 		return; /* settled by a sweep already */
 	st = status_of(cs.v[idx].ev);
-	settle(idx, st > CL_COMPLETE ? CL_COMPLETE : st);
+	settle(idx, st < 0 ? st : cs.v[idx].type);
 }
 
 static void CL_CALLBACK on_complete(cl_event e, cl_int status, void *arg)
@@ -109,6 +110,11 @@ static int grow(void)
 
 int cmx_complete_when(cl_event e, void (*fn)(void *arg, cl_int status), void *arg)
 {
+	return cmx_complete_at(e, CL_COMPLETE, fn, arg);
+}
+
+int cmx_complete_at(cl_event e, cl_int type, void (*fn)(void *arg, cl_int status), void *arg)
+{
 	struct slot *s;
 	uint32_t idx;
 	cl_int err;
@@ -120,10 +126,11 @@ int cmx_complete_when(cl_event e, void (*fn)(void *arg, cl_int status), void *ar
 	cs.free = s->next_free;
 	clRetainEvent(e);
 	s->ev = e;
+	s->type = type;
 	s->fn = fn;
 	s->arg = arg;
 	cs.live++;
-	err = clSetEventCallback(e, CL_COMPLETE, on_complete, (void *)key_of(idx, s->gen));
+	err = clSetEventCallback(e, type, on_complete, (void *)key_of(idx, s->gen));
 	if (err) {
 		s->ev = NULL;
 		s->fn = NULL;

@@ -20,6 +20,9 @@
  * callback that comes after that finds its slot reused and is ignored.
  */
 int cmx_complete_when(cl_event e, void (*fn)(void *arg, cl_int status), void *arg);
+/* The same for an earlier status (CL_SUBMITTED, CL_RUNNING): fn gets that
+ * status, or the event's error. */
+int cmx_complete_at(cl_event e, cl_int type, void (*fn)(void *arg, cl_int status), void *arg);
 
 /* Something failed that commands may wait on (a user event set to an
  * error, a command that ended in one): sweep now and for the next moments.

@@ -304,20 +304,14 @@ static int callbacks_poll(void)
 	return seen ? 1 : watched ? 0 : -1;
 }
 
-static void CL_CALLBACK event_callback(cl_event e, cl_int status, void *arg)
+/* The slot's native registration has ended (host/complete.c: at its
+ * status, or at the event's error, once). */
+static void slot_settled(void *arg, cl_int status)
 {
 	struct cb_slot *sl = arg;
-	cl_int now;
 
-	/* NVIDIA calls a CL_COMPLETE callback with CL_COMPLETE for a command it
-	 * dropped because a dependency failed; the event's status says so. */
-	if (status == CL_COMPLETE &&
-	    clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(now), &now, NULL) ==
-		    CL_SUCCESS &&
-	    now < 0)
-		status = now;
 	sl->native = status;
-	cmx_loop_post(cmx_srv->loop, slot_called, sl);
+	slot_called(sl);
 }
 
 /* The hub of o's native event, made on its first callback. */
@@ -370,7 +364,7 @@ static cl_int slot_arm(struct cb_slot *sl)
 
 	if (sl->armed || sl->fired)
 		return CL_SUCCESS;
-	e = clSetEventCallback(sl->hub->ev, sl->type, event_callback, sl);
+	e = cmx_complete_at(sl->hub->ev, sl->type, slot_settled, sl);
 	if (e)
 		return e;
 	sl->armed = 1;
