@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "complete.h"
 #include "exec.h"
 #include "fdio.h"
 #include "log.h"
@@ -366,12 +367,13 @@ static void kp_done(void *arg)
 	kick();
 }
 
-static void CL_CALLBACK kp_complete(cl_event e, cl_int status, void *arg)
+static void kp_complete(void *arg, cl_int status)
 {
 	struct kp_cmd *k = arg;
 
 	k->status = status;
-	/* A driver thread: the rest on the loop. */
+	/* After the handler that may be running now (a sweep settles from
+	 * inside one). */
 	cmx_loop_post(cmx_srv->loop, kp_done, k);
 }
 
@@ -427,7 +429,10 @@ int cmx_kprintf_enqueue(struct cmx_call *c, const struct cmx_EnqueueKernel_in *i
 	*pp = k;
 	clRetainEvent(ev);
 	k->ev = ev;
-	if (clSetEventCallback(ev, CL_COMPLETE, kp_complete, k))
+	/* A completion slot (host/complete.c): PoCL never calls back for a
+	 * launch failed through its wait list, which would hold every
+	 * printing launch after it. */
+	if (cmx_complete_when(ev, kp_complete, k))
 		cmx_err("kernel printf: no completion callback; printing kernels stop here");
 	cmx_event_bind(c, &in->event, ev);
 	kick();

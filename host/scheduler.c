@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "call.h"
+#include "complete.h"
 #include "exec.h"
 #include "executor.h"
 #include "log.h"
@@ -433,15 +434,18 @@ static int deps_done(struct cmx_gate *g)
 	return 1;
 }
 
-static void CL_CALLBACK done_cb(cl_event e, cl_int status, void *arg);
+static void done_settled(void *arg, cl_int status);
 static void done_post(void *arg);
 
+/* A completion slot (host/complete.c), not a bare callback: PoCL never
+ * calls back for a launch that failed through its wait list, whose gate
+ * would then hold its lane, and count as in flight, for ever. */
 static void watch(struct cmx_gate *g)
 {
 	g->has_cb = 1;
 	g->reports++;
 	/* Without a callback nothing would report it: count it done now. */
-	if (clSetEventCallback(g->done, CL_COMPLETE, done_cb, g))
+	if (cmx_complete_when(g->done, done_settled, g))
 		done_post(g);
 }
 
@@ -1155,8 +1159,10 @@ static void done_post(void *arg)
 	kick(sc);
 }
 
-static void CL_CALLBACK done_cb(cl_event e, cl_int status, void *arg)
+static void done_settled(void *arg, cl_int status)
 {
+	/* After the handler that may be running now (a sweep settles from
+	 * inside one). */
 	if (atomic_load(&alive)) /* pairs with the store in cmx_sched_destroy() */
 		cmx_loop_post(cmx_srv->loop, done_post, arg);
 }
