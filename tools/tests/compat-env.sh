@@ -21,7 +21,13 @@ device=$(basename "$native" .icd)
 
 tmp=$(mktemp -d)
 pid=""
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; rm -rf "$tmp"; }
+# A failed run shows the daemon's log (CI keeps only the test's).
+cleanup() {
+	rc=$?
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	[ $rc -ne 0 ] && [ -s "$tmp/clmuxd.log" ] && { echo "--- clmuxd's log:"; tail -40 "$tmp/clmuxd.log"; }
+	rm -rf "$tmp"
+}
 trap cleanup EXIT
 trap 'exit 1' INT TERM
 mkdir "$tmp/native" "$tmp/clmux"
