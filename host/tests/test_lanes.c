@@ -27,7 +27,7 @@
 static int lane_open(const struct client *c, uint64_t session, uint64_t token)
 {
 	struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION,
-				   .role = 2, .session = session, .token = token };
+				   .role = CMX_ROLE_LANE, .session = session, .token = token };
 	struct cmx_Hello_out out;
 	struct client l = { .fd = dial() };
 

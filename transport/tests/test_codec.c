@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "buf.h"
+#include "frame.h"
 #include "proto.gen.h"
 
 static uint8_t *encode(const struct cmx_msgdesc *d, const void *in, size_t *len)
@@ -164,11 +165,43 @@ START_TEST(op_table)
 		n++;
 		ck_assert_uint_eq(oi->in->op, op);
 		ck_assert(!(oi->flags & CMX_OPF_SYNC) == !oi->out);
+		ck_assert(oi->flags & (CMX_OPF_SYNC | CMX_OPF_ASYNC));
 	}
 	ck_assert_uint_ge(n, 60); /* every call of the schema */
 	ck_assert_ptr_null(cmx_op_info(0));
 	ck_assert_ptr_null(cmx_op_info(CMX_OP_LIMIT));
 	ck_assert_ptr_null(cmx_op_info(0xffff));
+}
+END_TEST
+
+/* A call goes sync or async as the schema allows: `both` calls either way,
+ * the header saying which; an area block only where data can land. */
+START_TEST(sync_bit)
+{
+	struct cmx_hdr h = { .size = 0 };
+	static const struct {
+		uint16_t op, flags;
+		int ok;
+	} cases[] = {
+		{ CMX_OP_ReadBuffer, CMX_HDR_SYNC, 1 },
+		{ CMX_OP_ReadBuffer, 0, 1 },
+		{ CMX_OP_WriteBuffer, CMX_HDR_SYNC, 1 },
+		{ CMX_OP_WriteBuffer, 0, 1 },
+		{ CMX_OP_Finish, CMX_HDR_SYNC, 1 },
+		{ CMX_OP_Finish, 0, 0 },	     /* sync only */
+		{ CMX_OP_CopyBuffer, CMX_HDR_SYNC, 0 }, /* async only */
+		{ CMX_OP_ReadBuffer, CMX_HDR_AREA, 1 }, /* bulk area */
+		{ CMX_OP_ReadBuffer, CMX_HDR_SYNC | CMX_HDR_AREA, 1 },
+		{ CMX_OP_ReadImage, CMX_HDR_SYNC | CMX_HDR_AREA, 1 }, /* bulk out */
+		{ CMX_OP_ReadImage, CMX_HDR_AREA, 0 },		       /* no bulk area */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		h.op = cases[i].op;
+		h.flags = cases[i].flags;
+		h.bulk = cases[i].flags & CMX_HDR_AREA ? 64 : 0;
+		ck_assert_msg((cmx_frame_check_call(&h) == 0) == cases[i].ok, "case %zu", i);
+	}
 }
 END_TEST
 
@@ -186,6 +219,7 @@ int main(void)
 	tcase_add_test(tc, strings_must_be_terminated);
 	tcase_add_test(tc, reader_bounds);
 	tcase_add_test(tc, op_table);
+	tcase_add_test(tc, sync_bit);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
