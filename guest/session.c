@@ -1034,7 +1034,7 @@ static int ivs_connect(struct cmx_session *s, const char *spec)
 }
 
 /* tcp: the bulk lanes, each dialled and authenticated as the notification
- * channel is. Without them (none wanted, a daemon that refuses role 2)
+ * channel is. Without them (none wanted, a daemon that refuses role lane)
  * every transfer takes the call channel. */
 static void lanes_open(struct cmx_session *s, const struct cmx_addr *a)
 {

@@ -419,7 +419,7 @@ END_TEST
 
 /* ---- case 9: output a session leaves unread ---- */
 
-/* The notification channel of c's session (Hello role 1). */
+/* The notification channel of c's session (Hello role notify). */
 static int notify_channel(const struct client *c, const char *path)
 {
 	struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC,

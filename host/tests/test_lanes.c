@@ -22,7 +22,7 @@
 
 #define SIZE (16u << 20)
 
-/* A lane of c's session (Hello role 2 with session and token): its socket,
+/* A lane of c's session (Hello role lane, with session and token): its socket,
  * or -1 when the daemon refused it (and closed it). */
 static int lane_open(const struct client *c, uint64_t session, uint64_t token)
 {
