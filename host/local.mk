@@ -38,7 +38,7 @@ host_tests_test_config_SOURCES = host/tests/test_config.c host/conffile.c host/t
 	host/sandbox.c
 host_tests_test_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host
 host_tests_test_config_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-host_tests_test_config_LDADD = $(CHECK_LIBS)
+host_tests_test_config_LDADD = transport/libcmxtransport.la $(CHECK_LIBS)
 
 if HAVE_LIBVIRT
 check_PROGRAMS += host/tests/test_domxml

@@ -331,7 +331,8 @@ int main(void)
 	int rc;
 
 	snprintf(region, sizeof(region), "/dev/shm/clmux-test-ivshmem-%d", (int)getpid());
-	snprintf(args, sizeof(args), "--listen ivshmem:%s,size=16M,slots=%d", region, NSLOTS);
+	/* The size as the configuration writes sizes too (cmx_size_parse()). */
+	snprintf(args, sizeof(args), "--listen ivshmem:%s,size=16MiB,slots=%d", region, NSLOTS);
 	setenv("CMX_E2E_DAEMON_ARGS", args, 1);
 	tcase_add_test(tc, roundtrip_and_lies);
 	tcase_add_test(tc, reconnect);
