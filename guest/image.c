@@ -618,13 +618,10 @@ cl_int cmx_clEnqueueReadImage(cl_command_queue q, cl_mem m, cl_bool blocking, co
 				       .wait = CMD_WAIT(&c),
 				       .event = {c.ev_id}};
 	if (blocking) {
-		struct cmx_ReadImageSync_out o;
+		struct cmx_ReadImage_out o;
 		struct cmx_reply r;
 
-		e = cmx_reply_status(cmx_rpc_ReadImageSync(cmx_icd.s,
-							   (struct cmx_ReadImageSync_in *)&in, &o,
-							   &r, tmp, h.packed),
-				     &r);
+		e = cmx_reply_status(cmx_rpc_ReadImage(cmx_icd.s, &in, &o, &r, tmp, h.packed), &r);
 		if (!e && tmp != ptr)
 			cmx_pitched_copy(ptr, tmp, h.w, h.rows, h.slices, h.row, h.slice, 0);
 		e = cmx_cmd_end(&c, e);
@@ -676,12 +673,10 @@ cl_int cmx_image_read_packed(cl_command_queue q, cl_mem m, cl_bool blocking, con
 				       .wait = CMD_WAIT(c),
 				       .event = {c->ev_id}};
 	if (blocking) {
-		struct cmx_ReadImageSync_out o;
+		struct cmx_ReadImage_out o;
 		struct cmx_reply r;
 
-		return cmx_reply_status(cmx_rpc_ReadImageSync(cmx_icd.s,
-							      (struct cmx_ReadImageSync_in *)&in,
-							      &o, &r, dst, h.packed),
+		return cmx_reply_status(cmx_rpc_ReadImage(cmx_icd.s, &in, &o, &r, dst, h.packed),
 					&r);
 	}
 	p = cmx_pending_new(q, c->ev, dst, h.packed);
@@ -708,12 +703,10 @@ cl_int cmx_image_write_packed(cl_command_queue q, cl_mem m, cl_bool blocking, co
 				       .event = {c->ev_id}};
 
 	if (blocking) {
-		struct cmx_WriteImageSync_out out;
+		struct cmx_WriteImage_out out;
 		struct cmx_reply rep;
 
-		return cmx_reply_status(cmx_rpc_WriteImageSync(cmx_icd.s,
-							       (struct cmx_WriteImageSync_in *)&in,
-							       data, len, &out, &rep),
+		return cmx_reply_status(cmx_rpc_WriteImage(cmx_icd.s, &in, data, len, &out, &rep),
 					&rep);
 	}
 	return CMX_SEND(WriteImage, &in, data, len);

@@ -20,10 +20,10 @@
 /* The last value given for one argument, so a clone can be made where the
  * daemon's platform has no clCloneKernel. */
 struct cmx_argval {
-	uint64_t kind; /* SetKernelArg's */
+	uint64_t kind; /* enum cmx_arg: SetKernelArg's */
 	uint64_t id;   /* mem or sampler */
 	uint64_t size;
-	void *bytes; /* kind 0 */
+	void *bytes; /* CMX_ARG_VALUE */
 	size_t cap;
 };
 
@@ -286,10 +286,11 @@ static cl_int arg_send(cl_kernel k, cl_uint index, const struct cmx_argval *v)
 	    .kernel.id = k->id,
 	    .index = index,
 	    .kind = v->kind,
-	    .mem.id = v->kind == 1 ? v->id : 0,
-	    .sampler.id = v->kind == 3 ? v->id : 0,
+	    .mem.id = v->kind == CMX_ARG_MEM ? v->id : 0,
+	    .sampler.id = v->kind == CMX_ARG_SAMPLER ? v->id : 0,
 	    .size = v->size,
-	    .value = {v->kind == 0 ? v->bytes : NULL, v->kind == 0 ? v->size : 0},
+	    .value = {v->kind == CMX_ARG_VALUE ? v->bytes : NULL,
+		      v->kind == CMX_ARG_VALUE ? v->size : 0},
 	};
 
 	return CMX_SEND(SetKernelArg, &in);
@@ -327,7 +328,7 @@ cl_kernel CL_API_CALL cmx_clCloneKernel(cl_kernel source_kernel, cl_int *errcode
 		dst->vals[i] = src->vals[i];
 		dst->vals[i].bytes = NULL;
 		dst->vals[i].cap = 0;
-		if (src->vals[i].kind == 0 && src->vals[i].size) {
+		if (src->vals[i].kind == CMX_ARG_VALUE && src->vals[i].size) {
 			dst->vals[i].bytes = malloc(src->vals[i].size);
 			if (!dst->vals[i].bytes)
 				e = CL_OUT_OF_HOST_MEMORY;
@@ -489,7 +490,7 @@ static cl_int arg_check(const struct cmx_arginfo *ai, size_t size, const void *v
 		} else if (m && m->image) {
 			return CL_INVALID_MEM_OBJECT;
 		}
-		v->kind = 1;
+		v->kind = CMX_ARG_MEM;
 		v->id = m ? m->id : 0;
 		return CL_SUCCESS;
 	}
@@ -498,7 +499,7 @@ static cl_int arg_check(const struct cmx_arginfo *ai, size_t size, const void *v
 			return CL_INVALID_ARG_VALUE;
 		if (!size)
 			return CL_INVALID_ARG_SIZE;
-		v->kind = 2;
+		v->kind = CMX_ARG_LOCAL;
 		return CL_SUCCESS;
 	case CL_KERNEL_ARG_ADDRESS_PRIVATE:
 		if (!strcmp(ai->type_name, "sampler_t")) {
@@ -510,7 +511,7 @@ static cl_int arg_check(const struct cmx_arginfo *ai, size_t size, const void *v
 				memcpy(&smp, value, sizeof(smp));
 			if (!CMX_IS(smp, CMX_MAGIC_SAMPLER))
 				return CL_INVALID_SAMPLER;
-			v->kind = 3;
+			v->kind = CMX_ARG_SAMPLER;
 			v->id = smp->id;
 			return CL_SUCCESS;
 		}
@@ -518,7 +519,7 @@ static cl_int arg_check(const struct cmx_arginfo *ai, size_t size, const void *v
 			return CL_INVALID_ARG_VALUE;
 		if (!size || size > KERNEL_MAX_VALUE || (ai->value_size && size != ai->value_size))
 			return CL_INVALID_ARG_SIZE;
-		v->kind = 0;
+		v->kind = CMX_ARG_VALUE;
 		return CL_SUCCESS;
 	}
 	/* No argument info from the driver: guess from what was given. A NULL
@@ -526,7 +527,7 @@ static cl_int arg_check(const struct cmx_arginfo *ai, size_t size, const void *v
 	if (!value) {
 		if (!size)
 			return CL_INVALID_ARG_SIZE;
-		v->kind = 2;
+		v->kind = CMX_ARG_LOCAL;
 		return CL_SUCCESS;
 	}
 	if (size == sizeof(void *)) {
@@ -535,18 +536,18 @@ static cl_int arg_check(const struct cmx_arginfo *ai, size_t size, const void *v
 		memcpy(&h, value, sizeof(h));
 		switch (probe_magic(value)) {
 		case CMX_MAGIC_MEM:
-			v->kind = 1;
+			v->kind = CMX_ARG_MEM;
 			v->id = h->id;
 			return CL_SUCCESS;
 		case CMX_MAGIC_SAMPLER:
-			v->kind = 3;
+			v->kind = CMX_ARG_SAMPLER;
 			v->id = h->id;
 			return CL_SUCCESS;
 		}
 	}
 	if (!size || size > KERNEL_MAX_VALUE)
 		return CL_INVALID_ARG_SIZE;
-	v->kind = 0;
+	v->kind = CMX_ARG_VALUE;
 	return CL_SUCCESS;
 }
 
@@ -562,14 +563,14 @@ cl_int CL_API_CALL cmx_clSetKernelArg(cl_kernel kernel, cl_uint arg_index, size_
 	if (arg_index >= kernel->info->nargs)
 		return CL_INVALID_ARG_INDEX;
 	e = arg_check(&kernel->info->args[arg_index], arg_size, arg_value, &v);
-	if (!e && v.kind == 2)
+	if (!e && v.kind == CMX_ARG_LOCAL)
 		e = local_size_check(kernel, arg_size);
 	if (e)
 		return e;
 
 	pthread_mutex_lock(&kernel->lock);
 	slot = &ck->vals[arg_index];
-	if (v.kind == 0) {
+	if (v.kind == CMX_ARG_VALUE) {
 		if (slot->cap < arg_size) {
 			void *b = realloc(slot->bytes, arg_size);
 			if (!b) {
@@ -590,7 +591,7 @@ cl_int CL_API_CALL cmx_clSetKernelArg(cl_kernel kernel, cl_uint arg_index, size_
 		*slot = v;
 		kernel->arg_set[arg_index / 64] |= 1ull << (arg_index % 64);
 		/* Local memory changes what the work-group queries answer. */
-		if (v.kind == 2)
+		if (v.kind == CMX_ARG_LOCAL)
 			wg_cache_clear(ck);
 	}
 	pthread_mutex_unlock(&kernel->lock);
@@ -863,7 +864,8 @@ static cl_int local_sum_check(cl_kernel k, cl_device_id d)
 		return CL_SUCCESS;
 	pthread_mutex_lock(&k->lock);
 	for (cl_uint i = 0; i < k->info->nargs; i++)
-		if (ck->vals[i].kind == 2 && (k->arg_set[i / 64] & (1ull << (i % 64))))
+		if (ck->vals[i].kind == CMX_ARG_LOCAL &&
+		    (k->arg_set[i / 64] & (1ull << (i % 64))))
 			sum += ck->vals[i].size;
 	pthread_mutex_unlock(&k->lock);
 	return sum > limit ? CL_OUT_OF_RESOURCES : CL_SUCCESS;

@@ -371,20 +371,19 @@ static char *area_at(cl_mem m, size_t off)
 static cl_int area_map(cl_command_queue q, cl_mem m, cl_bool blocking, cl_map_flags flags,
 		       size_t off, size_t size, struct cmx_cmd *c)
 {
-	struct cmx_MapBufferSync_in in = {.queue = {q->id},
-					  .mem = {m->id},
-					  .flags = flags,
-					  .offset = off,
-					  .size = size,
-					  .wait = CMD_WAIT(c),
-					  .event = {c->ev_id}};
-	struct cmx_MapBufferSync_out out;
+	struct cmx_MapBuffer_in in = {.queue = {q->id},
+				      .mem = {m->id},
+				      .flags = flags,
+				      .offset = off,
+				      .size = size,
+				      .wait = CMD_WAIT(c),
+				      .event = {c->ev_id}};
+	struct cmx_MapBuffer_out out;
 	struct cmx_reply r;
 
-	_Static_assert(sizeof(struct cmx_MapBuffer_in) == sizeof(in), "one layout");
 	if (!blocking)
-		return CMX_SEND(MapBuffer, (struct cmx_MapBuffer_in *)&in);
-	return cmx_reply_status(cmx_rpc_MapBufferSync(cmx_icd.s, &in, &out, &r), &r);
+		return CMX_SEND(MapBuffer, &in);
+	return cmx_reply_status(cmx_rpc_MapBuffer(cmx_icd.s, &in, &out, &r), &r);
 }
 
 static cl_int area_unmap(cl_command_queue q, cl_mem m, size_t off, struct cmx_cmd *c)
@@ -521,15 +520,12 @@ static cl_int read_region(cl_command_queue q, cl_mem m, cl_bool blocking, size_t
 	struct cmx_pending_read *p;
 	cl_int e;
 
-	_Static_assert(offsetof(struct cmx_ReadBuffer_in, tag) ==
-			   sizeof(struct cmx_ReadBufferSync_in),
-		       "the async read is the sync one plus a tag");
 	if (blocking && area_direct(q, m, size))
 		return area_transfer(q, m, off, size, dst, 0, c);
 	if (blocking && (e = lanes_read(&in, dst)) != -1)
 		return e;
 	if (blocking) {
-		struct cmx_ReadBufferSync_out out;
+		struct cmx_ReadBuffer_out out;
 		struct cmx_reply r;
 		size_t k, nk = chunks_before_last(q, size);
 
@@ -560,10 +556,7 @@ static cl_int read_region(cl_command_queue q, cl_mem m, cl_bool blocking, size_t
 			dst = (char *)dst + nk * CHUNK;
 			size -= nk * CHUNK;
 		}
-		return cmx_reply_status(cmx_rpc_ReadBufferSync(cmx_icd.s,
-							   (struct cmx_ReadBufferSync_in *)&in,
-							   &out, &r, dst, size),
-				    &r);
+		return cmx_reply_status(cmx_rpc_ReadBuffer(cmx_icd.s, &in, &out, &r, dst, size), &r);
 	}
 	p = cmx_pending_new(q, c->ev, dst, size);
 	if (!p)
@@ -1067,7 +1060,7 @@ cl_int cmx_clEnqueueWriteBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, 
 	} else if (blocking && (e = lanes_write(&in, ptr)) != -1) {
 		/* done over the lanes */
 	} else if (blocking) {
-		struct cmx_WriteBufferSync_out out;
+		struct cmx_WriteBuffer_out out;
 		struct cmx_reply r;
 		size_t k, nk = chunks_before_last(q, size);
 
@@ -1089,12 +1082,9 @@ cl_int cmx_clEnqueueWriteBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, 
 			size -= nk * CHUNK;
 		}
 
-		_Static_assert(sizeof(struct cmx_WriteBufferSync_in) == sizeof(in), "one layout");
 		if (!e)
-			e = cmx_reply_status(cmx_rpc_WriteBufferSync(cmx_icd.s,
-							 (struct cmx_WriteBufferSync_in *)&in, ptr,
-							 size, &out, &r),
-				 &r);
+			e = cmx_reply_status(
+			    cmx_rpc_WriteBuffer(cmx_icd.s, &in, ptr, size, &out, &r), &r);
 	} else {
 		e = CMX_SEND(WriteBuffer, &in, ptr, size);
 	}
@@ -1212,16 +1202,11 @@ cl_int cmx_clEnqueueReadBufferRect(cl_command_queue q, cl_mem m, cl_bool blockin
 					    .wait = CMD_WAIT(&c),
 					    .event = {c.ev_id}};
 	if (blocking) {
-		struct cmx_ReadBufferRectSync_out o;
+		struct cmx_ReadBufferRect_out o;
 		struct cmx_reply r;
 
-		_Static_assert(offsetof(struct cmx_ReadBufferRect_in, tag) ==
-				   sizeof(struct cmx_ReadBufferRectSync_in),
-			       "the async rect read is the sync one plus a tag");
-		e = cmx_reply_status(cmx_rpc_ReadBufferRectSync(cmx_icd.s,
-							    (struct cmx_ReadBufferRectSync_in *)&in,
-							    &o, &r, tmp, x.packed),
-				 &r);
+		e = cmx_reply_status(
+		    cmx_rpc_ReadBufferRect(cmx_icd.s, &in, &o, &r, tmp, x.packed), &r);
 		if (!e && tmp != out)
 			rect_copy(&x, out, tmp, 0);
 		e = cmx_cmd_end(&c, e);
@@ -1290,15 +1275,11 @@ cl_int cmx_clEnqueueWriteBufferRect(cl_command_queue q, cl_mem m, cl_bool blocki
 					     .wait = CMD_WAIT(&c),
 					     .event = {c.ev_id}};
 	if (blocking) {
-		struct cmx_WriteBufferRectSync_out o;
+		struct cmx_WriteBufferRect_out o;
 		struct cmx_reply r;
 
-		_Static_assert(sizeof(struct cmx_WriteBufferRectSync_in) == sizeof(in),
-			       "one layout");
 		e = cmx_reply_status(
-		    cmx_rpc_WriteBufferRectSync(cmx_icd.s, (struct cmx_WriteBufferRectSync_in *)&in,
-						tmp, x.packed, &o, &r),
-		    &r);
+		    cmx_rpc_WriteBufferRect(cmx_icd.s, &in, tmp, x.packed, &o, &r), &r);
 	} else {
 		e = CMX_SEND(WriteBufferRect, &in, tmp, x.packed);
 	}

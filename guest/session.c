@@ -360,7 +360,7 @@ static void put_header(uint8_t *p, const struct cmx_msgdesc *d, uint32_t size, u
 		       uint32_t seq, uint64_t bulk, uint64_t area_off)
 {
 	struct cmx_hdr h = { .size = size, .op = d->op, .flags = flags, .seq = seq, .bulk = bulk,
-			     .reserved = (uint32_t)area_off };
+			     .area_off = (uint32_t)area_off };
 	memcpy(p, &h, CMX_HDR_SIZE);
 }
 
@@ -595,7 +595,7 @@ static int read_reply(struct cmx_session *s)
 		;
 	pthread_mutex_unlock(&s->recv_lock);
 	if (!w || h.bulk > w->dst_len ||
-	    ((h.flags & CMX_HDR_AREA) && (!w->area_off || h.reserved != w->area_off))) {
+	    ((h.flags & CMX_HDR_AREA) && (!w->area_off || h.area_off != w->area_off))) {
 		free(args);
 		return -EBADMSG;
 	}
@@ -759,13 +759,13 @@ static void *notify_main(void *arg)
 		if (h.flags & CMX_HDR_AREA) {
 			/* The data is in the area; its block stays the read's
 			 * until the read's record frees it. */
-			if (!cmx_garea_valid(&s->area, h.reserved, h.bulk)) {
+			if (!cmx_garea_valid(&s->area, h.area_off, h.bulk)) {
 				free(args);
 				session_break(s, -EBADMSG);
 				return NULL;
 			}
 			if (dst)
-				cmx_copy(dst, s->area.base + h.reserved, h.bulk);
+				cmx_copy(dst, s->area.base + h.area_off, h.bulk);
 			h.bulk = 0;
 		}
 		e = rx_take(&s->nrx, dst, h.bulk);
@@ -860,14 +860,28 @@ static int setup_call(struct cmx_session *s, int fd, const struct cmx_msgdesc *d
 	return e;
 }
 
-static int hello(struct cmx_session *s, int fd, uint64_t role)
+/* A daemon that speaks another protocol version refuses Hello with its
+ * own version in the reply (Hello's layout never changes). */
+static int version_check(const struct cmx_Hello_out *out)
+{
+	if (out->version == CMX_PROTO_VERSION)
+		return 0;
+	cmx_err("clmuxd speaks protocol version %llu and this ICD version %u: install the guest "
+		"ICD that ships with the daemon", (unsigned long long)out->version,
+		CMX_PROTO_VERSION);
+	return -EPROTONOSUPPORT;
+}
+
+static int hello(struct cmx_session *s, int fd, enum cmx_role role)
 {
 	struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION,
 				   .role = role, .session = s->id, .token = s->token };
-	struct cmx_Hello_out out;
+	struct cmx_Hello_out out = { 0 };
 	int e = setup_call(s, fd, &cmx_desc_Hello_in, &in, 0, &cmx_desc_Hello_out, &out, NULL);
 
-	if (!e && role == 0) {
+	if (e == -EPERM && out.version)
+		e = version_check(&out) ?: -EPERM;
+	if (!e && role == CMX_ROLE_CALL) {
 		s->id = out.session;
 		s->token = out.token;
 	}
@@ -987,8 +1001,9 @@ static void wake_sleepers(struct cmx_session *s)
  * command ring (the notification channel is the slot's notify ring). */
 static int ivs_connect(struct cmx_session *s, const char *spec)
 {
-	struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION };
-	struct cmx_Hello_out out;
+	struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION,
+				   .role = CMX_ROLE_CALL };
+	struct cmx_Hello_out out = { 0 };
 	struct cmx_reply r;
 	int e = cmx_givs_open(spec, &s->ivs);
 
@@ -1009,7 +1024,7 @@ static int ivs_connect(struct cmx_session *s, const char *spec)
 	e = cmx_session_call(s, &cmx_desc_Hello_in, &in, NULL, 0, &cmx_desc_Hello_out, &out, &r,
 			     NULL, 0);
 	if (!e && r.status)
-		e = -EPERM;
+		e = (out.version ? version_check(&out) : 0) ?: -EPERM;
 	if (!e) {
 		s->id = out.session;
 		s->token = out.token;
@@ -1019,7 +1034,7 @@ static int ivs_connect(struct cmx_session *s, const char *spec)
 }
 
 /* tcp: the bulk lanes, each dialled and authenticated as the notification
- * channel is. Without them (none wanted, a daemon that refuses role 2)
+ * channel is. Without them (none wanted, a daemon that refuses role lane)
  * every transfer takes the call channel. */
 static void lanes_open(struct cmx_session *s, const struct cmx_addr *a)
 {
@@ -1028,7 +1043,7 @@ static void lanes_open(struct cmx_session *s, const struct cmx_addr *a)
 
 	for (k = 0; k < n && !e; k++) {
 		fds[k] = cmx_dial(a);
-		e = fds[k] < 0 ? fds[k] : hello(s, fds[k], 2);
+		e = fds[k] < 0 ? fds[k] : hello(s, fds[k], CMX_ROLE_LANE);
 		if (e && fds[k] >= 0)
 			cmx_dial_close(fds[k]);
 	}
@@ -1064,7 +1079,7 @@ static int sock_connect(struct cmx_session *s, const char *spec)
 	s->fd = s->rx.fd = cmx_dial(&a);
 	if (s->fd < 0)
 		return s->fd;
-	e = hello(s, s->fd, 0);
+	e = hello(s, s->fd, CMX_ROLE_CALL);
 	/* The area is a memfd passed over the socket: Unix sockets only. */
 	if (!e && a.type == CMX_ADDR_UNIX)
 		e = open_area(s, shm);
@@ -1075,7 +1090,7 @@ static int sock_connect(struct cmx_session *s, const char *spec)
 	s->nfd = s->nrx.fd = cmx_dial(&a);
 	if (s->nfd < 0)
 		return s->nfd;
-	e = hello(s, s->nfd, 1);
+	e = hello(s, s->nfd, CMX_ROLE_NOTIFY);
 	if (!e && shm) {
 		/* From here on the daemon answers on the rings. */
 		s->rx.ring = &s->rep;

@@ -217,7 +217,7 @@ void cmx_area_mark(const struct cmx_area *a, struct cmx_hdr *h, const void *p)
 
 	if (a && b && b >= a->base && b < a->base + a->size) {
 		h->flags |= CMX_HDR_AREA;
-		h->reserved = (uint32_t)(b - a->base);
+		h->area_off = (uint32_t)(b - a->base);
 	}
 }
 

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #define LIMIT_SLOTS 256 /* sources tracked at once */
 #define LIMIT_PROBE 8
 
@@ -48,14 +50,11 @@ void cmx_auth_destroy(struct cmx_auth *a)
 	free(a);
 }
 
-/* Equal or not, in time independent of where they differ. */
+/* Equal or not, in time independent of where they differ: the whole
+ * zero-padded array is compared, with OpenSSL's constant-time compare. */
 static int token_eq(const struct token *t, const uint8_t *pad, size_t len)
 {
-	unsigned diff = (unsigned)(t->len ^ len);
-
-	for (size_t i = 0; i < CMX_TOKEN_MAX; i++)
-		diff |= t->bytes[i] ^ pad[i];
-	return diff == 0;
+	return (t->len == len) & (CRYPTO_memcmp(t->bytes, pad, CMX_TOKEN_MAX) == 0);
 }
 
 int cmx_auth_check(const struct cmx_auth *a, const void *token, size_t len,

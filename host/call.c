@@ -126,9 +126,18 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 
 	if (cmx_codec_decode(&cmx_desc_Hello_in, args, h->size, &in))
 		return -EBADMSG;
-	if (in.magic != CMX_PROTO_MAGIC || in.version != CMX_PROTO_VERSION)
+	if (in.magic != CMX_PROTO_MAGIC)
 		return -EPROTONOSUPPORT;
-	if (in.role == 0) {
+	if (in.version != CMX_PROTO_VERSION) {
+		/* Hello's layout is the same in every version: the guest
+		 * learns which one this daemon speaks, and says so. */
+		cmx_warn("%s: refused: protocol version %llu (this daemon speaks %u)", c->peer.name,
+			 (unsigned long long)in.version, CMX_PROTO_VERSION);
+		reply_on(c, NULL, h->seq, CL_INVALID_VALUE, &cmx_desc_Hello_out, &out, NULL, 0, NULL,
+			 NULL);
+		return -ECONNABORTED;
+	}
+	if (in.role == CMX_ROLE_CALL) {
 		struct cmx_tenant *t = cmx_tenant_lookup(&c->srv->tenants, &c->ident);
 		if (c->srv->draining)
 			return -ESHUTDOWN;
@@ -157,8 +166,10 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 			 c->peer.name, t->name);
 		return 0;
 	}
-	s = in.role == 1 || in.role == 2 ? cmx_session_find(c->srv, in.session, in.token) : NULL;
-	if (s && in.role == 2) {
+	s = in.role == CMX_ROLE_NOTIFY || in.role == CMX_ROLE_LANE
+		    ? cmx_session_find(c->srv, in.session, in.token)
+		    : NULL;
+	if (s && in.role == CMX_ROLE_LANE) {
 		/* A bulk lane (host/lane.c): a connection of the same peer's
 		 * tenant, as the session's token already proves. */
 		int e = cmx_lane_attach(s, c);
@@ -173,7 +184,7 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 		reply_on(c, NULL, h->seq, CL_SUCCESS, &cmx_desc_Hello_out, &out, NULL, 0, NULL, NULL);
 		return 0;
 	}
-	if (!s || in.role != 1 || s->nconn) {
+	if (!s || in.role != CMX_ROLE_NOTIFY || s->nconn) {
 		cmx_warn("%s: refused: a channel for no session of it (role %llu)", c->peer.name,
 			 (unsigned long long)in.role);
 		return -EPERM;
@@ -210,26 +221,6 @@ static int32_t resolve(struct cmx_session *s, const struct cmx_field *f, uint64_
 	return 0;
 }
 
-/* Calls that take a poisoned id (h == NULL) as it is: releasing it, and
- * asking an event for the status it failed with. */
-static int takes_poisoned(unsigned op)
-{
-	switch (op) {
-	case CMX_OP_ReleaseContext:
-	case CMX_OP_ReleaseQueue:
-	case CMX_OP_ReleaseMem:
-	case CMX_OP_ReleaseProgram:
-	case CMX_OP_ReleaseKernel:
-	case CMX_OP_ReleaseEvent:
-	case CMX_OP_ReleaseSampler:
-	case CMX_OP_GetEventInfo:
-	case CMX_OP_SetEventCallback:
-	case CMX_OP_WaitForEvents:
-		return 1;
-	}
-	return 0;
-}
-
 static int32_t resolve_all(struct cmx_call *c)
 {
 	const struct cmx_msgdesc *d = c->oi->in;
@@ -250,7 +241,9 @@ static int32_t resolve_all(struct cmx_call *c)
 		case CMX_T_ID:
 			err = resolve(c->s, f, ((struct cmx_ref *)p)->id, &((struct cmx_ref *)p)->h, 0);
 			if (err == CMX_POISONED)
-				err = takes_poisoned(c->op) ? 0 : kind_error[f->kind];
+				/* Releasing it, or asking an event for the
+				 * status it failed with: h stays NULL. */
+				err = f->flags & CMX_F_POISONED ? 0 : kind_error[f->kind];
 			break;
 		case CMX_T_NEWID: {
 			uint64_t id = ((struct cmx_ref *)p)->id;
@@ -293,47 +286,37 @@ static void poison_new_ids(struct cmx_call *c, int status)
 	}
 }
 
-/* An async call that promised the guest a notification (its `tag`) keeps
- * the promise when it fails: a read's waiter and a callback's registrant
- * learn the error instead of waiting forever. */
+/* An async call that promised the guest a notification (its answered tag)
+ * keeps the promise when it fails: a read's waiter and a callback's
+ * registrant learn the error instead of waiting forever. */
 uint64_t cmx_call_tag(const struct cmx_call *c)
 {
-	const struct cmx_msgdesc *d = c->oi->in;
 	uint64_t tag = 0;
 
-	for (unsigned i = 0; i < d->nfields; i++)
-		if (!strcmp(d->fields[i].name, "tag"))
-			memcpy(&tag, (char *)c->in + d->fields[i].offset, 8);
+	if (c->oi->tag >= 0)
+		memcpy(&tag, (const char *)c->in + c->oi->tag, sizeof(tag));
 	return tag;
 }
 
 static void notify_failure(struct cmx_call *c, int status)
 {
-	uint64_t tag = cmx_call_tag(c);
+	struct cmx_answer n = { .tag = cmx_call_tag(c), .status = status };
 
-	if (c->op == CMX_OP_ReadBuffer || c->op == CMX_OP_ReadBufferRect ||
-	    c->op == CMX_OP_ReadImage) {
-		struct cmx_ReadDone_in n = { .tag = tag, .status = status };
-		cmx_session_notify(c->s, &cmx_desc_ReadDone_in, &n, NULL, 0, NULL);
-	} else if (c->op == CMX_OP_EnqueueKernelPrintf) {
-		struct cmx_KernelOutput_in n = { .tag = tag, .status = status };
-		cmx_session_notify(c->s, &cmx_desc_KernelOutput_in, &n, NULL, 0, NULL);
-	} else if (c->op == CMX_OP_SetEventCallback) {
-		struct cmx_EventDone_in n = { .tag = tag, .status = status };
-		cmx_session_notify(c->s, &cmx_desc_EventDone_in, &n, NULL, 0, NULL);
-	}
+	if (c->oi->answer)
+		cmx_session_notify(c->s, c->oi->answer, &n, NULL, 0, NULL);
 }
 
 void cmx_call_done(struct cmx_call *c, int status)
 {
 	struct cmx_session *s = c->s;
 
-	if (c->oi->flags & CMX_OPF_SYNC) {
+	if (c->sync) {
 		/* A failed call's reply carries its status and no outputs (what
 		 * a handler set may point into scratch the driver never
-		 * filled), except the binaries' statuses, which
-		 * clCreateProgramWithBinary gives on failure too. */
-		if (status != CL_SUCCESS && c->out && c->op != CMX_OP_CreateProgramWithBinary)
+		 * filled), except where the schema says keepouts: the
+		 * binaries' statuses, which clCreateProgramWithBinary gives on
+		 * failure too. */
+		if (status != CL_SUCCESS && c->out && !(c->oi->flags & CMX_OPF_KEEPOUTS))
 			memset(c->out, 0, c->oi->out->size);
 		if (!s->closed) {
 			reply(s, c->seq, status, c->oi->out, c->out, c->rbulk,
@@ -374,7 +357,8 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 		      uint8_t *bulk)
 {
 	const struct cmx_opinfo *oi = cmx_op_info(h->op);
-	size_t insz = oi->in->size, outsz = oi->out ? oi->out->size : 0;
+	int sync = !!(h->flags & CMX_HDR_SYNC);
+	size_t insz = oi->in->size, outsz = sync ? oi->out->size : 0;
 	size_t off_in = (sizeof(struct cmx_call) + 7) & ~(size_t)7;
 	size_t off_out = off_in + ((insz + 7) & ~(size_t)7);
 	size_t off_args = off_out + ((outsz + 7) & ~(size_t)7);
@@ -390,7 +374,8 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 	}
 	memset(c, 0, off_args);
 	c->in = (char *)c + off_in;
-	c->out = outsz ? (char *)c + off_out : NULL;
+	/* A sync call's outputs; an async one has none (out == NULL). */
+	c->out = sync ? (char *)c + off_out : NULL;
 	c->args = (uint8_t *)c + off_args;
 	memcpy(c->args, args, h->size);
 	if (cmx_codec_decode(oi->in, c->args, h->size, c->in)) {
@@ -401,6 +386,7 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 	c->s = s;
 	c->oi = oi;
 	c->op = h->op;
+	c->sync = (uint8_t)sync;
 	c->seq = h->seq;
 	c->bulk = bulk;
 	c->bulk_len = h->bulk;
@@ -412,7 +398,7 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 		c->bulk = NULL;
 		c->bulk_len = 0;
 	}
-	if (oi->flags & CMX_OPF_SYNC)
+	if (sync)
 		s->sync_calls++;
 	cmx_session_ref(s);
 	status = resolve_all(c);

@@ -20,6 +20,9 @@ struct cmx_call {
 	struct cmx_session *s;
 	const struct cmx_opinfo *oi;
 	uint16_t op;
+	/* Sent sync (CMX_HDR_SYNC): replied to; else a failure is recorded
+	 * and answered with the call's answer= notification. */
+	uint8_t sync;
 	uint32_t seq;
 	/* The request's payload; a handler that keeps it sets bulk to NULL and
 	 * frees it itself. */
@@ -61,8 +64,19 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 /* Finishes a call: replies (sync calls) or records the failure of an async
  * one, then frees it. Runs on the loop. */
 void cmx_call_done(struct cmx_call *c, int status);
-/* The call's `tag` argument (a notification it promised), 0 when none. */
+/* The tag the call's answer= notification answers (schema/README.md), 0
+ * when it has none. */
 uint64_t cmx_call_tag(const struct cmx_call *c);
+
+/* The queue the call names (its field with the queue= attribute); a
+ * reference to id 0 and no handle when it names none. */
+static inline const struct cmx_ref *cmx_call_queue(const struct cmx_call *c)
+{
+	static const struct cmx_ref none;
+
+	return c->oi->queue < 0 ? &none
+				: (const struct cmx_ref *)((const char *)c->in + c->oi->queue);
+}
 /* Where a read's `size` bytes land: the guest's area block when it gave one
  * (NULL if too small), else fresh staging. Sets rbulk, rbulk_len. */
 void *cmx_call_read_buffer(struct cmx_call *c, uint64_t size);

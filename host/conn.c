@@ -486,7 +486,7 @@ static int rx_parse(struct cmx_conn *c)
 			 * of the shared area; a guest that points outside it is
 			 * malformed. */
 			uint8_t *blk = c->sess && c->sess->area
-					   ? cmx_area_take(c->sess->area, h.reserved, h.bulk)
+					   ? cmx_area_take(c->sess->area, h.area_off, h.bulk)
 					   : NULL;
 			if (!blk)
 				return -EFAULT;

@@ -9,6 +9,7 @@
 #include "loop.h"
 #include "peer.h"
 #include "pending.h"
+#include "proto.gen.h"
 #include "tenant.h"
 #include "wire.h"
 
@@ -20,7 +21,9 @@ struct cmx_session;
 struct cmx_xfer;
 struct seg;
 
-enum cmx_conn_role { CMX_ROLE_NEW, CMX_ROLE_CALL, CMX_ROLE_NOTIFY, CMX_ROLE_LANE };
+/* A connection's role is the Hello's (enum cmx_role of the schema), or
+ * this before its Hello. */
+#define CMX_ROLE_NEW 0
 
 #define CMX_CONN_IOV 64
 
@@ -43,7 +46,7 @@ struct cmx_conn {
 	int refs; /* the owner, plus one per submission in flight */
 	int dead;
 	int closing; /* ends once its output is written (a refused Auth) */
-	enum cmx_conn_role role;
+	uint8_t role; /* enum cmx_role, or CMX_ROLE_NEW */
 	struct cmx_session *sess;
 	/* Who connected (host/peer.h); auth: the listener's tokens, which an
 	 * Auth message must match before Hello (NULL: none asked). */

@@ -18,7 +18,7 @@
 
 void cmx_event_bind(struct cmx_call *c, const struct cmx_ref *ev, cl_event e)
 {
-	struct cmx_obj *q = cmx_session_obj(c->s, ((struct cmx_ref *)c->in)->id, CMX_K_QUEUE);
+	struct cmx_obj *q = cmx_session_obj(c->s, cmx_call_queue(c)->id, CMX_K_QUEUE);
 
 	if (!e)
 		return;
@@ -274,7 +274,7 @@ cl_bool cmx_exec_block_short(struct cmx_call *c, uint64_t size, uint64_t nwait)
 	if (!cmx_srv->short_blocking || size > CMX_SHORT_BLOCK_MAX || nwait ||
 	    !cmx_sched_alone(c->s->tenant))
 		return CL_FALSE;
-	q = cmx_session_obj(c->s, ((struct cmx_ref *)c->in)->id, CMX_K_QUEUE);
+	q = cmx_session_obj(c->s, cmx_call_queue(c)->id, CMX_K_QUEUE);
 	if (!q || (q->flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))
 		return CL_FALSE;
 	/* Behind running work (or a command the scheduler holds, or a fill
@@ -318,7 +318,7 @@ static int defer_wait(struct cmx_call *c, cl_event e, cl_command_queue q,
 
 int cmx_defer_wait(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status))
 {
-	return defer_wait(c, e, ((struct cmx_ref *)c->in)->h, fin);
+	return defer_wait(c, e, cmx_call_queue(c)->h, fin);
 }
 
 int cmx_defer_wait_event(struct cmx_call *c, cl_event e,

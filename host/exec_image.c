@@ -257,20 +257,13 @@ static int write_image(struct cmx_call *c, struct cmx_WriteImage_in *in, int syn
 	return cmx_write_staged(c, e, ev, &in->event, sync);
 }
 
-int cmx_h_WriteImage(struct cmx_call *c, struct cmx_WriteImage_in *in)
+int cmx_h_WriteImage(struct cmx_call *c, struct cmx_WriteImage_in *in,
+		     struct cmx_WriteImage_out *out)
 {
-	return write_image(c, in, 0);
+	return write_image(c, in, c->sync);
 }
 
-int cmx_h_WriteImageSync(struct cmx_call *c, struct cmx_WriteImageSync_in *in,
-			 struct cmx_WriteImageSync_out *out)
-{
-	_Static_assert(sizeof(struct cmx_WriteImageSync_in) == sizeof(struct cmx_WriteImage_in),
-		       "the two image writes share one layout");
-	return write_image(c, (struct cmx_WriteImage_in *)in, 1);
-}
-
-static int read_image(struct cmx_call *c, struct cmx_ReadImageSync_in *in, int sync)
+static int read_image(struct cmx_call *c, struct cmx_ReadImage_in *in, int sync)
 {
 	size_t o[3], r[3];
 	uint64_t bytes;
@@ -288,17 +281,10 @@ static int read_image(struct cmx_call *c, struct cmx_ReadImageSync_in *in, int s
 	return cmx_read_staged(c, e, ev, &in->event, sync);
 }
 
-int cmx_h_ReadImageSync(struct cmx_call *c, struct cmx_ReadImageSync_in *in,
-			struct cmx_ReadImageSync_out *out)
+int cmx_h_ReadImage(struct cmx_call *c, struct cmx_ReadImage_in *in,
+		     struct cmx_ReadImage_out *out)
 {
-	return read_image(c, in, 1);
-}
-
-int cmx_h_ReadImage(struct cmx_call *c, struct cmx_ReadImage_in *in)
-{
-	_Static_assert(offsetof(struct cmx_ReadImage_in, tag) == sizeof(struct cmx_ReadImageSync_in),
-		       "the async image read is the sync one plus a tag");
-	return read_image(c, (struct cmx_ReadImageSync_in *)in, 0);
+	return read_image(c, in, c->sync);
 }
 
 int cmx_h_CopyImage(struct cmx_call *c, struct cmx_CopyImage_in *in)

@@ -190,9 +190,9 @@ int cmx_h_ReleaseKernel(struct cmx_call *c, struct cmx_ReleaseKernel_in *in)
 }
 
 /*
- * An argument against its kind (struct karg): kind 0 carries bytes by
- * value, 1 a memory object, 2 no value (a __local size, or a NULL buffer),
- * 3 a sampler. The errors are clSetKernelArg's. A handle's size is the
+ * An argument against its kind (struct karg; enum cmx_arg): a value's
+ * bytes, a memory object, no value (a __local size, or a NULL buffer), a
+ * sampler. The errors are clSetKernelArg's. A handle's size is the
  * daemon's to give (the native handle's), whatever the call said.
  */
 static cl_int karg_check(struct cmx_call *c, const struct cmx_kargs *ka,
@@ -203,36 +203,38 @@ static cl_int karg_check(struct cmx_call *c, const struct cmx_kargs *ka,
 
 	switch (a->cls) {
 	case KA_BUFFER:
-		if (in->kind == 0 || in->kind == 3)
+		if (in->kind == CMX_ARG_VALUE || in->kind == CMX_ARG_SAMPLER)
 			return CL_INVALID_MEM_OBJECT;
-		if (in->kind == 2 && in->size != sizeof(cl_mem))
+		if (in->kind == CMX_ARG_LOCAL && in->size != sizeof(cl_mem))
 			return CL_INVALID_ARG_SIZE;
-		m = in->kind == 1 && in->mem.id ? cmx_session_obj(c->s, in->mem.id, CMX_K_MEM)
-						: NULL;
+		m = in->kind == CMX_ARG_MEM && in->mem.id
+			? cmx_session_obj(c->s, in->mem.id, CMX_K_MEM)
+			: NULL;
 		return m && m->ext ? CL_INVALID_MEM_OBJECT : CL_SUCCESS;
 	case KA_IMAGE:
-		if (in->kind == 2 || (in->kind == 1 && !in->mem.id))
+		if (in->kind == CMX_ARG_LOCAL || (in->kind == CMX_ARG_MEM && !in->mem.id))
 			return CL_INVALID_ARG_VALUE;
-		if (in->kind != 1)
+		if (in->kind != CMX_ARG_MEM)
 			return CL_INVALID_MEM_OBJECT;
 		m = cmx_session_obj(c->s, in->mem.id, CMX_K_MEM);
 		if (!m || !m->ext || (a->image && cmx_image_type(m) != a->image))
 			return CL_INVALID_MEM_OBJECT;
 		return CL_SUCCESS;
 	case KA_LOCAL:
-		if (in->kind != 2)
+		if (in->kind != CMX_ARG_LOCAL)
 			return CL_INVALID_ARG_VALUE;
 		break;
 	case KA_SAMPLER:
-		return in->kind != 3 || !in->sampler.id ? CL_INVALID_SAMPLER : CL_SUCCESS;
+		return in->kind != CMX_ARG_SAMPLER || !in->sampler.id ? CL_INVALID_SAMPLER
+								      : CL_SUCCESS;
 	case KA_VALUE:
 		/* A handle's bytes would tell the kernel the daemon's
 		 * addresses. */
-		if (in->kind != 0)
+		if (in->kind != CMX_ARG_VALUE)
 			return CL_INVALID_ARG_VALUE;
 		return a->size && in->size != a->size ? CL_INVALID_ARG_SIZE : CL_SUCCESS;
 	default:
-		if (in->kind != 2)
+		if (in->kind != CMX_ARG_LOCAL)
 			return CL_SUCCESS;
 	}
 	/* A __local size: PoCL 3.1 takes any, and aborts the daemon at launch
@@ -283,8 +285,10 @@ int cmx_h_SetKernelArg(struct cmx_call *c, struct cmx_SetKernelArg_in *in)
 	cl_kernel k = in->kernel.h;
 	cl_int e;
 
-	if (in->kind > 3 || (in->kind == 0 && in->value.len != in->size))
-		return in->kind > 3 ? CL_INVALID_VALUE : CL_INVALID_ARG_SIZE;
+	if (!cmx_arg_valid(in->kind))
+		return CL_INVALID_VALUE;
+	if (in->kind == CMX_ARG_VALUE && in->value.len != in->size)
+		return CL_INVALID_ARG_SIZE;
 	if (!ka || in->index >= ka->nargs)
 		return ka ? CL_INVALID_ARG_INDEX : CL_INVALID_KERNEL;
 	e = karg_check(c, ka, in);
@@ -293,23 +297,24 @@ int cmx_h_SetKernelArg(struct cmx_call *c, struct cmx_SetKernelArg_in *in)
 	/* Held launches keep the arguments they were enqueued with. */
 	cmx_sched_kernel_arg(c, in->kernel.id, &k);
 	switch (in->kind) {
-	case 0:
+	case CMX_ARG_VALUE:
 		if (ka->a[idx].cls == KA_VALUE && ka->a[idx].size)
 			e = clSetKernelArg(k, idx, in->size, in->value.ptr);
 		else
 			e = value_set_unknown(k, idx, ka, in->value.ptr, in->size);
 		break;
-	case 1:
+	case CMX_ARG_MEM:
 		e = clSetKernelArg(k, idx, sizeof(m), &m);
 		break;
-	case 2:
+	case CMX_ARG_LOCAL:
 		e = clSetKernelArg(k, idx, in->size, NULL);
 		break;
+	case CMX_ARG_SAMPLER:
 	default:
 		e = clSetKernelArg(k, idx, sizeof(smp), &smp);
 	}
 	if (e == CL_SUCCESS && (ka->a[idx].cls == KA_LOCAL || ka->a[idx].cls == KA_UNKNOWN))
-		ka->a[idx].local = in->kind == 2 ? in->size : 0;
+		ka->a[idx].local = in->kind == CMX_ARG_LOCAL ? in->size : 0;
 	return e;
 }
 

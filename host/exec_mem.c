@@ -233,17 +233,10 @@ static int write_buffer(struct cmx_call *c, struct cmx_WriteBuffer_in *in, int s
 	return write_staged(c, e, ev, &in->event, sync);
 }
 
-int cmx_h_WriteBuffer(struct cmx_call *c, struct cmx_WriteBuffer_in *in)
+int cmx_h_WriteBuffer(struct cmx_call *c, struct cmx_WriteBuffer_in *in,
+		      struct cmx_WriteBuffer_out *out)
 {
-	return write_buffer(c, in, 0);
-}
-
-int cmx_h_WriteBufferSync(struct cmx_call *c, struct cmx_WriteBufferSync_in *in,
-			  struct cmx_WriteBufferSync_out *out)
-{
-	_Static_assert(sizeof(struct cmx_WriteBufferSync_in) == sizeof(struct cmx_WriteBuffer_in),
-		       "the two writes share one layout");
-	return write_buffer(c, (struct cmx_WriteBuffer_in *)in, 1);
+	return write_buffer(c, in, c->sync);
 }
 
 /* A rect of the buffer `id`: its origin, region and pitches (0 filled in
@@ -285,18 +278,10 @@ static int write_rect(struct cmx_call *c, struct cmx_WriteBufferRect_in *in, int
 	return write_staged(c, e, ev, &in->event, sync);
 }
 
-int cmx_h_WriteBufferRect(struct cmx_call *c, struct cmx_WriteBufferRect_in *in)
+int cmx_h_WriteBufferRect(struct cmx_call *c, struct cmx_WriteBufferRect_in *in,
+			  struct cmx_WriteBufferRect_out *out)
 {
-	return write_rect(c, in, 0);
-}
-
-int cmx_h_WriteBufferRectSync(struct cmx_call *c, struct cmx_WriteBufferRectSync_in *in,
-			      struct cmx_WriteBufferRectSync_out *out)
-{
-	_Static_assert(sizeof(struct cmx_WriteBufferRectSync_in) ==
-			   sizeof(struct cmx_WriteBufferRect_in),
-		       "the two rect writes share one layout");
-	return write_rect(c, (struct cmx_WriteBufferRect_in *)in, 1);
+	return write_rect(c, in, c->sync);
 }
 
 /* Reads land in staging; a sync call replies with it, an async one sends it
@@ -347,7 +332,7 @@ static void *staging(struct cmx_call *c, uint64_t size)
 /* A large read on a CPU device, sent from the mapped buffer (host/land.c):
  * the reply (or ReadDone) leaves when the map completes; the guest's event
  * is the unmap's, which waits until the data has left. */
-static int read_mapped(struct cmx_call *c, struct cmx_ReadBufferSync_in *in, int sync, int *e)
+static int read_mapped(struct cmx_call *c, struct cmx_ReadBuffer_in *in, int sync, int *e)
 {
 	cl_event map_ev, done_ev;
 
@@ -362,7 +347,7 @@ static int read_mapped(struct cmx_call *c, struct cmx_ReadBufferSync_in *in, int
 	return 1;
 }
 
-static int read_buffer(struct cmx_call *c, struct cmx_ReadBufferSync_in *in, int sync)
+static int read_buffer(struct cmx_call *c, struct cmx_ReadBuffer_in *in, int sync)
 {
 	cl_event ev;
 	void *dst;
@@ -388,19 +373,13 @@ static int read_buffer(struct cmx_call *c, struct cmx_ReadBufferSync_in *in, int
 	return read_staged(c, e, ev, &in->event, sync);
 }
 
-int cmx_h_ReadBufferSync(struct cmx_call *c, struct cmx_ReadBufferSync_in *in,
-			 struct cmx_ReadBufferSync_out *out)
+int cmx_h_ReadBuffer(struct cmx_call *c, struct cmx_ReadBuffer_in *in,
+		     struct cmx_ReadBuffer_out *out)
 {
-	return read_buffer(c, in, 1);
+	return read_buffer(c, in, c->sync);
 }
 
-int cmx_h_ReadBuffer(struct cmx_call *c, struct cmx_ReadBuffer_in *in)
-{
-	/* The same fields as the sync read, then the tag. */
-	return read_buffer(c, (struct cmx_ReadBufferSync_in *)in, 0);
-}
-
-static int read_rect(struct cmx_call *c, struct cmx_ReadBufferRectSync_in *in, int sync)
+static int read_rect(struct cmx_call *c, struct cmx_ReadBufferRect_in *in, int sync)
 {
 	size_t o[3], r[3], zero[3] = {0, 0, 0}, row = in->row_pitch, slice = in->slice_pitch;
 	cl_event ev;
@@ -417,15 +396,10 @@ static int read_rect(struct cmx_call *c, struct cmx_ReadBufferRectSync_in *in, i
 	return read_staged(c, e, ev, &in->event, sync);
 }
 
-int cmx_h_ReadBufferRectSync(struct cmx_call *c, struct cmx_ReadBufferRectSync_in *in,
-			     struct cmx_ReadBufferRectSync_out *out)
+int cmx_h_ReadBufferRect(struct cmx_call *c, struct cmx_ReadBufferRect_in *in,
+			 struct cmx_ReadBufferRect_out *out)
 {
-	return read_rect(c, in, 1);
-}
-
-int cmx_h_ReadBufferRect(struct cmx_call *c, struct cmx_ReadBufferRect_in *in)
-{
-	return read_rect(c, (struct cmx_ReadBufferRectSync_in *)in, 0);
+	return read_rect(c, in, c->sync);
 }
 
 /* Copies and fills take the device like kernels: scheduled (host/scheduler.c). */
@@ -615,7 +589,7 @@ static struct cmx_amap *amap_take(struct cmx_session *s, uint64_t mem, const voi
 	return NULL;
 }
 
-static int map_buffer(struct cmx_call *c, struct cmx_MapBufferSync_in *in, int sync)
+static int map_buffer(struct cmx_call *c, struct cmx_MapBuffer_in *in, int sync)
 {
 	void *want = area_ptr(c, in->mem.h, in->offset, in->size), *p;
 	cl_event ev;
@@ -646,17 +620,10 @@ static int map_buffer(struct cmx_call *c, struct cmx_MapBufferSync_in *in, int s
 	return CL_SUCCESS;
 }
 
-int cmx_h_MapBuffer(struct cmx_call *c, struct cmx_MapBuffer_in *in)
+int cmx_h_MapBuffer(struct cmx_call *c, struct cmx_MapBuffer_in *in,
+		     struct cmx_MapBuffer_out *out)
 {
-	_Static_assert(sizeof(struct cmx_MapBufferSync_in) == sizeof(struct cmx_MapBuffer_in),
-		       "the two maps share one layout");
-	return map_buffer(c, (struct cmx_MapBufferSync_in *)in, 0);
-}
-
-int cmx_h_MapBufferSync(struct cmx_call *c, struct cmx_MapBufferSync_in *in,
-			struct cmx_MapBufferSync_out *out)
-{
-	return map_buffer(c, in, 1);
+	return map_buffer(c, in, c->sync);
 }
 
 int cmx_h_UnmapBuffer(struct cmx_call *c, struct cmx_UnmapBuffer_in *in)

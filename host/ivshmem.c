@@ -296,25 +296,6 @@ static void *beat_main(void *arg)
 	return arg;
 }
 
-/* "64M", "1G", "4096": bytes, or 0 when malformed. */
-static uint64_t parse_size(const char *v)
-{
-	char *end;
-	unsigned long long n = strtoull(v, &end, 10);
-	unsigned shift = 0;
-
-	if (!*v || end == v)
-		return 0;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	}
-	if (*end || n > (MAX_SIZE >> shift))
-		return 0;
-	return (uint64_t)n << shift;
-}
-
 static int parse(struct region *r, struct cmx_server *srv, const char *spec, char *err,
 		 size_t errlen)
 {
@@ -344,8 +325,8 @@ static int parse(struct region *r, struct cmx_server *srv, const char *spec, cha
 	r->gid = perm.gid;
 	strcpy(r->path, a.path);
 	/* QEMU maps the file as a PCI BAR: a power of two. */
-	if (cmx_addr_opt(&a, "size", val, sizeof(val)) || !(r->size = parse_size(val)) ||
-	    r->size < MIN_SIZE || (r->size & (r->size - 1))) {
+	if (cmx_addr_opt(&a, "size", val, sizeof(val)) || cmx_size_parse(val, &r->size) ||
+	    r->size < MIN_SIZE || r->size > MAX_SIZE || (r->size & (r->size - 1))) {
 		snprintf(err, errlen, "needs size=SIZE, a power of two from 4M (64M, 1G): %s", spec);
 		return -EINVAL;
 	}

@@ -92,9 +92,8 @@ struct cmx_land *cmx_land_open(struct cmx_conn *c, const struct cmx_hdr *h, cons
 	struct cmx_land *l;
 	cl_int e;
 
-	_Static_assert(sizeof(struct cmx_WriteBufferSync_in) == sizeof(in), "one layout");
 	if (!s || s->area || c->role != CMX_ROLE_CALL || h->bulk < CMX_LAND_MIN ||
-	    (h->op != CMX_OP_WriteBuffer && h->op != CMX_OP_WriteBufferSync) ||
+	    h->op != CMX_OP_WriteBuffer ||
 	    (h->flags & (CMX_HDR_LZ4 | CMX_HDR_AREA)))
 		return NULL;
 	/* The arguments are checked again, in full, when the call is

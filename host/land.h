@@ -17,11 +17,12 @@ struct cmx_land;
  * microseconds, a copy of 1 MiB less than a hundred. */
 #define CMX_LAND_MIN (1u << 20)
 
-/* At the header of a WriteBuffer(Sync) whose payload (h->bulk bytes) is
- * still to come on c: a landing (the region of the native buffer mapped for
- * writing) when the payload may be received straight into it, else NULL
- * (staging). Only when nothing on the queue can still touch the buffer:
- * every earlier command done, or only the unmap of the previous landing. */
+/* At the header of a WriteBuffer, sync or async, whose payload (h->bulk
+ * bytes) is still to come on c: a landing (the region of the native buffer
+ * mapped for writing) when the payload may be received straight into it,
+ * else NULL (staging). Only when nothing on the queue can still touch the
+ * buffer: every earlier command done, or only the unmap of the previous
+ * landing. */
 struct cmx_land *cmx_land_open(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args);
 /* Where the payload goes. */
 void *cmx_land_ptr(const struct cmx_land *l);

@@ -12,7 +12,7 @@ struct cmx_conn;
 struct cmx_session;
 struct cmx_xfer;
 
-/* Hello with role 2 on c: makes it a lane of s. 0 or -errno. */
+/* Hello with role lane on c: makes it a lane of s. 0 or -errno. */
 int cmx_lane_attach(struct cmx_session *s, struct cmx_conn *c);
 /* A lane connection ended: the session loses it. */
 void cmx_lane_detach(struct cmx_session *s, struct cmx_conn *c);

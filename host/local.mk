@@ -30,15 +30,15 @@ check_PROGRAMS += host/tests/test_auth
 TESTS += host/tests/test_auth
 host_tests_test_auth_SOURCES = host/tests/test_auth.c host/auth.c host/peer.c
 host_tests_test_auth_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host
-host_tests_test_auth_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-host_tests_test_auth_LDADD = $(CHECK_LIBS)
+host_tests_test_auth_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS) $(SSL_CFLAGS)
+host_tests_test_auth_LDADD = $(CHECK_LIBS) $(SSL_LIBS)
 check_PROGRAMS += host/tests/test_config
 TESTS += host/tests/test_config
 host_tests_test_config_SOURCES = host/tests/test_config.c host/conffile.c host/tenant.c host/text.c \
 	host/sandbox.c
 host_tests_test_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host
 host_tests_test_config_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
-host_tests_test_config_LDADD = $(CHECK_LIBS)
+host_tests_test_config_LDADD = transport/libcmxtransport.la $(CHECK_LIBS)
 
 if HAVE_LIBVIRT
 check_PROGRAMS += host/tests/test_domxml

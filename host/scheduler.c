@@ -1219,8 +1219,8 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 {
 	struct cmx_sched *sc = cmx_srv->sched;
 	struct cmx_tenant *t = c->s->tenant;
-	struct cmx_obj *q = cmx_session_obj(c->s, ((struct cmx_ref *)c->in)->id, CMX_K_QUEUE);
-	int holdable = c->op == CMX_OP_EnqueueKernel, after_held = 0;
+	struct cmx_obj *q = cmx_session_obj(c->s, cmx_call_queue(c)->id, CMX_K_QUEUE);
+	int holdable = !!(c->oi->flags & CMX_OPF_HOLDABLE), after_held = 0;
 	uint64_t now;
 	struct cmx_gate *g;
 	struct lane *l;
@@ -1313,7 +1313,7 @@ int cmx_sched_hold(struct cmx_sched_cmd *cmd, struct cmx_call *c, const struct c
 	struct cmx_sched *sc = cmx_srv->sched;
 	struct cmx_gate *g = cmd->g;
 	struct cmx_tenant *t = g->t;
-	struct cmx_obj *q = cmx_session_obj(c->s, ((struct cmx_ref *)c->in)->id, CMX_K_QUEUE);
+	struct cmx_obj *q = cmx_session_obj(c->s, cmx_call_queue(c)->id, CMX_K_QUEUE);
 	struct lane *l = lane_get(sc, g);
 	cl_int e = CL_OUT_OF_HOST_MEMORY;
 
@@ -1418,7 +1418,7 @@ void cmx_sched_release_queue(struct cmx_call *c)
 
 	if (!sc || !sc->held)
 		return;
-	l = lane_find(sc, ((struct cmx_ref *)c->in)->h);
+	l = lane_find(sc, cmx_call_queue(c)->h);
 	if (l && l->held_last)
 		release_upto(sc, l->held_last);
 }
@@ -1432,14 +1432,17 @@ int cmx_sched_resolve(struct cmx_call *c)
 
 	/* Held commands of this session, hence placeholders, exist only while
 	 * something is held; kernels sort theirs out in cmx_sched_begin(). */
-	if (!sc || !sc->held || c->op == CMX_OP_EnqueueKernel || c->op == CMX_OP_GetEventInfo)
+	if (!sc || !sc->held || (c->oi->flags & CMX_OPF_HOLDABLE))
 		return 0;
+	if (c->oi->queue >= 0)
+		l = lane_find(sc, cmx_call_queue(c)->h);
 	for (unsigned i = 0; i < d->nfields; i++) {
 		const struct cmx_field *f = &d->fields[i];
 		void *p = (char *)c->in + f->offset;
-		if (f->type == CMX_T_ID && f->kind == CMX_K_QUEUE && i == 0) {
-			l = lane_find(sc, ((struct cmx_ref *)p)->h);
-		} else if (f->type == CMX_T_ID && f->kind == CMX_K_EVENT) {
+		/* An event only looked at (GetEventInfo) keeps its command held. */
+		if (f->flags & CMX_F_PEEK)
+			continue;
+		if (f->type == CMX_T_ID && f->kind == CMX_K_EVENT) {
 			struct cmx_gate *g = ph_find(sc, ((struct cmx_ref *)p)->h);
 			if (g)
 				g->exposed = 1;
@@ -1450,7 +1453,7 @@ int cmx_sched_resolve(struct cmx_call *c)
 				if (g)
 					g->exposed = 1;
 			}
-			enqueue |= !strcmp(f->name, "wait");
+			enqueue |= !!(f->flags & CMX_F_WAITLIST);
 		}
 	}
 	if (!l || !l->held_last)
@@ -1461,7 +1464,7 @@ int cmx_sched_resolve(struct cmx_call *c)
 	 * go first, out of turn. */
 	if (enqueue)
 		release_upto(sc, l->held_last);
-	else if (c->op == CMX_OP_Finish)
+	else if (c->oi->queue_use == CMX_QUEUE_FINISH)
 		l->held_last->exposed = 1;
 	return 0;
 }

@@ -11,6 +11,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "addr.h"
+
 #define WIN_SLOTS   6
 #define WIN_SLOT_NS (10ull * 1000 * 1000 * 1000)
 
@@ -187,46 +189,6 @@ uint64_t cmx_tenant_minute_ns(const struct cmx_tenant *t, uint64_t now)
 	return sum;
 }
 
-/* "2G", "512M", "1.5G", "4096", "1GiB": bytes (binary multiples). */
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	double v;
-	uint64_t mul = 1;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno || end == s || v < 0)
-		return -EINVAL;
-	switch (toupper((unsigned char)*end)) {
-	case 'K':
-		mul = 1ull << 10;
-		break;
-	case 'M':
-		mul = 1ull << 20;
-		break;
-	case 'G':
-		mul = 1ull << 30;
-		break;
-	case 'T':
-		mul = 1ull << 40;
-		break;
-	}
-	if (mul > 1) {
-		end++;
-		if (*end == 'i')
-			end++;
-		if (*end == 'B')
-			end++;
-	} else if (*end == 'B') {
-		end++;
-	}
-	if (*end || v * (double)mul >= 18446744073709549568.0)
-		return -EINVAL;
-	*out = (uint64_t)(v * (double)mul);
-	return 0;
-}
-
 static int parse_uint(const char *s, uint64_t *out)
 {
 	char *end;
@@ -251,12 +213,12 @@ int cmx_quota_set(struct cmx_quota *q, const char *key, const char *value, char 
 	if (!strcmp(key, "mem")) {
 		if (none)
 			q->mem = CMX_UNLIMITED;
-		else if (parse_size(buf, &q->mem))
+		else if (cmx_size_parse(buf, &q->mem))
 			goto bad;
 	} else if (!strcmp(key, "build-mem")) {
 		if (none)
 			q->build_mem = CMX_UNLIMITED;
-		else if (parse_size(buf, &q->build_mem) || q->build_mem < (64ull << 20))
+		else if (cmx_size_parse(buf, &q->build_mem) || q->build_mem < (64ull << 20))
 			goto bad; /* below 64M no driver even loads */
 	} else if (!strcmp(key, "objects") || !strcmp(key, "inflight") ||
 		   !strcmp(key, "sessions") || !strcmp(key, "build-time") || !strcmp(key, "builds") ||
@@ -291,7 +253,7 @@ int cmx_quota_set(struct cmx_quota *q, const char *key, const char *value, char 
 			buf[n - 2] = '\0';
 		if (none)
 			q->rate = CMX_UNLIMITED;
-		else if (parse_size(buf, &q->rate) || !q->rate)
+		else if (cmx_size_parse(buf, &q->rate) || !q->rate)
 			goto bad;
 	} else {
 		snprintf(why, whylen,

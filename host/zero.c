@@ -220,30 +220,17 @@ int cmx_zero_image(struct cmx_obj *ctx, cl_mem m, const uint64_t extent[3])
 	return zero_started(z, e, ev);
 }
 
-/* Calls on a queue that touch no memory: nothing to order. */
-static int orders_nothing(unsigned op)
-{
-	switch (op) {
-	case CMX_OP_ReleaseQueue:
-	case CMX_OP_GetQueueInfo:
-	case CMX_OP_Flush:
-	case CMX_OP_Finish:
-		return 1;
-	}
-	return 0;
-}
-
 int cmx_zero_order(struct cmx_call *c)
 {
-	const struct cmx_msgdesc *d = c->oi->in;
 	struct zero_queue *zq;
 	struct cmx_obj *q;
 	cl_int e;
 
-	if (!d->nfields || d->fields[0].type != CMX_T_ID || d->fields[0].kind != CMX_K_QUEUE ||
-	    orders_nothing(c->op))
+	/* Only a command enqueued on the queue touches memory: flushing,
+	 * finishing, querying or releasing the queue orders nothing. */
+	if (c->oi->queue_use != CMX_QUEUE_ENQUEUE)
 		return CL_SUCCESS;
-	q = cmx_session_obj(c->s, ((struct cmx_ref *)c->in)->id, CMX_K_QUEUE);
+	q = cmx_session_obj(c->s, cmx_call_queue(c)->id, CMX_K_QUEUE);
 	zq = q ? q->ext : NULL;
 	if (!zq || zq->seen == zq->z->epoch)
 		return CL_SUCCESS;

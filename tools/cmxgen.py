@@ -25,6 +25,14 @@ CL_ERRORS = {
     "CL_INVALID_EVENT_WAIT_LIST": -57, "CL_INVALID_EVENT": -58,
 }
 
+# What a call does on the queue its queue= field names (enum cmx_queue_use).
+QUEUE_USES = ["enqueue", "control", "finish"]
+
+# Call attributes (CMX_OPF_*): holdable: the scheduler may hold the
+# command back (a kernel launch); keepouts: a failed reply still carries its
+# outputs.
+CALL_ATTRS = {"holdable": "CMX_OPF_HOLDABLE", "keepouts": "CMX_OPF_KEEPOUTS"}
+
 GEN_NOTE = "/* generated from schema/ by tools/cmxgen.py: do not edit */\n"
 
 
@@ -36,6 +44,10 @@ class Field:
         self.kind = "none"
         self.max = 0
         self.err = 0
+        self.enum = None      # enum=NAME: the values a u64 may take
+        self.queue = None     # queue=USE: the call's queue, and what it does there
+        self.answer = None    # answer=Notify: the tag that notification answers
+        self.attrs = []       # what abi.lock records beside the type
         m = re.fullmatch(r"(u64|i64|bytes|str\??|u64\[\]|(new)?id(\?)?:(\w+)|id\[\]:(\w+))", spec)
         if not m:
             raise SyntaxError(f"{where}: bad type '{spec}'")
@@ -64,9 +76,30 @@ class Field:
                 self.max = int(v, 0)
             elif k == "err" and v in CL_ERRORS:
                 self.err = CL_ERRORS[v]
+            elif k == "enum" and v and self.type == "U64":
+                self.enum = v
+                self.attrs.append(o)
+            elif k == "queue" and v in QUEUE_USES and spec == "id:queue":
+                self.queue = v
+                self.attrs.append(o)
+            elif k == "answer" and v and self.type == "U64":
+                self.answer = v
+                self.attrs.append(o)
+            elif o == "poisoned" and self.type == "ID":
+                self.flags.append("CMX_F_POISONED")
+                self.attrs.append(o)
+            elif o == "waitlist" and spec == "id[]:event":
+                self.flags.append("CMX_F_WAITLIST")
+                self.attrs.append(o)
+            elif o == "peek" and spec == "id:event":
+                self.flags.append("CMX_F_PEEK")
+                self.attrs.append(o)
             else:
-                raise SyntaxError(f"{where}: bad option '{o}'")
+                raise SyntaxError(f"{where}: bad option '{o}' for {spec}")
         self.spec = spec
+
+    def lock_spec(self):
+        return "/".join([self.spec] + self.attrs)
 
     def ctype(self):
         return {"U64": "uint64_t", "I64": "int64_t", "ID": "struct cmx_ref",
@@ -85,13 +118,46 @@ class Call:
         self.outs = []
         self.bulk_in = False
         self.bulk_out = False
+        self.bulk_area = False    # an async read whose data may land in the area
+        self.attrs = []
         self.where = where
 
     def lock_line(self):
-        ins = ",".join(f.spec for f in self.ins) or "-"
-        outs = ",".join(f.spec for f in self.outs) or "-"
-        bulk = ("I" if self.bulk_in else "") + ("O" if self.bulk_out else "") or "-"
-        return f"0x{self.op:04x} {self.kind} {self.name} {self.mode} bulk={bulk} in={ins} out={outs}"
+        ins = ",".join(f.lock_spec() for f in self.ins) or "-"
+        outs = ",".join(f.lock_spec() for f in self.outs) or "-"
+        bulk = ("I" if self.bulk_in else "") + ("O" if self.bulk_out else "") + \
+            ("A" if self.bulk_area else "") or "-"
+        mode = ",".join([self.mode] + self.attrs)
+        return f"0x{self.op:04x} {self.kind} {self.name} {mode} bulk={bulk} in={ins} out={outs}"
+
+    def can_sync(self):
+        return self.mode in ("sync", "both")
+
+    def can_async(self):
+        return self.mode in ("async", "both")
+
+    def field_with(self, pred):
+        hits = [f for f in self.ins if pred(f)]
+        if len(hits) > 1:
+            raise SyntaxError(f"{self.where}: {self.name}: more than one such field")
+        return hits[0] if hits else None
+
+
+class Schema:
+    def __init__(self):
+        self.version = None       # the protocol version (`version N`)
+        self.enums = {}
+        self.calls = []
+
+
+class Enum:
+    def __init__(self, name, where):
+        self.name = name
+        self.values = []          # (name, number)
+        self.where = where
+
+    def lock_line(self):
+        return f"enum {self.name} " + ",".join(f"{n}={v}" for n, v in self.values)
 
 
 def parse(paths):
@@ -101,7 +167,8 @@ def parse(paths):
             files += sorted(os.path.join(p, f) for f in os.listdir(p) if f.endswith(".schema"))
         else:
             files.append(p)
-    calls, byop, byname = [], {}, {}
+    sch = Schema()
+    calls, byop, byname, enums = sch.calls, {}, {}, sch.enums
     for path in files:
         cur = None
         with open(path, encoding="utf-8") as fh:
@@ -111,9 +178,19 @@ def parse(paths):
                 if not line:
                     continue
                 words = line.split()
-                if words[0] in ("call", "notify"):
-                    if len(words) != 4 or words[3] not in ("async", "sync"):
-                        raise SyntaxError(f"{where}: expected '{words[0]} OPCODE Name async|sync'")
+                if words[0] == "version" and len(words) == 2:
+                    if sch.version is not None:
+                        raise SyntaxError(f"{where}: a second protocol version")
+                    sch.version = int(words[1], 0)
+                    cur = None
+                elif words[0] == "enum" and len(words) == 2:
+                    if words[1] in enums or not re.fullmatch(r"[a-z][a-z0-9_]*", words[1]):
+                        raise SyntaxError(f"{where}: bad or duplicate enum '{words[1]}'")
+                    cur = enums[words[1]] = Enum(words[1], where)
+                elif words[0] in ("call", "notify") and not raw[0].isspace():
+                    if len(words) < 4 or words[3] not in ("async", "sync", "both"):
+                        raise SyntaxError(f"{where}: expected '{words[0]} OPCODE Name "
+                                          "async|sync|both'")
                     op = int(words[1], 0)
                     if not 0x10 <= op < 0x8000:
                         raise SyntaxError(f"{where}: opcode out of range")
@@ -122,11 +199,20 @@ def parse(paths):
                     cur = Call(words[0], op, words[2], words[3], where)
                     if cur.kind == "notify" and cur.mode != "async":
                         raise SyntaxError(f"{where}: notifications are async")
+                    for a in words[4:]:
+                        if a not in CALL_ATTRS or a in cur.attrs:
+                            raise SyntaxError(f"{where}: bad call attribute '{a}'")
+                        cur.attrs.append(a)
                     calls.append(cur)
                     byop[op] = byname[cur.name] = cur
-                elif cur is None:
+                elif isinstance(cur, Enum) and raw[0].isspace():
+                    if len(words) != 2 or not re.fullmatch(r"[a-z][a-z0-9_]*", words[0]) or \
+                            words[0] in dict(cur.values):
+                        raise SyntaxError(f"{where}: expected 'NAME NUMBER' in enum {cur.name}")
+                    cur.values.append((words[0], int(words[1], 0)))
+                elif cur is None or isinstance(cur, Enum):
                     raise SyntaxError(f"{where}: field outside a call")
-                elif words[0] == "bulk" and len(words) == 2 and words[1] in ("in", "out"):
+                elif words[0] == "bulk" and len(words) == 2 and words[1] in ("in", "out", "area"):
                     setattr(cur, "bulk_" + words[1], True)
                 elif words[0] in ("in", "out") and len(words) >= 3:
                     f = Field(words[0], words[1], words[2], words[3:], where)
@@ -138,8 +224,29 @@ def parse(paths):
             raise SyntaxError(f"{c.where}: async call {c.name} cannot have outputs")
         if any(f.type == "NEWID" for f in c.outs):
             raise SyntaxError(f"{c.where}: newid is an input")
+        if c.bulk_area and (not c.can_async() or c.kind != "call"):
+            raise SyntaxError(f"{c.where}: 'bulk area' is for async calls")
+        for f in c.ins + c.outs:
+            if f.enum and f.enum not in enums:
+                raise SyntaxError(f"{c.where}: {c.name}.{f.name}: no enum '{f.enum}'")
+            if (f.queue or f.answer or f.flags) and f.direction == "out":
+                raise SyntaxError(f"{c.where}: {c.name}.{f.name}: attributes are for inputs")
+            if f.spec == "id:queue" and f.direction == "in" and not f.queue:
+                raise SyntaxError(f"{c.where}: {c.name}.{f.name}: an id:queue input says "
+                                  "what the call does there (queue=" + "|".join(QUEUE_USES) + ")")
+        c.queue = c.field_with(lambda f: f.queue)
+        c.tag = c.field_with(lambda f: f.answer)
+        if c.tag:
+            n = byname.get(c.tag.answer)
+            # A failed call answers with (tag, status) and no payload.
+            if not n or n.kind != "notify" or [(f.name, f.type) for f in n.ins] != \
+                    [("tag", "U64"), ("status", "I64")]:
+                raise SyntaxError(f"{c.where}: {c.name}: answer={c.tag.answer} is not a "
+                                  "notification of (tag u64, status i64)")
+    if sch.version is None:
+        sch.version = 0
     calls.sort(key=lambda c: c.op)
-    return calls
+    return sch
 
 
 def struct(name, fields):
@@ -158,30 +265,67 @@ def fieldtab(cname, fields):
     return f"static const struct cmx_field cmx_fields_{cname}[] = {{\n{''.join(rows)}}};\n"
 
 
-def gen_proto_h(calls):
+def gen_enum(e):
+    up = e.name.upper()
+    out = [f"enum cmx_{e.name} {{\n"]
+    out += [f"\tCMX_{up}_{n.upper()} = {v},\n" for n, v in e.values]
+    out.append("};\n\n")
+    conds = " || ".join(f"v == {v}" for _, v in e.values)
+    out.append(f"static inline int cmx_{e.name}_valid(uint64_t v)\n{{\n\treturn {conds};\n}}\n\n")
+    return "".join(out)
+
+
+def gen_proto_h(sch):
+    calls = sch.calls
     out = [GEN_NOTE, "#ifndef CMX_PROTO_GEN_H\n#define CMX_PROTO_GEN_H\n\n",
-           '#include "codec.h"\n#include "wire.h"\n\n', "enum cmx_op {\n",
-           "\tCMX_OP_REPLY = 0x0001,\n"]
+           '#include "codec.h"\n#include "wire.h"\n\n']
+    if sch.version:
+        out.append(f"#define CMX_PROTO_VERSION {sch.version}u\n\n")
+    out += [gen_enum(e) for e in sch.enums.values()]
+    out += ["enum cmx_op {\n", "\tCMX_OP_REPLY = 0x0001,\n"]
     out += [f"\tCMX_OP_{c.name} = 0x{c.op:04x},\n" for c in calls]
     out.append("};\n\n")
     out.append(f"#define CMX_OP_LIMIT 0x{(max(c.op for c in calls) + 1):04x}\n\n")
     for c in calls:
         out.append(struct(f"cmx_{c.name}_in", c.ins))
-        if c.mode == "sync":
+        if c.can_sync():
             out.append(struct(f"cmx_{c.name}_out", c.outs))
         out.append(f"extern const struct cmx_msgdesc cmx_desc_{c.name}_in;\n")
-        if c.mode == "sync":
+        if c.can_sync():
             out.append(f"extern const struct cmx_msgdesc cmx_desc_{c.name}_out;\n")
         out.append("\n")
-    out.append("""#define CMX_OPF_SYNC 0x1u
+    out.append("""#define CMX_OPF_SYNC 0x1u	/* may be sent sync (CMX_HDR_SYNC): it has a reply */
+#define CMX_OPF_ASYNC 0x80u	/* may be sent async: no reply */
 #define CMX_OPF_BULK_IN 0x2u
 #define CMX_OPF_BULK_OUT 0x4u
 #define CMX_OPF_NOTIFY 0x8u
+#define CMX_OPF_BULK_AREA 0x10u /* an async read whose data may land in an area block */
+#define CMX_OPF_HOLDABLE 0x20u	/* the scheduler may hold the command back */
+#define CMX_OPF_KEEPOUTS 0x40u	/* a failed reply still carries the outputs */
+
+/* What a call does on its queue (the field with the queue= attribute). */
+enum cmx_queue_use {
+	CMX_QUEUE_NONE,
+	CMX_QUEUE_ENQUEUE, /* enqueues a command there */
+	CMX_QUEUE_CONTROL, /* flushes, queries or releases it: no command */
+	CMX_QUEUE_FINISH,  /* waits for every command on it: no command */
+};
+
+/* The notification that answers a failed call's tag (answer=), in place of
+ * the data or the callback it promised. */
+struct cmx_answer {
+	uint64_t tag;
+	int64_t status;
+};
 
 struct cmx_opinfo {
 	const struct cmx_msgdesc *in;
-	const struct cmx_msgdesc *out; /* sync calls */
-	uint32_t flags;		       /* CMX_OPF_* */
+	const struct cmx_msgdesc *out;	  /* sync calls */
+	const struct cmx_msgdesc *answer; /* answers the tag when the call fails */
+	uint32_t flags;			  /* CMX_OPF_* */
+	int32_t queue;			  /* offset of the queue's struct cmx_ref in `in`; -1: none */
+	int32_t tag;			  /* offset of the answered tag (a uint64_t); -1: none */
+	uint8_t queue_use;		  /* enum cmx_queue_use */
 };
 
 /* Indexed by opcode; in == NULL for opcodes nobody defined. */
@@ -197,10 +341,16 @@ static inline const struct cmx_opinfo *cmx_op_info(unsigned op)
     return "".join(out)
 
 
-def gen_proto_c(calls):
+def gen_proto_c(sch):
+    calls = sch.calls
     out = [GEN_NOTE, '#include "proto.gen.h"\n\n#include <stddef.h>\n\n']
+    for name in sorted({c.tag.answer for c in calls if c.tag}):
+        out.append(f"_Static_assert(sizeof(struct cmx_{name}_in) == sizeof(struct cmx_answer) &&\n"
+                   f"\t       offsetof(struct cmx_{name}_in, status) == "
+                   f"offsetof(struct cmx_answer, status),\n\t       \"{name} answers a tag\");\n")
+    out.append("\n")
     for c in calls:
-        dirs = [("in", c.ins)] + ([("out", c.outs)] if c.mode == "sync" else [])
+        dirs = [("in", c.ins)] + ([("out", c.outs)] if c.can_sync() else [])
         for d, fields in dirs:
             cname = f"cmx_{c.name}_{d}"
             out.append(fieldtab(cname, fields))
@@ -209,24 +359,34 @@ def gen_proto_c(calls):
     out.append("const struct cmx_opinfo cmx_ops[CMX_OP_LIMIT] = {\n")
     for c in calls:
         flags = []
-        if c.mode == "sync":
+        if c.can_sync():
             flags.append("CMX_OPF_SYNC")
+        if c.can_async():
+            flags.append("CMX_OPF_ASYNC")
         if c.bulk_in:
             flags.append("CMX_OPF_BULK_IN")
         if c.bulk_out:
             flags.append("CMX_OPF_BULK_OUT")
         if c.kind == "notify":
             flags.append("CMX_OPF_NOTIFY")
-        outd = f"&cmx_desc_{c.name}_out" if c.mode == "sync" else "NULL"
-        out.append(f"\t[CMX_OP_{c.name}] = {{ &cmx_desc_{c.name}_in, {outd}, "
-                   f"{'|'.join(flags) or '0'} }},\n")
+        if c.bulk_area:
+            flags.append("CMX_OPF_BULK_AREA")
+        flags += [CALL_ATTRS[a] for a in c.attrs]
+        outd = f"&cmx_desc_{c.name}_out" if c.can_sync() else "NULL"
+        ans = f"&cmx_desc_{c.tag.answer}_in" if c.tag else "NULL"
+        q = f"offsetof(struct cmx_{c.name}_in, {c.queue.name})" if c.queue else "-1"
+        t = f"offsetof(struct cmx_{c.name}_in, {c.tag.name})" if c.tag else "-1"
+        use = f"CMX_QUEUE_{c.queue.queue.upper()}" if c.queue else "CMX_QUEUE_NONE"
+        out.append(f"\t[CMX_OP_{c.name}] = {{ &cmx_desc_{c.name}_in, {outd}, {ans},\n"
+                   f"\t\t{'|'.join(flags) or '0'}, {q}, {t}, {use} }},\n")
     out.append("};\n")
     return "".join(out)
 
 
-def gen_guest_h(calls):
+def gen_guest_h(sch):
     """Typed senders: async calls are queued in the session's batch; sync calls
     flush the batch and wait for the reply."""
+    calls = sch.calls
     out = [GEN_NOTE, "#ifndef CMX_STUBS_GEN_H\n#define CMX_STUBS_GEN_H\n\n",
            '#include "proto.gen.h"\n#include "session.h"\n\n']
     for c in calls:
@@ -234,11 +394,11 @@ def gen_guest_h(calls):
             continue
         bulk = ", const void *bulk, uint64_t bulk_len" if c.bulk_in else ""
         bargs = "bulk, bulk_len" if c.bulk_in else "NULL, 0"
-        if c.mode == "async":
+        if c.can_async():
             out.append(f"static inline int cmx_send_{c.name}(struct cmx_session *s, "
                        f"const struct cmx_{c.name}_in *in{bulk})\n{{\n"
                        f"\treturn cmx_session_send(s, &cmx_desc_{c.name}_in, in, {bargs});\n}}\n\n")
-        else:
+        if c.can_sync():
             dst = ", void *dst, uint64_t dst_len" if c.bulk_out else ""
             dargs = "dst, dst_len" if c.bulk_out else "NULL, 0"
             out.append(f"static inline int cmx_rpc_{c.name}(struct cmx_session *s, "
@@ -250,27 +410,30 @@ def gen_guest_h(calls):
     return "".join(out)
 
 
-def gen_host_h(calls):
+def gen_host_h(sch):
+    calls = sch.calls
     out = [GEN_NOTE, "#ifndef CMX_HANDLERS_GEN_H\n#define CMX_HANDLERS_GEN_H\n\n",
            '#include "proto.gen.h"\n\nstruct cmx_call;\n\n',
            "/* One hand-written handler per call (host/exec_*.c). It returns a cl_int,\n"
-           " * or CMX_DEFER when it will finish the call later with cmx_call_done(). */\n"]
+           " * or CMX_DEFER when it will finish the call later with cmx_call_done().\n"
+           " * A call that may be sent either way has out == NULL when sent async. */\n"]
     for c in calls:
         if c.kind == "notify":
             continue
-        outp = f", struct cmx_{c.name}_out *out" if c.mode == "sync" else ""
+        outp = f", struct cmx_{c.name}_out *out" if c.can_sync() else ""
         out.append(f"int cmx_h_{c.name}(struct cmx_call *c, struct cmx_{c.name}_in *in{outp});\n")
     out.append("\ntypedef int (*cmx_handler_fn)(struct cmx_call *c, void *in, void *out);\n"
                "extern const cmx_handler_fn cmx_handlers[CMX_OP_LIMIT];\n\n#endif\n")
     return "".join(out)
 
 
-def gen_host_c(calls):
+def gen_host_c(sch):
+    calls = sch.calls
     out = [GEN_NOTE, '#include "handlers.gen.h"\n\n#include <stddef.h>\n\n']
     for c in calls:
         if c.kind == "notify":
             continue
-        outa = ", out" if c.mode == "sync" else ""
+        outa = ", out" if c.can_sync() else ""
         out.append(f"static int shell_{c.name}(struct cmx_call *c, void *in, void *out)\n{{\n"
                    f"\t(void)out;\n\treturn cmx_h_{c.name}(c, in{outa});\n}}\n\n")
     out.append("const cmx_handler_fn cmx_handlers[CMX_OP_LIMIT] = {\n")
@@ -279,21 +442,50 @@ def gen_host_c(calls):
     return "".join(out)
 
 
-def check_lock(calls, lockpath, update):
-    """Opcodes and layouts are append-only: every locked line must still be
-    generated exactly; new calls are appended with --update-lock."""
-    have = {}
+def lock_entries(sch):
+    lines = [e.lock_line() for e in sch.enums.values()] + [c.lock_line() for c in sch.calls]
+    return {lock_key(v): v for v in lines}
+
+
+def lock_key(line):
+    w = line.split()
+    return w[0] + ":" + w[1] if w[0] == "enum" else w[0]
+
+
+def check_lock(sch, lockpath, update):
+    """Opcodes, enums and layouts are append-only within a protocol version:
+    every locked line must still be generated exactly, and new ones are
+    appended with --update-lock. A schema whose `version` is above the
+    lock's may change anything: --update-lock then writes a fresh lock for
+    that version."""
+    have, locked_version = {}, 1
     if os.path.exists(lockpath):
         with open(lockpath, encoding="utf-8") as fh:
             for line in fh:
                 line = line.strip()
-                if line and not line.startswith("#"):
-                    have[line.split()[0]] = line
-    now = {c.lock_line().split()[0]: c.lock_line() for c in calls}
+                if line.startswith("version "):
+                    locked_version = int(line.split()[1], 0)
+                elif line and not line.startswith("#"):
+                    have[lock_key(line)] = line
+    now = lock_entries(sch)
+    header = ("# clmux wire ABI: append-only within a protocol version, checked by make check\n"
+              f"version {sch.version}\n")
+    if sch.version < locked_version:
+        sys.stderr.write(f"cmxgen: the schema's version {sch.version} is below the locked "
+                         f"{locked_version}\n")
+        return 1
+    if sch.version > locked_version:
+        if not update:
+            sys.stderr.write(f"cmxgen: protocol version {sch.version} is not locked yet (the lock "
+                             f"is of {locked_version}): run 'make update-abi-lock'\n")
+            return 1
+        with open(lockpath, "w", encoding="utf-8") as fh:
+            fh.write(header + "".join(v + "\n" for v in now.values()))
+        return 0
     bad = [f"locked: {v}\n   now: {now.get(k, '(removed)')}" for k, v in have.items() if now.get(k) != v]
     if bad:
-        sys.stderr.write("cmxgen: the locked ABI changed (opcodes are append-only):\n" +
-                         "\n".join(bad) + "\n")
+        sys.stderr.write("cmxgen: the locked ABI changed; a change needs a new protocol "
+                         "version (schema `version`):\n" + "\n".join(bad) + "\n")
         return 1
     new = [v for k, v in now.items() if k not in have]
     if new and not update:
@@ -302,8 +494,8 @@ def check_lock(calls, lockpath, update):
         return 1
     if new:
         with open(lockpath, "a", encoding="utf-8") as fh:
-            if not have:
-                fh.write("# clmux wire ABI: append-only, checked by make check\n")
+            if not os.path.getsize(lockpath):
+                fh.write(header)
             fh.write("".join(v + "\n" for v in new))
     return 0
 
@@ -329,18 +521,18 @@ def main():
     ap.add_argument("--update-lock", action="store_true")
     a = ap.parse_args()
     try:
-        calls = parse(a.schema)
+        sch = parse(a.schema)
     except (SyntaxError, ValueError) as e:
         sys.stderr.write(f"cmxgen: {e}\n")
         return 1
-    if a.lock and check_lock(calls, a.lock, a.update_lock):
+    if a.lock and check_lock(sch, a.lock, a.update_lock):
         return 1
     gens = {"proto_h": gen_proto_h, "proto_c": gen_proto_c, "guest_h": gen_guest_h,
             "host_h": gen_host_h, "host_c": gen_host_c}
     for key, fn in gens.items():
         path = getattr(a, "out_" + key)
         if path:
-            write(path, fn(calls))
+            write(path, fn(sch))
     return 0
 
 

@@ -3,6 +3,7 @@
 // tcp:HOST:PORT, each optionally followed by ",key=value" options.
 #include "addr.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -190,6 +191,49 @@ int cmx_addr_opt(const struct cmx_addr *a, const char *key, char *val, size_t le
 		}
 	}
 	return -ENOENT;
+}
+
+int cmx_size_parse(const char *s, uint64_t *out)
+{
+	uint64_t n, f = 0, div = 1, part;
+	unsigned shift = 0;
+	char *p;
+
+	/* Digits, then perhaps a fraction: no sign or space, which strtoull
+	 * would take; and no strtod, whose decimal point is the locale's. */
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	n = strtoull(s, &p, 10);
+	if (errno)
+		return -EINVAL;
+	if (*p == '.') {
+		if (!isdigit((unsigned char)p[1]))
+			return -EINVAL;
+		/* Digits past the 15th are worth less than a byte, even of T. */
+		for (p++; isdigit((unsigned char)*p); p++)
+			if (div < 1000000000000000ull) {
+				f = f * 10 + (uint64_t)(*p - '0');
+				div *= 10;
+			}
+	}
+	switch (toupper((unsigned char)*p)) {
+	case 'K': shift = 10; break;
+	case 'M': shift = 20; break;
+	case 'G': shift = 30; break;
+	case 'T': shift = 40; break;
+	}
+	if (shift && *++p == 'i')
+		p++;
+	if (*p == 'B')
+		p++;
+	if (*p || n > (UINT64_MAX >> shift))
+		return -EINVAL;
+	part = (uint64_t)((double)f / (double)div * (double)(1ull << shift));
+	if ((n << shift) > UINT64_MAX - part)
+		return -EINVAL;
+	*out = (n << shift) + part;
+	return 0;
 }
 
 int cmx_addr_perm(const struct cmx_addr *a, struct cmx_addr_perm *p, char *err, size_t errlen)

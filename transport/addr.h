@@ -58,5 +58,9 @@ void cmx_addr_tune(int fd);
 /* The value of option `key` in a->opts into val, or -ENOENT. A bare key
  * (",tls") has the value "". */
 int cmx_addr_opt(const struct cmx_addr *a, const char *key, char *val, size_t len);
+/* A size as options and the configuration write it: "4096", "512M", "1.5G",
+ * "1GiB", "64KB" (K, M, G, T binary multiples; "i" and "B" optional; a
+ * fraction rounds down to a byte). 0, or -EINVAL. */
+int cmx_size_parse(const char *s, uint64_t *out);
 
 #endif

@@ -27,6 +27,10 @@ enum cmx_ftype {
 };
 
 #define CMX_F_NULLOK 0x1u /* id 0 (or an empty str) means "none" */
+/* Attributes of an argument (schema/README.md), for the host's checks: */
+#define CMX_F_POISONED 0x2u /* an id that may name a poisoned object, taken as it is */
+#define CMX_F_WAITLIST 0x4u /* the wait list of a command enqueued on the call's queue */
+#define CMX_F_PEEK 0x8u	    /* an event only looked at: a held command stays held */
 
 struct cmx_field {
 	const char *name;

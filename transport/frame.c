@@ -18,7 +18,8 @@ int cmx_frame_check_call(const struct cmx_hdr *h)
 		return -EBADMSG;
 	if (h->bulk > CMX_MAX_BULK)
 		return -EMSGSIZE;
-	if (!!(h->flags & CMX_HDR_SYNC) != !!(oi->flags & CMX_OPF_SYNC) ||
+	/* The schema says whether the call may be sent sync, async or both. */
+	if (!(oi->flags & (h->flags & CMX_HDR_SYNC ? CMX_OPF_SYNC : CMX_OPF_ASYNC)) ||
 	    (h->flags & ~(CMX_HDR_SYNC | CMX_HDR_AREA | CMX_HDR_LZ4)))
 		return -EBADMSG;
 	/* A compressed payload: one that travels in the stream, of a call
@@ -27,9 +28,11 @@ int cmx_frame_check_call(const struct cmx_hdr *h)
 	    (!h->bulk || (h->flags & CMX_HDR_AREA) || !(oi->flags & CMX_OPF_BULK_IN)))
 		return -EBADMSG;
 	/* An area block: the payload of a call with data, or the space where
-	 * a read's data is to land. */
-	if ((h->flags & CMX_HDR_AREA) && !(oi->flags & (CMX_OPF_BULK_IN | CMX_OPF_BULK_OUT)) &&
-	    h->op != CMX_OP_ReadBuffer && h->op != CMX_OP_ReadBufferRect)
+	 * a read's data is to land: a sync read's reply, or an async read's
+	 * that may land there (bulk area). */
+	if ((h->flags & CMX_HDR_AREA) &&
+	    !(oi->flags & (CMX_OPF_BULK_IN | (h->flags & CMX_HDR_SYNC ? CMX_OPF_BULK_OUT
+									: CMX_OPF_BULK_AREA))))
 		return -EBADMSG;
 	return 0;
 }

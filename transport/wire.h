@@ -15,23 +15,25 @@ struct cmx_hdr {
 	uint16_t op;	/* opcode: a call or notification of schema/, or CMX_OP_REPLY (1) */
 	uint16_t flags; /* CMX_HDR_* */
 	uint32_t seq;	/* caller's sequence number, echoed in the reply */
-	uint32_t reserved;
+	uint32_t area_off; /* with CMX_HDR_AREA: the payload's offset in the shared area; else 0 */
 	uint64_t bulk; /* payload bytes after the arguments */
 };
 
 #define CMX_HDR_SIZE 24u
 _Static_assert(sizeof(struct cmx_hdr) == CMX_HDR_SIZE, "header layout");
 
-#define CMX_HDR_SYNC 0x1u /* the sender waits for a CMX_OP_REPLY with this seq */
+/* The sender waits for a CMX_OP_REPLY with this seq; a call the schema
+ * marks `both` is sync or async as this bit says. */
+#define CMX_HDR_SYNC 0x1u
 /* The payload is not in the stream: it is the `bulk` bytes at offset
- * `reserved` of the session's shared area (docs/protocol.md). */
+ * `area_off` of the session's shared area (docs/protocol.md). */
 #define CMX_HDR_AREA 0x2u
 /* The payload is compressed (transport/compress.h): `bulk` counts the bytes
  * on the wire; only after Compress granted LZ4 (docs/protocol.md). */
 #define CMX_HDR_LZ4 0x4u
 
+/* Hello's magic; CMX_PROTO_VERSION is the schema's (proto.gen.h). */
 #define CMX_PROTO_MAGIC 0x31584d43u /* "CMX1" */
-#define CMX_PROTO_VERSION 1u
 
 /* Limits a receiver enforces before allocating anything. */
 #define CMX_MAX_ARGS (16u << 20)       /* encoded arguments of one message */

@@ -41,14 +41,15 @@ static void put_u(uint64_t v, unsigned bytes)
 }
 
 /* A message record; `area` places the payload in the data region at
- * block `blk`. */
+ * block `blk`. A call the schema lets go either way goes async unless
+ * `extra` has F_SYNC (a blocking transfer). */
 static void msgx(uint16_t op, const void *in, unsigned extra, const void *payload, size_t plen,
 		 unsigned blk)
 {
 	const struct cmx_opinfo *oi = cmx_op_info(op);
 	size_t sz = cmx_codec_size(oi->in, in);
 	unsigned char args[4096];
-	unsigned fl = extra | ((oi->flags & CMX_OPF_SYNC) ? F_SYNC : 0);
+	unsigned fl = extra | (!(oi->flags & CMX_OPF_ASYNC) ? F_SYNC : 0);
 
 	if (sz > sizeof(args) || sz / 8 > 255 || plen > 65535)
 		abort();
@@ -68,6 +69,12 @@ static void msgx(uint16_t op, const void *in, unsigned extra, const void *payloa
 static void msg(uint16_t op, const void *in, const void *payload, size_t plen)
 {
 	msgx(op, in, 0, payload, plen, 0);
+}
+
+/* The call sent sync: for one the schema lets go either way. */
+static void rpc(uint16_t op, const void *in, const void *payload, size_t plen)
+{
+	msgx(op, in, F_SYNC, payload, plen, 0);
 }
 
 static void begin(unsigned mode)
@@ -152,7 +159,8 @@ static void kernel(uint64_t id, uint64_t prog, const char *name)
 
 static void arg_mem(uint64_t k, uint64_t i, uint64_t mem)
 {
-	struct cmx_SetKernelArg_in a = {.kernel = REF(k), .index = i, .kind = 1, .mem = REF(mem)};
+	struct cmx_SetKernelArg_in a = {
+	    .kernel = REF(k), .index = i, .kind = CMX_ARG_MEM, .mem = REF(mem)};
 
 	msg(CMX_OP_SetKernelArg, &a, NULL, 0);
 }
@@ -160,14 +168,15 @@ static void arg_mem(uint64_t k, uint64_t i, uint64_t mem)
 static void arg_val(uint64_t k, uint64_t i, const void *v, size_t size)
 {
 	struct cmx_SetKernelArg_in a = {
-	    .kernel = REF(k), .index = i, .kind = 0, .size = size, .value = {v, size}};
+	    .kernel = REF(k), .index = i, .kind = CMX_ARG_VALUE, .size = size, .value = {v, size}};
 
 	msg(CMX_OP_SetKernelArg, &a, NULL, 0);
 }
 
 static void arg_local(uint64_t k, uint64_t i, uint64_t size)
 {
-	struct cmx_SetKernelArg_in a = {.kernel = REF(k), .index = i, .kind = 2, .size = size};
+	struct cmx_SetKernelArg_in a = {
+	    .kernel = REF(k), .index = i, .kind = CMX_ARG_LOCAL, .size = size};
 
 	msg(CMX_OP_SetKernelArg, &a, NULL, 0);
 }
@@ -199,9 +208,9 @@ static void seed_buffers(const char *dir)
 	struct cmx_WriteBuffer_in wb = {
 	    .queue = REF(G(2)), .mem = REF(G(3)), .offset = 64, .size = sizeof(data)};
 	msg(CMX_OP_WriteBuffer, &wb, data, sizeof(data));
-	struct cmx_ReadBufferSync_in rb = {
+	struct cmx_ReadBuffer_in rb = {
 	    .queue = REF(G(2)), .mem = REF(G(3)), .offset = 0, .size = 512};
-	msg(CMX_OP_ReadBufferSync, &rb, NULL, 0);
+	rpc(CMX_OP_ReadBuffer, &rb, NULL, 0);
 	struct cmx_WriteBufferRect_in wr = {.queue = REF(G(2)),
 					    .mem = REF(G(3)),
 					    .origin = {o3, 3},
@@ -209,12 +218,12 @@ static void seed_buffers(const char *dir)
 					    .row_pitch = 64,
 					    .slice_pitch = 0};
 	msg(CMX_OP_WriteBufferRect, &wr, data, 32);
-	struct cmx_ReadBufferRectSync_in rr = {.queue = REF(G(2)),
-					       .mem = REF(G(3)),
-					       .origin = {z3, 3},
-					       .region = {r3, 3},
-					       .row_pitch = 64};
-	msg(CMX_OP_ReadBufferRectSync, &rr, NULL, 0);
+	struct cmx_ReadBufferRect_in rr = {.queue = REF(G(2)),
+					   .mem = REF(G(3)),
+					   .origin = {z3, 3},
+					   .region = {r3, 3},
+					   .row_pitch = 64};
+	rpc(CMX_OP_ReadBufferRect, &rr, NULL, 0);
 	struct cmx_CopyBufferRect_in cr = {.queue = REF(G(2)),
 					   .src = REF(G(3)),
 					   .dst = REF(G(4)),
@@ -271,8 +280,8 @@ static void seed_kernel(const char *dir)
 	struct cmx_WaitForEvents_in we = {.events = {(const uint64_t[]){G(12)}, 1, NULL}};
 	msg(CMX_OP_WaitForEvents, &we, NULL, 0);
 	finish();
-	struct cmx_ReadBufferSync_in rb = {.queue = REF(G(2)), .mem = REF(G(3)), .size = 64};
-	msg(CMX_OP_ReadBufferSync, &rb, NULL, 0);
+	struct cmx_ReadBuffer_in rb = {.queue = REF(G(2)), .mem = REF(G(3)), .size = 64};
+	rpc(CMX_OP_ReadBuffer, &rb, NULL, 0);
 	save(dir, "kernel");
 
 	/* A struct and a vector by value; a build that fails. */
@@ -387,9 +396,9 @@ static void seed_image(const char *dir)
 	struct cmx_WriteImage_in wi = {
 	    .queue = REF(G(2)), .mem = REF(G(20)), .origin = {o3, 3}, .region = {r3, 3}};
 	msg(CMX_OP_WriteImage, &wi, px, 16);
-	struct cmx_ReadImageSync_in ri = {
+	struct cmx_ReadImage_in ri = {
 	    .queue = REF(G(2)), .mem = REF(G(20)), .origin = {z3, 3}, .region = {r3, 3}};
-	msg(CMX_OP_ReadImageSync, &ri, NULL, 0);
+	rpc(CMX_OP_ReadImage, &ri, NULL, 0);
 	struct cmx_CopyImageToBuffer_in ib = {.queue = REF(G(2)),
 					      .src = REF(G(20)),
 					      .dst = REF(G(3)),
@@ -413,7 +422,7 @@ static void seed_image(const char *dir)
 	kernel(G(11), G(10), "im");
 	arg_mem(G(11), 0, G(20));
 	struct cmx_SetKernelArg_in sa = {
-	    .kernel = REF(G(11)), .index = 1, .kind = 3, .sampler = REF(G(21))};
+	    .kernel = REF(G(11)), .index = 1, .kind = CMX_ARG_SAMPLER, .sampler = REF(G(21))};
 	msg(CMX_OP_SetKernelArg, &sa, NULL, 0);
 	arg_mem(G(11), 2, G(3));
 	launch(G(11), 1, 0, 0);
@@ -509,12 +518,12 @@ static void seed_area(const char *sdir, const char *adir)
 	unsigned char data[512];
 	struct cmx_CreateBufferArea_in ba = {
 	    .mem = REF(G(3)), .context = REF(G(1)), .flags = 1, .size = 4096};
-	struct cmx_MapBufferSync_in mb = {
+	struct cmx_MapBuffer_in mb = {
 	    .queue = REF(G(2)), .mem = REF(G(3)), .flags = 1, .offset = 0, .size = 4096};
 	struct cmx_UnmapBuffer_in ub = {.queue = REF(G(2)), .mem = REF(G(3)), .offset = 0};
 	struct cmx_WriteBuffer_in wb = {
 	    .queue = REF(G(2)), .mem = REF(G(4)), .offset = 0, .size = sizeof(data)};
-	struct cmx_ReadBufferSync_in rb = {.queue = REF(G(2)), .mem = REF(G(4)), .size = 256};
+	struct cmx_ReadBuffer_in rb = {.queue = REF(G(2)), .mem = REF(G(4)), .size = 256};
 	uint64_t o3[3] = {0, 0, 0}, r3[3] = {16, 4, 1};
 	struct cmx_WriteBufferRect_in wr = {.queue = REF(G(2)),
 					    .mem = REF(G(4)),
@@ -528,11 +537,11 @@ static void seed_area(const char *sdir, const char *adir)
 	open_area(CMX_AREA_HEAP);
 	context_queue();
 	msgx(CMX_OP_CreateBufferArea, &ba, F_AREA | F_ROOM, NULL, 4096, 64);
-	msg(CMX_OP_MapBufferSync, &mb, NULL, 0);
+	rpc(CMX_OP_MapBuffer, &mb, NULL, 0);
 	msg(CMX_OP_UnmapBuffer, &ub, NULL, 0);
 	buffer(G(4), 1024);
 	msgx(CMX_OP_WriteBuffer, &wb, F_AREA, data, sizeof(data), 2);
-	msgx(CMX_OP_ReadBufferSync, &rb, F_AREA | F_ROOM, NULL, 256, 10);
+	msgx(CMX_OP_ReadBuffer, &rb, F_SYNC | F_AREA | F_ROOM, NULL, 256, 10);
 	msgx(CMX_OP_WriteBufferRect, &wr, F_AREA, data, 64, 20);
 	finish();
 	save(sdir, "area");
@@ -561,7 +570,7 @@ static void seed_rings(const char *sdir, const char *adir)
 {
 	unsigned char data[300];
 	struct cmx_WriteBuffer_in wb = {.queue = REF(G(2)), .mem = REF(G(3)), .size = sizeof(data)};
-	struct cmx_ReadBufferSync_in rb = {.queue = REF(G(2)), .mem = REF(G(3)), .size = 300};
+	struct cmx_ReadBuffer_in rb = {.queue = REF(G(2)), .mem = REF(G(3)), .size = 300};
 	int v = 9;
 
 	for (unsigned i = 0; i < sizeof(data); i++)
@@ -572,8 +581,8 @@ static void seed_rings(const char *sdir, const char *adir)
 	buffer(G(3), 4096);
 	msg(CMX_OP_WriteBuffer, &wb, data, sizeof(data));
 	msgx(CMX_OP_WriteBuffer, &wb, F_AREA, data, sizeof(data), 4);
-	msg(CMX_OP_ReadBufferSync, &rb, NULL, 0);
-	msgx(CMX_OP_ReadBufferSync, &rb, F_AREA | F_ROOM, NULL, 300, 12);
+	rpc(CMX_OP_ReadBuffer, &rb, NULL, 0);
+	msgx(CMX_OP_ReadBuffer, &rb, F_SYNC | F_AREA | F_ROOM, NULL, 300, 12);
 	program(G(10), 0, "");
 	kernel(G(11), G(10), "k");
 	arg_mem(G(11), 0, G(3));
@@ -599,7 +608,7 @@ static void seed_rings(const char *sdir, const char *adir)
 		msg(CMX_OP_WriteBuffer, &wb, data, sizeof(data));
 	put_u(2, 1);
 	put_u(40, 1);
-	msg(CMX_OP_ReadBufferSync, &rb, NULL, 0);
+	rpc(CMX_OP_ReadBuffer, &rb, NULL, 0);
 	save(adir, "rings_flip");
 }
 
@@ -654,7 +663,8 @@ static void seed_events(const char *dir)
 
 static void seed_handshake(const char *dir)
 {
-	struct cmx_Hello_in h = {.magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION};
+	struct cmx_Hello_in h = {
+	    .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION, .role = CMX_ROLE_CALL};
 	struct cmx_Auth_in a = {.token = {"fuzz-token-0123456789", 21}};
 	struct cmx_Auth_in bad = {.token = {"nope", 4}};
 	struct cmx_Ping_in p = {0};
@@ -683,7 +693,7 @@ static void seed_handshake(const char *dir)
 	msg(CMX_OP_GetStats, &(struct cmx_GetStats_in){0}, NULL, 0);
 	save(dir, "hello_twice");
 	begin(1);
-	h.role = 1;
+	h.role = CMX_ROLE_NOTIFY;
 	h.session = 1;
 	h.token = 2;
 	msg(CMX_OP_Hello, &h, NULL, 0);
@@ -695,8 +705,7 @@ static void seed_compress(const char *dir)
 	unsigned char data[4096], packed[8192];
 	uint64_t k;
 	struct cmx_Compress_in c = {.algos = 1};
-	struct cmx_WriteBufferSync_in wb = {
-	    .queue = REF(G(2)), .mem = REF(G(3)), .size = sizeof(data)};
+	struct cmx_WriteBuffer_in wb = {.queue = REF(G(2)), .mem = REF(G(3)), .size = sizeof(data)};
 
 	for (unsigned i = 0; i < sizeof(data); i++)
 		data[i] = (unsigned char)(i / 64);
@@ -705,9 +714,9 @@ static void seed_compress(const char *dir)
 	msg(CMX_OP_Compress, &c, NULL, 0);
 	context_queue();
 	buffer(G(3), 4096);
-	msgx(CMX_OP_WriteBufferSync, &wb, F_LZ4, packed, k, 0);
-	struct cmx_ReadBufferSync_in rb = {.queue = REF(G(2)), .mem = REF(G(3)), .size = 4096};
-	msg(CMX_OP_ReadBufferSync, &rb, NULL, 0);
+	msgx(CMX_OP_WriteBuffer, &wb, F_SYNC | F_LZ4, packed, k, 0);
+	struct cmx_ReadBuffer_in rb = {.queue = REF(G(2)), .mem = REF(G(3)), .size = 4096};
+	rpc(CMX_OP_ReadBuffer, &rb, NULL, 0);
 	save(dir, "compress");
 }
 

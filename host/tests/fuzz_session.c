@@ -13,7 +13,7 @@
 //   mode bit 0   no automatic Hello: the records' own Auth/Hello speak first
 //   mode bit 1   the listener asks for a token (Auth before Hello)
 //   record 0x00  a message: op u16, flags u8 (bit 0 SYNC, 1 AREA, 2 LZ4,
-//                3 the offset below is the raw `reserved`, 4 no payload
+//                3 the offset below is the raw `area_off`, 4 no payload
 //                bytes: an area block's room for a read, 5 no wait for a
 //                sync call's reply), words u8, then
 //                words * 8 bytes of encoded arguments, payload length u16,
@@ -701,7 +701,7 @@ static int run_msg(struct guest *g, struct in *r)
 					  (aoff * CMX_AREA_BLK) % (dl - CMX_AREA_BLK - plen + 1)
 				    : aoff);
 		off &= ~(uint64_t)((fl & 8) ? 0 : 7);
-		h.reserved = (uint32_t)off;
+		h.area_off = (uint32_t)off;
 		if (payload && g->area && off + plen <= g->area_size && off >= CMX_AREA_BLK) {
 			memcpy(g->area + off, payload, plen);
 			if (CMX_FUZZ_FLIP)
@@ -782,7 +782,8 @@ static int run_flip(struct guest *g, struct in *r)
 
 static int hello(struct guest *g)
 {
-	struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION};
+	struct cmx_Hello_in in = {
+	    .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION, .role = CMX_ROLE_CALL};
 	const struct cmx_msgdesc *d = cmx_op_info(CMX_OP_Hello)->in;
 	uint8_t msg[CMX_HDR_SIZE + 64];
 	struct cmx_hdr h = {.op = CMX_OP_Hello, .flags = CMX_HDR_SYNC};

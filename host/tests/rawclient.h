@@ -122,7 +122,8 @@ static inline int dial_at(const char *path)
 /* Says Hello on the socket at path, or at $CLMUX_SERVER when path is NULL. */
 static inline void hello_at(struct client *c, const char *path)
 {
-	struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION };
+	struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION,
+				   .role = CMX_ROLE_CALL };
 	struct cmx_Hello_out out;
 
 	c->fd = path ? dial_at(path) : dial();

@@ -35,6 +35,7 @@ START_TEST(garbage_and_bad_headers)
 		{ .size = CMX_MAX_ARGS + 8, .op = CMX_OP_Ping, .flags = CMX_HDR_SYNC }, /* oversized */
 		{ .size = 0, .op = CMX_OP_Ping, .flags = CMX_HDR_SYNC, .bulk = 64 }, /* bulk not allowed */
 		{ .size = 0, .op = CMX_OP_Ping }, /* sync call sent async */
+		{ .size = 0, .op = CMX_OP_Flush, .flags = CMX_HDR_SYNC }, /* async call sent sync */
 		{ .size = 0, .op = CMX_OP_EventDone }, /* a notification, from a guest */
 		{ .size = 48, .op = CMX_OP_WriteBuffer, .bulk = CMX_MAX_BULK + 1 }, /* absurd payload */
 	};
@@ -57,8 +58,32 @@ START_TEST(garbage_and_bad_headers)
 	/* A second Hello on an open session. */
 	{
 		struct client c;
-		struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION };
+		struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION,
+					   .role = CMX_ROLE_CALL };
 		hello(&c);
+		send_msg(&c, &cmx_desc_Hello_in, &in, 1, NULL, 0);
+		ck_assert(closed_by_daemon(c.fd));
+		close(c.fd);
+	}
+	/* Another protocol version: refused with a reply that names the
+	 * daemon's, so that the guest can say so; then closed. */
+	{
+		struct client c = { .fd = dial() };
+		struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION + 1,
+					   .role = CMX_ROLE_CALL };
+		struct cmx_Hello_out out;
+		send_msg(&c, &cmx_desc_Hello_in, &in, 1, NULL, 0);
+		ck_assert_int_eq(recv_reply(&c, &cmx_desc_Hello_out, &out, NULL), CL_INVALID_VALUE);
+		ck_assert_uint_eq(out.version, CMX_PROTO_VERSION);
+		ck_assert(closed_by_daemon(c.fd));
+		close(c.fd);
+	}
+	/* No role (0), and a role past the schema's. */
+	for (uint64_t role = 0; role < 8; role += 7) {
+		struct client c = { .fd = dial() };
+		struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION,
+					   .role = role };
+		ck_assert(!cmx_role_valid(role));
 		send_msg(&c, &cmx_desc_Hello_in, &in, 1, NULL, 0);
 		ck_assert(closed_by_daemon(c.fd));
 		close(c.fd);
@@ -67,7 +92,8 @@ START_TEST(garbage_and_bad_headers)
 	{
 		struct client c;
 		struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION,
-					   .role = 1, .session = other.session, .token = other.token ^ 1 };
+					   .role = CMX_ROLE_NOTIFY, .session = other.session,
+					   .token = other.token ^ 1 };
 		c.fd = dial();
 		c.seq = 0;
 		send_msg(&c, &cmx_desc_Hello_in, &in, 1, NULL, 0);
@@ -238,13 +264,13 @@ START_TEST(lying_large_transfers)
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		struct client c;
-		struct cmx_WriteBufferSync_in wr = { .queue = { 0x10021 }, .mem = { 0x10022 } };
-		struct cmx_WriteBufferSync_out wout;
-		struct cmx_ReadBufferSync_in rd = { .queue = { 0x10021 }, .mem = { 0x10022 },
+		struct cmx_WriteBuffer_in wr = { .queue = { 0x10021 }, .mem = { 0x10022 } };
+		struct cmx_WriteBuffer_out wout;
+		struct cmx_ReadBuffer_in rd = { .queue = { 0x10021 }, .mem = { 0x10022 },
 						    .offset = 1 << 20, .size = 2 << 20 };
-		struct cmx_ReadBufferSync_out rout;
+		struct cmx_ReadBuffer_out rout;
 		struct cmx_CreateBuffer_in big = { .mem = { 0x10023 }, .context = { 0x10020 }, .size = 16 << 20 };
-		struct cmx_ReadBufferSync_in rbig = { .queue = { 0x10021 }, .mem = { 0x10023 }, .size = 16 << 20 };
+		struct cmx_ReadBuffer_in rbig = { .queue = { 0x10021 }, .mem = { 0x10023 }, .size = 16 << 20 };
 		uint8_t *data = malloc(2 << 20), *back = malloc(2 << 20);
 
 		e2e_rand_bytes(data, 2 << 20, 5);
@@ -252,26 +278,26 @@ START_TEST(lying_large_transfers)
 		queue_and_buffer(&c, 0x10020, 4 << 20);
 		/* 2 MiB of payload for a 16 MiB write. */
 		wr.size = 16 << 20;
-		send_msg(&c, &cmx_desc_WriteBufferSync_in, &wr, 1, data, 2 << 20);
-		if (recv_reply(&c, &cmx_desc_WriteBufferSync_out, &wout, NULL) != CL_INVALID_VALUE)
+		send_msg(&c, &cmx_desc_WriteBuffer_in, &wr, 1, data, 2 << 20);
+		if (recv_reply(&c, &cmx_desc_WriteBuffer_out, &wout, NULL) != CL_INVALID_VALUE)
 			_exit(3);
 		/* Past the end of the 4 MiB buffer. */
 		wr.offset = 3 << 20;
 		wr.size = 2 << 20;
-		send_msg(&c, &cmx_desc_WriteBufferSync_in, &wr, 1, data, 2 << 20);
-		if (recv_reply(&c, &cmx_desc_WriteBufferSync_out, &wout, NULL) != CL_INVALID_VALUE)
+		send_msg(&c, &cmx_desc_WriteBuffer_in, &wr, 1, data, 2 << 20);
+		if (recv_reply(&c, &cmx_desc_WriteBuffer_out, &wout, NULL) != CL_INVALID_VALUE)
 			_exit(4);
 		wr.offset = 1 << 20;
-		send_msg(&c, &cmx_desc_WriteBufferSync_in, &wr, 1, data, 2 << 20);
-		if (recv_reply(&c, &cmx_desc_WriteBufferSync_out, &wout, NULL) != CL_SUCCESS)
+		send_msg(&c, &cmx_desc_WriteBuffer_in, &wr, 1, data, 2 << 20);
+		if (recv_reply(&c, &cmx_desc_WriteBuffer_out, &wout, NULL) != CL_SUCCESS)
 			_exit(5);
-		send_msg(&c, &cmx_desc_ReadBufferSync_in, &rd, 1, NULL, 0);
-		if (recv_reply(&c, &cmx_desc_ReadBufferSync_out, &rout, NULL) != CL_SUCCESS ||
+		send_msg(&c, &cmx_desc_ReadBuffer_in, &rd, 1, NULL, 0);
+		if (recv_reply(&c, &cmx_desc_ReadBuffer_out, &rout, NULL) != CL_SUCCESS ||
 		    recv(c.fd, back, 2 << 20, MSG_WAITALL) != 2 << 20 || memcmp(back, data, 2 << 20))
 			_exit(6);
 		/* A 16 MiB read the client never takes: it dies meanwhile. */
 		send_msg(&c, &cmx_desc_CreateBuffer_in, &big, 0, NULL, 0);
-		send_msg(&c, &cmx_desc_ReadBufferSync_in, &rbig, 1, NULL, 0);
+		send_msg(&c, &cmx_desc_ReadBuffer_in, &rbig, 1, NULL, 0);
 		if (recv(c.fd, back, 4096, MSG_WAITALL) != 4096)
 			_exit(7);
 		_exit(0);
@@ -302,12 +328,12 @@ START_TEST(lying_images)
 					  .flags = CL_MEM_READ_WRITE, .format = { fmt, 2 },
 					  .desc = { desc, 9 } };
 	struct cmx_CreateImage_out iout;
-	struct cmx_ReadImageSync_in rd = { .queue = { 0x10201 }, .mem = { 0x10202 }, .origin = { zero, 3 },
+	struct cmx_ReadImage_in rd = { .queue = { 0x10201 }, .mem = { 0x10202 }, .origin = { zero, 3 },
 					   .region = { huge, 3 } };
-	struct cmx_ReadImageSync_out rout;
-	struct cmx_WriteImageSync_in wr = { .queue = { 0x10201 }, .mem = { 0x10202 }, .origin = { zero, 3 },
+	struct cmx_ReadImage_out rout;
+	struct cmx_WriteImage_in wr = { .queue = { 0x10201 }, .mem = { 0x10202 }, .origin = { zero, 3 },
 					    .region = { r4, 3 } };
-	struct cmx_WriteImageSync_out wout;
+	struct cmx_WriteImage_out wout;
 	struct cmx_CreateSampler_in smp = { .sampler = { 0x10203 }, .context = { 0x10200 },
 					    .props = { odd, 3 } };
 	static uint8_t pixels[37 * 23 * 4];
@@ -321,10 +347,10 @@ START_TEST(lying_images)
 	send_msg(&c, &cmx_desc_CreateImage_in, &img, 1, pixels, sizeof(pixels));
 	ck_assert_int_eq(recv_reply(&c, &cmx_desc_CreateImage_out, &iout, NULL), CL_SUCCESS);
 	ck_assert_uint_ge(iout.size, sizeof(pixels));
-	send_msg(&c, &cmx_desc_ReadImageSync_in, &rd, 1, NULL, 0);
-	ck_assert_int_eq(recv_reply(&c, &cmx_desc_ReadImageSync_out, &rout, NULL), CL_INVALID_VALUE);
-	send_msg(&c, &cmx_desc_WriteImageSync_in, &wr, 1, pixels, 16);
-	ck_assert_int_eq(recv_reply(&c, &cmx_desc_WriteImageSync_out, &wout, NULL), CL_INVALID_VALUE);
+	send_msg(&c, &cmx_desc_ReadImage_in, &rd, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_ReadImage_out, &rout, NULL), CL_INVALID_VALUE);
+	send_msg(&c, &cmx_desc_WriteImage_in, &wr, 1, pixels, 16);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_WriteImage_out, &wout, NULL), CL_INVALID_VALUE);
 	send_msg(&c, &cmx_desc_CreateSampler_in, &smp, 0, NULL, 0);
 	ping_ok(&c);
 	close(c.fd);
@@ -560,7 +586,8 @@ END_TEST
 START_TEST(token_refused)
 {
 	const char *token = getenv("CLMUX_TOKEN");
-	struct cmx_Hello_in hi = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION };
+	struct cmx_Hello_in hi = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION,
+				   .role = CMX_ROLE_CALL };
 	struct cmx_hdr big = { .size = 1u << 20, .op = CMX_OP_Auth, .flags = CMX_HDR_SYNC };
 	struct cmx_hdr paid = { .size = 8, .op = CMX_OP_Auth, .flags = CMX_HDR_SYNC, .bulk = 8 };
 	static const uint8_t garbage[32] = "GET / HTTP/1.0\r\n\r\n";

@@ -42,17 +42,17 @@ static int ask(struct client *c)
 	return (int)out.algo;
 }
 
-/* WriteBufferSync of the whole buffer with an encoded payload. */
+/* A sync WriteBuffer of the whole buffer with an encoded payload. */
 static void write_packed(struct client *c, const void *enc, uint64_t n)
 {
-	struct cmx_WriteBufferSync_in in = { .queue = { 0x10011 }, .mem = { 0x10012 }, .size = LEN };
-	size_t size = cmx_codec_size(&cmx_desc_WriteBufferSync_in, &in);
+	struct cmx_WriteBuffer_in in = { .queue = { 0x10011 }, .mem = { 0x10012 }, .size = LEN };
+	size_t size = cmx_codec_size(&cmx_desc_WriteBuffer_in, &in);
 	uint8_t *buf = malloc(CMX_HDR_SIZE + size);
-	struct cmx_hdr h = { .size = (uint32_t)size, .op = CMX_OP_WriteBufferSync,
+	struct cmx_hdr h = { .size = (uint32_t)size, .op = CMX_OP_WriteBuffer,
 			     .flags = CMX_HDR_SYNC | CMX_HDR_LZ4, .seq = ++c->seq, .bulk = n };
 
 	memcpy(buf, &h, CMX_HDR_SIZE);
-	cmx_codec_encode(&cmx_desc_WriteBufferSync_in, &in, buf + CMX_HDR_SIZE);
+	cmx_codec_encode(&cmx_desc_WriteBuffer_in, &in, buf + CMX_HDR_SIZE);
 	send_raw(c->fd, buf, CMX_HDR_SIZE + size);
 	send_raw(c->fd, enc, n);
 	free(buf);
@@ -73,7 +73,7 @@ static uint8_t *data(uint64_t *n, uint8_t **enc)
 
 START_TEST(granted)
 {
-	struct cmx_ReadBufferSync_in rd = { .queue = { 0x10011 }, .mem = { 0x10012 }, .size = LEN };
+	struct cmx_ReadBuffer_in rd = { .queue = { 0x10011 }, .mem = { 0x10012 }, .size = LEN };
 	struct cmx_hdr h;
 	struct client c;
 	uint8_t *enc, *raw, *back = malloc(LEN);
@@ -86,7 +86,7 @@ START_TEST(granted)
 	write_packed(&c, enc, n);
 	ck_assert_int_eq(recv_reply(&c, NULL, NULL, NULL), 0);
 	/* The data comes back compressed too, and decodes to what went in. */
-	send_msg(&c, &cmx_desc_ReadBufferSync_in, &rd, 1, NULL, 0);
+	send_msg(&c, &cmx_desc_ReadBuffer_in, &rd, 1, NULL, 0);
 	ck_assert_int_eq(recv(c.fd, &h, CMX_HDR_SIZE, MSG_WAITALL), CMX_HDR_SIZE);
 	ck_assert_uint_eq(h.flags & CMX_HDR_LZ4, CMX_HDR_LZ4);
 	ck_assert_uint_lt(h.bulk, LEN);

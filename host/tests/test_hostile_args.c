@@ -176,9 +176,9 @@ static void finish(struct client *c, uint64_t q)
 static int read_buffer(struct client *c, uint64_t q, uint64_t mem, uint64_t off, uint64_t size,
 		       void *dst, uint64_t *got)
 {
-	struct cmx_ReadBufferSync_in in = {.queue = {q}, .mem = {mem}, .offset = off, .size = size};
+	struct cmx_ReadBuffer_in in = {.queue = {q}, .mem = {mem}, .offset = off, .size = size};
 
-	send_msg(c, &cmx_desc_ReadBufferSync_in, &in, 1, NULL, 0);
+	send_msg(c, &cmx_desc_ReadBuffer_in, &in, 1, NULL, 0);
 	return recv_reply_bulk(c, NULL, NULL, dst, size, got);
 }
 
@@ -554,25 +554,25 @@ START_TEST(transfer_boxes)
 			 CL_INVALID_VALUE);
 	ck_assert_uint_eq(got, 0);
 	for (size_t i = 0; i < sizeof(rects) / sizeof(*rects); i++) {
-		struct cmx_ReadBufferRectSync_in rd = {.queue = {0x23001},
+		struct cmx_ReadBufferRect_in rd = {.queue = {0x23001},
 						       .mem = {0x23002},
 						       .origin = {rects[i].o, 3},
 						       .region = {rects[i].r, 3},
 						       .row_pitch = rects[i].row,
 						       .slice_pitch = rects[i].slice};
 
-		send_msg(&a, &cmx_desc_ReadBufferRectSync_in, &rd, 1, NULL, 0);
+		send_msg(&a, &cmx_desc_ReadBufferRect_in, &rd, 1, NULL, 0);
 		ck_assert_msg(recv_reply_bulk(&a, NULL, NULL, dst, sizeof(dst), &got) ==
 				  CL_INVALID_VALUE,
 			      "rect %zu", i);
 	}
 	for (size_t i = 0; i < sizeof(boxes) / sizeof(*boxes); i++) {
-		struct cmx_ReadImageSync_in rd = {.queue = {0x23001},
+		struct cmx_ReadImage_in rd = {.queue = {0x23001},
 						  .mem = {0x23003},
 						  .origin = {boxes[i].o, 3},
 						  .region = {boxes[i].r, 3}};
 
-		send_msg(&a, &cmx_desc_ReadImageSync_in, &rd, 1, NULL, 0);
+		send_msg(&a, &cmx_desc_ReadImage_in, &rd, 1, NULL, 0);
 		ck_assert_msg(recv_reply_bulk(&a, NULL, NULL, dst, sizeof(dst), &got) ==
 				  CL_INVALID_VALUE,
 			      "image box %zu", i);
@@ -744,7 +744,7 @@ START_TEST(fresh_images_zeroed)
 						 .flags = CL_MEM_READ_WRITE,
 						 .format = {fmt, 2},
 						 .desc = {desc, 9}};
-		struct cmx_ReadImageSync_in rd = {.queue = {0x27001},
+		struct cmx_ReadImage_in rd = {.queue = {0x27001},
 						  .mem = {0x27100 + i},
 						  .origin = {zero, 3},
 						  .region = {whole, 3}};
@@ -753,7 +753,7 @@ START_TEST(fresh_images_zeroed)
 		send_msg(&a, &cmx_desc_CreateImage_in, &img, 1, NULL, 0);
 		ck_assert_int_eq(recv_reply(&a, &cmx_desc_CreateImage_out, &out, NULL), 0);
 		memset(got_bytes, 0x5a, sizeof(got_bytes));
-		send_msg(&a, &cmx_desc_ReadImageSync_in, &rd, 1, NULL, 0);
+		send_msg(&a, &cmx_desc_ReadImage_in, &rd, 1, NULL, 0);
 		ck_assert_int_eq(
 		    recv_reply_bulk(&a, NULL, NULL, got_bytes, sizeof(got_bytes), &got),
 		    CL_SUCCESS);

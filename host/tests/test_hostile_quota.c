@@ -218,7 +218,7 @@ static double now_s(void)
  * when the daemon closed the connection instead (c->fd closed). */
 static int try_hello_at(struct client *c, const char *path)
 {
-	struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION};
+	struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION, .role = CMX_ROLE_CALL};
 	struct cmx_Hello_out out;
 	int st;
 
@@ -240,12 +240,12 @@ static int try_hello_at(struct client *c, const char *path)
 static double victim_works(void)
 {
 	static uint8_t data[1 << 20], back[1 << 20];
-	struct cmx_WriteBufferSync_in wr = {
+	struct cmx_WriteBuffer_in wr = {
 	    .queue = {0x20101}, .mem = {0x20102}, .size = sizeof(data)};
-	struct cmx_WriteBufferSync_out wout;
-	struct cmx_ReadBufferSync_in rd = {
+	struct cmx_WriteBuffer_out wout;
+	struct cmx_ReadBuffer_in rd = {
 	    .queue = {0x20101}, .mem = {0x20102}, .size = sizeof(back)};
-	struct cmx_ReadBufferSync_out rout;
+	struct cmx_ReadBuffer_out rout;
 	struct client v;
 	struct cmx_hdr h;
 	uint8_t *keep;
@@ -257,10 +257,10 @@ static double victim_works(void)
 	for (size_t i = 0; i < sizeof(data); i++)
 		data[i] = (uint8_t)(i * 7 + 3);
 	queue_and_buffer(&v, 0x20100, sizeof(data));
-	send_msg(&v, &cmx_desc_WriteBufferSync_in, &wr, 1, data, sizeof(data));
-	ck_assert_int_eq(recv_reply(&v, &cmx_desc_WriteBufferSync_out, &wout, NULL), 0);
+	send_msg(&v, &cmx_desc_WriteBuffer_in, &wr, 1, data, sizeof(data));
+	ck_assert_int_eq(recv_reply(&v, &cmx_desc_WriteBuffer_out, &wout, NULL), 0);
 	/* The read's reply carries its data after the arguments. */
-	send_msg(&v, &cmx_desc_ReadBufferSync_in, &rd, 1, NULL, 0);
+	send_msg(&v, &cmx_desc_ReadBuffer_in, &rd, 1, NULL, 0);
 	ck_assert_int_eq(recv(v.fd, &h, CMX_HDR_SIZE, MSG_WAITALL), CMX_HDR_SIZE);
 	ck_assert_uint_eq(h.bulk, sizeof(back));
 	keep = malloc(h.size);
@@ -329,7 +329,7 @@ END_TEST
  * for their Hello, the rest are closed at once. */
 START_TEST(prehello_capped_per_peer)
 {
-	struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION};
+	struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION, .role = CMX_ROLE_CALL};
 	struct client c[80];
 	int ok = 0, refused = 0;
 
@@ -419,12 +419,12 @@ END_TEST
 
 /* ---- case 9: output a session leaves unread ---- */
 
-/* The notification channel of c's session (Hello role 1). */
+/* The notification channel of c's session (Hello role notify). */
 static int notify_channel(const struct client *c, const char *path)
 {
 	struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC,
 				  .version = CMX_PROTO_VERSION,
-				  .role = 1,
+				  .role = CMX_ROLE_NOTIFY,
 				  .session = c->session,
 				  .token = c->token};
 	struct cmx_Hello_out out;

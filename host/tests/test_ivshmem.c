@@ -109,7 +109,7 @@ static void ring_msg(struct slot *s, const struct cmx_msgdesc *d, const void *in
 			     .op = d->op,
 			     .flags = (uint16_t)((sync ? CMX_HDR_SYNC : 0) | flags),
 			     .seq = sync ? s->seq++ : 0,
-			     .reserved = off,
+			     .area_off = off,
 			     .bulk = bulk };
 
 	ck_assert_uint_le(CMX_HDR_SIZE + size, sizeof(buf));
@@ -144,7 +144,8 @@ static int ring_reply(struct slot *s, const struct cmx_msgdesc *d, void *out)
 
 static void slot_hello(struct slot *s)
 {
-	struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION };
+	struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION,
+				   .role = CMX_ROLE_CALL };
 	struct cmx_Hello_out out;
 
 	ring_msg(s, &cmx_desc_Hello_in, &in, 1, 0, 0, 0);
@@ -249,7 +250,8 @@ START_TEST(roundtrip_and_lies)
 		}
 		case 6: { /* a second Hello */
 			struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC,
-						   .version = CMX_PROTO_VERSION };
+						   .version = CMX_PROTO_VERSION,
+						   .role = CMX_ROLE_CALL };
 			ring_msg(&s, &cmx_desc_Hello_in, &in, 1, 0, 0, 0);
 			break;
 		}
@@ -329,7 +331,8 @@ int main(void)
 	int rc;
 
 	snprintf(region, sizeof(region), "/dev/shm/clmux-test-ivshmem-%d", (int)getpid());
-	snprintf(args, sizeof(args), "--listen ivshmem:%s,size=16M,slots=%d", region, NSLOTS);
+	/* The size as the configuration writes sizes too (cmx_size_parse()). */
+	snprintf(args, sizeof(args), "--listen ivshmem:%s,size=16MiB,slots=%d", region, NSLOTS);
 	setenv("CMX_E2E_DAEMON_ARGS", args, 1);
 	tcase_add_test(tc, roundtrip_and_lies);
 	tcase_add_test(tc, reconnect);

@@ -22,12 +22,12 @@
 
 #define SIZE (16u << 20)
 
-/* A lane of c's session (Hello role 2 with session and token): its socket,
+/* A lane of c's session (Hello role lane, with session and token): its socket,
  * or -1 when the daemon refused it (and closed it). */
 static int lane_open(const struct client *c, uint64_t session, uint64_t token)
 {
 	struct cmx_Hello_in in = { .magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION,
-				   .role = 2, .session = session, .token = token };
+				   .role = CMX_ROLE_LANE, .session = session, .token = token };
 	struct cmx_Hello_out out;
 	struct client l = { .fd = dial() };
 

@@ -403,9 +403,9 @@ START_TEST(user_drop)
 	const char *args[] = {"--admin", "none",   "--listen", spec("unix:%s", at("u.sock")),
 			      "--user",	 "nobody", NULL};
 	uint8_t data[4096], back[4096];
-	struct cmx_WriteBufferSync_in wr = {
+	struct cmx_WriteBuffer_in wr = {
 	    .queue = {0x10001}, .mem = {0x10002}, .size = sizeof(data)};
-	struct cmx_ReadBufferSync_in rd = {
+	struct cmx_ReadBuffer_in rd = {
 	    .queue = {0x10001}, .mem = {0x10002}, .size = sizeof(back)};
 	struct passwd *pw = getpwnam("nobody");
 	long v[64], want[64];
@@ -450,9 +450,9 @@ START_TEST(user_drop)
 		data[i] = (uint8_t)(i * 7 + 3);
 	hello_at(&c, at("u.sock"));
 	queue_and_buffer(&c, 0x10000, sizeof(data));
-	send_msg(&c, &cmx_desc_WriteBufferSync_in, &wr, 1, data, sizeof(data));
+	send_msg(&c, &cmx_desc_WriteBuffer_in, &wr, 1, data, sizeof(data));
 	ck_assert_int_eq(recv_reply(&c, NULL, NULL, NULL), 0);
-	send_msg(&c, &cmx_desc_ReadBufferSync_in, &rd, 1, NULL, 0);
+	send_msg(&c, &cmx_desc_ReadBuffer_in, &rd, 1, NULL, 0);
 	ck_assert_int_eq(recv_reply(&c, NULL, NULL, NULL), 0);
 	ck_assert_int_eq(recv(c.fd, back, sizeof(back), MSG_WAITALL), (ssize_t)sizeof(back));
 	ck_assert_mem_eq(back, data, sizeof(data));

@@ -229,7 +229,7 @@ static void send_area(struct client *c, const struct cmx_msgdesc *d, const void 
 			    .op = d->op,
 			    .flags = (sync ? CMX_HDR_SYNC : 0) | CMX_HDR_AREA,
 			    .seq = ++c->seq,
-			    .reserved = off,
+			    .area_off = off,
 			    .bulk = len};
 
 	memcpy(buf, &h, CMX_HDR_SIZE);
@@ -241,9 +241,9 @@ START_TEST(area_roundtrip)
 {
 	struct client c;
 	struct shared sh;
-	struct cmx_WriteBufferSync_in wr = {
+	struct cmx_WriteBuffer_in wr = {
 	    .queue = {0x10011}, .mem = {0x10012}, .offset = 4096, .size = 8192};
-	struct cmx_ReadBufferSync_in rd = {
+	struct cmx_ReadBuffer_in rd = {
 	    .queue = {0x10011}, .mem = {0x10012}, .offset = 4096, .size = 8192};
 	struct cmx_hdr h;
 	uint64_t args[2], *done;
@@ -256,13 +256,13 @@ START_TEST(area_roundtrip)
 	roff = woff + 8192 + CMX_AREA_BLK;
 	for (int i = 0; i < 8192; i++)
 		sh.base[woff + i] = (uint8_t)(i * 13);
-	send_area(&c, &cmx_desc_WriteBufferSync_in, &wr, 1, woff, 8192);
+	send_area(&c, &cmx_desc_WriteBuffer_in, &wr, 1, woff, 8192);
 	ck_assert_int_eq(recv_reply(&c, NULL, NULL, NULL), 0);
-	send_area(&c, &cmx_desc_ReadBufferSync_in, &rd, 1, roff, 8192);
+	send_area(&c, &cmx_desc_ReadBuffer_in, &rd, 1, roff, 8192);
 	/* The reply says where the data is; none of it is in the stream. */
 	ck_assert_int_eq(recv(c.fd, &h, CMX_HDR_SIZE, MSG_WAITALL), CMX_HDR_SIZE);
 	ck_assert_uint_eq(h.flags & CMX_HDR_AREA, CMX_HDR_AREA);
-	ck_assert_uint_eq(h.reserved, roff);
+	ck_assert_uint_eq(h.area_off, roff);
 	ck_assert_uint_eq(h.bulk, 8192);
 	ck_assert_int_eq(recv(c.fd, args, h.size, MSG_WAITALL), (ssize_t)h.size);
 	ck_assert_int_eq((int64_t)args[0], 0);
@@ -387,11 +387,11 @@ START_TEST(area_buffer_zero_copy)
 					 .offset = 4096,
 					 .size = 8192};
 	struct cmx_Finish_in fin = {.queue = {0x10011}};
-	struct cmx_MapBufferSync_in map = {
+	struct cmx_MapBuffer_in map = {
 	    .queue = {0x10011}, .mem = {0x10013}, .flags = CL_MAP_READ, .offset = 4096, .size = 64};
 	struct cmx_UnmapBuffer_in unmap = {.queue = {0x10011}, .mem = {0x10013}, .offset = 4096};
 	struct cmx_ReleaseMem_in rel = {.mem = {0x10013}};
-	struct cmx_MapBufferSync_out mo;
+	struct cmx_MapBuffer_out mo;
 
 	hello(&c);
 	open_area(&c, CMX_AREA_HEAP, &sh);
@@ -406,12 +406,12 @@ START_TEST(area_buffer_zero_copy)
 	 * copy of a host-pointer buffer and writes it back at the map. */
 	if (device_is_cpu(&c))
 		fill_shows(&sh, off, pat);
-	send_msg(&c, &cmx_desc_MapBufferSync_in, &map, 1, NULL, 0);
-	ck_assert_int_eq(recv_reply(&c, &cmx_desc_MapBufferSync_out, &mo, NULL), 0);
+	send_msg(&c, &cmx_desc_MapBuffer_in, &map, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_MapBuffer_out, &mo, NULL), 0);
 	map.size = 8192 + 4096;
 	map.offset = 0;
-	send_msg(&c, &cmx_desc_MapBufferSync_in, &map, 1, NULL, 0);
-	ck_assert_int_eq(recv_reply(&c, &cmx_desc_MapBufferSync_out, &mo, NULL), 0);
+	send_msg(&c, &cmx_desc_MapBuffer_in, &map, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_MapBuffer_out, &mo, NULL), 0);
 	fill_shows(&sh, off, pat);
 	unmap.offset = 0;
 	send_msg(&c, &cmx_desc_UnmapBuffer_in, &unmap, 0, NULL, 0);
@@ -444,7 +444,7 @@ START_TEST(area_buffer_lies)
 		struct shared sh;
 		struct cmx_CreateBufferArea_in in = {
 		    .mem = {0x10013}, .context = {0x10010}, .size = 4096};
-		struct cmx_MapBufferSync_in map = {
+		struct cmx_MapBuffer_in map = {
 		    .queue = {0x10011}, .mem = {0x10012}, .flags = CL_MAP_READ, .size = 64};
 		struct cmx_UnmapBuffer_in unmap = {
 		    .queue = {0x10011}, .mem = {0x10013}, .offset = 1 << 20, .event = {0x10020}};
@@ -482,7 +482,7 @@ START_TEST(area_buffer_lies)
 			wait_done(&sh, ok);
 			break;
 		case 4: /* a native map of a buffer that is not in the area */
-			send_msg(&c, &cmx_desc_MapBufferSync_in, &map, 1, NULL, 0);
+			send_msg(&c, &cmx_desc_MapBuffer_in, &map, 1, NULL, 0);
 			ck_assert_int_eq(recv_reply(&c, NULL, NULL, NULL), CL_INVALID_MEM_OBJECT);
 			break;
 		case 5: /* an unmap past the buffer's end */
@@ -503,7 +503,7 @@ START_TEST(area_buffer_lies)
 		case 8: /* gone with the area buffer mapped */
 			area_buffer(&c, ok, 4096);
 			map.mem.id = 0x10013;
-			send_msg(&c, &cmx_desc_MapBufferSync_in, &map, 1, NULL, 0);
+			send_msg(&c, &cmx_desc_MapBuffer_in, &map, 1, NULL, 0);
 			ck_assert_int_eq(recv_reply(&c, NULL, NULL, NULL), 0);
 			if (i == 7) {
 				send_msg(&c, &cmx_desc_ReleaseMem_in, &rel, 0, NULL, 0);

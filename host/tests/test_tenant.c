@@ -428,7 +428,7 @@ START_TEST(non_root_refused)
 			_exit(3);
 		fd = dial_at(sock_any);
 		struct client n = {.fd = fd};
-		struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION};
+		struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC, .version = CMX_PROTO_VERSION, .role = CMX_ROLE_CALL};
 		send_msg(&n, &cmx_desc_Hello_in, &in, 1, NULL, 0);
 		_exit(closed_by_daemon(fd) ? 0 : 4);
 	}
@@ -773,12 +773,12 @@ static void put_setup(struct client *d)
 /* A blocking read of n ints of buffer 0x10104 on queue. */
 static void read_ints(struct client *c, uint64_t queue, int32_t *out, uint64_t n)
 {
-	struct cmx_ReadBufferSync_in in = {
+	struct cmx_ReadBuffer_in in = {
 	    .queue = {queue}, .mem = {0x10104}, .size = n * 4};
 	struct cmx_hdr h;
 	int64_t args[4];
 
-	send_msg(c, &cmx_desc_ReadBufferSync_in, &in, 1, NULL, 0);
+	send_msg(c, &cmx_desc_ReadBuffer_in, &in, 1, NULL, 0);
 	ck_assert_int_eq(recv(c->fd, &h, CMX_HDR_SIZE, MSG_WAITALL), CMX_HDR_SIZE);
 	ck_assert_uint_le(h.size, sizeof(args));
 	ck_assert_int_eq(recv(c->fd, args, h.size, MSG_WAITALL), (ssize_t)h.size);

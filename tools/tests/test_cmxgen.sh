@@ -24,7 +24,14 @@ printf 'call 0x0030 A async\n  in x u65\n' >"$tmp/bad1.schema"
 printf 'call 0x0030 A async\ncall 0x0030 B async\n' >"$tmp/bad2.schema"
 printf 'call 0x0030 A async\n  out x u64\n' >"$tmp/bad3.schema"
 printf 'call 0x0030 A sync\n  in x id:gizmo\n' >"$tmp/bad4.schema"
-for i in 1 2 3 4; do
+# Attributes: a queue that does not say what the call does there, an
+# answer that is no (tag, status) notification, an unknown enum, poisoned
+# on a number.
+printf 'call 0x0030 A async\n  in q id:queue\n' >"$tmp/bad5.schema"
+printf 'call 0x0030 A async\n  in t u64 answer=B\nnotify 0x0800 B async\n  in t u64\n' >"$tmp/bad6.schema"
+printf 'call 0x0030 A async\n  in k u64 enum=nope\n' >"$tmp/bad7.schema"
+printf 'call 0x0030 A async\n  in k u64 poisoned\n' >"$tmp/bad8.schema"
+for i in 1 2 3 4 5 6 7 8; do
 	if $gen --schema "$tmp/bad$i.schema" 2>"$tmp/err" ; then bad "bad schema $i refused"
 	elif grep -q "bad$i.schema:" "$tmp/err"; then ok "bad schema $i refused"
 	else bad "bad schema $i names its line"; fi
@@ -34,11 +41,13 @@ done
 if $gen --schema "$srcdir"/schema/*.schema --lock "$srcdir/schema/abi.lock"; then ok "abi.lock matches"
 else bad "abi.lock matches"; fi
 # A changed layout, a renumbered opcode and a removed call all fail it.
+# So do a dropped attribute, a call attribute and a renumbered enum value.
 for edit in 's/^  in  offset    u64$/  in  offset    i64/' 's/^call 0x0318 CopyBuffer/call 0x0398 CopyBuffer/' \
-	'/^call 0x031a FillBuffer/,/^$/d'; do
+	'/^call 0x031a FillBuffer/,/^$/d' 's/^  in  mem       id:mem  poisoned$/  in  mem       id:mem/' \
+	's/^  bulk area$//' 's/^  local   2$/  local   5/'; do
 	mkdir -p "$tmp/s"; rm -f "$tmp"/s/*
 	cp "$srcdir"/schema/*.schema "$tmp/s/"
-	sed -i "$edit" "$tmp/s/mem.schema"
+	sed -i "$edit" "$tmp"/s/*.schema
 	cp "$srcdir/schema/abi.lock" "$tmp/lock"
 	if $gen --schema "$tmp"/s/*.schema --lock "$tmp/lock" 2>/dev/null; then bad "lock catches: $edit"
 	else ok "lock catches: $edit"; fi
@@ -52,4 +61,16 @@ else ok "new call needs --update-lock"; fi
 if $gen --schema "$tmp"/s/*.schema --lock "$tmp/lock" --update-lock &&
    $gen --schema "$tmp"/s/*.schema --lock "$tmp/lock"; then ok "appended call locked"
 else bad "appended call locked"; fi
+# A locked line changes only with a new protocol version, whose lock
+# `make update-abi-lock` then writes afresh.
+sed -i 's/^  in  offset    u64$/  in  offset    i64/' "$tmp/s/mem.schema"
+version=$(sed -n 's/^version //p' "$srcdir/schema/session.schema")
+sed -i "s/^version $version\$/version $((version + 1))/" "$tmp/s/session.schema"
+cp "$srcdir/schema/abi.lock" "$tmp/lock"
+if $gen --schema "$tmp"/s/*.schema --lock "$tmp/lock" 2>/dev/null; then bad "new version needs --update-lock"
+else ok "new version needs --update-lock"; fi
+if $gen --schema "$tmp"/s/*.schema --lock "$tmp/lock" --update-lock &&
+   $gen --schema "$tmp"/s/*.schema --lock "$tmp/lock" &&
+   grep -qx "version $((version + 1))" "$tmp/lock"; then ok "new version locked afresh"
+else bad "new version locked afresh"; fi
 exit $fail

@@ -93,6 +93,45 @@ START_TEST(options)
 }
 END_TEST
 
+/* One size parser for options and the configuration: units with or
+ * without "i" and "B", a fraction, and nothing a number-reading libc
+ * function would also take. */
+START_TEST(sizes)
+{
+	static const struct {
+		const char *s;
+		uint64_t v;
+	} ok[] = {
+		{ "0", 0 },
+		{ "4096", 4096 },
+		{ "4096B", 4096 },
+		{ "64k", 64ull << 10 },
+		{ "64KB", 64ull << 10 },
+		{ "512M", 512ull << 20 },
+		{ "128MiB", 128ull << 20 },
+		{ "1g", 1ull << 30 },
+		{ "1.5G", 3ull << 29 },
+		{ "1.5GiB", 3ull << 29 },
+		{ "0.25K", 256 },
+		{ "2T", 2ull << 40 },
+		{ "16777215T", 16777215ull << 40 },
+		{ "18446744073709551615", UINT64_MAX },
+	};
+	static const char *bad[] = { "", "M", "-1", "+1", " 1", "1 ", "0x10", "1e3", "inf",
+				     "nan", "1.", ".5", "1.5.1G", "12x", "1Gx", "1iB", "1GBB",
+				     "16777216T", "18446744073709551616", "99999999T" };
+	uint64_t v;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		v = 1;
+		ck_assert_msg(cmx_size_parse(ok[i].s, &v) == 0, "%s", ok[i].s);
+		ck_assert_msg(v == ok[i].v, "%s: %llu", ok[i].s, (unsigned long long)v);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(cmx_size_parse(bad[i], &v) == -EINVAL, "%s", bad[i]);
+}
+END_TEST
+
 /* Listens, connects and moves a byte on each kind this machine has. */
 START_TEST(round_trip)
 {
@@ -145,6 +184,7 @@ int main(void)
 	tcase_add_test(tc, forms);
 	tcase_add_test(tc, errors);
 	tcase_add_test(tc, options);
+	tcase_add_test(tc, sizes);
 	tcase_add_test(tc, round_trip);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

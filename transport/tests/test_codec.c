@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 // Unit tests of the codec: round trips, and every malformed shape refused.
 #include <check.h>
+#include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "buf.h"
+#include "frame.h"
 #include "proto.gen.h"
 
 static uint8_t *encode(const struct cmx_msgdesc *d, const void *in, size_t *len)
@@ -164,11 +167,151 @@ START_TEST(op_table)
 		n++;
 		ck_assert_uint_eq(oi->in->op, op);
 		ck_assert(!(oi->flags & CMX_OPF_SYNC) == !oi->out);
+		ck_assert(oi->flags & (CMX_OPF_SYNC | CMX_OPF_ASYNC));
 	}
 	ck_assert_uint_ge(n, 60); /* every call of the schema */
 	ck_assert_ptr_null(cmx_op_info(0));
 	ck_assert_ptr_null(cmx_op_info(CMX_OP_LIMIT));
 	ck_assert_ptr_null(cmx_op_info(0xffff));
+}
+END_TEST
+
+/* A call goes sync or async as the schema allows: `both` calls either way,
+ * the header saying which; an area block only where data can land. */
+START_TEST(sync_bit)
+{
+	struct cmx_hdr h = { .size = 0 };
+	static const struct {
+		uint16_t op, flags;
+		int ok;
+	} cases[] = {
+		{ CMX_OP_ReadBuffer, CMX_HDR_SYNC, 1 },
+		{ CMX_OP_ReadBuffer, 0, 1 },
+		{ CMX_OP_WriteBuffer, CMX_HDR_SYNC, 1 },
+		{ CMX_OP_WriteBuffer, 0, 1 },
+		{ CMX_OP_Finish, CMX_HDR_SYNC, 1 },
+		{ CMX_OP_Finish, 0, 0 },	     /* sync only */
+		{ CMX_OP_CopyBuffer, CMX_HDR_SYNC, 0 }, /* async only */
+		{ CMX_OP_ReadBuffer, CMX_HDR_AREA, 1 }, /* bulk area */
+		{ CMX_OP_ReadBuffer, CMX_HDR_SYNC | CMX_HDR_AREA, 1 },
+		{ CMX_OP_ReadImage, CMX_HDR_SYNC | CMX_HDR_AREA, 1 }, /* bulk out */
+		{ CMX_OP_ReadImage, CMX_HDR_AREA, 0 },		       /* no bulk area */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		h.op = cases[i].op;
+		h.flags = cases[i].flags;
+		h.bulk = cases[i].flags & CMX_HDR_AREA ? 64 : 0;
+		ck_assert_msg((cmx_frame_check_call(&h) == 0) == cases[i].ok, "case %zu", i);
+	}
+}
+END_TEST
+
+/* The bytes of docs/protocol.md's example `name` (the block after its
+ * "<!-- wire: name -->" line): each line an offset, bytes one space apart,
+ * and after two spaces the field's words. The offsets must count along. */
+static size_t doc_example(const char *name, uint8_t *b, size_t cap)
+{
+	const char *dir = getenv("srcdir");
+	char path[4096], line[256], mark[128];
+	int in = 0, found = 0;
+	size_t n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/docs/protocol.md", dir ? dir : ".");
+	snprintf(mark, sizeof(mark), "<!-- wire: %s -->\n", name);
+	f = fopen(path, "r");
+	ck_assert_msg(f, "%s", path);
+	while (fgets(line, sizeof(line), f)) {
+		const char *p = line;
+		char *end;
+
+		if (!found) {
+			found = !strcmp(line, mark);
+			continue;
+		}
+		if (!strncmp(line, "```", 3)) {
+			if (in)
+				break;
+			in = 1;
+			continue;
+		}
+		ck_assert_msg(in, "%s: no block after the mark", name);
+		ck_assert_msg(strtoul(p, &end, 16) == n && end == p + 4, "%s: offset %s", name, p);
+		p = end + 2;
+		while (isxdigit((unsigned char)p[0]) && isxdigit((unsigned char)p[1]) &&
+		       (p[2] == ' ' || p[2] == '\n')) {
+			ck_assert(n < cap);
+			b[n++] = (uint8_t)strtoul((char[]){ p[0], p[1], 0 }, NULL, 16);
+			p += 2;
+			if (p[0] != ' ' || p[1] == ' ')
+				break;
+			p++;
+		}
+	}
+	fclose(f);
+	ck_assert_msg(found && in, "%s: not in %s", name, path);
+	return n;
+}
+
+/* A message as the sender builds it: header, encoded arguments (after the
+ * status, for a reply), payload. */
+static size_t wire_msg(uint8_t *b, uint16_t op, uint16_t flags, uint32_t seq,
+		       const struct cmx_msgdesc *d, const void *args, const int64_t *status,
+		       const void *payload, uint64_t bulk)
+{
+	size_t k = status ? 8 : 0, sz = k + cmx_codec_size(d, args);
+	struct cmx_hdr h = { .size = (uint32_t)sz, .op = op, .flags = flags, .seq = seq,
+			     .bulk = bulk };
+
+	memcpy(b, &h, CMX_HDR_SIZE);
+	if (status)
+		memcpy(b + CMX_HDR_SIZE, status, 8);
+	cmx_codec_encode(d, args, b + CMX_HDR_SIZE + k);
+	if (bulk)
+		memcpy(b + CMX_HDR_SIZE + sz, payload, bulk);
+	return CMX_HDR_SIZE + sz + bulk;
+}
+
+/* docs/protocol.md's worked example (A call on the wire) is what the
+ * schema's descriptors encode: a ReadBuffer sent sync and its Reply, then
+ * sent async and its ReadDone. */
+START_TEST(doc_wire_example)
+{
+	uint8_t want[256], doc[256], data[16];
+	struct cmx_hdr h;
+	struct cmx_ReadBuffer_in rb = { .queue = { 0x10002 }, .mem = { 0x10003 }, .offset = 64,
+					.size = sizeof(data) };
+	struct cmx_ReadBuffer_out none = { 0 };
+	struct cmx_ReadDone_in rd = { .tag = 0x7fa0013b40 };
+	const int64_t ok = 0;
+	size_t n;
+
+	for (unsigned i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)i;
+	n = wire_msg(want, CMX_OP_ReadBuffer, CMX_HDR_SYNC, 7, &cmx_desc_ReadBuffer_in, &rb, NULL,
+		     NULL, 0);
+	ck_assert_uint_eq(doc_example("ReadBuffer sync", doc, sizeof(doc)), n);
+	ck_assert_mem_eq(doc, want, n);
+	memcpy(&h, want, CMX_HDR_SIZE);
+	ck_assert_int_eq(cmx_frame_check_call(&h), 0);
+
+	n = wire_msg(want, CMX_OP_REPLY, 0, 7, cmx_op_info(CMX_OP_ReadBuffer)->out, &none, &ok,
+		     data, sizeof(data));
+	ck_assert_uint_eq(doc_example("ReadBuffer reply", doc, sizeof(doc)), n);
+	ck_assert_mem_eq(doc, want, n);
+
+	rb.tag = rd.tag;
+	n = wire_msg(want, CMX_OP_ReadBuffer, 0, 0, &cmx_desc_ReadBuffer_in, &rb, NULL, NULL, 0);
+	ck_assert_uint_eq(doc_example("ReadBuffer async", doc, sizeof(doc)), n);
+	ck_assert_mem_eq(doc, want, n);
+	memcpy(&h, want, CMX_HDR_SIZE);
+	ck_assert_int_eq(cmx_frame_check_call(&h), 0);
+
+	n = wire_msg(want, CMX_OP_ReadDone, 0, 0, &cmx_desc_ReadDone_in, &rd, NULL, data,
+		     sizeof(data));
+	ck_assert_uint_eq(doc_example("ReadDone", doc, sizeof(doc)), n);
+	ck_assert_mem_eq(doc, want, n);
 }
 END_TEST
 
@@ -186,6 +329,8 @@ int main(void)
 	tcase_add_test(tc, strings_must_be_terminated);
 	tcase_add_test(tc, reader_bounds);
 	tcase_add_test(tc, op_table);
+	tcase_add_test(tc, sync_bit);
+	tcase_add_test(tc, doc_wire_example);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
