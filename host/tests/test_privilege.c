@@ -345,7 +345,8 @@ START_TEST(metrics_loopback)
 	ck_assert_int_eq(exit_status(spawn(args)), 1);
 	ck_assert(log_has("not a loopback address"));
 	ck_assert(log_has(",public"));
-	ck_assert(!tcp_connects(port));
+	/* (It exited: whoever may listen on the port now is another
+	 * program's, so no connect check here.) */
 
 	snprintf(m, sizeof(m), "tcp:0.0.0.0:%d,public", port);
 	pid = spawn(args);
