@@ -234,7 +234,7 @@ static void listeners_table(struct cmx_server *srv, int json, struct cmx_text *o
 		const struct cmx_listener *l = &srv->listeners[i];
 		const char *kind = l->addr.tls ? "tls" : kinds[l->addr.type];
 		const char *addr =
-		    l->addr.path[0] ? l->addr.path : cmx_addr_str(&l->addr, buf, 160);
+		    l->addr.path[0] ? l->addr.path : cmx_addr_str(&l->addr, buf, sizeof(buf));
 		if (!json) {
 			cmx_text_add(out, "%-10s %-16s %s\n", kind, l->tenant[0] ? l->tenant : "-",
 				     addr);
