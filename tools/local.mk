@@ -30,6 +30,11 @@ tenant-bench: tools/tenant-bench host/clmuxd icd/clmux.icd
 	for n in 1 8 64; do $(TENANT_BENCH) --tenants $$n --seconds 10 --probe; done
 	$(TENANT_BENCH) --tenants 2 --weights 1:3 --seconds 10
 .PHONY: tenant-bench
+# clmux inside a podman container against outside (docs/performance.md).
+container-bench: container-check
+	CLMUXD=$(abs_top_builddir)/host/clmuxd CLMUXCTL=$(abs_top_builddir)/tools/clmuxctl \
+	ROOTFS=$(abs_top_builddir)/container/rootfs $(top_srcdir)/tools/container-bench
+.PHONY: container-bench
 tools_clmux_sample_SOURCES = tools/sample.c
 tools_clmux_sample_LDADD = $(OPENCL_LIBS)
 tools_clmux_bench_SOURCES = tools/bench.c
@@ -60,7 +65,8 @@ EXTRA_DIST += tools/tests/test_cmxgen.sh tools/tests/golden.schema \
 	tools/tests/tls.sh tools/tests/cdi.sh \
 	tools/compat-oclgrind.sh tools/compat-piglit.sh tools/compat-apps.sh \
 	tools/compat-oclgrind-suites.sh \
-	tools/gpu-bundle tools/gpu-check tools/transport-bench tools/seccomp-trace.py
+	tools/gpu-bundle tools/gpu-check tools/transport-bench tools/seccomp-trace.py \
+	tools/container-bench
 
 # What every test sees: the build tree's vendors directory (clmux and the
 # native ICDs), the daemon to start, and failure instead of skip when the
