@@ -19,8 +19,11 @@ b=check$$b
 spec=/var/run/cdi/clmux-check-$$.json
 kname=clmux-check-$$-killed
 daemon_pid=""
+rl=$tmp/rootless
 cleanup() {
 	podman rm -f "$kname" >/dev/null 2>&1
+	# Rootless podman leaves a process holding its user namespace.
+	[ -s "$rl/run/libpod/tmp/pause.pid" ] && kill "$(cat "$rl/run/libpod/tmp/pause.pid")" 2>/dev/null
 	[ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
 	rm -f "$spec" "${spec%.json}.icd"
 	rm -rf "$tmp"
@@ -49,10 +52,13 @@ fi
 # Two tenants with quotas, each on a socket of its own; the spec in the
 # directory podman reads.
 mkdir "$tmp/s"
-printf '[tenant %s]\nmem = 256M\n[tenant %s]\nmem = 512M\n' "$a" "$b" >"$tmp/clmuxd.conf"
+# A third tenant is nobody's, by uid, on a shared socket (the rootless run).
+printf '[tenant %s]\nmem = 256M\n[tenant %s]\nmem = 512M\n[tenant %s]\nuid = 65534\nmem = 128M\n' \
+	"$a" "$b" "check$$nobody" >"$tmp/clmuxd.conf"
 CLMUX_LOG=info "$CLMUXD" --config "$tmp/clmuxd.conf" --admin "$tmp/admin.sock" \
 	--listen "unix:$tmp/s/$a.sock,tenant=$a,mode=0600" \
-	--listen "unix:$tmp/s/$b.sock,tenant=$b,mode=0600" >"$tmp/clmuxd.log" 2>&1 &
+	--listen "unix:$tmp/s/$b.sock,tenant=$b,mode=0600" \
+	--listen "unix:$tmp/s/shared.sock,mode=0666" >"$tmp/clmuxd.log" 2>&1 &
 daemon_pid=$!
 for _ in $(seq 100); do
 	[ -S "$tmp/admin.sock" ] && break
@@ -179,6 +185,38 @@ if grep -q "Platform #0: clmux" "$tmp/out"; then
 else
 	bad "after-kill"
 	cat "$tmp/out"
+fi
+
+# Rootless podman, run by nobody (uid 65534): root in the container
+# reaches clmuxd as uid 65534 (SO_PEERCRED through the user namespace), so
+# the shared socket makes it the uid's tenant (128 MiB). The ICD comes by
+# the spec (device $a, whose socket, root's, nobody cannot use).
+mkdir -p "$rl/home" "$rl/run" "$rl/rootfs"
+cp -a "$ROOTFS/." "$rl/rootfs/"
+mkdir -p "$rl/rootfs/run/shared"
+chmod 711 "$tmp"
+chown -R 65534:65534 "$rl"
+chmod 700 "$rl/run"
+rootless() {
+	(cd "$rl" && setpriv --reuid 65534 --regid 65534 --clear-groups \
+		env HOME="$rl/home" XDG_RUNTIME_DIR="$rl/run" podman run --rm --runtime runc \
+		--cgroup-manager cgroupfs --network none --ulimit nofile=1024:1024 \
+		--ulimit nproc=1000:1000 "$@" 2>&1 | grep -v 'level=warning')
+}
+if ! command -v setpriv >/dev/null || ! rootless --rootfs "$rl/rootfs" true >"$tmp/out" 2>&1; then
+	echo "SKIP: container/rootless (rootless podman cannot run here: $(tail -1 "$tmp/out"))"
+else
+	rootless --device "clmux.dev/gpu=$a" -v "$tmp/s/shared.sock:/run/shared/s.sock" \
+		--rootfs "$rl/rootfs" sh -c \
+		'id -u; CLMUX_SERVER=shm:/run/shared/s.sock clinfo | grep "Global memory size"' \
+		>"$tmp/out" 2>&1
+	if [ "$(head -n1 "$tmp/out")" = 0 ] && grep -q " 134217728 " "$tmp/out" &&
+		grep -q "unix uid 65534 .*tenant check$$nobody" "$tmp/clmuxd.log"; then
+		ok "rootless (root inside is uid 65534 to clmuxd)"
+	else
+		bad "rootless"
+		cat "$tmp/out"
+	fi
 fi
 
 if ! kill -0 "$daemon_pid" 2>/dev/null; then
