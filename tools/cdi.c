@@ -326,6 +326,13 @@ static int generate(const char *admin, const char *out, const char *icd, int lis
 		goto out;
 	}
 	e = 1;
+	/* Nothing to offer is more likely a daemon started without its
+	 * tenants' listeners than an intent: the spec stays as it was. */
+	if (!ndev) {
+		say("no tenant has a unix listener (--listen unix:PATH,tenant=NAME); nothing "
+		    "written");
+		goto out;
+	}
 	/* A runtime reads only .json and .yaml files of its spec directories,
 	 * and would not read this one as YAML. */
 	base = strlen(out) - 5;

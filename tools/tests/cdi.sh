@@ -118,6 +118,10 @@ refused "tenant 'build-'" "$ctl" --admin "$tmp/badname.admin" cdi generate --out
 daemon relative --listen "unix:rel.sock,tenant=rel"
 refused "listener unix:rel.sock" "$ctl" --admin "$tmp/relative.admin" cdi generate --output "$spec" \
 	--icd "$icd"
+# No tenant with a socket of its own: nothing to offer.
+daemon shared --listen "unix:$tmp/s/only-shared.sock"
+refused "no tenant listener" "$ctl" --admin "$tmp/shared.admin" cdi generate --output "$spec" \
+	--icd "$icd"
 # Spec directories it cannot write in.
 refused "a missing directory" "$ctl" --admin "$tmp/good.admin" cdi generate \
 	--output "$tmp/spec/none/clmux.json" --icd "$icd"
