@@ -9,8 +9,11 @@ nodist_guest_libclmux_la_SOURCES = guest/stubs.gen.h
 guest_libclmux_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/guest -I$(top_builddir)/guest \
 	$(SSL_CFLAGS) $(LZ4_CFLAGS)
 guest_libclmux_la_LIBADD = transport/libcmxtransport.la $(SSL_LIBS) $(LZ4_LIBS) -lpthread
+# RUNPATH $ORIGIN: in a container (clmuxctl cdi generate) the libraries
+# it needs lie beside it, where the image's own are not shadowed.
 guest_libclmux_la_LDFLAGS = -avoid-version -module -no-undefined \
-	-Wl,--version-script=$(top_srcdir)/guest/libclmux.map
+	-Wl,--version-script=$(top_srcdir)/guest/libclmux.map -Wl,-rpath,'$$ORIGIN'
+
 EXTRA_DIST += guest/libclmux.map
 
 # Installed: the library, and the vendor file that names it to the loader.

@@ -21,6 +21,7 @@
 #include "conn.h"
 #include "front.h"
 #include "libvirt.h"
+#include "listener.h"
 #include "log.h"
 #include "server.h"
 #include "session.h"
@@ -197,6 +198,58 @@ static void stats_show(struct cmx_server *srv, int json, struct cmx_text *out)
 		     completed, refused, (double)ns / 1e9);
 }
 
+/* Unix paths may hold any byte but NUL: quoted for JSON. */
+static void json_string(struct cmx_text *out, const char *s)
+{
+	cmx_text_add(out, "\"");
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			cmx_text_add(out, "\\%c", *s);
+		else if ((unsigned char)*s < 0x20)
+			cmx_text_add(out, "\\u%04x", (unsigned char)*s);
+		else
+			cmx_text_add(out, "%c", *s);
+	}
+	cmx_text_add(out, "\"");
+}
+
+/*
+ * Each --listen address with its tenant (tenant=, else "-"): what clmuxctl
+ * cdi generate makes container devices of. The address comes last on its
+ * line, so that a path with spaces still parses.
+ */
+static void listeners_table(struct cmx_server *srv, int json, struct cmx_text *out)
+{
+	static const char *const kinds[] = {
+	    [CMX_ADDR_UNIX] = "unix",
+	    [CMX_ADDR_VSOCK] = "vsock",
+	    [CMX_ADDR_VSOCK_UDS] = "vsock-uds",
+	    [CMX_ADDR_TCP] = "tcp",
+	};
+	const char *sep = "";
+	char buf[160];
+
+	cmx_text_add(out, json ? "[" : "%-10s %-16s %s\n", "KIND", "TENANT", "ADDRESS");
+	for (unsigned i = 0; i < srv->nlisteners; i++) {
+		const struct cmx_listener *l = &srv->listeners[i];
+		const char *kind = l->addr.tls ? "tls" : kinds[l->addr.type];
+		const char *addr =
+		    l->addr.path[0] ? l->addr.path : cmx_addr_str(&l->addr, buf, sizeof(buf));
+		if (!json) {
+			cmx_text_add(out, "%-10s %-16s %s\n", kind, l->tenant[0] ? l->tenant : "-",
+				     addr);
+			continue;
+		}
+		cmx_text_add(out, "%s{\"kind\":\"%s\",\"tenant\":\"%s\",\"address\":", sep, kind,
+			     l->tenant);
+		json_string(out, addr);
+		cmx_text_add(out, "}");
+		sep = ",";
+	}
+	if (json)
+		cmx_text_add(out, "]\n");
+}
+
 unsigned cmx_admin_evict(struct cmx_server *srv, struct cmx_tenant *t)
 {
 	unsigned n = 0;
@@ -286,6 +339,9 @@ void cmx_admin_exec(struct cmx_server *srv, char *line, struct cmx_text *out)
 		}
 		cmx_text_add(out, "ok\n");
 		cmx_front_workers(json, out);
+	} else if (!strcmp(w[i], "listeners") && n == i + 1) {
+		cmx_text_add(out, "ok\n");
+		listeners_table(srv, json, out);
 	} else if (!strcmp(w[i], "stats") && n == i + 1) {
 		cmx_text_add(out, "ok\n");
 		stats_show(srv, json, out);
@@ -314,8 +370,8 @@ void cmx_admin_exec(struct cmx_server *srv, char *line, struct cmx_text *out)
 		/* domain-xml, domain-prepare: host/libvirt.c */
 	} else {
 		cmx_text_add(out,
-			     "error: unknown request '%s' (tenants, workers, stats, quota get|set, "
-			     "evict, domain-xml, domain-prepare)\n",
+			     "error: unknown request '%s' (tenants, workers, listeners, stats, "
+			     "quota get|set, evict, domain-xml, domain-prepare)\n",
 			     w[i]);
 	}
 }

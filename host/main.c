@@ -120,6 +120,8 @@ static int tenants_setup(struct cmx_server *srv, const char *config)
 	char why[200];
 
 	srv->started_ns = cmx_now_ns();
+	srv->listeners = listeners;
+	srv->nlisteners = nlisteners;
 	cmx_quota_unlimited(&srv->tenants.defaults);
 	if (config || !access(CMX_CONFIG_DEFAULT, F_OK)) {
 		const char *path = config ? config : CMX_CONFIG_DEFAULT;

@@ -11,6 +11,7 @@
 
 struct cmx_session;
 struct cmx_executor;
+struct cmx_listener;
 
 #define CMX_MAX_DEVICES 16
 
@@ -71,6 +72,11 @@ struct cmx_server {
 	int printf_trails;
 	uint64_t started_ns;
 	struct cmx_sched *sched;
+	/* The --listen addresses (host/main.c), for the admin's listeners
+	 * request: clmuxctl cdi generate makes a container device of each
+	 * tenant's unix socket. */
+	const struct cmx_listener *listeners;
+	unsigned nlisteners;
 };
 
 extern struct cmx_server *cmx_srv;

@@ -12,6 +12,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cdi.h"
+
 #ifdef HAVE_LIBVIRT
 #include "domxml.h"
 #endif
@@ -33,6 +35,13 @@ static void usage(FILE *f)
 		   "  workers                      clmuxd's worker processes: pid, state,\n"
 		   "                               starts, tenants\n"
 		   "  stats                        daemon-wide counters\n"
+		   "  listeners                    the daemon's listening addresses and tenants\n"
+		   "  cdi generate [--output PATH] [--icd PATH]\n"
+		   "                               writes a CDI spec (default\n"
+		   "                               /var/run/cdi/clmux.json): a device\n"
+		   "                               clmux.dev/gpu=TENANT for each tenant's\n"
+		   "                               unix listener\n"
+		   "  cdi list                     the devices such a spec holds\n"
 		   "  domain-xml DOMAIN            the device lines a libvirt domain with a\n"
 		   "                               <clmux:gpu> element needs in its XML\n"
 		   "  domain-prepare DOMAIN        (libvirt's hook) the domain's XML on standard\n"
@@ -111,6 +120,65 @@ static int prepare_request(const char *name, char *req, size_t cap, size_t *len)
 #endif
 }
 
+int cmx_ctl_ask(const char *path, const char *req, char **answer)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	size_t len = strlen(req), got = 0, cap = 0;
+	char *buf = NULL, *nl;
+	ssize_t n;
+	int fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return fail("admin socket path too long: %s%s", path, "");
+	strcpy(sun.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0)
+		return fail("cannot reach clmuxd at %s: %s", path, strerror(errno));
+	/* A daemon that accepted but never answers (stopped, wedged) must not
+	 * hang the tool. */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ .tv_sec = 10 },
+		   sizeof(struct timeval));
+	if (send(fd, req, len, MSG_NOSIGNAL | MSG_MORE) != (ssize_t)len ||
+	    send(fd, "\n", 1, MSG_NOSIGNAL) != 1) {
+		close(fd);
+		return fail("sending to %s: %s", path, strerror(errno));
+	}
+	/* The first line says ok or why not; the rest is the answer. */
+	for (;;) {
+		if (got + 4096 > cap) {
+			char *m = realloc(buf, cap = cap * 2 + 4096);
+			if (!m) {
+				free(buf);
+				close(fd);
+				return fail("out of memory%s%s", "", "");
+			}
+			buf = m;
+		}
+		n = recv(fd, buf + got, cap - got - 1, 0);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	if (!buf)
+		return fail("no answer from clmuxd at %s%s", path, "");
+	buf[got] = '\0';
+	nl = strchr(buf, '\n');
+	if (!nl) {
+		free(buf);
+		return fail("no answer from clmuxd at %s%s", path, "");
+	}
+	*nl = '\0';
+	if (strcmp(buf, "ok")) {
+		fail("%s%s", strncmp(buf, "error: ", 7) ? buf : buf + 7, "");
+		free(buf);
+		return 1;
+	}
+	memmove(buf, nl + 1, strlen(nl + 1) + 1);
+	*answer = buf;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -120,12 +188,9 @@ int main(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	const char *path = getenv("CLMUX_ADMIN") ? getenv("CLMUX_ADMIN") : ADMIN_DEFAULT;
-	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	char req[REQ_MAX + 2], *buf = NULL;
-	size_t len = 0, got = 0, cap = 0;
-	int opt, json = 0, fd;
-	ssize_t n;
-	char *nl;
+	size_t len = 0;
+	int opt, json = 0;
 
 	while ((opt = getopt_long(argc, argv, "+a:jh", opts, NULL)) != -1) {
 		switch (opt) {
@@ -147,6 +212,8 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
+	if (!strcmp(argv[optind], "cdi"))
+		return cmx_cdi_main(path, json, argc - optind, argv + optind);
 	if (!strcmp(argv[optind], "domain-prepare")) {
 		int e;
 		if (argc != optind + 2) {
@@ -167,42 +234,10 @@ int main(int argc, char **argv)
 		len +=
 		    (size_t)snprintf(req + len, sizeof(req) - len, "%s%s", len ? " " : "", argv[i]);
 	}
-	req[len++] = '\n';
-	if (strlen(path) >= sizeof(sun.sun_path))
-		return fail("admin socket path too long: %s%s", path, "");
-	strcpy(sun.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0)
-		return fail("cannot reach clmuxd at %s: %s", path, strerror(errno));
-	/* A daemon that accepted but never answers (stopped, wedged) must not
-	 * hang the tool. */
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ .tv_sec = 10 },
-		   sizeof(struct timeval));
-	if (send(fd, req, len, MSG_NOSIGNAL) != (ssize_t)len)
-		return fail("sending to %s: %s", path, strerror(errno));
-	/* The first line says ok or why not; the rest is the answer. */
-	for (;;) {
-		if (got + 4096 > cap) {
-			char *m = realloc(buf, cap = cap * 2 + 4096);
-			if (!m)
-				return fail("out of memory%s%s", "", "");
-			buf = m;
-		}
-		n = recv(fd, buf + got, cap - got - 1, 0);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd);
-	if (!buf)
-		return fail("no answer from clmuxd at %s%s", path, "");
-	buf[got] = '\0';
-	nl = strchr(buf, '\n');
-	if (!nl)
-		return fail("no answer from clmuxd at %s%s", path, "");
-	*nl = '\0';
-	if (strcmp(buf, "ok"))
-		return fail("%s%s", strncmp(buf, "error: ", 7) ? buf : buf + 7, "");
-	fputs(nl + 1, stdout);
+	req[len] = '\0';
+	if (cmx_ctl_ask(path, req, &buf))
+		return 1;
+	fputs(buf, stdout);
+	free(buf);
 	return 0;
 }

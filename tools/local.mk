@@ -2,11 +2,14 @@
 # The benchmark: the same OpenCL work natively and through clmux, one run.
 bin_PROGRAMS += tools/clmux-bench tools/clmux-sample
 sbin_PROGRAMS += tools/clmuxctl
-tools_clmuxctl_SOURCES = tools/clmuxctl.c
+tools_clmuxctl_SOURCES = tools/clmuxctl.c tools/cdi.h tools/cdi.c
+# cdi generate loads the installed ICD to find the libraries it needs.
+tools_clmuxctl_CPPFLAGS = $(AM_CPPFLAGS) -DCMX_LIBDIR='"$(libdir)"'
+tools_clmuxctl_LDADD = -ldl
 if HAVE_LIBVIRT
 tools_clmuxctl_SOURCES += host/domxml.h host/domxml.c
-tools_clmuxctl_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host $(LIBVIRT_CFLAGS)
-tools_clmuxctl_LDADD = $(LIBVIRT_LIBS)
+tools_clmuxctl_CPPFLAGS += -I$(top_srcdir)/host $(LIBVIRT_CFLAGS)
+tools_clmuxctl_LDADD += $(LIBVIRT_LIBS)
 # libvirt's qemu hook: clmuxctl domain-prepare before QEMU starts.
 libvirthookdir = $(sysconfdir)/libvirt/hooks/qemu.d
 libvirthook_SCRIPTS = tools/libvirt-hook/clmux
@@ -27,6 +30,11 @@ tenant-bench: tools/tenant-bench host/clmuxd icd/clmux.icd
 	for n in 1 8 64; do $(TENANT_BENCH) --tenants $$n --seconds 10 --probe; done
 	$(TENANT_BENCH) --tenants 2 --weights 1:3 --seconds 10
 .PHONY: tenant-bench
+# clmux inside a podman container against outside (docs/performance.md).
+container-bench: container-check
+	CLMUXD=$(abs_top_builddir)/host/clmuxd CLMUXCTL=$(abs_top_builddir)/tools/clmuxctl \
+	ROOTFS=$(abs_top_builddir)/container/rootfs $(top_srcdir)/tools/container-bench
+.PHONY: container-bench
 tools_clmux_sample_SOURCES = tools/sample.c
 tools_clmux_sample_LDADD = $(OPENCL_LIBS)
 tools_clmux_bench_SOURCES = tools/bench.c
@@ -46,17 +54,19 @@ tools_clmux_loopback_bench_SOURCES = tools/loopback-bench.c
 tools_clmux_loopback_bench_LDADD = -lpthread
 
 TESTS += tools/tests/test_cmxgen.sh tools/compat-clinfo.sh tools/compat-pyopencl.sh \
-	tools/tests/transports.sh tools/tests/tenant-bench-slice.sh tools/tests/tls.sh
+	tools/tests/transports.sh tools/tests/tenant-bench-slice.sh tools/tests/tls.sh \
+	tools/tests/cdi.sh
 EXTRA_DIST += tools/tests/test_cmxgen.sh tools/tests/golden.schema \
 	tools/tests/golden/proto.gen.h.expected tools/tests/golden/proto.gen.c.expected \
 	tools/tests/golden/stubs.gen.h.expected tools/tests/golden/handlers.gen.h.expected \
 	tools/tests/golden/handlers.gen.c.expected tools/demo tools/check tools/setup.sh \
 	tools/compat-clinfo.sh tools/compat-pyopencl.sh tools/tests/compat_pyopencl.py \
 	tools/tests/compat-env.sh tools/tests/transports.sh tools/tests/tenant-bench-slice.sh \
-	tools/tests/tls.sh \
+	tools/tests/tls.sh tools/tests/cdi.sh \
 	tools/compat-oclgrind.sh tools/compat-piglit.sh tools/compat-apps.sh \
 	tools/compat-oclgrind-suites.sh \
-	tools/gpu-bundle tools/gpu-check tools/transport-bench tools/seccomp-trace.py
+	tools/gpu-bundle tools/gpu-check tools/transport-bench tools/seccomp-trace.py \
+	tools/container-bench
 
 # What every test sees: the build tree's vendors directory (clmux and the
 # native ICDs), the daemon to start, and failure instead of skip when the

@@ -8,7 +8,7 @@ noinst_PROGRAMS += vm-tests/vm-memsize
 vm_tests_vm_memsize_SOURCES = vm-tests/memsize.c
 vm_tests_vm_memsize_LDADD = $(OPENCL_LIBS)
 EXTRA_DIST += vm-tests/mkguest.sh vm-tests/init vm-tests/run.sh vm-tests/check.sh \
-	vm-tests/libvirt-check.sh
+	vm-tests/libvirt-check.sh vm-tests/mkrootfs.sh vm-tests/container-check.sh
 
 # The programs the guest carries, with their shared libraries.
 VM_GUEST_BINS = guest/tests/e2e_compute guest/tests/e2e_memory guest/tests/e2e_events \
@@ -40,3 +40,18 @@ libvirt-check:
 	@echo "libvirt-check: SKIP (configured without libvirt: install libvirt-dev)"
 endif
 .PHONY: libvirt-check
+
+# Real podman containers given clmux by clmuxctl's CDI spec (tools/check
+# runs it): a root filesystem of Debian packages with the ICD loader and no
+# clmux. It skips only without podman or root.
+CONTAINER_BINS = tools/clmux-sample vm-tests/vm-transfer tools/clmux-bench
+container-check: all $(CONTAINER_BINS)
+	$(AM_V_GEN)$(top_srcdir)/vm-tests/mkrootfs.sh container $(CONTAINER_BINS)
+	@CLMUXD=$(abs_top_builddir)/host/clmuxd CLMUXCTL=$(abs_top_builddir)/tools/clmuxctl \
+	ROOTFS=$(abs_top_builddir)/container/rootfs \
+	timeout -k 10 600 $(top_srcdir)/vm-tests/container-check.sh
+.PHONY: container-check
+clean-local: clean-container
+clean-container:
+	rm -rf container/rootfs
+.PHONY: clean-container

@@ -1,0 +1,137 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# clmuxctl cdi: the spec a daemon's tenants make (one device per tenant
+# with a unix listener, only its socket mounted, the ICD and its libraries
+# for every device), and the refusals that write nothing. Run from the
+# build tree (make check); make container-check runs it in podman.
+set -u
+clmuxd=${CLMUXD:-host/clmuxd}
+ctl=tools/clmuxctl
+icd=guest/.libs/libclmux.so
+tmp=$(mktemp -d)
+pids=""
+cleanup() {
+	for p in $pids; do kill "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+fail=0
+pass() { echo "PASS: $*"; }
+bad() { echo "FAIL: $*"; fail=1; }
+
+# The admin socket answers root alone.
+[ "$(id -u)" = 0 ] || { echo "SKIP: clmuxctl needs root (the admin socket is root's)"; exit 77; }
+
+# daemon NAME ARGS...: a clmuxd with admin socket $tmp/NAME.admin, in $tmp.
+daemon() {
+	name=$1
+	shift
+	(cd "$tmp" && exec "$clmuxd" --admin "$tmp/$name.admin" "$@") >"$tmp/$name.log" 2>&1 &
+	pids="$pids $!"
+	for _ in $(seq 100); do
+		[ -S "$tmp/$name.admin" ] && return 0
+		sleep 0.1
+	done
+	bad "clmuxd $name did not start"
+	cat "$tmp/$name.log"
+	exit 1
+}
+case $clmuxd in /*) ;; *) clmuxd=$PWD/$clmuxd ;; esac
+
+mkdir "$tmp/s" "$tmp/spec"
+daemon good --listen "unix:$tmp/s/alpha.sock,tenant=alpha" \
+	--listen "unix:$tmp/s/beta.sock,tenant=beta,mode=0600" \
+	--listen "unix:$tmp/s/beta2.sock,tenant=beta" --listen "unix:$tmp/s/shared.sock"
+
+# list: the tenants' listeners, not the shared one, a tenant once.
+"$ctl" --admin "$tmp/good.admin" cdi list >"$tmp/list" 2>&1
+if [ "$(awk '{print $1}' "$tmp/list" | tr '\n' ' ')" = "clmux.dev/gpu=alpha clmux.dev/gpu=beta " ] &&
+	grep -q "beta  *$tmp/s/beta.sock\$" "$tmp/list"; then
+	pass "cdi list: $(awk '{print $1}' "$tmp/list" | tr '\n' ' ')"
+else
+	bad "cdi list:"
+	cat "$tmp/list"
+fi
+
+spec=$tmp/spec/clmux.json
+if "$ctl" --admin "$tmp/good.admin" cdi generate --output "$spec" --icd "$icd" >"$tmp/out" 2>&1; then
+	pass "cdi generate: $(cat "$tmp/out")"
+else
+	bad "cdi generate:"
+	cat "$tmp/out"
+fi
+# The spec's content, read as a runtime reads it (JSON).
+if "${PYTHON:-python3}" - "$spec" "$tmp" "$icd" >"$tmp/out" 2>&1 <<'EOF'; then
+import json, os, sys
+spec, tmp, icd = sys.argv[1], sys.argv[2], sys.argv[3]
+s = json.load(open(spec))
+assert s["cdiVersion"] == "0.3.0" and s["kind"] == "clmux.dev/gpu", s
+devs = {d["name"]: d["containerEdits"]["mounts"] for d in s["devices"]}
+assert sorted(devs) == ["alpha", "beta"], devs
+for name, mounts in devs.items():
+    # Only the tenant's own socket, at the path the ICD looks at.
+    assert [(m["hostPath"], m["containerPath"]) for m in mounts] == \
+        [(f"{tmp}/s/{name}.sock", "/run/clmux/clmuxd.sock")], mounts
+edits = s["containerEdits"]
+assert edits["env"] == ["CLMUX_SERVER=shm:/run/clmux/clmuxd.sock"], edits["env"]
+got = {m["containerPath"]: m["hostPath"] for m in edits["mounts"]}
+assert os.path.samefile(got["/usr/lib/clmux/libclmux.so"], icd), got
+# What the ICD links beyond glibc comes along (OpenSSL, LZ4 here).
+for lib in ("libssl.so.3", "libcrypto.so.3", "liblz4.so.1"):
+    assert os.path.exists(got["/usr/lib/clmux/" + lib]), lib
+assert not any("libc.so" in p for p in got), got
+vendors = got["/etc/OpenCL/vendors/clmux.icd"]
+assert open(vendors).read() == "/usr/lib/clmux/libclmux.so\n"
+assert oct(os.stat(spec).st_mode & 0o777) == "0o644"
+print("spec:", len(devs), "devices,", len(got), "spec-wide mounts")
+EOF
+	pass "$(cat "$tmp/out")"
+else
+	bad "the spec's content:"
+	cat "$tmp/out" "$spec"
+fi
+ls -a "$tmp/spec" | grep -q '\.json\.' && bad "a temporary file was left: $(ls -a "$tmp/spec")"
+
+# refused CMD... : the command fails with one clear line and the spec
+# directory is as it was.
+refused() {
+	what=$1
+	shift
+	(cd "$tmp/spec" && ls -la --time-style=+%s.%N && md5sum ./*) >"$tmp/before" 2>&1
+	if "$@" >"$tmp/out" 2>&1; then
+		bad "$what: not refused"
+	elif [ "$(wc -l <"$tmp/out")" != 1 ] || ! grep -q "^clmuxctl: " "$tmp/out"; then
+		bad "$what: not one clear line:"
+		cat "$tmp/out"
+	elif ! (cd "$tmp/spec" && ls -la --time-style=+%s.%N && md5sum ./*) 2>&1 |
+		cmp -s - "$tmp/before"; then
+		bad "$what: the spec directory changed"
+	else
+		pass "$what refused: $(cat "$tmp/out")"
+	fi
+}
+# A tenant name CDI cannot take (it must end in a letter or digit).
+daemon badname --listen "unix:$tmp/s/ok.sock,tenant=ok" --listen "unix:$tmp/s/b.sock,tenant=build-"
+refused "tenant 'build-'" "$ctl" --admin "$tmp/badname.admin" cdi generate --output "$spec" --icd "$icd"
+# A listener at a relative path: no runtime can mount that.
+daemon relative --listen "unix:rel.sock,tenant=rel"
+refused "listener unix:rel.sock" "$ctl" --admin "$tmp/relative.admin" cdi generate --output "$spec" \
+	--icd "$icd"
+# No tenant with a socket of its own: nothing to offer.
+daemon shared --listen "unix:$tmp/s/only-shared.sock"
+refused "no tenant listener" "$ctl" --admin "$tmp/shared.admin" cdi generate --output "$spec" \
+	--icd "$icd"
+# Spec directories it cannot write in.
+refused "a missing directory" "$ctl" --admin "$tmp/good.admin" cdi generate \
+	--output "$tmp/spec/none/clmux.json" --icd "$icd"
+touch "$tmp/file"
+refused "a file for a directory" "$ctl" --admin "$tmp/good.admin" cdi generate \
+	--output "$tmp/file/clmux.json" --icd "$icd"
+refused "a .yaml name" "$ctl" --admin "$tmp/good.admin" cdi generate \
+	--output "$tmp/spec/clmux.yaml" --icd "$icd"
+refused "an ICD that is not there" "$ctl" --admin "$tmp/good.admin" cdi generate \
+	--output "$spec" --icd "$tmp/none.so"
+# A daemon gone: nothing to describe.
+refused "no daemon" "$ctl" --admin "$tmp/none.admin" cdi generate --output "$spec" --icd "$icd"
+exit $fail
