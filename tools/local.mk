@@ -27,6 +27,17 @@ tenant-bench: tools/tenant-bench host/clmuxd icd/clmux.icd
 	for n in 1 8 64; do $(TENANT_BENCH) --tenants $$n --seconds 10 --probe; done
 	$(TENANT_BENCH) --tenants 2 --weights 1:3 --seconds 10
 .PHONY: tenant-bench
+# docs/performance.md's results: clmux-bench (latency, bandwidth by size)
+# over unix, shm, tcp and tls and tenant-bench (1, 2, 4 tenants), 3 rounds,
+# into docs/results/DEVICE-NCORESc.json (a few minutes; BENCH_FLAGS: more
+# tools/bench-results options); then tools/perf-report makes the tables and
+# plots.
+bench: tools/clmux-bench tools/tenant-bench host/clmuxd icd/clmux.icd
+	OCL_ICD_VENDORS=$(abs_top_builddir)/icd CLMUXD=$(abs_top_builddir)/host/clmuxd \
+	  nice $(PYTHON) $(top_srcdir)/tools/bench-results --out-dir $(top_srcdir)/docs/results \
+	  --client-vendors $(abs_top_builddir)/icd/clmux.icd --as "make bench $(BENCH_FLAGS)" \
+	  $(BENCH_FLAGS)
+.PHONY: bench
 tools_clmux_sample_SOURCES = tools/sample.c
 tools_clmux_sample_LDADD = $(OPENCL_LIBS)
 tools_clmux_bench_SOURCES = tools/bench.c
@@ -53,7 +64,7 @@ EXTRA_DIST += tools/tests/test_cmxgen.sh tools/tests/golden.schema \
 	tools/tests/golden/handlers.gen.c.expected tools/demo tools/check tools/setup.sh \
 	tools/compat-clinfo.sh tools/compat-pyopencl.sh tools/tests/compat_pyopencl.py \
 	tools/tests/compat-env.sh tools/tests/transports.sh tools/tests/tenant-bench-slice.sh \
-	tools/tests/tls.sh \
+	tools/tests/tls.sh tools/bench-results \
 	tools/compat-oclgrind.sh tools/compat-piglit.sh tools/compat-apps.sh \
 	tools/compat-oclgrind-suites.sh \
 	tools/gpu-bundle tools/gpu-check tools/transport-bench tools/seccomp-trace.py
