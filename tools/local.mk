@@ -37,6 +37,7 @@ bench: tools/clmux-bench tools/tenant-bench host/clmuxd icd/clmux.icd
 	  nice $(PYTHON) $(top_srcdir)/tools/bench-results --out-dir $(top_srcdir)/docs/results \
 	  --client-vendors $(abs_top_builddir)/icd/clmux.icd --as "make bench $(BENCH_FLAGS)" \
 	  $(BENCH_FLAGS)
+	$(PYTHON) $(top_srcdir)/tools/perf-report
 .PHONY: bench
 tools_clmux_sample_SOURCES = tools/sample.c
 tools_clmux_sample_LDADD = $(OPENCL_LIBS)
@@ -57,14 +58,16 @@ tools_clmux_loopback_bench_SOURCES = tools/loopback-bench.c
 tools_clmux_loopback_bench_LDADD = -lpthread
 
 TESTS += tools/tests/test_cmxgen.sh tools/compat-clinfo.sh tools/compat-pyopencl.sh \
-	tools/tests/transports.sh tools/tests/tenant-bench-slice.sh tools/tests/tls.sh
-EXTRA_DIST += tools/tests/test_cmxgen.sh tools/tests/golden.schema \
+	tools/tests/transports.sh tools/tests/tenant-bench-slice.sh tools/tests/tls.sh \
+	tools/tests/perf-report.sh
+EXTRA_DIST += tools/tests/perf-report.sh tools/bench-results tools/perf-report \
+ tools/tests/test_cmxgen.sh tools/tests/golden.schema \
 	tools/tests/golden/proto.gen.h.expected tools/tests/golden/proto.gen.c.expected \
 	tools/tests/golden/stubs.gen.h.expected tools/tests/golden/handlers.gen.h.expected \
 	tools/tests/golden/handlers.gen.c.expected tools/demo tools/check tools/setup.sh \
 	tools/compat-clinfo.sh tools/compat-pyopencl.sh tools/tests/compat_pyopencl.py \
 	tools/tests/compat-env.sh tools/tests/transports.sh tools/tests/tenant-bench-slice.sh \
-	tools/tests/tls.sh tools/bench-results \
+	tools/tests/tls.sh \
 	tools/compat-oclgrind.sh tools/compat-piglit.sh tools/compat-apps.sh \
 	tools/compat-oclgrind-suites.sh \
 	tools/gpu-bundle tools/gpu-check tools/transport-bench tools/seccomp-trace.py
