@@ -48,7 +48,7 @@ struct plat {
 	cl_command_queue q;
 	cl_program prog;
 	cl_kernel empty, vadd;
-	char name[256], devname[256];
+	char name[256], devname[256], driver[128];
 };
 
 struct opts {
@@ -334,29 +334,32 @@ static void bench_enqueue_rate(struct plat *p, int n, double *out)
 	}
 }
 
-/* write_bw / read_bw: blocking 64 MiB transfer from or to touched host memory; GB/s.
+/* The transfer size of write_bw, read_bw and their _ahp rows (--bytes). */
+static size_t bw_bytes = BW_BYTES;
+
+/* write_bw / read_bw: blocking 64 MiB (--bytes) transfer from or to touched host memory; GB/s.
  * The _ahp rows do the same with a CL_MEM_ALLOC_HOST_PTR buffer. A read
  * reads a buffer written once: a driver's never-written memory can be the
  * kernel's shared zero page (PoCL's is), which reads from cache. */
 static void transfer_bw(struct plat *p, int n, double *out, int write, cl_mem_flags flags)
 {
-	char *host = xmalloc(BW_BYTES);
-	cl_mem m = make_buffer_flags(p, flags, BW_BYTES);
+	char *host = xmalloc(bw_bytes);
+	cl_mem m = make_buffer_flags(p, flags, bw_bytes);
 
 	if (!write) {
-		memset(host, 0x5a, BW_BYTES);
-		CHECK(clEnqueueWriteBuffer(p->q, m, CL_TRUE, 0, BW_BYTES, host, 0, NULL, NULL));
+		memset(host, 0x5a, bw_bytes);
+		CHECK(clEnqueueWriteBuffer(p->q, m, CL_TRUE, 0, bw_bytes, host, 0, NULL, NULL));
 	}
 
 	for (int rep = -1; rep < n; rep++) { /* rep -1 lets the device back the buffer */
 		double t0 = now_s();
 
 		if (write)
-			CHECK(clEnqueueWriteBuffer(p->q, m, CL_TRUE, 0, BW_BYTES, host, 0, NULL, NULL));
+			CHECK(clEnqueueWriteBuffer(p->q, m, CL_TRUE, 0, bw_bytes, host, 0, NULL, NULL));
 		else
-			CHECK(clEnqueueReadBuffer(p->q, m, CL_TRUE, 0, BW_BYTES, host, 0, NULL, NULL));
+			CHECK(clEnqueueReadBuffer(p->q, m, CL_TRUE, 0, bw_bytes, host, 0, NULL, NULL));
 		if (rep >= 0)
-			out[rep] = BW_BYTES / (now_s() - t0) * 1e-9;
+			out[rep] = bw_bytes / (now_s() - t0) * 1e-9;
 	}
 	CHECK(clReleaseMemObject(m));
 	free(host);
@@ -569,6 +572,7 @@ static void plat_setup(struct plat *p)
 	cur_role = p->role;
 	CHECK(clGetDeviceIDs(p->id, CL_DEVICE_TYPE_ALL, 1, &p->dev, NULL));
 	CHECK(clGetDeviceInfo(p->dev, CL_DEVICE_NAME, sizeof(p->devname), p->devname, NULL));
+	CHECK(clGetDeviceInfo(p->dev, CL_DRIVER_VERSION, sizeof(p->driver), p->driver, NULL));
 	p->ctx = clCreateContext(NULL, 1, &p->dev, NULL, NULL, &err);
 	check(err, "clCreateContext");
 	p->q = clCreateCommandQueue(p->ctx, p->dev, 0, &err);
@@ -674,9 +678,11 @@ static void print_json(const struct plat *pl)
 		json_str(pl[i].name);
 		printf(",\"device\":");
 		json_str(pl[i].devname);
+		printf(",\"driver\":");
+		json_str(pl[i].driver);
 		printf("},");
 	}
-	printf("\"results\":{");
+	printf("\"bw_bytes\":%zu,\"results\":{", bw_bytes);
 	for (size_t i = 0, first = 1; i < NBENCH; i++) {
 		const struct bench *b = &benches[i];
 
@@ -935,7 +941,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: bench [--transport T] [--clmuxd PATH] [--native NAME] [--virtual NAME]\n"
-		"             [--reps N] [--only LIST] [--json] [--quick] | --memcpy\n"
+		"             [--reps N] [--only LIST] [--bytes N] [--json] [--quick] | --memcpy\n"
 		"  --transport T   how the ICD reaches clmuxd:");
 	for (size_t i = 0; i < sizeof(transports) / sizeof(transports[0]); i++)
 		fprintf(f, " %s", transports[i].name);
@@ -950,7 +956,8 @@ static void usage(FILE *f)
 		"  --only LIST     comma-separated subset of:");
 	for (size_t i = 0; i < NBENCH; i++)
 		fprintf(f, " %s", benches[i].name);
-	fprintf(f, "\n  --json          one JSON object instead of the table\n"
+	fprintf(f, "\n  --bytes N       transfer size of the *_bw and *_bw_ahp rows (default 64 MiB)\n"
+		   "  --json          one JSON object instead of the table\n"
 		   "  --quick         fewer repetitions, for CI smoke runs\n"
 		   "  --memcpy        only this machine's memcpy bandwidth, 1 and 2 threads\n");
 }
@@ -990,6 +997,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "json", no_argument, NULL, 'j' },         { "quick", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },         { "transport", required_argument, NULL, 't' },
 		{ "clmuxd", required_argument, NULL, 'd' }, { "memcpy", no_argument, NULL, 'm' },
+		{ "bytes", required_argument, NULL, 'b' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char *end;
@@ -1014,6 +1022,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return -EINVAL;
 			}
 			o->reps = (int)n;
+			break;
+		case 'b':
+			n = strtol(optarg, &end, 10);
+			if (*end || end == optarg || n < 1 || n > (1l << 32)) {
+				fprintf(stderr, "bench: --bytes wants a number from 1 to 4 GiB\n");
+				return -EINVAL;
+			}
+			bw_bytes = (size_t)n;
 			break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -EINVAL;

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cdi.h"
@@ -42,6 +43,8 @@ static void usage(FILE *f)
 		   "                               clmux.dev/gpu=TENANT for each tenant's\n"
 		   "                               unix listener\n"
 		   "  cdi list                     the devices such a spec holds\n"
+		   "  top [-n N]                   'tenants' again every second (N times; on\n"
+		   "                               a terminal until interrupted, else once)\n"
 		   "  domain-xml DOMAIN            the device lines a libvirt domain with a\n"
 		   "                               <clmux:gpu> element needs in its XML\n"
 		   "  domain-prepare DOMAIN        (libvirt's hook) the domain's XML on standard\n"
@@ -120,37 +123,41 @@ static int prepare_request(const char *name, char *req, size_t cap, size_t *len)
 #endif
 }
 
+/* Sends one request (a line: req and a newline) to the admin socket at
+ * path; *answer: what follows the "ok" line (to free). 0, or 1 with the
+ * reason said. */
 int cmx_ctl_ask(const char *path, const char *req, char **answer)
 {
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	size_t len = strlen(req), got = 0, cap = 0;
 	char *buf = NULL, *nl;
+	int fd, ret = 1;
 	ssize_t n;
-	int fd;
 
 	if (strlen(path) >= sizeof(sun.sun_path))
 		return fail("admin socket path too long: %s%s", path, "");
 	strcpy(sun.sun_path, path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0)
-		return fail("cannot reach clmuxd at %s: %s", path, strerror(errno));
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		fail("cannot reach clmuxd at %s: %s", path, strerror(errno));
+		goto out;
+	}
 	/* A daemon that accepted but never answers (stopped, wedged) must not
 	 * hang the tool. */
 	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ .tv_sec = 10 },
 		   sizeof(struct timeval));
 	if (send(fd, req, len, MSG_NOSIGNAL | MSG_MORE) != (ssize_t)len ||
 	    send(fd, "\n", 1, MSG_NOSIGNAL) != 1) {
-		close(fd);
-		return fail("sending to %s: %s", path, strerror(errno));
+		fail("sending to %s: %s", path, strerror(errno));
+		goto out;
 	}
 	/* The first line says ok or why not; the rest is the answer. */
 	for (;;) {
 		if (got + 4096 > cap) {
 			char *m = realloc(buf, cap = cap * 2 + 4096);
 			if (!m) {
-				free(buf);
-				close(fd);
-				return fail("out of memory%s%s", "", "");
+				fail("out of memory%s%s", "", "");
+				goto out;
 			}
 			buf = m;
 		}
@@ -159,23 +166,60 @@ int cmx_ctl_ask(const char *path, const char *req, char **answer)
 			break;
 		got += (size_t)n;
 	}
-	close(fd);
-	if (!buf)
-		return fail("no answer from clmuxd at %s%s", path, "");
-	buf[got] = '\0';
-	nl = strchr(buf, '\n');
-	if (!nl) {
-		free(buf);
-		return fail("no answer from clmuxd at %s%s", path, "");
+	if (buf)
+		buf[got] = '\0';
+	if (!buf || !(nl = strchr(buf, '\n'))) {
+		fail("no answer from clmuxd at %s%s", path, "");
+		goto out;
 	}
 	*nl = '\0';
 	if (strcmp(buf, "ok")) {
 		fail("%s%s", strncmp(buf, "error: ", 7) ? buf : buf + 7, "");
-		free(buf);
-		return 1;
+		goto out;
 	}
 	memmove(buf, nl + 1, strlen(nl + 1) + 1);
 	*answer = buf;
+	buf = NULL;
+	ret = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return ret;
+}
+
+/*
+ * top: the tenants table (share, memory, commands in flight) every second.
+ * On a terminal the screen is redrawn until interrupted (or N times);
+ * elsewhere it prints N tables (default one), without escape sequences.
+ */
+static int run_top(const char *path, const char *req, long n, int json)
+{
+	int tty = isatty(1);
+	char *buf, when[32];
+	time_t now;
+
+	if (n <= 0)
+		n = tty ? -1 : 1;
+	for (long i = 0; n < 0 || i < n; i++) {
+		if (i)
+			sleep(1);
+		if (cmx_ctl_ask(path, req, &buf))
+			return 1;
+		now = time(NULL);
+		strftime(when, sizeof(when), "%H:%M:%S", localtime(&now));
+		if (tty)
+			fputs("\033[H\033[2J", stdout);
+		else if (i && !json)
+			putchar('\n');
+		/* --json: one array per refresh, nothing else on stdout */
+		if (!json)
+			printf("clmuxd at %s, %s%s\n", path, when,
+			       tty ? " (every second; Ctrl-C ends)" : "");
+		fputs(buf, stdout);
+		fflush(stdout);
+		free(buf);
+	}
 	return 0;
 }
 
@@ -188,9 +232,10 @@ int main(int argc, char **argv)
 	    {NULL, 0, NULL, 0},
 	};
 	const char *path = getenv("CLMUX_ADMIN") ? getenv("CLMUX_ADMIN") : ADMIN_DEFAULT;
-	char req[REQ_MAX + 2], *buf = NULL;
+	char req[REQ_MAX + 2], *buf = NULL, *end;
+	int opt, json = 0, top = 0;
+	long top_n = 0;
 	size_t len = 0;
-	int opt, json = 0;
 
 	while ((opt = getopt_long(argc, argv, "+a:jh", opts, NULL)) != -1) {
 		switch (opt) {
@@ -225,6 +270,20 @@ int main(int argc, char **argv)
 			return e ? 1 : 0;
 		optind = argc;
 	}
+	if (!strcmp(argv[optind], "top")) {
+		/* top [-n N]: the tenants request, again and again */
+		if (argc == optind + 3 && !strcmp(argv[optind + 1], "-n")) {
+			top_n = strtol(argv[optind + 2], &end, 10);
+			if (*end || end == argv[optind + 2] || top_n < 1)
+				return fail("top -n wants a count, not '%s'%s", argv[optind + 2], "");
+		} else if (argc != optind + 1) {
+			usage(stderr);
+			return 2;
+		}
+		top = 1;
+		optind = argc;
+		len = (size_t)snprintf(req, sizeof(req), "%stenants", json ? "json " : "");
+	}
 	if (json && !len)
 		len += (size_t)snprintf(req, sizeof(req), "json");
 	for (int i = optind; i < argc; i++) {
@@ -235,6 +294,8 @@ int main(int argc, char **argv)
 		    (size_t)snprintf(req + len, sizeof(req) - len, "%s%s", len ? " " : "", argv[i]);
 	}
 	req[len] = '\0';
+	if (top)
+		return run_top(path, req, top_n, json);
 	if (cmx_ctl_ask(path, req, &buf))
 		return 1;
 	fputs(buf, stdout);

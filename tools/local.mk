@@ -35,6 +35,18 @@ container-bench: container-check
 	CLMUXD=$(abs_top_builddir)/host/clmuxd CLMUXCTL=$(abs_top_builddir)/tools/clmuxctl \
 	ROOTFS=$(abs_top_builddir)/container/rootfs $(top_srcdir)/tools/container-bench
 .PHONY: container-bench
+# docs/performance.md's results: clmux-bench (latency, bandwidth by size)
+# over unix, shm, tcp and tls and tenant-bench (1, 2, 4 tenants), 3 rounds,
+# into docs/results/DEVICE-NCORESc.json (a few minutes; BENCH_FLAGS: more
+# tools/bench-results options); then tools/perf-report makes the tables and
+# plots.
+bench: tools/clmux-bench tools/tenant-bench host/clmuxd icd/clmux.icd
+	OCL_ICD_VENDORS=$(abs_top_builddir)/icd CLMUXD=$(abs_top_builddir)/host/clmuxd \
+	  nice $(PYTHON) $(top_srcdir)/tools/bench-results --out-dir $(top_srcdir)/docs/results \
+	  --client-vendors $(abs_top_builddir)/icd/clmux.icd --as "make bench $(BENCH_FLAGS)" \
+	  $(BENCH_FLAGS)
+	$(PYTHON) $(top_srcdir)/tools/perf-report
+.PHONY: bench
 tools_clmux_sample_SOURCES = tools/sample.c
 tools_clmux_sample_LDADD = $(OPENCL_LIBS)
 tools_clmux_bench_SOURCES = tools/bench.c
@@ -55,8 +67,9 @@ tools_clmux_loopback_bench_LDADD = -lpthread
 
 TESTS += tools/tests/test_cmxgen.sh tools/compat-clinfo.sh tools/compat-pyopencl.sh \
 	tools/tests/transports.sh tools/tests/tenant-bench-slice.sh tools/tests/tls.sh \
-	tools/tests/cdi.sh
-EXTRA_DIST += tools/tests/test_cmxgen.sh tools/tests/golden.schema \
+	tools/tests/cdi.sh tools/tests/perf-report.sh
+EXTRA_DIST += tools/tests/perf-report.sh tools/bench-results tools/perf-report \
+ tools/tests/test_cmxgen.sh tools/tests/golden.schema \
 	tools/tests/golden/proto.gen.h.expected tools/tests/golden/proto.gen.c.expected \
 	tools/tests/golden/stubs.gen.h.expected tools/tests/golden/handlers.gen.h.expected \
 	tools/tests/golden/handlers.gen.c.expected tools/demo tools/check tools/setup.sh \

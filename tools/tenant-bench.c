@@ -38,6 +38,7 @@ struct opts {
 	int runaway;		    /* one more tenant, whose kernel never ends */
 	const char *daemon_args;    /* more clmuxd options, split at spaces */
 	const char *scheme;	    /* how clients dial: "unix" or "shm" (rings) */
+	int json;		    /* one JSON object instead of the text */
 };
 
 static double now_s(void)
@@ -376,7 +377,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: tenant-bench [--tenants N] [--weights W[:W...]] [--seconds S]\n"
 		   "                    [--inflight K] [--work N] [--device SPEC] [--clmuxd PATH]\n"
 		   "                    [--client-vendors PATH] [--native] [--probe] [--group]\n"
-		   "                    [--daemon-args 'ARGS'] [--runaway] [--shared] [--shm]\n"
+		   "                    [--daemon-args 'ARGS'] [--runaway] [--shared] [--shm] [--json]\n"
 		   "  N tenants (default 8), each a client process keeping K (default 4)\n"
 		   "  kernels in flight for S seconds (default 10) through one clmuxd;\n"
 		   "  weights repeat over the tenants (default 1). OCL_ICD_VENDORS must\n"
@@ -395,7 +396,32 @@ static void usage(FILE *f)
 		   "  --runaway: one more tenant whose kernel never ends runs all along;\n"
 		   "  then the time clmuxd takes to exit on SIGTERM.\n"
 		   "  --shm: clients use the shared-memory rings (shm:) instead of the\n"
-		   "  socket (unix:, the default).\n");
+		   "  socket (unix:, the default).\n"
+		   "  --json: one JSON object instead of the text.\n");
+}
+
+/* --json: what the text says, as one object (tools/bench-results reads it). */
+static int print_json(const struct opts *o, const unsigned long long *done,
+		      unsigned long long sum, double norm_sum, double norm_sq,
+		      const struct result *probe)
+{
+	printf("{\"tenants\":%u,\"mode\":\"%s\",\"scheme\":\"%s\",\"seconds\":%u,"
+	       "\"inflight\":%u,\"work\":%u,\"global\":%u,\"weights\":[",
+	       o->tenants, native ? "native" : o->shared ? "shared" : o->group ? "grouped" : "isolated",
+	       native ? "native" : o->scheme, o->seconds, o->inflight, o->work, o->global);
+	for (unsigned i = 0; i < o->nweights; i++)
+		printf("%s%u", i ? "," : "", o->weights[i]);
+	printf("],\"completed\":[");
+	for (unsigned i = 0; i < o->tenants; i++)
+		printf("%s%llu", i ? "," : "", done[i]);
+	printf("],\"total\":%llu,\"kernels_per_s\":%.6g,\"jain\":%.6g", sum,
+	       (double)sum / o->seconds, norm_sq ? norm_sum * norm_sum / (o->tenants * norm_sq) : 0);
+	if (o->probe)
+		printf(",\"probe_us\":{\"median\":%.6g,\"p99\":%.6g,\"alone_median\":%.6g,"
+		       "\"alone_p99\":%.6g}",
+		       probe->med_us, probe->p99_us, probe->base_med_us, probe->base_p99_us);
+	printf("}\n");
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -406,7 +432,7 @@ int main(int argc, char **argv)
 	    {"clmuxd", 1, NULL, 'c'},	{"help", 0, NULL, 'h'},	   {"client-vendors", 1, NULL, 'v'},
 	    {"native", 0, NULL, 'N'},	{"probe", 0, NULL, 'p'},   {"group", 0, NULL, 'g'},
 	    {"daemon-args", 1, NULL, 'D'}, {"runaway", 0, NULL, 'R'}, {"shared", 0, NULL, 'S'},
-	    {"shm", 0, NULL, 'M'},	{NULL, 0, NULL, 0},
+	    {"shm", 0, NULL, 'M'},	{"json", 0, NULL, 'j'},	   {NULL, 0, NULL, 0},
 	};
 	struct opts o = {.tenants = 8,
 			 .inflight = 4,
@@ -426,7 +452,7 @@ int main(int argc, char **argv)
 	pid_t daemon, runaway = 0;
 
 	o.clmuxd = getenv("CLMUXD") ? getenv("CLMUXD") : "clmuxd";
-	while ((opt = getopt_long(argc, argv, "n:w:s:k:W:d:c:hv:NpgD:RSM", lo, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:w:s:k:W:d:c:hv:NpgD:RSMj", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			o.tenants = (unsigned)atoi(optarg);
@@ -457,6 +483,9 @@ int main(int argc, char **argv)
 			break;
 		case 'N':
 			native = 1;
+			break;
+		case 'j':
+			o.json = 1;
 			break;
 		case 'p':
 			o.probe = 1;
@@ -573,6 +602,8 @@ int main(int argc, char **argv)
 		norm_sum += x;
 		norm_sq += x * x;
 	}
+	if (o.json)
+		return print_json(&o, done, sum, norm_sum, norm_sq, &probe);
 	printf("tenant-bench: %u %s%s, weights", o.tenants,
 	       native	  ? "native clients"
 	       : o.shared ? "tenants of one group sharing a context"

@@ -675,6 +675,15 @@ START_TEST(clmuxctl_cli)
 	snprintf(args, sizeof(args), "--admin %s quota", admin);
 	ck_assert_int_eq(clmuxctl(args, out, sizeof(out)), 1);
 	ck_assert_int_eq(clmuxctl("", out, sizeof(out)), 2);
+	/* top, once, to a pipe: the tenants table under a heading line, no
+	 * terminal control sequences. */
+	snprintf(args, sizeof(args), "--admin %s top -n 1", admin);
+	ck_assert_int_eq(clmuxctl(args, out, sizeof(out)), 0);
+	ck_assert_msg(!strncmp(out, "clmuxd at ", 10) && strstr(out, "\nTENANT ") &&
+			  strstr(out, "\na ") && !strchr(out, '\033'),
+		      "%s", out);
+	snprintf(args, sizeof(args), "--admin %s top -n 0", admin);
+	ck_assert_int_eq(clmuxctl(args, out, sizeof(out)), 1);
 }
 END_TEST
 

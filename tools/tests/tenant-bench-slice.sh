@@ -8,7 +8,11 @@ out=$(tools/tenant-bench --tenants 2 --weights 1:3 --seconds 2 --work 500)
 echo "$out"
 echo "$out" | grep -q "^Jain's fairness index"
 # The same two tenants as one group: one worker process, clmuxd's
-# scheduler between them.
-out=$(tools/tenant-bench --tenants 2 --weights 1:3 --seconds 2 --work 500 --group)
+# scheduler between them; the --json form tools/bench-results reads.
+out=$(tools/tenant-bench --tenants 2 --weights 1:3 --seconds 2 --work 500 --group --json)
 echo "$out"
-echo "$out" | grep -q "^Jain's fairness index"
+echo "$out" | "${PYTHON:-python3}" -c '
+import json, sys
+j = json.loads(sys.stdin.read())
+assert j["mode"] == "grouped" and j["tenants"] == 2 and len(j["completed"]) == 2, j
+assert j["total"] == sum(j["completed"]) and j["kernels_per_s"] > 0, j'
