@@ -159,12 +159,14 @@ grep -q "^# the admin's line$" /etc/clmux/clmuxd.conf
 step "removal: no daemon, no socket"
 dpkg -r clmux-opencl-icd clmuxd clmux-tools >"$tmp/remove.log" 2>&1 || { cat "$tmp/remove.log"; exit 1; }
 if pgrep -u clmux clmuxd; then echo "clmuxd still runs"; exit 1; fi
-[ ! -e /run/clmux/clmuxd.sock ] && [ ! -e /run/clmux/admin.sock ]
-[ ! -e /etc/OpenCL/vendors/clmux.icd ]
-[ -e /etc/clmux/clmuxd.conf ] # a conffile: removal keeps it
+gone() { for f; do [ ! -e "$f" ] || { echo "$f is left"; exit 1; }; done; }
+gone /run/clmux/clmuxd.sock /run/clmux/admin.sock "$lib" /usr/sbin/clmuxd /usr/sbin/clmuxctl
+# Conffiles: removal keeps them (the vendor file too, as every Debian ICD's).
+[ -e /etc/clmux/clmuxd.conf ] && [ -e /etc/OpenCL/vendors/clmux.icd ]
 tail -3 "$tmp/clmuxd.log" 2>/dev/null || true
 
 step "purge: nothing of clmux in /etc or /run"
 dpkg -P clmux-opencl-icd clmuxd clmux-tools >"$tmp/purge.log" 2>&1 || { cat "$tmp/purge.log"; exit 1; }
-[ ! -e /etc/clmux ] && [ ! -e /run/clmux ] && [ ! -e /var/lib/clmux ] && [ ! -e /var/cache/clmux ]
+gone /etc/clmux /run/clmux /var/lib/clmux /var/cache/clmux /etc/OpenCL/vendors/clmux.icd \
+	/etc/libvirt/hooks/qemu.d/clmux /etc/default/clmuxd
 echo "PASS: package-check"
