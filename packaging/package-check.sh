@@ -23,13 +23,22 @@ for p in clmuxd clmux-tools clmux-opencl-icd; do
 		skip "$p is installed on this machine"
 	fi
 done
+# The packaged unit's sockets are /run/clmux's; a clmuxd started as root
+# without --admin takes /run/clmux/admin.sock too.
+for s in /run/clmux/admin.sock /run/clmux/clmuxd.sock; do
+	if python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX).connect(sys.argv[1])' "$s" 2>/dev/null; then
+		skip "another clmuxd serves $s"
+	fi
+done
 src=$(cd "$top_srcdir" && pwd)
 user=clmux-pkgtest
 tmp=$(mktemp -d)
 chmod 755 "$tmp"
 step() { echo "== package-check: $*"; }
 cleanup() {
+	rc=$?
 	set +e
+	[ $rc = 0 ] || [ ! -s "$tmp/clmuxd.log" ] || { echo "--- clmuxd's log"; tail -30 "$tmp/clmuxd.log"; }
 	dpkg -P clmux-opencl-icd clmuxd clmux-tools >/dev/null 2>&1
 	getent passwd $user >/dev/null && userdel $user
 	[ -z "${notify_pid:-}" ] || kill "$notify_pid" 2>/dev/null
