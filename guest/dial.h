@@ -11,7 +11,11 @@
 
 #include "addr.h"
 
-#define CMX_CLIENT_CONF "/etc/clmux/client.conf"
+/* SYSCONFDIR/clmux/client.conf: /etc/clmux/client.conf with the packages. */
+#ifndef CMX_SYSCONFDIR
+#define CMX_SYSCONFDIR "/etc"
+#endif
+#define CMX_CLIENT_CONF CMX_SYSCONFDIR "/clmux/client.conf"
 #define CMX_DEFAULT_UNIX "/run/clmux/clmuxd.sock"
 
 /* The value of `key = value` in client.conf into buf; 0 or -ENOENT. */

@@ -9,18 +9,19 @@ nodist_guest_libclmux_la_SOURCES = guest/stubs.gen.h
 guest_libclmux_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/guest -I$(top_builddir)/guest \
 	$(SSL_CFLAGS) $(LZ4_CFLAGS)
 guest_libclmux_la_LIBADD = transport/libcmxtransport.la $(SSL_LIBS) $(LZ4_LIBS) -lpthread
-# RUNPATH $ORIGIN: in a container (clmuxctl cdi generate) the libraries
-# it needs lie beside it, where the image's own are not shadowed.
-guest_libclmux_la_LDFLAGS = -avoid-version -module -no-undefined \
+# libclmux.so.1 (SONAME libclmux.so.1): the loader opens it by the vendor
+# file's path; the version says which interface of the ICD it is. RUNPATH
+# $ORIGIN: in a container (clmuxctl cdi generate) the libraries it needs
+# lie beside it, where the image's own are not shadowed.
+guest_libclmux_la_LDFLAGS = -version-info 1:0:0 -no-undefined \
 	-Wl,--version-script=$(top_srcdir)/guest/libclmux.map -Wl,-rpath,'$$ORIGIN'
-
 EXTRA_DIST += guest/libclmux.map
 
 # Installed: the library, and the vendor file that names it to the loader.
 vendorsdir = $(sysconfdir)/OpenCL/vendors
 vendors_DATA = guest/clmux.icd
 guest/clmux.icd: Makefile
-	$(AM_V_GEN)mkdir -p guest && echo "$(libdir)/libclmux.so" >$@
+	$(AM_V_GEN)mkdir -p guest && echo "$(libdir)/libclmux.so.1" >$@
 CLEANFILES += guest/clmux.icd
 
 # The build tree's own vendors directory for tests: clmux, plus the

@@ -49,6 +49,34 @@ struct client {
 };
 
 static struct endpoint admin_ep = {.fd = -1}, metrics_ep = {.fd = -1, .metrics = 1};
+/* --admin PATH,group=NAME: that group's members may use the admin socket
+ * too (-1: root only). */
+static long admin_gid = -1;
+
+/* Root, or a member of the admin group (primary or supplementary, as the
+ * kernel saw the peer's credentials at connect). */
+static int admin_peer_ok(int fd)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	gid_t groups[256];
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len))
+		return 0;
+	if (cred.uid == 0)
+		return 1;
+	if (admin_gid < 0)
+		return 0;
+	if (cred.gid == (gid_t)admin_gid)
+		return 1;
+	len = sizeof(groups);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len))
+		return 0;
+	for (size_t i = 0; i < len / sizeof(gid_t); i++)
+		if (groups[i] == (gid_t)admin_gid)
+			return 1;
+	return 0;
+}
 
 /* ---- requests ---- */
 
@@ -508,15 +536,16 @@ static void accept_done(struct cmx_io *io, int res, unsigned flags)
 	struct client *c;
 
 	if (res >= 0) {
-		struct ucred cred;
+		struct ucred cred = {.uid = ~0u};
 		socklen_t len = sizeof(cred);
 		static const char refused[] =
-		    "error: permission denied: the admin socket is root's\n";
+		    "error: permission denied: the admin socket is root's (and its group's)\n";
 
-		/* The admin socket answers root only, whatever its file mode. */
-		if (!ep->metrics &&
-		    (getsockopt(res, SOL_SOCKET, SO_PEERCRED, &cred, &len) || cred.uid != 0)) {
-			cmx_warn("admin: refused a peer with uid %u", len ? cred.uid : ~0u);
+		/* The admin socket answers root and the admin group only,
+		 * whatever its file mode. */
+		if (!ep->metrics && !admin_peer_ok(res)) {
+			getsockopt(res, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+			cmx_warn("admin: refused a peer with uid %u", cred.uid);
 			send(res, refused, sizeof(refused) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 			close(res);
 		} else if ((c = calloc(1, sizeof(*c)))) {
@@ -539,15 +568,29 @@ static void endpoint_accept(struct endpoint *ep)
 				       SOCK_CLOEXEC);
 }
 
-int cmx_admin_listen(struct cmx_server *srv, const char *path)
+int cmx_admin_listen(struct cmx_server *srv, const char *spec)
 {
 	/* Root's alone from the start: mode is set before it listens. */
 	struct cmx_addr a = {.type = CMX_ADDR_UNIX, .opts = ",mode=0600"};
+	const char *comma = strchr(spec, ',');
+	size_t n = comma ? (size_t)(comma - spec) : strlen(spec);
+	struct cmx_addr_perm perm;
 	int fd;
 
-	if (strlen(path) >= sizeof(a.path))
+	if (n >= sizeof(a.path))
 		return -ENAMETOOLONG;
-	strcpy(a.path, path);
+	memcpy(a.path, spec, n);
+	a.path[n] = '\0';
+	if (comma) {
+		/* PATH,group=NAME: the group's members connect too (0660). */
+		if (strncmp(comma, ",group=", 7) || strchr(comma + 1, ',') ||
+		    strlen(comma) + sizeof(",mode=0660") > sizeof(a.opts))
+			return -EINVAL;
+		snprintf(a.opts, sizeof(a.opts), ",mode=0660%s", comma);
+		if (cmx_addr_perm(&a, &perm, NULL, 0) || perm.gid < 0)
+			return -EINVAL;
+		admin_gid = perm.gid;
+	}
 	/* Another daemon's live socket is left alone. */
 	fd = cmx_addr_connect(&a);
 	if (fd >= 0) {
@@ -558,7 +601,7 @@ int cmx_admin_listen(struct cmx_server *srv, const char *path)
 	if (fd < 0)
 		return fd;
 	admin_ep.fd = fd;
-	strcpy(admin_ep.path, path);
+	strcpy(admin_ep.path, a.path);
 	endpoint_accept(&admin_ep);
 	return 0;
 }

@@ -11,8 +11,9 @@ struct cmx_tenant;
 
 #define CMX_ADMIN_DEFAULT "/run/clmux/admin.sock"
 
-/* Listens on the Unix socket path (served on the loop). 0 or -errno. */
-int cmx_admin_listen(struct cmx_server *srv, const char *path);
+/* Listens on the Unix socket PATH (served on the loop): root's; with
+ * PATH,group=NAME also NAME's members' (mode 0660). 0 or -errno. */
+int cmx_admin_listen(struct cmx_server *srv, const char *spec);
 /* Listens for metrics scrapes on "unix:PATH" or "tcp:HOST:PORT". 0, or
  * -errno with a reason in why. */
 int cmx_metrics_listen(struct cmx_server *srv, const char *spec, char *why, size_t whylen);

@@ -7,7 +7,11 @@
 
 #include "tenant.h"
 
-#define CMX_CONFIG_DEFAULT "/etc/clmux/clmuxd.conf"
+/* SYSCONFDIR/clmux/clmuxd.conf: /etc/clmux/clmuxd.conf with the packages. */
+#ifndef CMX_SYSCONFDIR
+#define CMX_SYSCONFDIR "/etc"
+#endif
+#define CMX_CONFIG_DEFAULT CMX_SYSCONFDIR "/clmux/clmuxd.conf"
 
 /* Parses text into ts (tenants added, defaults and the default tenant
  * set). 0, or -EINVAL with "line N: reason" in why. */

@@ -18,7 +18,7 @@ host_core_sources = host/loop.h host/loop.c host/conn.h host/conn.c \
 if HAVE_LIBVIRT
 host_core_sources += host/domxml.h host/domxml.c
 endif
-host_clmuxd_SOURCES = host/main.c $(host_core_sources)
+host_clmuxd_SOURCES = host/main.c host/notify.h host/notify.c $(host_core_sources)
 nodist_host_clmuxd_SOURCES = host/handlers.gen.h host/handlers.gen.c
 host_clmuxd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host -I$(top_builddir)/host $(URING_CFLAGS) \
 	$(SSL_CFLAGS) $(LIBVIRT_CFLAGS)

@@ -33,6 +33,7 @@
 #include "session.h"
 #include "ivshmem.h"
 #include "libvirt.h"
+#include "notify.h"
 #include "vhost.h"
 
 #define MAX_LISTEN 1024 /* one per tenant, bind-mounted into its container */
@@ -100,8 +101,14 @@ static void sig_done(struct cmx_io *io, int res, unsigned flags)
 {
 	if (res == sizeof(sig_info) && sig_info.ssi_signo == SIGCHLD) {
 		cmx_front_reap();
+	} else if (res == sizeof(sig_info) && sig_info.ssi_signo == SIGHUP) {
+		/* Not a reload, and not an end either (a stray HUP must not
+		 * drop every tenant's sessions). */
+		cmx_warn("SIGHUP: the configuration is not re-read; quotas change live with "
+			 "clmuxctl quota set");
 	} else if (res == sizeof(sig_info) && !cmx_srv->draining) {
 		cmx_info("signal %u: draining and exiting", sig_info.ssi_signo);
+		cmx_notify("STOPPING=1");
 		drain();
 		if (!cmx_srv->front)
 			return;
@@ -170,7 +177,8 @@ static void admin_setup(struct cmx_server *srv, const char *path)
 	if (e)
 		cmx_warn("no admin socket at %s: %s", path, strerror(-e));
 	else
-		cmx_info("admin socket %s (root only)", path);
+		cmx_info("admin socket %s (%s)", path,
+			 strchr(path, ',') ? "root and the group" : "root only");
 }
 
 static void usage(FILE *f)
@@ -190,8 +198,8 @@ static void usage(FILE *f)
 		   "                  a path takes ,mode=OCTAL,group=NAME (default: the umask's;\n"
 		   "                  ivshmem 0600)\n"
 		   "  --config FILE   tenants and quotas (default " CMX_CONFIG_DEFAULT " if present)\n"
-		   "  --admin PATH    root-only socket for clmuxctl (default " CMX_ADMIN_DEFAULT ");\n"
-		   "                  'none' serves none\n"
+		   "  --admin PATH[,group=NAME]  socket for clmuxctl (default " CMX_ADMIN_DEFAULT "):\n"
+		   "                  root's, and NAME's members' with group=; 'none' serves none\n"
 		   "  --metrics ADDR  Prometheus text on unix:PATH (0600) or tcp:127.0.0.1:PORT\n"
 		   "                  (another address only with ,public; default off)\n"
 		   "  --sched-window US  device time let onto the device at once (default 2000)\n"
@@ -236,7 +244,8 @@ struct opts {
 	int ctl, profile;
 };
 
-/* The loop's signals: SIGTERM and SIGINT drain, SIGCHLD (front end) reaps. */
+/* The loop's signals: SIGTERM and SIGINT drain, SIGCHLD (front end) reaps,
+ * SIGHUP is logged. */
 static void signals_start(const sigset_t *mask)
 {
 	sig_fd = signalfd(-1, mask, SFD_CLOEXEC);
@@ -327,6 +336,16 @@ static int sandbox_enter(const struct cmx_server *srv, const struct opts *o)
 	return 1;
 }
 
+/* Every listener and the admin socket are open: a Type=notify unit's start
+ * ends here, and clients ordered after it find the sockets. */
+static void ready(void)
+{
+	int e = cmx_notify("READY=1");
+
+	if (e)
+		cmx_warn("cannot tell the service manager we are ready: %s", strerror(-e));
+}
+
 /* A worker: the daemon's core for the tenants the front end gives it. */
 static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 {
@@ -376,6 +395,8 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 		return 1;
 	if (o->worker && !sandbox_enter(srv, o))
 		return 1;
+	if (!o->worker)
+		ready();
 	signals_start(mask);
 	e = cmx_loop_run(srv->loop);
 	if (e)
@@ -420,6 +441,7 @@ static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 		return 1;
 	if (!user_drop(o->user))
 		return 1;
+	ready();
 	e = cmx_loop_run(srv->loop);
 	if (e)
 		cmx_err("loop: %s", strerror(-e));
@@ -567,6 +589,8 @@ int main(int argc, char **argv)
 		snprintf(name, sizeof(name), "clmuxd[%s]", o.worker);
 		cmx_log_init(strdup(name), CMX_LOG_INFO);
 	}
+	if (!o.worker)
+		cmx_notify_init();
 	if (tenants_setup(&srv, o.config))
 		return 2;
 	/* A worker serves what the front end gives it: never libvirt. */
@@ -590,6 +614,7 @@ int main(int argc, char **argv)
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
 	/* Blocked before any thread starts, so only the signalfd sees them. */
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	if (use_workers && !o.worker)
