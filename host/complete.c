@@ -42,11 +42,10 @@ static uintptr_t key_of(uint32_t idx, uint32_t gen)
 
 /* Ends slot idx with status: frees it first, so that fn may register
  * again. */
-static void settle(uint32_t idx, cl_int status)
+/* Slot idx is free again (a new generation) and its event released. */
+static void slot_free(uint32_t idx)
 {
 	struct slot *s = &cs.v[idx];
-	void (*fn)(void *, cl_int) = s->fn;
-	void *arg = s->arg;
 	cl_event ev = s->ev;
 
 	s->ev = NULL;
@@ -56,6 +55,14 @@ static void settle(uint32_t idx, cl_int status)
 	cs.free = idx;
 	cs.live--;
 	clReleaseEvent(ev);
+}
+
+static void settle(uint32_t idx, cl_int status)
+{
+	void (*fn)(void *, cl_int) = cs.v[idx].fn;
+	void *arg = cs.v[idx].arg;
+
+	slot_free(idx);
 	if (status < 0)
 		cmx_complete_failed();
 	fn(arg, status);
@@ -131,15 +138,8 @@ int cmx_complete_at(cl_event e, cl_int type, void (*fn)(void *arg, cl_int status
 	s->arg = arg;
 	cs.live++;
 	err = clSetEventCallback(e, type, on_complete, (void *)key_of(idx, s->gen));
-	if (err) {
-		s->ev = NULL;
-		s->fn = NULL;
-		s->gen++;
-		s->next_free = cs.free;
-		cs.free = idx;
-		cs.live--;
-		clReleaseEvent(e);
-	}
+	if (err)
+		slot_free(idx);
 	return err;
 }
 
