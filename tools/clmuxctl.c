@@ -270,7 +270,8 @@ int main(int argc, char **argv)
 			return e ? 1 : 0;
 		optind = argc;
 	}
-	if (!strcmp(argv[optind], "top")) {
+	/* (domain-prepare has taken every argument: optind is argc.) */
+	if (optind < argc && !strcmp(argv[optind], "top")) {
 		/* top [-n N]: the tenants request, again and again */
 		if (argc == optind + 3 && !strcmp(argv[optind + 1], "-n")) {
 			top_n = strtol(argv[optind + 2], &end, 10);
