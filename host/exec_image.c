@@ -124,6 +124,10 @@ int cmx_h_CreateImage(struct cmx_call *c, struct cmx_CreateImage_in *in,
 	d.num_mip_levels = (cl_uint)in->desc.v[7];
 	d.num_samples = (cl_uint)in->desc.v[8];
 	d.buffer = in->buffer.h;
+	/* Both must be 0 where no extension says otherwise (none is
+	 * forwarded); PoCL exits the process on either ("unimplemented"). */
+	if (d.num_mip_levels || d.num_samples)
+		return CL_INVALID_IMAGE_DESCRIPTOR;
 	e = desc_check(c, &d, elem, &in->buffer, ext);
 	if (e)
 		return e;
