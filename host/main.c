@@ -97,15 +97,38 @@ static void drain(void)
 	tick_done(&tick_io, 0, 0);
 }
 
+/* SIGHUP: the configuration file again, as far as it changes live
+ * (cmx_tenants_reload()); a file with an error changes nothing. Never an
+ * end: a stray HUP must not drop every tenant's sessions. */
+static void reload(void)
+{
+	struct cmx_tenants nt = {0};
+	const char *path = cmx_srv->config_path;
+	char why[200];
+	unsigned n;
+
+	if (!path) {
+		cmx_warn("SIGHUP: no configuration file to read again (--config, or %s)",
+			 CMX_CONFIG_DEFAULT);
+		return;
+	}
+	cmx_quota_unlimited(&nt.defaults);
+	if (cmx_config_load(path, &nt, why, sizeof(why))) {
+		cmx_err("SIGHUP: %s: %s; the running configuration stays", path, why);
+		cmx_tenants_fini(&nt);
+		return;
+	}
+	n = cmx_tenants_reload(&cmx_srv->tenants, &nt, cmx_srv->front ? cmx_front_quota : NULL);
+	cmx_tenants_fini(&nt);
+	cmx_info("SIGHUP: %s read again: %u change%s", path, n, n == 1 ? "" : "s");
+}
+
 static void sig_done(struct cmx_io *io, int res, unsigned flags)
 {
 	if (res == sizeof(sig_info) && sig_info.ssi_signo == SIGCHLD) {
 		cmx_front_reap();
 	} else if (res == sizeof(sig_info) && sig_info.ssi_signo == SIGHUP) {
-		/* Not a reload, and not an end either (a stray HUP must not
-		 * drop every tenant's sessions). */
-		cmx_warn("SIGHUP: the configuration is not re-read; quotas change live with "
-			 "clmuxctl quota set");
+		reload();
 	} else if (res == sizeof(sig_info) && !cmx_srv->draining) {
 		cmx_info("signal %u: draining and exiting", sig_info.ssi_signo);
 		cmx_notify("STOPPING=1");
@@ -211,6 +234,8 @@ static void usage(FILE *f)
 		   "                  groups (the GPU's: video, render)\n"
 		   "  --libvirt URI   serve the domains of that libvirtd (qemu:///system) whose\n"
 		   "                  metadata asks for a clmux GPU (docs/vm.md)\n"
+		   "  --check-config  read the configuration (and --listen's tenant=), say\n"
+		   "                  where it is wrong or that it is ok, and exit (2 or 0)\n"
 		   "  --sandbox on|off|log  the workers' seccomp filter (default on; log: a call\n"
 		   "                  outside it runs and the kernel's audit log names it)\n"
 		   "  CLMUX_LOG=debug|info|warn|err sets the log level (default info)\n");
@@ -242,6 +267,7 @@ struct opts {
 	 * control socket, and the profile decision the front end made. */
 	const char *worker;
 	int ctl, profile;
+	int check; /* --check-config: read the configuration, say ok or why not */
 };
 
 /* The loop's signals: SIGTERM and SIGINT drain, SIGCHLD (front end) reaps,
@@ -461,6 +487,7 @@ int main(int argc, char **argv)
 		{ "user", required_argument, NULL, 'u' },
 		{ "libvirt", required_argument, NULL, 'L' },
 		{ "sandbox", required_argument, NULL, 'X' },
+		{ "check-config", no_argument, NULL, 'k' },
 		/* Set by the front end when it starts a worker. */
 		{ "worker", required_argument, NULL, 'K' }, { "ctl", required_argument, NULL, 'C' },
 		{ "listen-fd", required_argument, NULL, 'F' },
@@ -525,6 +552,9 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			o.config = optarg;
+			break;
+		case 'k':
+			o.check = 1;
 			break;
 		case 'a':
 			o.admin = optarg;
@@ -593,6 +623,11 @@ int main(int argc, char **argv)
 		cmx_notify_init();
 	if (tenants_setup(&srv, o.config))
 		return 2;
+	if (o.check) {
+		printf("%s: ok, %u tenant%s\n", srv.config_path ? srv.config_path : "no configuration file",
+		       srv.tenants.count, srv.tenants.count == 1 ? "" : "s");
+		return 0;
+	}
 	/* A worker serves what the front end gives it: never libvirt. */
 	if (!o.libvirt && !o.worker && srv.tenants.libvirt[0])
 		o.libvirt = srv.tenants.libvirt;

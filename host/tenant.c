@@ -2,6 +2,8 @@
 // Tenants: lookup by identity, quota parsing, quota checks, usage windows.
 #include "tenant.h"
 
+#include "log.h"
+
 #include <CL/cl.h>
 #include <ctype.h>
 #include <errno.h>
@@ -12,6 +14,7 @@
 #include <time.h>
 
 #include "addr.h"
+#include "log.h"
 
 #define WIN_SLOTS   6
 #define WIN_SLOT_NS (10ull * 1000 * 1000 * 1000)
@@ -91,6 +94,87 @@ void cmx_tenant_remove(struct cmx_tenants *ts, struct cmx_tenant *t)
 			free(t);
 			return;
 		}
+}
+
+static int ids_same(const struct cmx_tenant *a, const struct cmx_tenant *b)
+{
+	return a->nuids == b->nuids && a->ngids == b->ngids && a->ncids == b->ncids &&
+	       !memcmp(a->uids, b->uids, a->nuids * sizeof(a->uids[0])) &&
+	       !memcmp(a->gids, b->gids, a->ngids * sizeof(a->gids[0])) &&
+	       !memcmp(a->cids, b->cids, a->ncids * sizeof(a->cids[0]));
+}
+
+static void ids_copy(struct cmx_tenant *to, const struct cmx_tenant *from)
+{
+	memcpy(to->uids, from->uids, sizeof(to->uids));
+	memcpy(to->gids, from->gids, sizeof(to->gids));
+	memcpy(to->cids, from->cids, sizeof(to->cids));
+	to->nuids = from->nuids;
+	to->ngids = from->ngids;
+	to->ncids = from->ncids;
+}
+
+unsigned cmx_tenants_reload(struct cmx_tenants *ts, const struct cmx_tenants *nt,
+			    void (*changed)(struct cmx_tenant *t))
+{
+	unsigned n = 0;
+
+	for (const struct cmx_tenant *x = nt->list; x; x = x->next) {
+		struct cmx_tenant *t = cmx_tenant_find(ts, x->name);
+		int is_new = !t;
+
+		if (is_new) {
+			t = cmx_tenant_get(ts, x->name);
+			if (!t) {
+				cmx_err("reload: tenant %s: out of memory; not added", x->name);
+				continue;
+			}
+			strcpy(t->group, x->group);
+			t->shared_context = x->shared_context;
+			cmx_info("reload: tenant %s added", t->name);
+		} else if (strcmp(t->group, x->group) || t->shared_context != x->shared_context) {
+			cmx_warn("reload: tenant %s: its group and context mode change at a restart; "
+				 "it keeps group '%s'",
+				 t->name, t->group);
+		}
+		if (!ids_same(t, x)) {
+			ids_copy(t, x);
+			if (!is_new)
+				cmx_info("reload: tenant %s: the peers it serves changed (new "
+					 "connections)",
+					 t->name);
+			n++;
+		}
+		if (is_new || memcmp(&t->q, &x->q, sizeof(t->q))) {
+			t->q = x->q;
+			if (!is_new)
+				cmx_info("reload: tenant %s: quotas changed", t->name);
+			if (changed)
+				changed(t);
+			n++;
+		}
+	}
+	for (const struct cmx_tenant *t = ts->list; t; t = t->next)
+		if (!cmx_tenant_find((struct cmx_tenants *)nt, t->name) &&
+		    (t->nuids || t->ngids || t->ncids))
+			cmx_warn("reload: tenant %s is not in the file any more: it stays, with "
+				 "its quotas and peers, until a restart",
+				 t->name);
+	if (strcmp(ts->fallback, nt->fallback)) {
+		cmx_info("reload: peers of no tenant now go to %s",
+			 nt->fallback[0] ? nt->fallback : "no tenant (refused)");
+		strcpy(ts->fallback, nt->fallback);
+		n++;
+	}
+	if (memcmp(&ts->defaults, &nt->defaults, sizeof(ts->defaults))) {
+		ts->defaults = nt->defaults;
+		n++;
+	}
+	if (strcmp(ts->libvirt, nt->libvirt) || strcmp(ts->libvirt_group, nt->libvirt_group) ||
+	    ts->sandbox != nt->sandbox)
+		cmx_warn("reload: [clmuxd] libvirt, libvirt-group and sandbox change at a "
+			 "restart; they keep their running values");
+	return n;
 }
 
 void cmx_tenants_fini(struct cmx_tenants *ts)

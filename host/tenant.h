@@ -113,6 +113,17 @@ struct cmx_tenant *cmx_tenant_get(struct cmx_tenants *ts, const char *name);
  * may point at it any more. */
 void cmx_tenant_remove(struct cmx_tenants *ts, struct cmx_tenant *t);
 void cmx_tenants_fini(struct cmx_tenants *ts);
+/*
+ * A re-read configuration (nt) over the running one (ts), as far as it can
+ * change live: each tenant's quotas and the ids that map peers to it, new
+ * tenants, the default tenant and the defaults for tenants made later.
+ * changed(t) runs for each tenant whose quotas changed or that is new (the
+ * front end tells its worker). A tenant's group or context mode, a tenant
+ * no longer in the file and the [clmuxd] keys keep their running values;
+ * each is logged as needing a restart. Returns how many things changed.
+ */
+unsigned cmx_tenants_reload(struct cmx_tenants *ts, const struct cmx_tenants *nt,
+			    void (*changed)(struct cmx_tenant *t));
 /* Valid tenant names: [A-Za-z0-9_.-]{1,63}. */
 int cmx_tenant_name_ok(const char *name);
 

@@ -142,10 +142,10 @@ grep '^result' "$tmp/clmux.out" >"$tmp/clmux.sums"
 [ -s "$tmp/clmux.sums" ]
 diff "$tmp/native.sums" "$tmp/clmux.sums"
 
-step "SIGHUP is logged, and clmuxd goes on serving"
+step "SIGHUP reads clmuxd.conf again, and clmuxd goes on serving"
 kill -HUP "$(pgrep -u clmux -x -o clmuxd)"
 if [ ! -d /run/systemd/system ]; then
-	while ! grep -q 'SIGHUP: the configuration is not re-read' "$tmp/clmuxd.log"; do
+	while ! grep -q 'SIGHUP: .* read again' "$tmp/clmuxd.log"; do
 		pgrep -u clmux -x clmuxd >/dev/null || { cat "$tmp/clmuxd.log"; exit 1; }
 		sleep 0.2
 	done

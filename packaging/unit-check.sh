@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # clmuxd.service as make install writes it passes `systemd-analyze verify`
-# (its ExecStart pointed at this build's clmuxd, which is not installed yet).
+# (its ExecStart and ExecStartPre pointed at this build's clmuxd, which is
+# not installed yet).
 # 77 (skip) where systemd-analyze is missing.
 set -eu
 command -v systemd-analyze >/dev/null || { echo "SKIP: no systemd-analyze"; exit 77; }
@@ -12,7 +13,8 @@ trap 'rm -rf "$tmp"' EXIT
 grep -q '^Type=notify$' "$unit"
 sbin=$(sed -n 's|^ExecStart=\(/[^ ]*\)/clmuxd .*|\1|p' "$unit")
 [ -n "$sbin" ]
-sed "s|^ExecStart=$sbin/clmuxd|ExecStart=$b/host/clmuxd|" "$unit" >"$tmp/clmuxd.service"
+sed -e "s|^ExecStart=$sbin/clmuxd|ExecStart=$b/host/clmuxd|" \
+	-e "s|^ExecStartPre=$sbin/clmuxd|ExecStartPre=$b/host/clmuxd|" "$unit" >"$tmp/clmuxd.service"
 # verify prints its findings and fails on an error (an unknown key, a
 # missing executable); warnings are findings too: none is expected.
 systemd-analyze verify --man=no "$tmp/clmuxd.service" >"$tmp/out" 2>&1 || { cat "$tmp/out"; exit 1; }

@@ -834,9 +834,10 @@ static int daemon_start(const char *bin, const struct transport *t)
 		setenv("CLMUX_LOG", "warn", 0); /* the table, not the daemon's chatter */
 		/* tcp first: once the unix socket answers, both listen. */
 		if (port)
-			execl(bin, bin, "--listen", listen_tcp, "--listen", listen_unix, (char *)NULL);
+			execl(bin, bin, "--admin", "none", "--listen", listen_tcp, "--listen",
+			      listen_unix, (char *)NULL);
 		else
-			execl(bin, bin, "--listen", listen_unix, (char *)NULL);
+			execl(bin, bin, "--admin", "none", "--listen", listen_unix, (char *)NULL);
 		fprintf(stderr, "bench: exec %s: %s\n", bin, strerror(errno));
 		_exit(127);
 	}

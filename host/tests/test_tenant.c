@@ -487,6 +487,109 @@ START_TEST(live_quota_change)
 }
 END_TEST
 
+static char *file_read(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *text = calloc(1, 16384);
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_gt((long)fread(text, 1, 16383, f), 0);
+	fclose(f);
+	return text;
+}
+
+static void file_write(const char *path, const char *a, const char *b)
+{
+	FILE *f = fopen(path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "%s%s", a, b);
+	fclose(f);
+}
+
+/* Until `quota get name` holds want (the front end reads its SIGHUP on its
+ * loop): 1, or 0 after the wait. */
+static int quota_becomes(const char *name, const char *want)
+{
+	char req[96];
+
+	snprintf(req, sizeof(req), "quota get %s\n", name);
+	for (int i = 0; i < 3000; i++) {
+		char *r = ask(admin, req);
+		int ok = strstr(r, want) != NULL;
+		free(r);
+		if (ok)
+			return 1;
+		usleep(20000);
+	}
+	return 0;
+}
+
+/* SIGHUP reads the file again: quotas, a new tenant, new peers; a file with
+ * an error changes nothing. */
+START_TEST(reload_config)
+{
+	char *orig = file_read(conf), *r;
+	struct client e;
+
+	/* a's mem from 1M to 2M (the later line wins), and a new tenant e on
+	 * the listener for any peer: our uid, taken from c. */
+	file_write(conf,
+		   "[tenant a]\nmem = 1M\nobjects = 12\ninflight = 4\nmem = 2M\n\n"
+		   "[tenant b]\nweight = 3\nrate = 1M/s\ngroup = bd\n\n[tenant c]\ncap = 20%\n\n"
+		   "[tenant d]\ngroup = bd\n\n[tenant e]\nmem = 3M\n",
+		   "");
+	{
+		char line[64];
+		FILE *f = fopen(conf, "a");
+		snprintf(line, sizeof(line), "uid = %u\n", (unsigned)getuid());
+		fputs(line, f);
+		fclose(f);
+	}
+	kill(daemon_pid, SIGHUP);
+	ck_assert_msg(quota_becomes("e", "mem       3M\n"), "tenant e never came");
+	ck_assert(quota_becomes("a", "mem       2M\n"));
+	/* Our uid is e's now: a connection on the any-peer socket is e's,
+	 * with e's memory. */
+	hello_at(&e, sock_any);
+	ck_assert_uint_eq(device_u64(&e, 0x101F), 3 << 20);
+	close(e.fd);
+
+	/* An error: --check-config says where, and a reload applies nothing
+	 * of the file, not even the good lines before it. */
+	file_write(conf, "[tenant a]\nmem = 5M\n[tenant e]\nmem = -1\n", "");
+	{
+		char cmd[512];
+		snprintf(cmd, sizeof(cmd), "%s --check-config --config %s 2>&1 | grep -q 'line 4'",
+			 getenv("CLMUXD"), conf);
+		ck_assert_int_eq(system(cmd), 0);
+		snprintf(cmd, sizeof(cmd), "%s --check-config --config %s >/dev/null 2>&1",
+			 getenv("CLMUXD"), conf);
+		ck_assert_int_ne(system(cmd), 0);
+	}
+	kill(daemon_pid, SIGHUP);
+	r = ask(admin, "stats\n"); /* a round on the loop, which read the signal */
+	free(r);
+	usleep(200000);
+	r = ask(admin, "quota get a\n");
+	ck_assert_msg(strstr(r, "mem       2M\n"), "%s", r);
+	free(r);
+
+	/* Back: a's 1M again; c has our uid again, before e (config order). */
+	file_write(conf, orig, "");
+	{
+		char cmd[512];
+		snprintf(cmd, sizeof(cmd), "%s --check-config --config %s | grep -q ': ok, 4 tenants'",
+			 getenv("CLMUXD"), conf);
+		ck_assert_int_eq(system(cmd), 0);
+	}
+	kill(daemon_pid, SIGHUP);
+	ck_assert(quota_becomes("a", "mem       1M\n"));
+	free(orig);
+	field_becomes("e", "sessions", 0);
+}
+END_TEST
+
 START_TEST(evict)
 {
 	struct client b1, b2, a;
@@ -930,6 +1033,7 @@ int main(void)
 	tcase_add_test(tc, killed_client_returns_memory);
 	tcase_add_test(tc, non_root_refused);
 	tcase_add_test(tc, live_quota_change);
+	tcase_add_test(tc, reload_config);
 	tcase_add_test(tc, evict);
 	tcase_add_test(tc, evict_held);
 	tcase_add_test(tc, held_commands);
