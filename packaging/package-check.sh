@@ -35,6 +35,10 @@ user=clmux-pkgtest
 tmp=$(mktemp -d)
 chmod 755 "$tmp"
 step() { echo "== package-check: $*"; }
+# The clmux user's clmuxd processes that still run. Zombies do not count:
+# where PID 1 reaps no orphans (a container's or a microVM's init), a daemon
+# that has exited stays in the process table as one.
+running() { ps -u clmux -o pid=,stat=,comm= 2>/dev/null | awk '$2 !~ /^Z/ && $3 == "clmuxd" { print $1; n++ } END { exit !n }'; }
 cleanup() {
 	rc=$?
 	set +e
@@ -126,7 +130,7 @@ for p in sys.argv[1:]:
 ls -l /run/clmux
 [ "$(stat -c %G:%a /run/clmux/clmuxd.sock)" = render:660 ]
 [ "$(stat -c %G:%a /run/clmux/admin.sock)" = clmux-admin:660 ]
-pgrep -u clmux -x clmuxd >/dev/null
+running >/dev/null
 
 step "an OpenCL program through the installed ICD, as a member of render"
 install -m 0755 "$CLMUX_SAMPLE" "$tmp/clmux-sample"
@@ -146,7 +150,7 @@ step "SIGHUP reads clmuxd.conf again, and clmuxd goes on serving"
 kill -HUP "$(pgrep -u clmux -x -o clmuxd)"
 if [ ! -d /run/systemd/system ]; then
 	while ! grep -q 'SIGHUP: .* read again' "$tmp/clmuxd.log"; do
-		pgrep -u clmux -x clmuxd >/dev/null || { cat "$tmp/clmuxd.log"; exit 1; }
+		running >/dev/null || { cat "$tmp/clmuxd.log"; exit 1; }
 		sleep 0.2
 	done
 fi
@@ -167,7 +171,7 @@ grep -q "^# the admin's line$" /etc/clmux/clmuxd.conf
 
 step "removal: no daemon, no socket"
 dpkg -r clmux-opencl-icd clmuxd clmux-tools >"$tmp/remove.log" 2>&1 || { cat "$tmp/remove.log"; exit 1; }
-if pgrep -u clmux clmuxd; then echo "clmuxd still runs"; exit 1; fi
+if running; then echo "clmuxd still runs"; ps -u clmux -o pid,ppid,stat,args; exit 1; fi
 gone() { for f; do [ ! -e "$f" ] || { echo "$f is left"; exit 1; }; done; }
 gone /run/clmux/clmuxd.sock /run/clmux/admin.sock "$lib" /usr/sbin/clmuxd /usr/sbin/clmuxctl
 # Conffiles: removal keeps them (the vendor file too, as every Debian ICD's).
