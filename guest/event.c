@@ -13,6 +13,7 @@ extern cl_int cmx_clReleaseContext(cl_context c);
 
 /* A callback registered with clSetEventCallback; its tag is its address. */
 struct cmx_event_cb {
+	struct cmx_track track; /* first: callback_lost() casts */
 	void(CL_CALLBACK *fn)(cl_event, cl_int, void *);
 	void *user_data;
 	cl_event event; /* retained until the callback ran */
@@ -161,7 +162,7 @@ void cmx_events_wait_data(cl_uint n, const cl_event *list)
 {
 	pthread_mutex_lock(&cmx_icd.wait_lock);
 	for (cl_uint i = 0; i < n; i++)
-		while (atomic_load(&list[i]->data_pending) && !cmx_session_broken(cmx_icd.s))
+		while (atomic_load(&list[i]->data_pending) && !cmx_icd_lost(list[i]->id))
 			wait_landing();
 	pthread_mutex_unlock(&cmx_icd.wait_lock);
 }
@@ -169,7 +170,7 @@ void cmx_events_wait_data(cl_uint n, const cl_event *list)
 void cmx_queue_wait_data(cl_command_queue q)
 {
 	pthread_mutex_lock(&cmx_icd.wait_lock);
-	while (atomic_load(&q->pending) && !cmx_session_broken(cmx_icd.s))
+	while (atomic_load(&q->pending) && !cmx_icd_lost(q->id))
 		wait_landing();
 	pthread_mutex_unlock(&cmx_icd.wait_lock);
 }
@@ -292,6 +293,15 @@ cl_int cmx_clGetEventProfilingInfo(cl_event e, cl_profiling_info param, size_t s
 	return cmx_info_copy(size, value, size_ret, &v, sizeof(v));
 }
 
+void cmx_event_callback_fired(uint64_t tag, int64_t status);
+
+/* The session ended before the callback came: the command failed, as on a
+ * lost device, and the callback runs once with that status. */
+static void callback_lost(struct cmx_track *t)
+{
+	cmx_event_callback_fired((uint64_t)(uintptr_t)t, CL_OUT_OF_RESOURCES);
+}
+
 cl_int cmx_clSetEventCallback(cl_event e, cl_int type,
 			      void(CL_CALLBACK *fn)(cl_event, cl_int, void *), void *user_data)
 {
@@ -314,7 +324,8 @@ cl_int cmx_clSetEventCallback(cl_event e, cl_int type,
 	in.type = (uint64_t)type;
 	in.tag = (uint64_t)(uintptr_t)cb;
 	/* The application waits for the callback: the command must be sent. */
-	if (CMX_SEND(SetEventCallback, &in) || cmx_session_flush(cmx_icd.s)) {
+	if (cmx_track_send(&cb->track, callback_lost, &cmx_desc_SetEventCallback_in, &in,
+			   CMX_TRACK_FLUSH, 0, NULL)) {
 		cmx_clReleaseEvent(e);
 		free(cb);
 		return CL_OUT_OF_RESOURCES;
@@ -338,6 +349,7 @@ void cmx_event_callback_fired(uint64_t tag, int64_t status)
 	struct cmx_event_cb *cb = (struct cmx_event_cb *)(uintptr_t)tag;
 	cl_event e = cb->event;
 
+	cmx_track_end(&cb->track);
 	if (cb->type == CL_COMPLETE) {
 		pthread_mutex_lock(&e->lock);
 		if (atomic_load(&e->data_pending)) {
