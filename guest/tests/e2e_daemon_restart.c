@@ -84,8 +84,16 @@ static int daemon_accepts(void)
 	if (tcp_port) {
 		struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(tcp_port),
 					   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		struct sockaddr_in me;
+		socklen_t len = sizeof(me);
 		fd = socket(AF_INET, SOCK_STREAM, 0);
 		ok = connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0;
+		/* Before anything listens, a connect to a port of the
+		 * ephemeral range can get that port as its own and connect
+		 * to itself. */
+		if (ok && !getsockname(fd, (struct sockaddr *)&me, &len) &&
+		    me.sin_port == sin.sin_port)
+			ok = 0;
 	} else {
 		struct sockaddr_un sun = { .sun_family = AF_UNIX };
 		snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/s.sock", dir);
