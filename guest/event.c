@@ -192,6 +192,10 @@ cl_int cmx_clWaitForEvents(cl_uint n, const cl_event *list)
 		if (list[i]->ctx != list[0]->ctx)
 			return CL_INVALID_CONTEXT;
 	}
+	/* An event of an ended session failed (event_status()). */
+	for (cl_uint i = 0; i < n; i++)
+		if (cmx_icd_lost(list[i]->id))
+			return CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
 	err = cmx_waitlist_init(&w, n, list, NULL);
 	if (err)
 		return err;
@@ -200,6 +204,9 @@ cl_int cmx_clWaitForEvents(cl_uint n, const cl_event *list)
 	e = cmx_rpc_WaitForEvents(cmx_icd.s, &in, &out, &r);
 	cmx_reply_fini(&r);
 	cmx_waitlist_fini(&w);
+	/* The session ended while waiting: the events failed with it. */
+	if (e && cmx_icd_lost(list[0]->id))
+		return CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
 	if (e)
 		return cmx_transport_err(e);
 	cmx_events_wait_data(n, list);
@@ -217,8 +224,20 @@ static cl_int event_status(cl_event e, cl_int *status)
 					  .param = CL_EVENT_COMMAND_EXECUTION_STATUS };
 	struct cmx_GetEventInfo_out out;
 	struct cmx_reply r;
-	int err = cmx_rpc_GetEventInfo(cmx_icd.s, &in, &out, &r);
+	int err;
 
+	/* The session that ran it has ended (its daemon or worker died): the
+	 * command failed, as on a lost device, so that a loop polling the
+	 * status ends as it would on a failed command. */
+	if (cmx_icd_lost(e->id)) {
+		*status = CL_OUT_OF_RESOURCES;
+		return CL_SUCCESS;
+	}
+	err = cmx_rpc_GetEventInfo(cmx_icd.s, &in, &out, &r);
+	if (err && cmx_icd_lost(e->id)) {
+		*status = CL_OUT_OF_RESOURCES;
+		return CL_SUCCESS;
+	}
 	if (err)
 		return cmx_transport_err(err);
 	if (!r.status && out.value.len == sizeof(cl_int))
