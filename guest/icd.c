@@ -339,13 +339,26 @@ static int device_load(struct cmx_session *s, cl_device_id d, uint64_t id, cl_de
 	return 0;
 }
 
-/* The devices session s offers: *devs (calloc'd) and *n. 0 or -errno. */
+static void devices_free(struct _cl_device_id *devs, cl_uint n)
+{
+	for (cl_uint i = 0; i < n; i++) {
+		for (size_t k = 0; k < sizeof(devs[i].owned) / sizeof(*devs[i].owned); k++)
+			free(devs[i].owned[k]);
+		free(devs[i].info);
+		free(devs[i].info_blob);
+	}
+	free(devs);
+}
+
+/* The devices session s offers: *devs (calloc'd) and *n. 0 or -errno
+ * (nothing kept). */
 static int devices_load(struct cmx_session *s, struct _cl_device_id **devs, cl_uint *n)
 {
 	struct cmx_GetDeviceIDs_out out;
 	struct cmx_GetDeviceIDs_in in = { 0 };
 	struct cmx_reply r;
 	int e = cmx_rpc_GetDeviceIDs(s, &in, &out, &r);
+	cl_uint i = 0;
 
 	*devs = NULL;
 	*n = 0;
@@ -353,10 +366,15 @@ static int devices_load(struct cmx_session *s, struct _cl_device_id **devs, cl_u
 		*devs = calloc(out.devices.n, sizeof(**devs));
 		if (!*devs)
 			e = -ENOMEM;
-		for (uint64_t i = 0; !e && i < out.devices.n; i++)
+		for (; !e && i < out.devices.n; i++)
 			e = device_load(s, &(*devs)[i], out.devices.v[i], NULL);
-		if (!e)
+		if (!e) {
 			*n = (cl_uint)out.devices.n;
+		} else if (*devs) {
+			/* The one that failed may hold its info too. */
+			devices_free(*devs, i);
+			*devs = NULL;
+		}
 	} else if (!e) {
 		e = -ENODEV;
 	}
@@ -440,17 +458,6 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static void devices_free(struct _cl_device_id *devs, cl_uint n)
-{
-	for (cl_uint i = 0; i < n; i++) {
-		for (size_t k = 0; k < sizeof(devs[i].owned) / sizeof(*devs[i].owned); k++)
-			free(devs[i].owned[k]);
-		free(devs[i].info);
-		free(devs[i].info_blob);
-	}
-	free(devs);
-}
-
 /* The same devices: the same ids in the same order, every answer the same
  * (so nothing the application or this ICD learnt of them has changed),
  * but the clock frequency, which some drivers (PoCL) read from the CPU's
@@ -494,10 +501,8 @@ static int revive_locked(void)
 	e = cmx_session_open(spec, &cmx_notify_ops, NULL, &s);
 	if (!e) {
 		e = devices_load(s, &devs, &n);
-		if (e) {
+		if (e)
 			cmx_session_close(s);
-			devices_free(devs, n);
-		}
 	}
 	if (e) {
 		revive_gap_ms = revive_gap_ms ? revive_gap_ms * 2 : REVIVE_FIRST_MS;
