@@ -295,8 +295,10 @@ static void share_charge(struct worker *w, uint64_t now)
 /*
  * The next turn: to the member with the least device time for its weight
  * (the last holder only if it alone is owed), for its weight's part of a
- * round. With fewer than two members the arbitration ends and every
- * worker launches at will; stuck workers hear nothing until they answer.
+ * round; every other worker holds, members or not (one that gets work
+ * says BUSY and becomes a member): the device is one worker's at a time.
+ * With fewer than two members the arbitration ends and every worker
+ * launches at will. Stuck workers hear nothing until they answer.
  */
 static void share_next(void)
 {
@@ -316,12 +318,13 @@ static void share_next(void)
 	if (n < 2 || fe.draining)
 		best = NULL;
 	for (struct worker *w = fe.workers; w; w = w->next) {
-		if (w->stuck || w == best)
+		unsigned mode = best ? CMX_SHARE_HOLD : CMX_SHARE_FREE;
+		if (w->stuck || w == best || !w->link)
 			continue;
 		if (!best)
 			w->member = 0;
-		if ((best && w->member) ? w->share != CMX_SHARE_HOLD : w->share != CMX_SHARE_FREE)
-			share_send(w, best && w->member ? CMX_SHARE_HOLD : CMX_SHARE_FREE, 0, 0);
+		if (w->share != mode)
+			share_send(w, mode, 0, 0);
 	}
 	if (!best)
 		return;
@@ -331,6 +334,8 @@ static void share_next(void)
 		fe.turn_len = SHARE_MIN_TURN_NS;
 	best->turn_start = now;
 	best->turn_seq = ++fe.turn_seq;
+	cmx_dbg("share: turn %" PRIu64 " to %s for %" PRIu64 " us, %u with work", best->turn_seq,
+		best->key, fe.turn_len / 1000, n);
 	share_send(best, CMX_SHARE_TURN, fe.turn_len, best->turn_seq);
 	share_arm();
 }
@@ -358,7 +363,7 @@ static void share_tick(struct cmx_io *io, int res, unsigned flags)
 
 /* w has work: with another worker that has, the arbitration starts; while
  * it goes on, w joins it (held until its turn), owed no more than the
- * member owed most. */
+ * member owed most. A member's beats while held change nothing. */
 static void share_busy(struct worker *w)
 {
 	uint64_t now = cmx_now_ns(), least = UINT64_MAX;
@@ -368,12 +373,15 @@ static void share_busy(struct worker *w)
 	if (w->stuck || w == fe.turn || fe.draining)
 		return;
 	if (fe.turn) {
+		if (w->member && w->share == CMX_SHARE_HOLD)
+			return;
 		if (!w->member) {
 			for (struct worker *o = fe.workers; o; o = o->next)
 				if (o->member && !o->stuck && o->vtime < least)
 					least = o->vtime;
 			w->member = 1;
-			w->vtime = least;
+			if (w->vtime < least)
+				w->vtime = least;
 		}
 		share_send(w, CMX_SHARE_HOLD, 0, 0);
 		return;
@@ -397,6 +405,8 @@ static void share_turned(struct worker *w, uint64_t seq, int has_work)
 	uint64_t now = cmx_now_ns();
 
 	if (w == fe.turn && seq == fe.turn_seq) {
+		cmx_dbg("share: turn %" PRIu64 " of %s over after %" PRIu64 " us%s", seq, w->key,
+			(now - w->turn_start) / 1000, has_work ? "" : ", no more work");
 		share_charge(w, now);
 		w->member = has_work;
 		share_next();
@@ -406,14 +416,9 @@ static void share_turned(struct worker *w, uint64_t seq, int has_work)
 		return;
 	/* A stuck holder's late answer: it takes turns again, or is free. */
 	w->stuck = 0;
-	if (fe.turn && has_work) {
-		w->member = 1;
-		share_send(w, CMX_SHARE_HOLD, 0, 0);
-		return;
-	}
-	w->member = 0;
-	share_send(w, CMX_SHARE_FREE, 0, 0);
-	if (has_work)
+	w->member = fe.turn && has_work;
+	share_send(w, fe.turn ? CMX_SHARE_HOLD : CMX_SHARE_FREE, 0, 0);
+	if (!fe.turn && has_work)
 		share_busy(w);
 }
 

@@ -54,7 +54,7 @@
  * SHARE_HOLD_MAX_NS without a word from the front end launches at will
  * again: a lost packet must not stall it.
  */
-#define SHARE_IDLE_NS	  (1ull * 1000 * 1000)
+#define SHARE_IDLE_NS	  (5ull * 1000 * 1000)
 #define SHARE_HOLD_MAX_NS (2ull * 1000 * 1000 * 1000)
 /* Buckets of the placeholder and kernel maps (powers of two). */
 #define PH_BUCKETS 1024
@@ -1275,8 +1275,9 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	now = cmx_now_ns();
 	sc->last_work = now;
 	/* The front end learns that this worker has work, at most every
-	 * CMX_SHARE_BEAT_NS: a lone tenant pays one packet per beat. */
-	if (sc->share == CMX_SHARE_FREE && now - sc->beat >= CMX_SHARE_BEAT_NS) {
+	 * CMX_SHARE_BEAT_NS, unless it is in its turn: a lone tenant pays
+	 * one packet per beat, a held worker joins the turns. */
+	if ((sc->share != CMX_SHARE_TURN || sc->turned) && now - sc->beat >= CMX_SHARE_BEAT_NS) {
 		sc->beat = now;
 		cmx_worker_busy();
 	}
@@ -1501,7 +1502,7 @@ void cmx_sched_share(struct cmx_server *srv, unsigned mode, uint64_t turn_ns, ui
 	sc->turned = 0;
 	sc->share_seq = seq;
 	sc->share_end = sc->share_since + turn_ns;
-	/* Free again: the next command says BUSY at once. */
+	/* The next command out of a turn says BUSY at once. */
 	sc->beat = 0;
 	kick(sc);
 }
