@@ -79,7 +79,7 @@ EXTRA_DIST += tools/tests/perf-report.sh tools/bench-results tools/perf-report \
 	tools/compat-oclgrind.sh tools/compat-piglit.sh tools/compat-apps.sh \
 	tools/compat-oclgrind-suites.sh \
 	tools/gpu-bundle tools/gpu-check tools/transport-bench tools/seccomp-trace.py \
-	tools/container-bench
+	tools/container-bench tools/share-bench
 
 # What every test sees: the build tree's vendors directory (clmux and the
 # native ICDs), the daemon to start, and failure instead of skip when the
