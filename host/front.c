@@ -48,7 +48,7 @@
  * looks at the clock every SHARE_TICK_NS while it arbitrates.
  */
 #define SHARE_TTL_NS	  (3 * CMX_SHARE_BEAT_NS)
-#define SHARE_MIN_TURN_NS (2ull * 1000 * 1000)
+#define SHARE_MIN_TURN_NS (20ull * 1000 * 1000)
 #define SHARE_DRAIN_NS	  (500ull * 1000 * 1000)
 #define SHARE_TICK_NS	  (10ull * 1000 * 1000)
 

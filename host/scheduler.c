@@ -55,7 +55,7 @@
  * again: a lost packet must not stall it.
  */
 #define SHARE_IDLE_NS	  (5ull * 1000 * 1000)
-#define SHARE_HOLD_MAX_NS (2ull * 1000 * 1000 * 1000)
+#define SHARE_HOLD_MAX_NS (5ull * 1000 * 1000 * 1000)
 /* Buckets of the placeholder and kernel maps (powers of two). */
 #define PH_BUCKETS 1024
 #define K_BUCKETS  256
