@@ -15,8 +15,8 @@
 #include <time.h>
 
 #include "call.h"
-#include "ctl.h"
 #include "complete.h"
+#include "ctl.h"
 #include "exec.h"
 #include "executor.h"
 #include "log.h"
@@ -987,10 +987,10 @@ static void flush_released(struct cmx_sched *sc)
 
 static void kick_once(struct cmx_sched *sc);
 
-/* Releases held commands while the device has room, lowest virtual time
- * first. */
 static void share_check(struct cmx_sched *sc);
 
+/* Releases held commands while the device has room, lowest virtual time
+ * first. */
 static void kick(struct cmx_sched *sc)
 {
 	kick_once(sc);

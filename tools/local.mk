@@ -30,6 +30,10 @@ tenant-bench: tools/tenant-bench host/clmuxd icd/clmux.icd
 	for n in 1 8 64; do $(TENANT_BENCH) --tenants $$n --seconds 10 --probe; done
 	$(TENANT_BENCH) --tenants 2 --weights 1:3 --seconds 10
 .PHONY: tenant-bench
+# Weights between isolated tenants, the arbiter between workers: a test,
+# and its figures (docs/performance.md, "Weights between workers").
+TESTS += tools/tests/share-weights.sh
+EXTRA_DIST += tools/tests/share-weights.sh tools/share-bench
 # clmux inside a podman container against outside (docs/performance.md).
 container-bench: container-check
 	CLMUXD=$(abs_top_builddir)/host/clmuxd CLMUXCTL=$(abs_top_builddir)/tools/clmuxctl \
@@ -67,7 +71,7 @@ tools_clmux_loopback_bench_LDADD = -lpthread
 
 TESTS += tools/tests/test_cmxgen.sh tools/compat-clinfo.sh tools/compat-pyopencl.sh \
 	tools/tests/transports.sh tools/tests/tenant-bench-slice.sh tools/tests/tls.sh \
-	tools/tests/cdi.sh tools/tests/perf-report.sh tools/tests/share-weights.sh
+	tools/tests/cdi.sh tools/tests/perf-report.sh
 EXTRA_DIST += tools/tests/perf-report.sh tools/bench-results tools/perf-report \
  tools/tests/test_cmxgen.sh tools/tests/golden.schema \
 	tools/tests/golden/proto.gen.h.expected tools/tests/golden/proto.gen.c.expected \
@@ -75,11 +79,11 @@ EXTRA_DIST += tools/tests/perf-report.sh tools/bench-results tools/perf-report \
 	tools/tests/golden/handlers.gen.c.expected tools/demo tools/check tools/setup.sh \
 	tools/compat-clinfo.sh tools/compat-pyopencl.sh tools/tests/compat_pyopencl.py \
 	tools/tests/compat-env.sh tools/tests/transports.sh tools/tests/tenant-bench-slice.sh \
-	tools/tests/tls.sh tools/tests/cdi.sh tools/tests/share-weights.sh \
+	tools/tests/tls.sh tools/tests/cdi.sh \
 	tools/compat-oclgrind.sh tools/compat-piglit.sh tools/compat-apps.sh \
 	tools/compat-oclgrind-suites.sh \
 	tools/gpu-bundle tools/gpu-check tools/transport-bench tools/seccomp-trace.py \
-	tools/container-bench tools/share-bench
+	tools/container-bench
 
 # What every test sees: the build tree's vendors directory (clmux and the
 # native ICDs), the daemon to start, and failure instead of skip when the
