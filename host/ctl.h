@@ -28,7 +28,32 @@ enum cmx_ctl_op {
 	CMX_CTL_READY,	  /* worker -> front: the device is open, listeners started */
 	CMX_CTL_OVERTIME, /* worker -> front: a tenant's command outran its kernel-time;
 			   * end me (struct cmx_ctl_poisoned: why) */
+	CMX_CTL_SHARE,	  /* front -> worker: the arbiter's say (struct cmx_ctl_share) */
+	CMX_CTL_BUSY,	  /* worker -> front: I have work (at most every CMX_SHARE_BEAT_NS
+			   * while running free) */
+	CMX_CTL_TURNED,	  /* worker -> front: turn seq is over, drained (struct
+			   * cmx_ctl_turned) */
 };
+
+/*
+ * The arbiter between workers (docs/architecture.md, "Sharing the device").
+ * Tenants in different workers have native contexts in different processes,
+ * which the driver time-slices evenly whatever their weights. While two or
+ * more workers have work, the front end gives the device to one at a time
+ * for a turn as long as its weight's part of CMX_SHARE_ROUND_NS; the others
+ * hold their launches. A worker whose turn is over holds too, and says
+ * TURNED once what it let onto the device has finished.
+ */
+enum cmx_share_mode {
+	CMX_SHARE_FREE = 0, /* launch at will (one busy worker, or none) */
+	CMX_SHARE_HOLD,	    /* hold launches until a turn or FREE */
+	CMX_SHARE_TURN,	    /* launch for turn_ns, then hold and say TURNED */
+};
+
+/* A worker running free says BUSY at most this often while it has work. */
+#define CMX_SHARE_BEAT_NS (20ull * 1000 * 1000)
+/* The turns of every worker with work, once each: what weights share. */
+#define CMX_SHARE_ROUND_NS (100ull * 1000 * 1000)
 
 struct cmx_ctl_hdr {
 	uint32_t op;
@@ -61,6 +86,19 @@ struct cmx_ctl_usage {
 	uint64_t launched, completed, refused, throttled, capped, backlogged;
 	uint64_t device_ns, rx_bytes;
 	uint64_t win_ns[6], win_start[6];
+};
+
+struct cmx_ctl_share {
+	struct cmx_ctl_hdr h; /* seq: the turn's number (CMX_SHARE_TURN) */
+	uint32_t mode;
+	uint32_t pad;
+	uint64_t turn_ns;
+};
+
+struct cmx_ctl_turned {
+	struct cmx_ctl_hdr h; /* seq: the turn's */
+	uint32_t has_work;    /* launches are held, or came within the last ms */
+	uint32_t pad;
 };
 
 struct cmx_ctl_poisoned {

@@ -39,6 +39,18 @@
 #define REPORT_WAIT_MS 250
 /* SIGTERM: how long workers may drain before they are killed. */
 #define DRAIN_GRACE_MS 1500
+/*
+ * The arbiter between workers (host/ctl.h). A worker that said BUSY within
+ * SHARE_TTL_NS has work. A turn is at least SHARE_MIN_TURN_NS. A holder
+ * that has not said TURNED SHARE_DRAIN_NS after its turn's end (a kernel
+ * that does not end, a worker that does not answer) leaves the arbitration
+ * until it does: the others go on, beside it as natively. The arbiter
+ * looks at the clock every SHARE_TICK_NS while it arbitrates.
+ */
+#define SHARE_TTL_NS	  (3 * CMX_SHARE_BEAT_NS)
+#define SHARE_MIN_TURN_NS (20ull * 1000 * 1000)
+#define SHARE_DRAIN_NS	  (500ull * 1000 * 1000)
+#define SHARE_TICK_NS	  (10ull * 1000 * 1000)
 
 /*
  * One running worker process. A link outlives its worker's place in the
@@ -67,6 +79,13 @@ struct worker {
 	struct cmx_io restart_io;
 	struct __kernel_timespec restart_ts;
 	int restart_armed;
+	/* The arbiter's (share_*()). */
+	uint64_t beat_ns;    /* its last BUSY */
+	uint64_t vtime;	     /* device time of its turns, over its weight */
+	uint64_t turn_start, turn_seq; /* its last turn's start and number */
+	unsigned share;	     /* the mode it was last told (enum cmx_share_mode) */
+	int member;	     /* it takes turns: it had work at its last word */
+	int stuck;	     /* its turn ran SHARE_DRAIN_NS over: out until TURNED */
 	struct worker *next;
 };
 
@@ -103,12 +122,22 @@ static struct {
 	int draining;
 	struct cmx_io grace_io;
 	struct __kernel_timespec grace_ts;
+	/* The arbiter: who holds the turn (NULL: nobody arbitrates), since
+	 * when, for how long, and its number. */
+	struct worker *turn;
+	uint64_t turn_seq, turn_len;
+	struct cmx_io share_io;
+	struct __kernel_timespec share_ts;
+	int share_armed;
 } fe;
 
 static void link_recv(struct link *k);
 static int worker_spawn(struct worker *w);
 static void reaped(pid_t pid, int st);
 static int send_quota(struct link *k, const struct cmx_tenant *t);
+static void share_busy(struct worker *w);
+static void share_turned(struct worker *w, uint64_t seq, int has_work);
+static void share_gone(struct worker *w);
 
 static const char *key_of(const struct cmx_tenant *t, char *out)
 {
@@ -216,6 +245,194 @@ static void usage_forget(const struct worker *w)
 			t->sessions = t->objects = t->bytes = t->inflight = t->output = 0;
 }
 
+/* ---- the arbiter between workers ---- */
+
+/* A worker's weight: its tenants' (a group's together). */
+static uint64_t worker_weight(const struct worker *w)
+{
+	char key[KEY_MAX];
+	uint64_t sum = 0;
+
+	for (struct cmx_tenant *t = fe.srv->tenants.list; t; t = t->next)
+		if (!strcmp(key_of(t, key), w->key))
+			sum += t->q.weight;
+	return sum ? sum : 1;
+}
+
+static void share_send(struct worker *w, unsigned mode, uint64_t turn_ns, uint64_t seq)
+{
+	struct cmx_ctl_share m = { .h = { .op = CMX_CTL_SHARE, .len = sizeof(m), .seq = seq },
+				   .mode = mode,
+				   .turn_ns = turn_ns };
+
+	w->share = mode;
+	/* Not sent: a turn is then never answered (the holder is taken for
+	 * stuck), a hold never kept, a free never heard (the worker frees
+	 * itself): nobody waits for good. */
+	if (w->link && w->link->ready && w->link->ctl >= 0)
+		cmx_ctl_send(w->link->ctl, &m, sizeof(m), -1, 1);
+}
+
+static void share_tick(struct cmx_io *io, int res, unsigned flags);
+
+static void share_arm(void)
+{
+	if (fe.share_armed)
+		return;
+	fe.share_armed = 1;
+	fe.share_ts.tv_sec = 0;
+	fe.share_ts.tv_nsec = (long long)SHARE_TICK_NS;
+	fe.share_io.cb = share_tick;
+	io_uring_prep_timeout(cmx_loop_sqe(fe.srv->loop, &fe.share_io), &fe.share_ts, 0, 0);
+}
+
+/* The holder's turn is over: charged what it had of the device. */
+static void share_charge(struct worker *w, uint64_t now)
+{
+	w->vtime += (now - w->turn_start) / worker_weight(w);
+}
+
+/*
+ * The next turn: to the member with the least device time for its weight
+ * (the last holder only if it alone is owed), for its weight's part of a
+ * round; every other worker holds, members or not (one that gets work
+ * says BUSY and becomes a member): the device is one worker's at a time.
+ * With fewer than two members the arbitration ends and every worker
+ * launches at will. Stuck workers hear nothing until they answer.
+ */
+static void share_next(void)
+{
+	struct worker *best = NULL, *last = fe.turn;
+	uint64_t wsum = 0, now = cmx_now_ns();
+	unsigned n = 0;
+
+	for (struct worker *w = fe.workers; w; w = w->next) {
+		if (!w->member || w->stuck || !w->link)
+			continue;
+		n++;
+		wsum += worker_weight(w);
+		if (!best || w->vtime < best->vtime || (w->vtime == best->vtime && best == last))
+			best = w;
+	}
+	fe.turn = NULL;
+	if (n < 2 || fe.draining)
+		best = NULL;
+	for (struct worker *w = fe.workers; w; w = w->next) {
+		unsigned mode = best ? CMX_SHARE_HOLD : CMX_SHARE_FREE;
+		if (w->stuck || w == best || !w->link)
+			continue;
+		if (!best)
+			w->member = 0;
+		if (w->share != mode)
+			share_send(w, mode, 0, 0);
+	}
+	if (!best)
+		return;
+	fe.turn = best;
+	fe.turn_len = CMX_SHARE_ROUND_NS * worker_weight(best) / wsum;
+	if (fe.turn_len < SHARE_MIN_TURN_NS)
+		fe.turn_len = SHARE_MIN_TURN_NS;
+	best->turn_start = now;
+	best->turn_seq = ++fe.turn_seq;
+	cmx_dbg("share: turn %" PRIu64 " to %s for %" PRIu64 " us, %u with work", best->turn_seq,
+		best->key, fe.turn_len / 1000, n);
+	share_send(best, CMX_SHARE_TURN, fe.turn_len, best->turn_seq);
+	share_arm();
+}
+
+static void share_tick(struct cmx_io *io, int res, unsigned flags)
+{
+	struct worker *w = fe.turn;
+	uint64_t now = cmx_now_ns();
+
+	fe.share_armed = 0;
+	if (!w)
+		return;
+	if (now > w->turn_start + fe.turn_len + SHARE_DRAIN_NS) {
+		cmx_info("worker %s: its turn on the device ran %" PRIu64 " ms over: the others "
+			 "take turns without it until it finishes",
+			 w->key, (now - w->turn_start - fe.turn_len) / 1000000);
+		share_charge(w, now);
+		w->stuck = 1;
+		w->member = 0;
+		share_next();
+	}
+	if (fe.turn)
+		share_arm();
+}
+
+/* w has work: with another worker that has, the arbitration starts; while
+ * it goes on, w joins it (held until its turn), owed no more than the
+ * member owed most. A member's beats while held change nothing. */
+static void share_busy(struct worker *w)
+{
+	uint64_t now = cmx_now_ns(), least = UINT64_MAX;
+	unsigned n = 0;
+
+	w->beat_ns = now;
+	if (w->stuck || w == fe.turn || fe.draining)
+		return;
+	if (fe.turn) {
+		if (w->member && w->share == CMX_SHARE_HOLD)
+			return;
+		if (!w->member) {
+			for (struct worker *o = fe.workers; o; o = o->next)
+				if (o->member && !o->stuck && o->vtime < least)
+					least = o->vtime;
+			w->member = 1;
+			if (w->vtime < least)
+				w->vtime = least;
+		}
+		share_send(w, CMX_SHARE_HOLD, 0, 0);
+		return;
+	}
+	for (struct worker *o = fe.workers; o; o = o->next)
+		if (o->link && !o->stuck && now - o->beat_ns < SHARE_TTL_NS)
+			n++;
+	if (n < 2)
+		return;
+	for (struct worker *o = fe.workers; o; o = o->next)
+		if (o->link && !o->stuck && now - o->beat_ns < SHARE_TTL_NS) {
+			o->member = 1;
+			o->vtime = o == w ? 0 : 1; /* the newcomer goes first */
+		}
+	share_next();
+}
+
+/* w's turn seq is over and drained; has_work: it holds launches still. */
+static void share_turned(struct worker *w, uint64_t seq, int has_work)
+{
+	uint64_t now = cmx_now_ns();
+
+	if (w == fe.turn && seq == fe.turn_seq) {
+		cmx_dbg("share: turn %" PRIu64 " of %s over after %" PRIu64 " us%s", seq, w->key,
+			(now - w->turn_start) / 1000, has_work ? "" : ", no more work");
+		share_charge(w, now);
+		w->member = has_work;
+		share_next();
+		return;
+	}
+	if (!w->stuck || seq != w->turn_seq)
+		return;
+	/* A stuck holder's late answer: it takes turns again, or is free. */
+	w->stuck = 0;
+	w->member = fe.turn && has_work;
+	share_send(w, fe.turn ? CMX_SHARE_HOLD : CMX_SHARE_FREE, 0, 0);
+	if (!fe.turn && has_work)
+		share_busy(w);
+}
+
+/* w's process is gone (or going): out of the arbitration. */
+static void share_gone(struct worker *w)
+{
+	w->member = 0;
+	w->stuck = 0;
+	w->beat_ns = 0;
+	w->share = CMX_SHARE_FREE;
+	if (fe.turn == w)
+		share_next();
+}
+
 /* ---- one worker's control socket ---- */
 
 static void link_free_if_done(struct link *k)
@@ -257,6 +474,14 @@ static void on_packet(struct link *k, size_t n)
 		cmx_ctl_usage_unpack(t, u);
 		break;
 	}
+	case CMX_CTL_BUSY:
+		if (n == sizeof(*h) && k->ready)
+			share_busy(w);
+		break;
+	case CMX_CTL_TURNED:
+		if (n == sizeof(struct cmx_ctl_turned))
+			share_turned(w, h->seq, !!((const struct cmx_ctl_turned *)k->buf)->has_work);
+		break;
 	case CMX_CTL_POISONED: {
 		const struct cmx_ctl_poisoned *p = (const void *)k->buf;
 		if (n != sizeof(*p))
@@ -266,6 +491,7 @@ static void on_packet(struct link *k, size_t n)
 			 w->key, (int)k->pid, (int)sizeof(p->why), p->why);
 		k->w = NULL;
 		w->link = NULL;
+		share_gone(w);
 		if (w->owns && !fe.draining)
 			worker_spawn(w);
 		break;
@@ -468,6 +694,7 @@ static int worker_spawn(struct worker *w)
 	k->pid = pid;
 	k->ctl = sv[0];
 	w->link = k;
+	w->share = CMX_SHARE_FREE;
 	w->started_ns = cmx_now_ns();
 	w->starts++;
 	fe.live++;
@@ -680,6 +907,7 @@ int cmx_front_handoff(struct cmx_conn *c, const uint8_t *from, size_t n)
 		w->link->w = NULL;
 		w->link = NULL;
 		usage_forget(w);
+		share_gone(w);
 	}
 	if (!w->link && (e = worker_spawn(w))) {
 		cmx_err("worker %s: cannot start: %s", w->key, strerror(-e));
@@ -920,6 +1148,7 @@ static void reaped(pid_t pid, int st)
 	if (w && w->link == k) {
 		w->link = NULL;
 		usage_forget(w);
+		share_gone(w);
 		if (w->owns)
 			worker_restart(w);
 	}

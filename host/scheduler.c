@@ -16,6 +16,7 @@
 
 #include "call.h"
 #include "complete.h"
+#include "ctl.h"
 #include "exec.h"
 #include "executor.h"
 #include "log.h"
@@ -46,6 +47,15 @@
  */
 #define TURN_LEN   4
 #define TURN_DEPTH 2
+/*
+ * The arbiter between workers (host/ctl.h): a turn ends once nothing was
+ * launched for SHARE_IDLE_NS and nothing is on the device (a tenant that
+ * waits for each command is not idle between them). A worker held for
+ * SHARE_HOLD_MAX_NS without a word from the front end launches at will
+ * again: a lost packet must not stall it.
+ */
+#define SHARE_IDLE_NS	  (5ull * 1000 * 1000)
+#define SHARE_HOLD_MAX_NS (5ull * 1000 * 1000 * 1000)
 /* Buckets of the placeholder and kernel maps (powers of two). */
 #define PH_BUCKETS 1024
 #define K_BUCKETS  256
@@ -153,6 +163,13 @@ struct cmx_sched {
 	struct __kernel_timespec dog_ts;
 	int dog_armed;
 	uint64_t seq; /* commands gone to the device */
+	/* The arbiter's say (cmx_sched_share()): a mode of enum
+	 * cmx_share_mode, since when, and a turn's number and end. */
+	unsigned share;
+	int turned; /* the turn is over and TURNED was sent */
+	uint64_t share_since, share_seq, share_end;
+	uint64_t beat;	    /* the last BUSY */
+	uint64_t last_work; /* the last command scheduled */
 	struct cmx_gate *ph_map[PH_BUCKETS];
 	struct kheld *k_map[K_BUCKETS];
 };
@@ -292,6 +309,20 @@ static int room(struct cmx_sched *sc, uint64_t est)
 {
 	return !sc->running ||
 	       (sc->running < MAX_RUNNING && sc->running_est + est <= sc->window_ns);
+}
+
+/* Whether the arbiter between workers lets a command estimated at est
+ * onto the device now: at will; not while held or after the turn; during
+ * the turn, while what is on the device fits what is left of it (always
+ * one), so that the turn ends when it should, long kernels included. A
+ * draining worker ends its held commands' sessions, never waits. */
+static int share_open(const struct cmx_sched *sc, uint64_t now, uint64_t est)
+{
+	if (sc->share == CMX_SHARE_FREE || sc->srv->draining)
+		return 1;
+	if (sc->share == CMX_SHARE_HOLD || now >= sc->share_end)
+		return 0;
+	return !sc->running || sc->running_est + est <= sc->share_end - now;
 }
 
 static int turns(void)
@@ -956,12 +987,16 @@ static void flush_released(struct cmx_sched *sc)
 
 static void kick_once(struct cmx_sched *sc);
 
+static void share_check(struct cmx_sched *sc);
+
 /* Releases held commands while the device has room, lowest virtual time
  * first. */
 static void kick(struct cmx_sched *sc)
 {
 	kick_once(sc);
 	flush_released(sc);
+	if (sc->share != CMX_SHARE_FREE)
+		share_check(sc);
 }
 
 static void kick_once(struct cmx_sched *sc)
@@ -1015,7 +1050,8 @@ static void kick_once(struct cmx_sched *sc)
 				turn_take(sc, best, now);
 			}
 		}
-		if (!room_turn(sc, best, estimate(sc, best)))
+		if (!room_turn(sc, best, estimate(sc, best)) ||
+		    !share_open(sc, now, estimate(sc, best)))
 			return;
 		struct cmx_gate *g = best->held;
 		best->held = g->next_held;
@@ -1220,7 +1256,7 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	struct cmx_sched *sc = cmx_srv->sched;
 	struct cmx_tenant *t = c->s->tenant;
 	struct cmx_obj *q = cmx_session_obj(c->s, cmx_call_queue(c)->id, CMX_K_QUEUE);
-	int holdable = !!(c->oi->flags & CMX_OPF_HOLDABLE), after_held = 0;
+	int holdable = !!(c->oi->flags & CMX_OPF_HOLDABLE), after_held = 0, open;
 	uint64_t now;
 	struct cmx_gate *g;
 	struct lane *l;
@@ -1236,11 +1272,20 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 		t->refused++;
 		return CL_OUT_OF_RESOURCES;
 	}
+	now = cmx_now_ns();
+	sc->last_work = now;
+	/* The front end learns that this worker has work, at most every
+	 * CMX_SHARE_BEAT_NS, unless it is in its turn: a lone tenant pays
+	 * one packet per beat, a held worker joins the turns. */
+	if ((sc->share != CMX_SHARE_TURN || sc->turned) && now - sc->beat >= CMX_SHARE_BEAT_NS) {
+		sc->beat = now;
+		cmx_worker_busy();
+	}
+	open = share_open(sc, now, estimate(sc, t));
 	/* Alone, uncapped, nothing held and nothing to wait for: straight to
 	 * the driver, in the gate of the launches before it. */
-	now = cmx_now_ns();
 	/* (Not with a kernel-time: the watchdog needs a gate per command.) */
-	if (holdable && !nwait && !t->q.cap && t->q.kernel_time == CMX_UNLIMITED &&
+	if (holdable && !nwait && !t->q.cap && t->q.kernel_time == CMX_UNLIMITED && open &&
 	    ((!sc->held && alone(sc, t)) ||
 	     (holds_turn(sc, t, now) && room_turn(sc, t, estimate(sc, t)))) &&
 	    (cmd->join = open_gate(sc->lanes ? lane_find(sc, q->h) : NULL, t)))
@@ -1281,7 +1326,7 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	/* The device has room and nobody waits, or the tenant is alone with
 	 * work (nobody to be fair to) and uncapped, or it holds the turn and
 	 * has nothing held: straight on. */
-	if (!after_held && !g->ndeps && cap_ok(t, now) &&
+	if (!after_held && !g->ndeps && open && cap_ok(t, now) &&
 	    ((!sc->held && turn_mine(sc, t, now) &&
 	      ((!t->q.cap && alone(sc, t)) || room_turn(sc, t, estimate(sc, t)))) ||
 	     (holds_turn(sc, t, now) && room_turn(sc, t, estimate(sc, t)))))
@@ -1409,6 +1454,57 @@ void cmx_sched_end(struct cmx_sched_cmd *cmd, cl_int err, cl_event ev)
 	inflight_inc(sc, t);
 	t->launched++;
 	charge_start(sc, g, cmx_now_ns());
+}
+
+/*
+ * The arbiter's side in this worker: once the turn is over (its time, or
+ * nothing launched for SHARE_IDLE_NS) and what it let onto the device has
+ * finished, TURNED; the front end's timer, not this one, decides what a
+ * worker that never says so costs the others. Called after every kick
+ * while not free.
+ */
+static void share_check(struct cmx_sched *sc)
+{
+	uint64_t now = cmx_now_ns(), idle_at = sc->last_work + SHARE_IDLE_NS;
+
+	if (sc->share == CMX_SHARE_TURN && !sc->turned) {
+		if (!sc->running && (now >= sc->share_end || (!sc->held && now >= idle_at))) {
+			sc->turned = 1;
+			sc->share_since = now;
+			cmx_worker_turned(sc->share_seq, sc->held || now < idle_at);
+		} else if (!sc->running) {
+			timer_arm(sc, (sc->held || idle_at > sc->share_end ? sc->share_end : idle_at) -
+					  now);
+		}
+		if (!sc->turned)
+			return;
+	}
+	if (!sc->held)
+		return;
+	if (now - sc->share_since >= SHARE_HOLD_MAX_NS) {
+		cmx_warn("sched: held %" PRIu64 " ms with no word from the front end: launching "
+			 "at will",
+			 (now - sc->share_since) / 1000000);
+		cmx_sched_share(sc->srv, CMX_SHARE_FREE, 0, 0);
+		return;
+	}
+	timer_arm(sc, sc->share_since + SHARE_HOLD_MAX_NS - now);
+}
+
+void cmx_sched_share(struct cmx_server *srv, unsigned mode, uint64_t turn_ns, uint64_t seq)
+{
+	struct cmx_sched *sc = srv->sched;
+
+	if (!sc)
+		return;
+	sc->share = mode;
+	sc->share_since = cmx_now_ns();
+	sc->turned = 0;
+	sc->share_seq = seq;
+	sc->share_end = sc->share_since + turn_ns;
+	/* The next command out of a turn says BUSY at once. */
+	sc->beat = 0;
+	kick(sc);
 }
 
 void cmx_sched_release_queue(struct cmx_call *c)

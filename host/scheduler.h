@@ -102,6 +102,11 @@ void cmx_sched_finished(cl_command_queue q);
 /* e is the placeholder of a held command: its status, CL_QUEUED. */
 int cmx_sched_is_held(cl_event e);
 
+/* Loop thread. The arbiter between workers says (host/ctl.h,
+ * CMX_CTL_SHARE): launch at will, hold launches, or launch for a turn of
+ * turn_ns and then say TURNED with seq once drained. */
+void cmx_sched_share(struct cmx_server *srv, unsigned mode, uint64_t turn_ns, uint64_t seq);
+
 /* The session is closing: its held commands are dropped, not run. */
 void cmx_sched_drop(struct cmx_session *s);
 

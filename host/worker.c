@@ -19,6 +19,7 @@
 #include "conn.h"
 #include "ctl.h"
 #include "log.h"
+#include "scheduler.h"
 #include "server.h"
 
 static struct {
@@ -123,6 +124,13 @@ static void on_packet(void *arg)
 	case CMX_CTL_USAGE:
 		send_usage(h->seq);
 		break;
+	case CMX_CTL_SHARE: {
+		const struct cmx_ctl_share *m = (const void *)p->buf;
+		if (p->len == sizeof(*m) && m->mode <= CMX_SHARE_TURN &&
+		    m->turn_ns <= CMX_SHARE_ROUND_NS)
+			cmx_sched_share(wk.srv, m->mode, m->turn_ns, m->h.seq);
+		break;
+	}
 	default:
 		break;
 	}
@@ -215,6 +223,23 @@ int cmx_worker_overtime(const char *tenant, const char *why)
 	snprintf(p.h.tenant, sizeof(p.h.tenant), "%s", tenant);
 	snprintf(p.why, sizeof(p.why), "%s", why);
 	return cmx_ctl_send(wk.ctl, &p, sizeof(p), -1, 1);
+}
+
+void cmx_worker_busy(void)
+{
+	struct cmx_ctl_hdr h = { .op = CMX_CTL_BUSY, .len = sizeof(h) };
+
+	if (wk.ctl >= 0)
+		cmx_ctl_send(wk.ctl, &h, sizeof(h), -1, 1);
+}
+
+void cmx_worker_turned(uint64_t seq, int has_work)
+{
+	struct cmx_ctl_turned m = { .h = { .op = CMX_CTL_TURNED, .len = sizeof(m), .seq = seq },
+				    .has_work = !!has_work };
+
+	if (wk.ctl >= 0)
+		cmx_ctl_send(wk.ctl, &m, sizeof(m), -1, 1);
 }
 
 void cmx_worker_poisoned(const char *why)

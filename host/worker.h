@@ -4,6 +4,8 @@
 #ifndef CMX_HOST_WORKER_H
 #define CMX_HOST_WORKER_H
 
+#include <stdint.h>
+
 struct cmx_server;
 
 /* Starts taking packets from the front end on ctl (a thread that posts
@@ -22,6 +24,11 @@ void cmx_worker_poisoned(const char *why);
  * the process that owns its context). 0, or -ENOTSUP without a front end
  * (clmuxd --workers off). */
 int cmx_worker_overtime(const char *tenant, const char *why);
+/* Loop thread. The arbiter between workers (host/ctl.h, CMX_CTL_SHARE):
+ * this worker has work (BUSY); its turn seq is over and drained (TURNED).
+ * Nothing without a front end. */
+void cmx_worker_busy(void);
+void cmx_worker_turned(uint64_t seq, int has_work);
 /* Stops accepting and ends the process once its last session has
  * (host/main.c). */
 void cmx_main_retire(void);

@@ -30,6 +30,10 @@ tenant-bench: tools/tenant-bench host/clmuxd icd/clmux.icd
 	for n in 1 8 64; do $(TENANT_BENCH) --tenants $$n --seconds 10 --probe; done
 	$(TENANT_BENCH) --tenants 2 --weights 1:3 --seconds 10
 .PHONY: tenant-bench
+# Weights between isolated tenants, the arbiter between workers: a test,
+# and its figures (docs/performance.md, "Weights between workers").
+TESTS += tools/tests/share-weights.sh
+EXTRA_DIST += tools/tests/share-weights.sh tools/share-bench
 # clmux inside a podman container against outside (docs/performance.md).
 container-bench: container-check
 	CLMUXD=$(abs_top_builddir)/host/clmuxd CLMUXCTL=$(abs_top_builddir)/tools/clmuxctl \
