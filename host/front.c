@@ -303,19 +303,27 @@ static void share_charge(struct worker *w, uint64_t now)
 static void share_next(void)
 {
 	struct worker *best = NULL, *last = fe.turn;
-	uint64_t wsum = 0, now = cmx_now_ns();
+	uint64_t wsum = 0, wmin = UINT64_MAX, wmax = 0, now = cmx_now_ns();
 	unsigned n = 0;
 
 	for (struct worker *w = fe.workers; w; w = w->next) {
+		uint64_t wt;
 		if (!w->member || w->stuck || !w->link)
 			continue;
 		n++;
-		wsum += worker_weight(w);
+		wt = worker_weight(w);
+		wsum += wt;
+		wmin = wt < wmin ? wt : wmin;
+		wmax = wt > wmax ? wt : wmax;
 		if (!best || w->vtime < best->vtime || (w->vtime == best->vtime && best == last))
 			best = w;
 	}
 	fe.turn = NULL;
-	if (n < 2 || fe.draining)
+	/* Equal weights are what the driver gives processes side by side
+	 * (NVIDIA time-slices contexts evenly, the kernel's scheduler PoCL's
+	 * threads), and side by side the device stays full: turns would only
+	 * cost throughput. */
+	if (n < 2 || wmin == wmax || fe.draining)
 		best = NULL;
 	for (struct worker *w = fe.workers; w; w = w->next) {
 		unsigned mode = best ? CMX_SHARE_HOLD : CMX_SHARE_FREE;
@@ -366,7 +374,7 @@ static void share_tick(struct cmx_io *io, int res, unsigned flags)
  * member owed most. A member's beats while held change nothing. */
 static void share_busy(struct worker *w)
 {
-	uint64_t now = cmx_now_ns(), least = UINT64_MAX;
+	uint64_t now = cmx_now_ns(), least = UINT64_MAX, wmin = UINT64_MAX, wmax = 0;
 	unsigned n = 0;
 
 	w->beat_ns = now;
@@ -387,9 +395,14 @@ static void share_busy(struct worker *w)
 		return;
 	}
 	for (struct worker *o = fe.workers; o; o = o->next)
-		if (o->link && !o->stuck && now - o->beat_ns < SHARE_TTL_NS)
+		if (o->link && !o->stuck && now - o->beat_ns < SHARE_TTL_NS) {
+			uint64_t wt = worker_weight(o);
 			n++;
-	if (n < 2)
+			wmin = wt < wmin ? wt : wmin;
+			wmax = wt > wmax ? wt : wmax;
+		}
+	/* Turns only between workers of different weights (share_next()). */
+	if (n < 2 || wmin == wmax)
 		return;
 	for (struct worker *o = fe.workers; o; o = o->next)
 		if (o->link && !o->stuck && now - o->beat_ns < SHARE_TTL_NS) {
