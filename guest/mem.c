@@ -1299,11 +1299,9 @@ static cl_mem root_of(cl_mem m)
 	return m->parent ? m->parent : m;
 }
 
-cl_int cmx_clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_t soff, size_t doff,
-			       size_t size, cl_uint n, const cl_event *list, cl_event *event)
+cl_int cmx_copy_buffer_check(cl_command_queue q, cl_mem src, cl_mem dst, size_t soff, size_t doff,
+			     size_t size)
 {
-	struct cmx_CopyBuffer_in in;
-	struct cmx_cmd c;
 	cl_int e = check_qmem(q, src);
 
 	if (!e)
@@ -1318,6 +1316,16 @@ cl_int cmx_clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_
 		if (a < b + size && b < a + size)
 			e = CL_MEM_COPY_OVERLAP;
 	}
+	return e;
+}
+
+cl_int cmx_clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_t soff, size_t doff,
+			       size_t size, cl_uint n, const cl_event *list, cl_event *event)
+{
+	struct cmx_CopyBuffer_in in;
+	struct cmx_cmd c;
+	cl_int e = cmx_copy_buffer_check(q, src, dst, soff, doff, size);
+
 	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_COPY_BUFFER)))
 		return e;
 	in = (struct cmx_CopyBuffer_in){.queue = {q->id},
@@ -1408,18 +1416,26 @@ cl_int cmx_clEnqueueCopyBufferRect(cl_command_queue q, cl_mem src, cl_mem dst, c
 	return cmx_cmd_end(&c, CMX_SEND(CopyBufferRect, &in));
 }
 
-cl_int cmx_clEnqueueFillBuffer(cl_command_queue q, cl_mem m, const void *pattern, size_t psize,
-			       size_t off, size_t size, cl_uint n, const cl_event *list,
-			       cl_event *event)
+cl_int cmx_fill_buffer_check(cl_command_queue q, cl_mem m, const void *pattern, size_t psize,
+			     size_t off, size_t size)
 {
-	struct cmx_FillBuffer_in in;
-	struct cmx_cmd c;
 	cl_int e = check_qmem(q, m);
 
 	/* Pattern sizes: 1, 2, 4, ..., 128 (the largest type, double16). */
 	if (!e && (!pattern || !psize || psize > 128 || (psize & (psize - 1)) || off % psize ||
 		   size % psize || !in_range(off, size, m->size)))
 		e = CL_INVALID_VALUE;
+	return e;
+}
+
+cl_int cmx_clEnqueueFillBuffer(cl_command_queue q, cl_mem m, const void *pattern, size_t psize,
+			       size_t off, size_t size, cl_uint n, const cl_event *list,
+			       cl_event *event)
+{
+	struct cmx_FillBuffer_in in;
+	struct cmx_cmd c;
+	cl_int e = cmx_fill_buffer_check(q, m, pattern, psize, off, size);
+
 	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_FILL_BUFFER)))
 		return e;
 	in = (struct cmx_FillBuffer_in){.queue = {q->id},

@@ -344,6 +344,11 @@ static cl_int local_fits(struct cmx_call *c, uint64_t kernel, cl_command_queue q
 	return CL_SUCCESS;
 }
 
+cl_int cmx_kernel_local_fits(struct cmx_call *c, uint64_t kernel, cl_command_queue q)
+{
+	return local_fits(c, kernel, q);
+}
+
 int cmx_h_GetKernelWorkGroupInfo(struct cmx_call *c, struct cmx_GetKernelWorkGroupInfo_in *in,
 				 struct cmx_GetKernelWorkGroupInfo_out *out)
 {
