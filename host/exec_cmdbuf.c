@@ -231,7 +231,7 @@ static cl_int record_begin(struct cmx_call *c, uint64_t id, uint64_t point,
 		if (!nb)
 			return CL_OUT_OF_HOST_MEMORY;
 		nb->cap = cap;
-		o->ext = b = nb;
+		o->ext = *out = b = nb;
 	}
 	/* The point is the guest's from here on, whatever the driver says:
 	 * later commands are numbered past it. */

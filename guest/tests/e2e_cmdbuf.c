@@ -308,6 +308,49 @@ START_TEST(test_cmdbuf_args_captured)
 }
 END_TEST
 
+/* Many commands, each waiting for the one before: the daemon's table of
+ * sync points grows while it records. */
+#define CB_MANY 300
+static void many_run(struct e2e_plat *p, cl_uint *out)
+{
+	cl_mem m = e2e_buffer_create(p, CL_MEM_READ_WRITE, CB_MANY * sizeof(cl_uint), NULL);
+	cl_sync_point_khr prev = 0, sp = 0;
+	cl_command_buffer_khr cb;
+	struct cbfn f;
+	cl_int e;
+
+	cbfn_load(p, &f);
+	cb = f.create(1, &p->queue, NULL, &e);
+	E2E_OK(p, e);
+	for (cl_uint i = 0; i < CB_MANY; i++) {
+		cl_uint v = i * 7u + 1u;
+		E2E_OK(p, f.fill(cb, NULL, m, &v, sizeof(v), i * sizeof(cl_uint), sizeof(cl_uint),
+				 i ? 1 : 0, i ? &prev : NULL, &sp, NULL));
+		prev = sp;
+	}
+	E2E_OK(p, f.finalize(cb));
+	E2E_OK(p, f.enqueue(0, NULL, cb, 0, NULL, NULL));
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, m, CL_TRUE, 0, CB_MANY * sizeof(cl_uint), out, 0,
+				      NULL, NULL));
+	E2E_OK(p, f.release(cb));
+	clReleaseMemObject(m);
+}
+
+START_TEST(test_cmdbuf_many)
+{
+	cl_uint nat[CB_MANY], virt[CB_MANY], want[CB_MANY];
+
+	if (!both_have())
+		return;
+	for (cl_uint i = 0; i < CB_MANY; i++)
+		want[i] = i * 7u + 1u;
+	many_run(&e2e_native, nat);
+	many_run(&e2e_virtual, virt);
+	e2e_assert_bytes_eq(nat, want, sizeof(want), "native");
+	e2e_assert_bytes_eq(virt, nat, sizeof(want), "virtual vs native");
+}
+END_TEST
+
 /* The error paths of one platform, in a fixed order: *codes gets each. */
 #define CB_ERRS 11
 static void errors_run(struct e2e_plat *p, cl_int codes[CB_ERRS])
@@ -401,6 +444,7 @@ static Suite *cmdbuf_suite(void)
 	tcase_add_test(tc, test_cmdbuf_device_info);
 	tcase_add_test(tc, test_cmdbuf_replay);
 	tcase_add_test(tc, test_cmdbuf_args_captured);
+	tcase_add_test(tc, test_cmdbuf_many);
 	tcase_add_test(tc, test_cmdbuf_errors);
 	suite_add_tcase(s, tc);
 	return s;
