@@ -763,6 +763,16 @@ static void json_str(const char *s)
 	putchar('"');
 }
 
+/* A number, or null where a platform could not run the row (NAN: no
+ * command buffers). */
+static void json_num(double v)
+{
+	if (isfinite(v))
+		printf("%.6g", v);
+	else
+		printf("null");
+}
+
 static void print_json(const struct plat *pl)
 {
 	printf("{");
@@ -781,14 +791,16 @@ static void print_json(const struct plat *pl)
 
 		if (!b->selected)
 			continue;
-		printf("%s\"%s\":{\"unit\":\"%s\",\"better\":\"%s\",\"native\":%.6g,\"virtual\":%.6g",
-		       first ? "" : ",", b->name, b->unit, b->better == LOWER ? "lower" : "higher",
-		       b->val[0], b->val[1]);
+		printf("%s\"%s\":{\"unit\":\"%s\",\"better\":\"%s\",\"native\":", first ? "" : ",",
+		       b->name, b->unit, b->better == LOWER ? "lower" : "higher");
+		json_num(b->val[0]);
+		printf(",\"virtual\":");
+		json_num(b->val[1]);
 		if (isfinite(bench_ratio(b)))
 			printf(",\"ratio\":%.4g", bench_ratio(b));
 		else
 			printf(",\"ratio\":null");
-		if (b->better == LOWER)
+		if (b->better == LOWER && isfinite(b->val[1] - b->val[0]))
 			printf(",\"delta\":%.6g}", b->val[1] - b->val[0]);
 		else
 			printf(",\"delta\":null}");
