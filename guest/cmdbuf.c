@@ -255,6 +255,47 @@ static cl_int CL_API_CALL cmx_clCommandCopyBufferKHR(
 	return record_end(b, e, sync_point);
 }
 
+static cl_int CL_API_CALL cmx_clCommandCopyBufferRectKHR(
+    cl_command_buffer_khr b, cl_command_queue q, cl_mem src, cl_mem dst, const size_t *so,
+    const size_t *dor, const size_t *region, size_t srow, size_t sslice, size_t drow,
+    size_t dslice, cl_uint n, const cl_sync_point_khr *list, cl_sync_point_khr *sync_point,
+    cl_mutable_command_khr *mutable_handle)
+{
+	struct cmx_CommandCopyBufferRect_in in;
+	uint64_t so64[3], do64[3], r64[3], small[16], *w;
+	cl_int e = record_begin(b, q, n, list, mutable_handle);
+
+	if (e)
+		return e;
+	e = cmx_copy_buffer_rect_check(b->queue, src, dst, so, dor, region, &srow, &sslice, &drow,
+				       &dslice);
+	if (e) {
+		pthread_mutex_unlock(&b->lock);
+		return e;
+	}
+	w = points_wire(n, list, small);
+	if (!w)
+		return record_end(b, CL_OUT_OF_HOST_MEMORY, NULL);
+	for (int i = 0; i < 3; i++)
+		so64[i] = so[i], do64[i] = dor[i], r64[i] = region[i];
+	in = (struct cmx_CommandCopyBufferRect_in){.cmdbuf.id = b->id,
+						   .src.id = src->id,
+						   .dst.id = dst->id,
+						   .src_origin = {so64, 3},
+						   .dst_origin = {do64, 3},
+						   .region = {r64, 3},
+						   .src_row_pitch = srow,
+						   .src_slice_pitch = sslice,
+						   .dst_row_pitch = drow,
+						   .dst_slice_pitch = dslice,
+						   .points = {w, n},
+						   .point = ++b->points};
+	e = CMX_SEND(CommandCopyBufferRect, &in);
+	if (w != small)
+		free(w);
+	return record_end(b, e, sync_point);
+}
+
 static cl_int CL_API_CALL cmx_clCommandFillBufferKHR(
     cl_command_buffer_khr b, cl_command_queue q, cl_mem m, const void *pattern, size_t psize,
     size_t off, size_t size, cl_uint n, const cl_sync_point_khr *list,
@@ -409,6 +450,7 @@ void *cmx_cmdbuf_function(const char *name)
 	    FN(clCreateCommandBufferKHR),	 FN(clRetainCommandBufferKHR),
 	    FN(clReleaseCommandBufferKHR),	 FN(clFinalizeCommandBufferKHR),
 	    FN(clCommandBarrierWithWaitListKHR), FN(clCommandCopyBufferKHR),
+	    FN(clCommandCopyBufferRectKHR),
 	    FN(clCommandFillBufferKHR),		 FN(clCommandNDRangeKernelKHR),
 	    FN(clEnqueueCommandBufferKHR),	 FN(clGetCommandBufferInfoKHR),
 #undef FN

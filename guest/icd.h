@@ -366,6 +366,10 @@ cl_int cmx_copy_buffer_check(cl_command_queue q, cl_mem src, cl_mem dst, size_t 
 			     size_t size);
 cl_int cmx_fill_buffer_check(cl_command_queue q, cl_mem m, const void *pattern, size_t psize,
 			     size_t off, size_t size);
+/* clEnqueueCopyBufferRect's; the pitches given 0 become their defaults. */
+cl_int cmx_copy_buffer_rect_check(cl_command_queue q, cl_mem src, cl_mem dst, const size_t *so,
+				  const size_t *dor, const size_t *region, size_t *srow,
+				  size_t *sslice, size_t *drow, size_t *dslice);
 /* The checks of clEnqueueNDRangeKernel before its wait list (guest/kernel.c). */
 cl_int cmx_kernel_launch_check(cl_command_queue q, cl_kernel k, cl_uint dim, const size_t *offset,
 			       const size_t *global, const size_t *local);

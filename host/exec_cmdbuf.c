@@ -33,6 +33,7 @@ static struct {
 	clGetCommandBufferInfoKHR_fn info;
 	clCommandBarrierWithWaitListKHR_fn barrier;
 	clCommandCopyBufferKHR_fn copy;
+	clCommandCopyBufferRectKHR_fn copy_rect;
 	clCommandFillBufferKHR_fn fill;
 	clCommandNDRangeKernelKHR_fn kernel;
 } fn;
@@ -52,11 +53,12 @@ static int fn_load(void)
 	LOOK(info, clGetCommandBufferInfoKHR);
 	LOOK(barrier, clCommandBarrierWithWaitListKHR);
 	LOOK(copy, clCommandCopyBufferKHR);
+	LOOK(copy_rect, clCommandCopyBufferRectKHR);
 	LOOK(fill, clCommandFillBufferKHR);
 	LOOK(kernel, clCommandNDRangeKernelKHR);
 #undef LOOK
 	fn.state = fn.create && fn.retain && fn.release && fn.finalize && fn.enqueue && fn.info && fn.barrier &&
-			   fn.copy && fn.fill && fn.kernel
+			   fn.copy && fn.copy_rect && fn.fill && fn.kernel
 		       ? 1
 		       : -1;
 	return fn.state > 0;
@@ -305,6 +307,47 @@ int cmx_h_CommandCopyBuffer(struct cmx_call *c, struct cmx_CommandCopyBuffer_in 
 	if (!e)
 		e = fn.copy(in->cmdbuf.h, NULL, in->src.h, in->dst.h, in->src_offset,
 			    in->dst_offset, in->size, (cl_uint)in->points.n, w, &sp, NULL);
+	return record_end(b, e, sp);
+}
+
+/* A rect of the buffer `id` as CopyBufferRect's (host/exec_mem.c): origin,
+ * region and pitches (0: the defaults), every byte inside the buffer. */
+static cl_int rect(struct cmx_call *c, uint64_t id, const struct cmx_u64s *origin,
+		   const struct cmx_u64s *region, size_t o[3], size_t r[3], size_t *row,
+		   size_t *slice)
+{
+	size_t end;
+	cl_int e = range(c, id, 0, 0);
+
+	if (e)
+		return e;
+	if (origin->n != 3 || region->n != 3)
+		return CL_INVALID_VALUE;
+	for (int i = 0; i < 3; i++) {
+		o[i] = origin->v[i];
+		r[i] = region->v[i];
+	}
+	if (!r[0] || !r[1] || !r[2] || cmx_cl_rect_pitches_bad(r, row, slice) ||
+	    cmx_cl_rect_end(o, r, *row, *slice, &end) || range(c, id, 0, end))
+		return CL_INVALID_VALUE;
+	return CL_SUCCESS;
+}
+
+int cmx_h_CommandCopyBufferRect(struct cmx_call *c, struct cmx_CommandCopyBufferRect_in *in)
+{
+	size_t so[3], dO[3], r[3], srow = in->src_row_pitch, sslice = in->src_slice_pitch;
+	size_t drow = in->dst_row_pitch, dslice = in->dst_slice_pitch;
+	struct cmdbuf *b = NULL;
+	cl_sync_point_khr *w, sp = 0;
+	cl_int e = record_begin(c, in->cmdbuf.id, in->point, &in->points, &b, &w);
+
+	if (!e)
+		e = rect(c, in->src.id, &in->src_origin, &in->region, so, r, &srow, &sslice);
+	if (!e)
+		e = rect(c, in->dst.id, &in->dst_origin, &in->region, dO, r, &drow, &dslice);
+	if (!e)
+		e = fn.copy_rect(in->cmdbuf.h, NULL, in->src.h, in->dst.h, so, dO, r, srow, sslice,
+				 drow, dslice, (cl_uint)in->points.n, w, &sp, NULL);
 	return record_end(b, e, sp);
 }
 

@@ -27,6 +27,7 @@ struct cbfn {
 	clGetCommandBufferInfoKHR_fn info;
 	clCommandBarrierWithWaitListKHR_fn barrier;
 	clCommandCopyBufferKHR_fn copy;
+	clCommandCopyBufferRectKHR_fn copy_rect;
 	clCommandFillBufferKHR_fn fill;
 	clCommandNDRangeKernelKHR_fn kernel;
 };
@@ -54,6 +55,7 @@ static void cbfn_load(struct e2e_plat *p, struct cbfn *f)
 	LOOK(info, clGetCommandBufferInfoKHR);
 	LOOK(barrier, clCommandBarrierWithWaitListKHR);
 	LOOK(copy, clCommandCopyBufferKHR);
+	LOOK(copy_rect, clCommandCopyBufferRectKHR);
 	LOOK(fill, clCommandFillBufferKHR);
 	LOOK(kernel, clCommandNDRangeKernelKHR);
 #undef LOOK
@@ -377,6 +379,64 @@ START_TEST(test_cmdbuf_many)
 }
 END_TEST
 
+/* A rectangle copied by a replay: 48 bytes of 8 rows from a 256-byte
+ * pitch at (16, 2) to a 64-byte pitch; *bad: the code of one that reaches
+ * past its buffer. */
+#define RECT_BYTES 4096
+static void rect_run(struct e2e_plat *p, unsigned char *out, cl_int *bad)
+{
+	unsigned char *src = e2e_xmalloc(RECT_BYTES);
+	cl_mem s = e2e_buffer_create(p, CL_MEM_READ_WRITE, RECT_BYTES, NULL);
+	cl_mem d = e2e_buffer_create(p, CL_MEM_READ_WRITE, RECT_BYTES, NULL);
+	size_t so[3] = {16, 2, 0}, dor[3] = {0, 0, 0}, region[3] = {48, 8, 1};
+	size_t far[3] = {16, 15, 0};
+	cl_uint zero = 0;
+	cl_command_buffer_khr cb;
+	cl_sync_point_khr sp = 0;
+	struct cbfn f;
+	cl_int e;
+
+	cbfn_load(p, &f);
+	e2e_rand_bytes(src, RECT_BYTES, 7);
+	E2E_OK(p, clEnqueueWriteBuffer(p->queue, s, CL_TRUE, 0, RECT_BYTES, src, 0, NULL, NULL));
+	cb = f.create(1, &p->queue, NULL, &e);
+	E2E_OK(p, e);
+	E2E_OK(p, f.fill(cb, NULL, d, &zero, sizeof(zero), 0, RECT_BYTES, 0, NULL, &sp, NULL));
+	E2E_OK(p, f.copy_rect(cb, NULL, s, d, so, dor, region, 256, 0, 64, 0, 1, &sp, NULL, NULL));
+	/* Rows 15..22 of a 256-byte pitch: past 4096 bytes. */
+	*bad = f.copy_rect(cb, NULL, s, d, far, dor, region, 256, 0, 64, 0, 0, NULL, NULL, NULL);
+	E2E_OK(p, f.finalize(cb));
+	E2E_OK(p, f.enqueue(0, NULL, cb, 0, NULL, NULL));
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, d, CL_TRUE, 0, RECT_BYTES, out, 0, NULL, NULL));
+	E2E_OK(p, f.release(cb));
+	clReleaseMemObject(d);
+	clReleaseMemObject(s);
+	free(src);
+}
+
+START_TEST(test_cmdbuf_rect)
+{
+	unsigned char *nat = e2e_xcalloc(RECT_BYTES), *virt = e2e_xcalloc(RECT_BYTES);
+	unsigned char *src = e2e_xmalloc(RECT_BYTES), *want = e2e_xcalloc(RECT_BYTES);
+	cl_int nbad, vbad;
+
+	if (!both_have())
+		return;
+	e2e_rand_bytes(src, RECT_BYTES, 7);
+	for (int y = 0; y < 8; y++)
+		memcpy(want + y * 64, src + (2 + y) * 256 + 16, 48);
+	rect_run(&e2e_native, nat, &nbad);
+	rect_run(&e2e_virtual, virt, &vbad);
+	e2e_assert_bytes_eq(nat, want, RECT_BYTES, "native rect vs CPU");
+	e2e_assert_bytes_eq(virt, nat, RECT_BYTES, "virtual rect vs native");
+	e2e_check_err("rect past the end", vbad, nbad, CL_INVALID_VALUE);
+	free(want);
+	free(src);
+	free(virt);
+	free(nat);
+}
+END_TEST
+
 /* The error paths of one platform, in a fixed order: *codes gets each. */
 #define CB_ERRS 11
 static void errors_run(struct e2e_plat *p, cl_int codes[CB_ERRS])
@@ -471,6 +531,7 @@ static Suite *cmdbuf_suite(void)
 	tcase_add_test(tc, test_cmdbuf_replay);
 	tcase_add_test(tc, test_cmdbuf_args_captured);
 	tcase_add_test(tc, test_cmdbuf_many);
+	tcase_add_test(tc, test_cmdbuf_rect);
 	tcase_add_test(tc, test_cmdbuf_errors);
 	suite_add_tcase(s, tc);
 	return s;

@@ -751,7 +751,18 @@ static void seed_cmdbuf(const char *dir)
 	struct cmx_CommandCopyBuffer_in cp = {
 	    .cmdbuf = REF(G(20)), .src = REF(G(3)), .dst = REF(G(4)), .size = 64, .point = 3};
 	msg(CMX_OP_CommandCopyBuffer, &cp, NULL, 0);
-	struct cmx_CommandBarrier_in cb = {.cmdbuf = REF(G(20)), .points = {bad, 1}, .point = 4};
+	uint64_t o3[3] = {8, 1, 0}, z3[3] = {0, 0, 0}, r3[3] = {8, 2, 1};
+	struct cmx_CommandCopyBufferRect_in cr = {.cmdbuf = REF(G(20)),
+						  .src = REF(G(3)),
+						  .dst = REF(G(4)),
+						  .src_origin = {o3, 3},
+						  .dst_origin = {z3, 3},
+						  .region = {r3, 3},
+						  .src_row_pitch = 16,
+						  .dst_row_pitch = 8,
+						  .point = 4};
+	msg(CMX_OP_CommandCopyBufferRect, &cr, NULL, 0);
+	struct cmx_CommandBarrier_in cb = {.cmdbuf = REF(G(20)), .points = {bad, 1}, .point = 5};
 	msg(CMX_OP_CommandBarrier, &cb, NULL, 0);
 	struct cmx_FinalizeCommandBuffer_in fi = {.cmdbuf = REF(G(20))};
 	msg(CMX_OP_FinalizeCommandBuffer, &fi, NULL, 0);

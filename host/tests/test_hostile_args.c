@@ -897,6 +897,23 @@ START_TEST(command_buffers)
 	async_fails(&a, &cmx_desc_CommandCopyBuffer_in, &cp, NULL, 0, CL_INVALID_MEM_OBJECT,
 		    "a forged buffer");
 	ck_assert_int_eq(finalize(&a, 0x21013), CL_INVALID_VALUE);
+	{
+		/* Rows 1..8 of a 64-byte pitch, from (32, 1): past 256 bytes. */
+		uint64_t o3[3] = {32, 1, 0}, z3[3] = {0, 0, 0}, r3[3] = {32, 8, 1};
+		struct cmx_CreateCommandBuffer_in cc = {.cmdbuf = {0x21016}, .queue = {0x21001}};
+		struct cmx_CommandCopyBufferRect_in cr = {.cmdbuf = {0x21016},
+							  .src = {0x21002},
+							  .dst = {0x21002},
+							  .src_origin = {o3, 3},
+							  .dst_origin = {z3, 3},
+							  .region = {r3, 3},
+							  .src_row_pitch = 64,
+							  .dst_row_pitch = 32,
+							  .point = 1};
+		async_ok(&a, &cmx_desc_CreateCommandBuffer_in, &cc, NULL, 0, "a command buffer");
+		async_fails(&a, &cmx_desc_CommandCopyBufferRect_in, &cr, NULL, 0, CL_INVALID_VALUE,
+			    "a rect past the end");
+	}
 	/* __local sizes each within the device, together past it: PoCL 3.1
 	 * aborts such a launch. */
 	la.size = lm;
@@ -939,7 +956,7 @@ START_TEST(command_buffers)
 			ck_assert_int_eq(res[i], 3);
 	}
 	other_tenant_works();
-	for (uint64_t id = 0x21010; id <= 0x21015; id++) {
+	for (uint64_t id = 0x21010; id <= 0x21016; id++) {
 		struct cmx_ReleaseCommandBuffer_in rc = {.cmdbuf = {id}};
 		async_ok(&a, &cmx_desc_ReleaseCommandBuffer_in, &rc, NULL, 0, "its release");
 	}
