@@ -20,6 +20,12 @@ struct _cl_command_buffer_khr {
 	cl_uint points;			   /* commands recorded: the last sync point */
 	cl_command_buffer_properties_khr props[3];
 	size_t nprops; /* entries of props, the terminating 0 included; 0: none given */
+	int simultaneous; /* CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR */
+	/* The last replay's queue (retained) and its finish tickets then: a
+	 * replay may still be pending unless a clFinish begun after it has
+	 * returned (replay_may_pend()). */
+	cl_command_queue last_queue;
+	unsigned last_mark;
 	pthread_mutex_t lock;
 };
 
@@ -86,6 +92,7 @@ cmx_clCreateCommandBufferKHR(cl_uint num_queues, const cl_command_queue *queues,
 	b->queue = q;
 	b->state = CL_COMMAND_BUFFER_STATE_RECORDING_KHR;
 	b->nprops = nprops;
+	b->simultaneous = !!(flags & CL_COMMAND_BUFFER_SIMULTANEOUS_USE_KHR);
 	for (size_t i = 0; i < nprops; i++)
 		b->props[i] = props[i] = properties[i];
 	in = (struct cmx_CreateCommandBuffer_in){
@@ -120,6 +127,8 @@ static cl_int CL_API_CALL cmx_clReleaseCommandBufferKHR(cl_command_buffer_khr b)
 	q = b->queue;
 	in.cmdbuf.id = b->id;
 	CMX_SEND(ReleaseCommandBuffer, &in);
+	if (b->last_queue)
+		cmx_clReleaseCommandQueue(b->last_queue);
 	pthread_mutex_destroy(&b->lock);
 	free(b);
 	cmx_clReleaseCommandQueue(q);
@@ -376,6 +385,32 @@ static cl_int CL_API_CALL cmx_clCommandNDRangeKernelKHR(
 	return record_end(b, e, sync_point);
 }
 
+/*
+ * A buffer without simultaneous use may not be replayed while a replay of
+ * it is pending (CL_INVALID_OPERATION). Where no clFinish begun after the
+ * last replay has returned, the daemon is asked for the buffer's state
+ * (one round trip); a replay followed by clFinish needs none. Under b's
+ * lock.
+ */
+static cl_int replay_may_pend(cl_command_buffer_khr b)
+{
+	struct cmx_GetCommandBufferInfo_in in = {.cmdbuf.id = b->id,
+						 .param = CL_COMMAND_BUFFER_STATE_KHR};
+	struct cmx_GetCommandBufferInfo_out out;
+	cl_command_buffer_state_khr st = 0;
+	struct cmx_reply r;
+	cl_int e;
+
+	if (b->simultaneous || !b->last_queue ||
+	    atomic_load(&b->last_queue->finished_upto) > b->last_mark)
+		return CL_SUCCESS;
+	e = cmx_info_reply(cmx_rpc_GetCommandBufferInfo(cmx_icd.s, &in, &out, &r), &r,
+			   &out.value, sizeof(st), &st, NULL);
+	if (e)
+		return e;
+	return st == CL_COMMAND_BUFFER_STATE_PENDING_KHR ? CL_INVALID_OPERATION : CL_SUCCESS;
+}
+
 static cl_int CL_API_CALL cmx_clEnqueueCommandBufferKHR(cl_uint num_queues,
 							cl_command_queue *queues,
 							cl_command_buffer_khr b, cl_uint n,
@@ -399,12 +434,26 @@ static cl_int CL_API_CALL cmx_clEnqueueCommandBufferKHR(cl_uint num_queues,
 		return CL_INCOMPATIBLE_COMMAND_QUEUE_KHR;
 	pthread_mutex_lock(&b->lock);
 	e = b->state == CL_COMMAND_BUFFER_STATE_EXECUTABLE_KHR ? CL_SUCCESS : CL_INVALID_OPERATION;
-	pthread_mutex_unlock(&b->lock);
-	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_COMMAND_BUFFER_KHR)))
+	if (!e)
+		e = replay_may_pend(b);
+	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_COMMAND_BUFFER_KHR))) {
+		pthread_mutex_unlock(&b->lock);
 		return e;
+	}
 	in = (struct cmx_EnqueueCommandBuffer_in){
 	    .queue.id = q->id, .cmdbuf.id = b->id, .wait = CMD_WAIT(&c), .event.id = c.ev_id};
-	return cmx_cmd_end(&c, CMX_SEND(EnqueueCommandBuffer, &in));
+	e = cmx_cmd_end(&c, CMX_SEND(EnqueueCommandBuffer, &in));
+	/* Tickets past this one are of finishes sent after the replay (the
+	 * session's messages keep their order). */
+	b->last_mark = atomic_load(&q->finish_seq);
+	if (!e && b->last_queue != q) {
+		cmx_clRetainCommandQueue(q);
+		if (b->last_queue)
+			cmx_clReleaseCommandQueue(b->last_queue);
+		b->last_queue = q;
+	}
+	pthread_mutex_unlock(&b->lock);
+	return e;
 }
 
 static cl_int CL_API_CALL cmx_clGetCommandBufferInfoKHR(cl_command_buffer_khr b,

@@ -91,6 +91,10 @@ struct _cl_command_queue {
 	size_t nprop_list;
 	/* Non-blocking reads whose data has not landed yet (clFinish waits). */
 	atomic_uint pending;
+	/* clFinish calls: tickets taken as each starts, and the highest of a
+	 * finish that returned CL_SUCCESS (what a command buffer's replay
+	 * enqueued before a ticket was taken has completed; guest/cmdbuf.c). */
+	atomic_uint finish_seq, finished_upto;
 };
 
 struct cmx_mapping; /* guest/mem.c */

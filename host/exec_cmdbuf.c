@@ -92,8 +92,22 @@ int cmx_cmdbuf_supported(cl_device_id d)
  * command counts as one of the tenant's objects until the buffer goes
  * (cmx_cmdbuf_commands()).
  */
+/* Replays the scheduler holds (not yet enqueued natively): the buffer is
+ * pending for the guest meanwhile, which the driver cannot tell. Shared
+ * by the buffer and its held replays, freed with the last. */
+struct holds {
+	uint32_t held, refs;
+};
+
+static void holds_put(struct holds *h)
+{
+	if (h && !--h->refs)
+		free(h);
+}
+
 struct cmdbuf {
 	cl_command_queue queue; /* the native queue it records for */
+	struct holds *holds;
 	cl_kernel *clones;	/* the kernels its launches run (kernel_capture()) */
 	uint32_t nclones, clones_cap;
 	int32_t failed;		/* the first recording error: Finalize's answer */
@@ -115,8 +129,10 @@ void cmx_cmdbuf_release(struct cmx_obj *o)
 	/* After the buffer: its replays still pending keep what they use. */
 	for (uint32_t i = 0; b && i < b->nclones; i++)
 		clReleaseKernel(b->clones[i]);
-	if (b)
+	if (b) {
 		free(b->clones);
+		holds_put(b->holds);
+	}
 	free(b);
 	o->ext = NULL;
 }
@@ -165,6 +181,9 @@ int cmx_h_CreateCommandBuffer(struct cmx_call *c, struct cmx_CreateCommandBuffer
 	}
 	b->queue = nq;
 	b->cap = 16;
+	b->holds = calloc(1, sizeof(*b->holds));
+	if (b->holds)
+		b->holds->refs = 1;
 	o->ext = b;
 	return CL_SUCCESS;
 }
@@ -195,7 +214,15 @@ int cmx_h_FinalizeCommandBuffer(struct cmx_call *c, struct cmx_FinalizeCommandBu
 int cmx_h_GetCommandBufferInfo(struct cmx_call *c, struct cmx_GetCommandBufferInfo_in *in,
 			       struct cmx_GetCommandBufferInfo_out *out)
 {
-	return CMX_INFO(c, &out->value, fn.info, in->cmdbuf.h, (cl_uint)in->param);
+	struct cmx_obj *o = cmx_session_obj(c->s, in->cmdbuf.id, CMX_K_CMDBUF);
+	struct cmdbuf *b = o ? o->ext : NULL;
+	cl_int e = CMX_INFO(c, &out->value, fn.info, in->cmdbuf.h, (cl_uint)in->param);
+	cl_command_buffer_state_khr st = CL_COMMAND_BUFFER_STATE_PENDING_KHR;
+
+	if (!e && in->param == CL_COMMAND_BUFFER_STATE_KHR && b && b->holds && b->holds->held &&
+	    out->value.len == sizeof(st))
+		memcpy(c->scratch, &st, sizeof(st));
+	return e;
 }
 
 /*
@@ -448,13 +475,25 @@ struct replay {
 	struct cmx_sched_op op;
 	cl_command_queue queue; /* NULL: the buffer's own */
 	cl_command_buffer_khr cb;
+	struct holds *holds; /* held: counted there until enqueued */
 };
+
+/* The held replay leaves the scheduler (enqueued or dropped). */
+static void replay_unhold(struct replay *r)
+{
+	if (r->holds) {
+		r->holds->held--;
+		holds_put(r->holds);
+		r->holds = NULL;
+	}
+}
 
 static cl_int replay_enqueue(struct cmx_sched_op *op, cl_uint nwait, const cl_event *wait,
 			     cl_event *ev)
 {
 	struct replay *r = (struct replay *)op;
 
+	replay_unhold(r);
 	return fn.enqueue(r->queue ? 1 : 0, r->queue ? &r->queue : NULL, r->cb, nwait, wait, ev);
 }
 
@@ -462,6 +501,7 @@ static void replay_destroy(struct cmx_sched_op *op)
 {
 	struct replay *r = (struct replay *)op;
 
+	replay_unhold(r);
 	fn.release(r->cb);
 	if (r->queue)
 		clReleaseCommandQueue(r->queue);
@@ -495,6 +535,11 @@ int cmx_h_EnqueueCommandBuffer(struct cmx_call *c, struct cmx_EnqueueCommandBuff
 			return CL_OUT_OF_HOST_MEMORY;
 		*held = r;
 		held->op.destroy = replay_destroy;
+		if (b->holds) {
+			held->holds = b->holds;
+			b->holds->held++;
+			b->holds->refs++;
+		}
 		fn.retain(held->cb);
 		if (held->queue)
 			clRetainCommandQueue(held->queue);

@@ -438,7 +438,7 @@ START_TEST(test_cmdbuf_rect)
 END_TEST
 
 /* The error paths of one platform, in a fixed order: *codes gets each. */
-#define CB_ERRS 11
+#define CB_ERRS 12
 static void errors_run(struct e2e_plat *p, cl_int codes[CB_ERRS])
 {
 	cl_context ctx2;
@@ -449,6 +449,7 @@ static void errors_run(struct e2e_plat *p, cl_int codes[CB_ERRS])
 	cl_command_buffer_khr cb, fake = (cl_command_buffer_khr)(void *)forged;
 	cl_sync_point_khr bad = 99, sp = 0;
 	cl_uint pat = 1;
+	cl_event gate;
 	struct cbfn f;
 	cl_int e;
 
@@ -485,6 +486,18 @@ static void errors_run(struct e2e_plat *p, cl_int codes[CB_ERRS])
 	/* 9: a count of queues and no list */
 	/* 10: a queue of another context */
 	codes[10] = f.enqueue(1, &q2, cb, 0, NULL, NULL);
+	/* 11: a replay while one is pending (held by a user event), without
+	 * simultaneous use */
+	gate = clCreateUserEvent(p->context, &e);
+	E2E_OK(p, e);
+	E2E_OK(p, f.enqueue(0, NULL, cb, 1, &gate, NULL));
+	codes[11] = f.enqueue(0, NULL, cb, 0, NULL, NULL);
+	E2E_OK(p, clSetUserEventStatus(gate, CL_COMPLETE));
+	E2E_OK(p, clFinish(p->queue));
+	clReleaseEvent(gate);
+	/* Done: a replay again, and again after clFinish. */
+	E2E_OK(p, f.enqueue(0, NULL, cb, 0, NULL, NULL));
+	E2E_OK(p, clFinish(p->queue));
 	E2E_OK(p, f.enqueue(0, NULL, cb, 0, NULL, NULL));
 	E2E_OK(p, clFinish(p->queue));
 	E2E_OK(p, f.release(cb));
@@ -500,7 +513,7 @@ START_TEST(test_cmdbuf_errors)
 	    "enqueue unfinalized", "bad sync point", "buffer of another context",
 	    "queue in a record",   "range past end", "record after finalize",
 	    "finalize twice",	   "finalize forged", "enqueue forged",
-	    "no queue list",	   "queue of another context",
+	    "no queue list",	   "queue of another context", "replay while pending",
 	};
 	static const cl_int want[CB_ERRS] = {
 	    CL_INVALID_OPERATION,	   CL_INVALID_SYNC_POINT_WAIT_LIST_KHR,
@@ -508,7 +521,7 @@ START_TEST(test_cmdbuf_errors)
 	    CL_INVALID_VALUE,		   CL_INVALID_OPERATION,
 	    CL_INVALID_OPERATION,	   CL_INVALID_COMMAND_BUFFER_KHR,
 	    CL_INVALID_COMMAND_BUFFER_KHR, CL_INVALID_VALUE,
-	    CL_INVALID_CONTEXT,
+	    CL_INVALID_CONTEXT,		   CL_INVALID_OPERATION,
 	};
 	cl_int nat[CB_ERRS], virt[CB_ERRS];
 
