@@ -459,8 +459,11 @@ int cmx_h_CommandKernel(struct cmx_call *c, struct cmx_CommandKernel_in *in)
 		off[i] = in->offset.n ? in->offset.v[i] : 0;
 		local[i] = in->local.n ? in->local.v[i] : 0;
 	}
-	if (!e && cmx_srv->platform_version >= 210)
+	if (!e && cmx_srv->platform_version >= 210) {
 		k = kernel_capture(b, in->kernel.h, &e);
+		if (k)
+			cmx_kernel_clone_locals(c, in->kernel.id, k);
+	}
 	else if (!e)
 		k = in->kernel.h;
 	if (!e)

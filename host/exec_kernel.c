@@ -349,6 +349,16 @@ cl_int cmx_kernel_local_fits(struct cmx_call *c, uint64_t kernel, cl_command_que
 	return local_fits(c, kernel, q);
 }
 
+void cmx_kernel_clone_locals(struct cmx_call *c, uint64_t kernel, cl_kernel clone)
+{
+	struct cmx_obj *o = cmx_session_obj(c->s, kernel, CMX_K_KERNEL);
+	const struct cmx_kargs *ka = o ? o->ext : NULL;
+
+	for (cl_uint i = 0; ka && i < ka->nargs; i++)
+		if (ka->a[i].local)
+			clSetKernelArg(clone, i, ka->a[i].local, NULL);
+}
+
 int cmx_h_GetKernelWorkGroupInfo(struct cmx_call *c, struct cmx_GetKernelWorkGroupInfo_in *in,
 				 struct cmx_GetKernelWorkGroupInfo_out *out)
 {
