@@ -150,6 +150,10 @@ int cmx_defer_wait_event(struct cmx_call *c, cl_event e,
 /* The __local memory a launch of `kernel` on q would take fits its device:
  * CL_SUCCESS or CL_OUT_OF_RESOURCES (host/exec_kernel.c). */
 cl_int cmx_kernel_local_fits(struct cmx_call *c, uint64_t kernel, cl_command_queue q);
+/* Every argument of `kernel` has been set: CL_SUCCESS, else
+ * CL_INVALID_KERNEL_ARGS (PoCL 3.1 records a launch of a kernel with an
+ * argument unset, and crashes reading it). */
+cl_int cmx_kernel_args_set(struct cmx_call *c, uint64_t kernel);
 /* Sets a clone's __local arguments again, with the sizes `kernel` has:
  * PoCL 3.1's clCloneKernel leaves their storage short, and a command
  * buffer recording the clone read past it (ASan in the daemon). */

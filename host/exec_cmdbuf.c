@@ -452,7 +452,7 @@ int cmx_h_CommandKernel(struct cmx_call *c, struct cmx_CommandKernel_in *in)
 		e = CL_INVALID_CONTEXT;
 	else if (cmx_kprintf_kernel(c->s, in->kernel.id))
 		e = CL_INVALID_OPERATION;
-	else
+	else if (!(e = cmx_kernel_args_set(c, in->kernel.id)))
 		e = cmx_kernel_local_fits(c, in->kernel.id, b->queue);
 	for (cl_uint i = 0; !e && i < dim; i++) {
 		global[i] = in->global.v[i];

@@ -914,6 +914,18 @@ START_TEST(command_buffers)
 		async_fails(&a, &cmx_desc_CommandCopyBufferRect_in, &cr, NULL, 0, CL_INVALID_VALUE,
 			    "a rect past the end");
 	}
+	/* Arguments 1 and 2 unset: PoCL 3.1 records it and crashes. */
+	{
+		struct cmx_CreateCommandBuffer_in cc = {.cmdbuf = {0x21017}, .queue = {0x21001}};
+		struct cmx_CommandKernel_in unset = {.cmdbuf = {0x21017},
+						     .kernel = {0x21004},
+						     .global = {g, 1},
+						     .local = {l, 1},
+						     .point = 1};
+		async_ok(&a, &cmx_desc_CreateCommandBuffer_in, &cc, NULL, 0, "a command buffer");
+		async_fails(&a, &cmx_desc_CommandKernel_in, &unset, NULL, 0,
+			    CL_INVALID_KERNEL_ARGS, "arguments unset");
+	}
 	/* __local sizes each within the device, together past it: PoCL 3.1
 	 * aborts such a launch. */
 	la.size = lm;
@@ -956,7 +968,7 @@ START_TEST(command_buffers)
 			ck_assert_int_eq(res[i], 3);
 	}
 	other_tenant_works();
-	for (uint64_t id = 0x21010; id <= 0x21016; id++) {
+	for (uint64_t id = 0x21010; id <= 0x21017; id++) {
 		struct cmx_ReleaseCommandBuffer_in rc = {.cmdbuf = {id}};
 		async_ok(&a, &cmx_desc_ReleaseCommandBuffer_in, &rc, NULL, 0, "its release");
 	}
