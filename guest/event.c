@@ -13,6 +13,7 @@ extern cl_int cmx_clReleaseContext(cl_context c);
 
 /* A callback registered with clSetEventCallback; its tag is its address. */
 struct cmx_event_cb {
+	struct cmx_track track; /* first: callback_lost() casts */
 	void(CL_CALLBACK *fn)(cl_event, cl_int, void *);
 	void *user_data;
 	cl_event event; /* retained until the callback ran */
@@ -161,7 +162,7 @@ void cmx_events_wait_data(cl_uint n, const cl_event *list)
 {
 	pthread_mutex_lock(&cmx_icd.wait_lock);
 	for (cl_uint i = 0; i < n; i++)
-		while (atomic_load(&list[i]->data_pending) && !cmx_session_broken(cmx_icd.s))
+		while (atomic_load(&list[i]->data_pending) && !cmx_icd_lost(list[i]->id))
 			wait_landing();
 	pthread_mutex_unlock(&cmx_icd.wait_lock);
 }
@@ -169,7 +170,7 @@ void cmx_events_wait_data(cl_uint n, const cl_event *list)
 void cmx_queue_wait_data(cl_command_queue q)
 {
 	pthread_mutex_lock(&cmx_icd.wait_lock);
-	while (atomic_load(&q->pending) && !cmx_session_broken(cmx_icd.s))
+	while (atomic_load(&q->pending) && !cmx_icd_lost(q->id))
 		wait_landing();
 	pthread_mutex_unlock(&cmx_icd.wait_lock);
 }
@@ -191,6 +192,10 @@ cl_int cmx_clWaitForEvents(cl_uint n, const cl_event *list)
 		if (list[i]->ctx != list[0]->ctx)
 			return CL_INVALID_CONTEXT;
 	}
+	/* An event of an ended session failed (event_status()). */
+	for (cl_uint i = 0; i < n; i++)
+		if (cmx_icd_lost(list[i]->id))
+			return CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
 	err = cmx_waitlist_init(&w, n, list, NULL);
 	if (err)
 		return err;
@@ -199,6 +204,9 @@ cl_int cmx_clWaitForEvents(cl_uint n, const cl_event *list)
 	e = cmx_rpc_WaitForEvents(cmx_icd.s, &in, &out, &r);
 	cmx_reply_fini(&r);
 	cmx_waitlist_fini(&w);
+	/* The session ended while waiting: the events failed with it. */
+	if (e && cmx_icd_lost(list[0]->id))
+		return CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
 	if (e)
 		return cmx_transport_err(e);
 	cmx_events_wait_data(n, list);
@@ -216,8 +224,20 @@ static cl_int event_status(cl_event e, cl_int *status)
 					  .param = CL_EVENT_COMMAND_EXECUTION_STATUS };
 	struct cmx_GetEventInfo_out out;
 	struct cmx_reply r;
-	int err = cmx_rpc_GetEventInfo(cmx_icd.s, &in, &out, &r);
+	int err;
 
+	/* The session that ran it has ended (its daemon or worker died): the
+	 * command failed, as on a lost device, so that a loop polling the
+	 * status ends as it would on a failed command. */
+	if (cmx_icd_lost(e->id)) {
+		*status = CL_OUT_OF_RESOURCES;
+		return CL_SUCCESS;
+	}
+	err = cmx_rpc_GetEventInfo(cmx_icd.s, &in, &out, &r);
+	if (err && cmx_icd_lost(e->id)) {
+		*status = CL_OUT_OF_RESOURCES;
+		return CL_SUCCESS;
+	}
 	if (err)
 		return cmx_transport_err(err);
 	if (!r.status && out.value.len == sizeof(cl_int))
@@ -292,6 +312,15 @@ cl_int cmx_clGetEventProfilingInfo(cl_event e, cl_profiling_info param, size_t s
 	return cmx_info_copy(size, value, size_ret, &v, sizeof(v));
 }
 
+void cmx_event_callback_fired(uint64_t tag, int64_t status);
+
+/* The session ended before the callback came: the command failed, as on a
+ * lost device, and the callback runs once with that status. */
+static void callback_lost(struct cmx_track *t)
+{
+	cmx_event_callback_fired((uint64_t)(uintptr_t)t, CL_OUT_OF_RESOURCES);
+}
+
 cl_int cmx_clSetEventCallback(cl_event e, cl_int type,
 			      void(CL_CALLBACK *fn)(cl_event, cl_int, void *), void *user_data)
 {
@@ -314,7 +343,8 @@ cl_int cmx_clSetEventCallback(cl_event e, cl_int type,
 	in.type = (uint64_t)type;
 	in.tag = (uint64_t)(uintptr_t)cb;
 	/* The application waits for the callback: the command must be sent. */
-	if (CMX_SEND(SetEventCallback, &in) || cmx_session_flush(cmx_icd.s)) {
+	if (cmx_track_send(&cb->track, callback_lost, &cmx_desc_SetEventCallback_in, &in,
+			   CMX_TRACK_FLUSH, 0, NULL)) {
 		cmx_clReleaseEvent(e);
 		free(cb);
 		return CL_OUT_OF_RESOURCES;
@@ -338,6 +368,7 @@ void cmx_event_callback_fired(uint64_t tag, int64_t status)
 	struct cmx_event_cb *cb = (struct cmx_event_cb *)(uintptr_t)tag;
 	cl_event e = cb->event;
 
+	cmx_track_end(&cb->track);
 	if (cb->type == CL_COMPLETE) {
 		pthread_mutex_lock(&e->lock);
 		if (atomic_load(&e->data_pending)) {

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "buf.h"
 #include "dial.h"
@@ -21,6 +22,7 @@
 
 struct cmx_icd cmx_icd = {
 	.next_id = CMX_FIRST_GUEST_ID,
+	.floor = CMX_FIRST_GUEST_ID,
 	.wait_lock = PTHREAD_MUTEX_INITIALIZER,
 	.wait_cond = PTHREAD_COND_INITIALIZER,
 };
@@ -315,14 +317,14 @@ static void info_scalar(cl_device_id d, cl_uint param, void *out, size_t size)
 		memcpy(out, i->value, size);
 }
 
-static int device_load(cl_device_id d, uint64_t id, cl_device_id parent)
+static int device_load(struct cmx_session *s, cl_device_id d, uint64_t id, cl_device_id parent)
 {
 	struct cmx_GetDeviceInfoAll_in in = { .device = { .id = id } };
 	struct cmx_GetDeviceInfoAll_out out;
 	struct cmx_reply r;
 	struct cmx_reader rd;
 	size_t cap = 0;
-	int e = cmx_rpc_GetDeviceInfoAll(cmx_icd.s, &in, &out, &r);
+	int e = cmx_rpc_GetDeviceInfoAll(s, &in, &out, &r);
 
 	if (e || r.status) {
 		cmx_reply_fini(&r);
@@ -363,11 +365,52 @@ static int device_load(cl_device_id d, uint64_t id, cl_device_id parent)
 	return 0;
 }
 
-static void icd_init(void)
+static void devices_free(struct _cl_device_id *devs, cl_uint n)
+{
+	for (cl_uint i = 0; i < n; i++) {
+		for (size_t k = 0; k < sizeof(devs[i].owned) / sizeof(*devs[i].owned); k++)
+			free(devs[i].owned[k]);
+		free(devs[i].info);
+		free(devs[i].info_blob);
+	}
+	free(devs);
+}
+
+/* The devices session s offers: *devs (calloc'd) and *n. 0 or -errno
+ * (nothing kept). */
+static int devices_load(struct cmx_session *s, struct _cl_device_id **devs, cl_uint *n)
 {
 	struct cmx_GetDeviceIDs_out out;
 	struct cmx_GetDeviceIDs_in in = { 0 };
 	struct cmx_reply r;
+	int e = cmx_rpc_GetDeviceIDs(s, &in, &out, &r);
+	cl_uint i = 0;
+
+	*devs = NULL;
+	*n = 0;
+	if (!e && !r.status && out.devices.n && out.devices.n <= 64) {
+		*devs = calloc(out.devices.n, sizeof(**devs));
+		if (!*devs)
+			e = -ENOMEM;
+		for (; !e && i < out.devices.n; i++)
+			e = device_load(s, &(*devs)[i], out.devices.v[i], NULL);
+		if (!e) {
+			*n = (cl_uint)out.devices.n;
+		} else if (*devs) {
+			/* The one that failed may hold its info too. */
+			devices_free(*devs, i);
+			*devs = NULL;
+		}
+	} else if (!e) {
+		e = -ENODEV;
+	}
+	cmx_reply_fini(&r);
+	return e;
+}
+
+static void icd_init(void)
+{
+	struct cmx_session *s;
 	char buf[512];
 	const char *spec;
 	int e;
@@ -380,7 +423,7 @@ static void icd_init(void)
 		return;
 	}
 	spec = cmx_dial_server(buf, sizeof(buf));
-	e = cmx_session_open(spec, &cmx_notify_ops, NULL, &cmx_icd.s);
+	e = cmx_session_open(spec, &cmx_notify_ops, NULL, &s);
 	if (e) {
 		/* One clear line, and no platform: never a hang or a crash. */
 		if (e == -ENOKEY)
@@ -403,19 +446,9 @@ static void icd_init(void)
 		init_err = e;
 		return;
 	}
-	e = cmx_rpc_GetDeviceIDs(cmx_icd.s, &in, &out, &r);
-	if (!e && !r.status && out.devices.n && out.devices.n <= 64) {
-		cmx_icd.devices = calloc(out.devices.n, sizeof(*cmx_icd.devices));
-		if (!cmx_icd.devices)
-			e = -ENOMEM;
-		for (uint64_t i = 0; !e && i < out.devices.n; i++)
-			e = device_load(&cmx_icd.devices[i], out.devices.v[i], NULL);
-		if (!e)
-			cmx_icd.ndevices = (cl_uint)out.devices.n;
-	} else if (!e) {
-		e = -ENODEV;
-	}
-	cmx_reply_fini(&r);
+	cmx_session_set_floor(s, CMX_FIRST_GUEST_ID);
+	cmx_icd.s = s;
+	e = devices_load(s, &cmx_icd.devices, &cmx_icd.ndevices);
 	if (e) {
 		cmx_err("clmuxd at %s offers no usable device: %s", spec, strerror(-e));
 		init_err = e;
@@ -426,6 +459,126 @@ int cmx_icd_init(void)
 {
 	pthread_once(&init_once, icd_init);
 	return init_err;
+}
+
+/*
+ * A new session after the daemon (or the tenant's worker) died. Attempts
+ * are spaced out: after a failed one the next waits REVIVE_FIRST_MS, then
+ * twice that each time up to REVIVE_MAX_MS; a call that needs the daemon
+ * waits out what is left of the gap and tries once, so it returns within
+ * REVIVE_MAX_MS plus one connection attempt, and the first call after the
+ * daemon is back finds it.
+ */
+#define REVIVE_FIRST_MS 50
+#define REVIVE_MAX_MS 1000
+
+static pthread_mutex_t revive_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t revive_next_ns, revive_gap_ms; /* under revive_lock */
+static int revive_said; /* the first failure since the session ended is logged */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* The same devices: the same ids in the same order, every answer the same
+ * (so nothing the application or this ICD learnt of them has changed),
+ * but the clock frequency, which some drivers (PoCL) read from the CPU's
+ * current speed. */
+static int devices_same(const struct _cl_device_id *a, cl_uint na,
+			const struct _cl_device_id *b, cl_uint nb)
+{
+	if (na != nb)
+		return 0;
+	for (cl_uint i = 0; i < na; i++) {
+		if (a[i].id != b[i].id || a[i].ninfo != b[i].ninfo)
+			return 0;
+		for (size_t k = 0; k < a[i].ninfo; k++) {
+			const struct cmx_devinfo *x = &a[i].info[k], *y = &b[i].info[k];
+			if (x->param != y->param || x->size != y->size)
+				return 0;
+			if (x->param != CL_DEVICE_MAX_CLOCK_FREQUENCY &&
+			    memcmp(x->value, y->value, x->size))
+				return 0;
+		}
+	}
+	return 1;
+}
+
+static int revive_locked(void)
+{
+	struct _cl_device_id *devs = NULL;
+	struct cmx_session *s = NULL;
+	char buf[512];
+	const char *spec = cmx_dial_server(buf, sizeof(buf));
+	uint64_t now = mono_ns(), floor;
+	cl_uint n = 0;
+	int e;
+
+	if (now < revive_next_ns) {
+		uint64_t left = revive_next_ns - now;
+		struct timespec ts = { .tv_sec = (time_t)(left / 1000000000u),
+				       .tv_nsec = (long)(left % 1000000000u) };
+		nanosleep(&ts, NULL);
+	}
+	e = cmx_session_open(spec, &cmx_notify_ops, NULL, &s);
+	if (!e) {
+		e = devices_load(s, &devs, &n);
+		if (e)
+			cmx_session_close(s);
+	}
+	if (e) {
+		revive_gap_ms = revive_gap_ms ? revive_gap_ms * 2 : REVIVE_FIRST_MS;
+		if (revive_gap_ms > REVIVE_MAX_MS)
+			revive_gap_ms = REVIVE_MAX_MS;
+		revive_next_ns = mono_ns() + revive_gap_ms * 1000000u;
+		if (!revive_said++)
+			cmx_warn("cannot reach clmuxd at %s again yet: %s; new contexts fail with "
+				 "CL_DEVICE_NOT_AVAILABLE until it is back",
+				 spec, cmx_dial_strerror(e));
+		else
+			cmx_dbg("clmuxd at %s is not back: %s", spec, cmx_dial_strerror(e));
+		return e;
+	}
+	revive_gap_ms = 0;
+	revive_next_ns = 0;
+	revive_said = 0;
+	if (devices_same(cmx_icd.devices, cmx_icd.ndevices, devs, n)) {
+		devices_free(devs, n);
+	} else {
+		/* The application may hold the old handles: they stay, answer
+		 * their queries from what they were, and make no context. */
+		for (cl_uint i = 0; i < cmx_icd.ndevices; i++)
+			cmx_icd.devices[i].gone = 1;
+		cmx_icd.devices = devs;
+		cmx_icd.ndevices = n;
+		cmx_warn("clmuxd at %s now serves other devices: device ids from before are no "
+			 "longer available; clGetDeviceIDs gives the new ones", spec);
+	}
+	/* Ids handed out from here on are the new session's; every smaller
+	 * one names a lost object (stale()). The floor is set before the
+	 * session is published, so no thread sees the session without it. */
+	floor = atomic_load(&cmx_icd.next_id);
+	cmx_session_set_floor(s, floor);
+	atomic_store(&cmx_icd.floor, floor);
+	cmx_icd.s = s;
+	cmx_warn("connected to clmuxd at %s again; objects made before are lost", spec);
+	return 0;
+}
+
+int cmx_icd_revive(void)
+{
+	int e = cmx_icd_init();
+
+	if (e || !cmx_session_broken(cmx_icd.s))
+		return e;
+	pthread_mutex_lock(&revive_lock);
+	e = cmx_session_broken(cmx_icd.s) ? revive_locked() : 0;
+	pthread_mutex_unlock(&revive_lock);
+	return e;
 }
 
 /* ---- platform -------------------------------------------------------- */
@@ -502,6 +655,10 @@ cl_int cmx_clGetDeviceIDs(cl_platform_id p, cl_device_type type, cl_uint n,
 		return CL_INVALID_VALUE;
 	if (cmx_icd_init())
 		return CL_INVALID_PLATFORM;
+	/* A daemon that is not back yet: the devices last known (a context
+	 * on them then fails with CL_DEVICE_NOT_AVAILABLE). */
+	(void)cmx_icd_revive();
+	pthread_mutex_lock(&revive_lock);
 	for (cl_uint i = 0; i < cmx_icd.ndevices; i++) {
 		cl_device_id d = &cmx_icd.devices[i];
 		if (type == CL_DEVICE_TYPE_ALL || (d->type & type) ||
@@ -511,6 +668,7 @@ cl_int cmx_clGetDeviceIDs(cl_platform_id p, cl_device_type type, cl_uint n,
 			found++;
 		}
 	}
+	pthread_mutex_unlock(&revive_lock);
 	if (num)
 		*num = found;
 	return found ? CL_SUCCESS : CL_DEVICE_NOT_FOUND;
@@ -519,6 +677,16 @@ cl_int cmx_clGetDeviceIDs(cl_platform_id p, cl_device_type type, cl_uint n,
 static int device_valid(cl_device_id d)
 {
 	return CMX_IS(d, CMX_MAGIC_DEVICE);
+}
+
+/* A device the current daemon does not serve: one of an earlier daemon's
+ * other devices, or a sub-device made on an ended session. */
+static int device_gone(cl_device_id d)
+{
+	for (; d; d = d->parent)
+		if (d->gone || cmx_icd_stale(d->id))
+			return 1;
+	return 0;
 }
 
 cl_int cmx_clGetDeviceInfo(cl_device_id d, cl_device_info param, size_t size, void *value,
@@ -531,6 +699,10 @@ cl_int cmx_clGetDeviceInfo(cl_device_id d, cl_device_info param, size_t size, vo
 	if (param == CL_DEVICE_REFERENCE_COUNT && d->parent) {
 		cl_uint refs = atomic_load(&d->refs);
 		return cmx_info_copy(size, value, size_ret, &refs, sizeof(refs));
+	}
+	if (param == CL_DEVICE_AVAILABLE && (device_gone(d) || cmx_session_broken(cmx_icd.s))) {
+		cl_bool no = CL_FALSE;
+		return cmx_info_copy(size, value, size_ret, &no, sizeof(no));
 	}
 	i = cmx_device_info(d, param);
 	if (!i)
@@ -589,7 +761,7 @@ cl_int cmx_clCreateSubDevices(cl_device_id d, const cl_device_partition_property
 	cl_int e;
 	int rc;
 
-	if (!device_valid(d))
+	if (!device_valid(d) || device_gone(d))
 		return CL_INVALID_DEVICE;
 	if (!props || (out && !n) || !(np = partition_len(props, 64)))
 		return CL_INVALID_VALUE;
@@ -612,7 +784,7 @@ cl_int cmx_clCreateSubDevices(cl_device_id d, const cl_device_partition_property
 		return CL_INVALID_VALUE; /* a daemon that made more than asked */
 	for (cl_uint i = 0; i < count && out; i++) {
 		cl_device_id sd = calloc(1, sizeof(*sd));
-		int le = sd ? device_load(sd, in.devices.id + i, d) : -ENOMEM;
+		int le = sd ? device_load(cmx_icd.s, sd, in.devices.id + i, d) : -ENOMEM;
 
 		if (le) {
 			/* The daemon made them all; none reaches the application. */
@@ -730,6 +902,18 @@ static cl_context context_create(const cl_context_properties *props, cl_uint nde
 			goto fail;
 		}
 		dev_ids[i] = devs[i]->id;
+	}
+	/* A new context is where an application starts again after its
+	 * daemon died: a new session, if the daemon is back. */
+	if (cmx_icd_revive()) {
+		e = CL_DEVICE_NOT_AVAILABLE;
+		goto fail;
+	}
+	for (cl_uint i = 0; i < ndev; i++) {
+		if (device_gone(devs[i])) {
+			e = CL_DEVICE_NOT_AVAILABLE;
+			goto fail;
+		}
 	}
 	for (; props && props[nprops]; nprops += 2) {
 		if (nprops >= 60) {

@@ -67,6 +67,9 @@ struct _cl_device_id {
 	 * daemon's devices, which live as long as the platform. */
 	cl_device_id parent;
 	void *owned[6]; /* answers made here (dev_alloc()), freed with it */
+	/* A daemon that came back serves another device: this handle stays
+	 * (the application may hold it) but makes no context. */
+	int gone;
 };
 
 struct _cl_context {
@@ -111,6 +114,7 @@ struct _cl_mem {
 	/* CL_MEM_ALLOC_HOST_PTR buffers in the shared area's heap: the offset
 	 * of the storage (a sub-buffer's own start), else 0. */
 	uint64_t area_off;
+	struct cmx_garea *heap; /* the heap area_off is in (its session's) */
 	atomic_uint map_count;
 	struct cmx_mapping *maps;
 	struct cmx_destructor *destructors;
@@ -214,10 +218,15 @@ struct cmx_destructor {
 /* The one clmux platform and its session. */
 struct cmx_icd {
 	struct _cl_platform_id platform;
-	struct cmx_session *s;
+	/* The current session; replaced (never freed) when a new context is
+	 * asked for after it ended (cmx_icd_revive()). */
+	_Atomic(struct cmx_session *) s;
 	cl_uint ndevices;
 	struct _cl_device_id *devices;
 	atomic_uint_fast64_t next_id;
+	/* The first id of the current session's objects: smaller ids name
+	 * objects of an ended session. */
+	atomic_uint_fast64_t floor;
 	/* Notification thread <-> waiting threads (data landing). */
 	pthread_mutex_t wait_lock;
 	pthread_cond_t wait_cond;
@@ -228,6 +237,23 @@ extern const struct _cl_icd_dispatch cmx_dispatch;
 
 /* 0 when the platform is up (connecting on first use), else -errno. */
 int cmx_icd_init(void);
+/* As cmx_icd_init(), and when the session has ended (the daemon or its
+ * worker died), a new one on the daemon that serves now: 0 when the
+ * session is live, else -errno. Objects of the ended one stay lost. */
+int cmx_icd_revive(void);
+
+/* Whether an id names an object of an ended session. */
+static inline int cmx_icd_stale(uint64_t id)
+{
+	return id >= CMX_FIRST_GUEST_ID && id < atomic_load(&cmx_icd.floor);
+}
+
+/* Whether the object with this id is gone with the daemon that held it:
+ * made on an earlier session, or on the current one, which has ended. */
+static inline int cmx_icd_lost(uint64_t id)
+{
+	return cmx_icd_stale(id) || cmx_session_broken(cmx_icd.s);
+}
 
 static inline uint64_t cmx_new_id(void)
 {
@@ -316,8 +342,31 @@ void cmx_queue_wait_data(cl_command_queue q);
 /* The notification thread's entry (guest/notify.c). */
 extern const struct cmx_notify_ops cmx_notify_ops;
 
+/*
+ * Something that waits for a notification of one session: a non-blocking
+ * read's data, an event callback. When that session ends without sending
+ * it (the daemon or its worker died), lost() settles it, once, on the
+ * session's notification thread (guest/notify.c).
+ */
+struct cmx_track {
+	struct cmx_track *prev, *next; /* under the registry's lock */
+	struct cmx_session *s;	       /* the session it was sent on */
+	void (*lost)(struct cmx_track *t);
+	int listed;
+};
+#define CMX_TRACK_RECV 0x1u  /* the call reserves room for len bytes of data */
+#define CMX_TRACK_FLUSH 0x2u /* sent at once, not left in the batch */
+/* Sends an async call on the current session with t listed on it. 0, or
+ * -errno: not sent, and t not listed. */
+int cmx_track_send(struct cmx_track *t, void (*lost)(struct cmx_track *),
+		   const struct cmx_msgdesc *d, const void *in, unsigned flags, uint64_t len,
+		   uint64_t *area_off);
+/* t's notification arrived (or it was never sent): unlists it. */
+void cmx_track_end(struct cmx_track *t);
+
 /* A pending non-blocking read: its tag on the wire is this struct's address. */
 struct cmx_pending_read {
+	struct cmx_track track; /* first: pending_lost() casts */
 	void *dst;	       /* where the bytes land */
 	uint64_t len;
 	uint64_t area_off;     /* the session's area block they came through, or 0 */
@@ -364,6 +413,10 @@ cl_int cmx_reply_status(int e, struct cmx_reply *r);
 struct cmx_pending_read *cmx_pending_new(cl_command_queue q, cl_event ev, void *dst,
 					 uint64_t len);
 void cmx_pending_cancel(struct cmx_pending_read *p);
+/* Sends the read (recv: d reserves room for p->len bytes of data) with p
+ * tracked; on failure p is cancelled. CL_SUCCESS or CL_OUT_OF_RESOURCES. */
+cl_int cmx_pending_send(struct cmx_pending_read *p, const struct cmx_msgdesc *d, const void *in,
+			int recv);
 /* The checks of clEnqueueCopyBuffer and clEnqueueFillBuffer before their
  * wait lists (command buffers record the same commands). */
 cl_int cmx_copy_buffer_check(cl_command_queue q, cl_mem src, cl_mem dst, size_t soff, size_t doff,

@@ -642,9 +642,7 @@ cl_int cmx_clEnqueueReadImage(cl_command_queue q, cl_mem m, cl_bool blocking, co
 		p->slice_pitch = h.slice;
 	}
 	in.tag = (uintptr_t)p;
-	e = CMX_SEND(ReadImage, &in);
-	if (e)
-		cmx_pending_cancel(p);
+	e = cmx_pending_send(p, &cmx_desc_ReadImage_in, &in, 0);
 	return cmx_cmd_end(&c, e);
 
 out_tmp:
@@ -685,10 +683,7 @@ cl_int cmx_image_read_packed(cl_command_queue q, cl_mem m, cl_bool blocking, con
 	p->finish = finish;
 	p->arg = arg;
 	in.tag = (uintptr_t)p;
-	e = CMX_SEND(ReadImage, &in);
-	if (e)
-		cmx_pending_cancel(p);
-	return e;
+	return cmx_pending_send(p, &cmx_desc_ReadImage_in, &in, 0);
 }
 
 /* Sends a write of packed data (the data leaves with the command). */

@@ -948,7 +948,6 @@ static cl_int printing_send(cl_command_queue q, cl_event ev, const struct cmx_En
 {
 	struct cmx_pending_read *p = cmx_pending_new(q, ev, NULL, 0);
 	struct cmx_EnqueueKernelPrintf_in in;
-	cl_int e;
 
 	if (!p)
 		return CL_OUT_OF_HOST_MEMORY;
@@ -962,10 +961,7 @@ static cl_int printing_send(cl_command_queue q, cl_event ev, const struct cmx_En
 	    .event = k->event,
 	    .tag = (uint64_t)(uintptr_t)p,
 	};
-	e = CMX_SEND(EnqueueKernelPrintf, &in);
-	if (e)
-		cmx_pending_cancel(p);
-	return e;
+	return cmx_pending_send(p, &cmx_desc_EnqueueKernelPrintf_in, &in, 0);
 }
 
 cl_int cmx_kernel_launch_check(cl_command_queue q, cl_kernel k, cl_uint dim, const size_t *offset,

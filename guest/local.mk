@@ -101,6 +101,13 @@ check_PROGRAMS += guest/tests/e2e_daemon_killed
 TESTS += guest/tests/e2e_daemon_killed
 guest_tests_e2e_daemon_killed_CFLAGS = $(E2E_CFLAGS)
 guest_tests_e2e_daemon_killed_LDADD = $(E2E_LDADD)
+# An application that outlives its daemon: killed, started again, and
+# a new context in the same process (e2e-shm.sh and transports.sh run it
+# over shm: and tcp: too).
+check_PROGRAMS += guest/tests/e2e_daemon_restart
+TESTS += guest/tests/e2e_daemon_restart
+guest_tests_e2e_daemon_restart_CFLAGS = $(E2E_CFLAGS)
+guest_tests_e2e_daemon_restart_LDADD = $(E2E_LDADD)
 endif
 
 # One tenant's wild store and endless kernel beside another's workload

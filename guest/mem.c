@@ -137,8 +137,12 @@ cl_int cmx_mem_host_access(cl_mem m, int reads, int writes)
 cl_int cmx_cmd_begin(struct cmx_cmd *c, cl_command_queue q, cl_uint n, const cl_event *list,
 			cl_event *want, cl_command_type type)
 {
-	cl_int e = cmx_waitlist_init(&c->w, n, list, q->ctx);
+	cl_int e;
 
+	/* A queue of an ended session: nothing of the command is made. */
+	if (cmx_icd_lost(q->id))
+		return CL_OUT_OF_RESOURCES;
+	e = cmx_waitlist_init(&c->w, n, list, q->ctx);
 	if (e)
 		return e;
 	c->want = want;
@@ -236,6 +240,24 @@ struct cmx_pending_read *cmx_pending_new(cl_command_queue q, cl_event ev, void *
 void cmx_pending_cancel(struct cmx_pending_read *p)
 {
 	cmx_read_landed(p, CL_OUT_OF_RESOURCES);
+}
+
+/* Its session ended before the data came: the read failed, as a command
+ * on a lost device does. */
+static void pending_lost(struct cmx_track *t)
+{
+	cmx_read_landed((struct cmx_pending_read *)t, CL_OUT_OF_RESOURCES);
+}
+
+cl_int cmx_pending_send(struct cmx_pending_read *p, const struct cmx_msgdesc *d, const void *in,
+			int recv)
+{
+	if (cmx_track_send(&p->track, pending_lost, d, in, recv ? CMX_TRACK_RECV : 0, p->len,
+			   &p->area_off)) {
+		cmx_pending_cancel(p);
+		return CL_OUT_OF_RESOURCES;
+	}
+	return CL_SUCCESS;
 }
 
 /*
@@ -363,7 +385,7 @@ static int in_heap(cl_context ctx, cl_mem_flags flags, size_t size)
 /* Where an area buffer's byte off lies in this process. */
 static char *area_at(cl_mem m, size_t off)
 {
-	return (char *)cmx_session_heap(cmx_icd.s)->base + m->area_off + off;
+	return (char *)m->heap->base + m->area_off + off;
 }
 
 /* Maps [off, off + size) of an area buffer natively: blocking, the bytes
@@ -543,11 +565,8 @@ static cl_int read_region(cl_command_queue q, cl_mem m, cl_bool blocking, size_t
 			if (!p)
 				return CL_OUT_OF_HOST_MEMORY;
 			ci.tag = (uintptr_t)p;
-			if (cmx_session_send_recv(cmx_icd.s, &cmx_desc_ReadBuffer_in, &ci, CHUNK,
-						  &p->area_off)) {
-				cmx_pending_cancel(p);
+			if (cmx_pending_send(p, &cmx_desc_ReadBuffer_in, &ci, 1))
 				return CL_OUT_OF_RESOURCES;
-			}
 		}
 		if (nk) {
 			in.offset += nk * CHUNK;
@@ -564,12 +583,7 @@ static cl_int read_region(cl_command_queue q, cl_mem m, cl_bool blocking, size_t
 	p->finish = finish;
 	p->arg = arg;
 	in.tag = (uintptr_t)p;
-	e = cmx_session_send_recv(cmx_icd.s, &cmx_desc_ReadBuffer_in, &in, size, &p->area_off)
-		? CL_OUT_OF_RESOURCES
-		: CL_SUCCESS;
-	if (e)
-		cmx_pending_cancel(p);
-	return e;
+	return cmx_pending_send(p, &cmx_desc_ReadBuffer_in, &in, 1);
 }
 
 /* ---- creation and lifetime ---- */
@@ -597,11 +611,10 @@ static void mapping_drop(struct cmx_mapping *mp);
 /* The last of the struct: no reference and no destructor left to run. */
 void cmx_mem_free(cl_mem m)
 {
-	struct cmx_garea *heap = cmx_session_heap(cmx_icd.s);
-
-	/* The storage is reused once the daemon's native buffer is gone too. */
-	if (m->area_off && !m->parent && !m->image && heap)
-		cmx_garea_heap_free(heap, m->area_off, 1);
+	/* The storage is reused once the daemon's native buffer is gone too
+	 * (a lost session's heap is never used again). */
+	if (m->area_off && !m->parent && !m->image && m->heap)
+		cmx_garea_heap_free(m->heap, m->area_off, 1);
 	if (m->type == CL_MEM_OBJECT_BUFFER && !m->parent)
 		atomic_fetch_sub(&live_bytes, m->size);
 	while (m->maps) {
@@ -655,7 +668,8 @@ static uint64_t heap_alloc_reclaim(struct cmx_garea *heap, const struct cmx_Crea
 static cl_int area_buffer_create(cl_mem m, const struct cmx_CreateBuffer_in *in,
 				 const void *host_ptr)
 {
-	struct cmx_garea *heap = cmx_session_heap(cmx_icd.s);
+	struct cmx_session *s = cmx_icd.s;
+	struct cmx_garea *heap = cmx_session_heap(s);
 	struct cmx_CreateBufferArea_in a = {
 	    .mem = in->mem, .context = in->context, .flags = in->flags, .size = in->size};
 	uint64_t off = heap ? heap_alloc_reclaim(heap, in) : 0;
@@ -665,11 +679,12 @@ static cl_int area_buffer_create(cl_mem m, const struct cmx_CreateBuffer_in *in,
 	/* COPY_HOST_PTR: the contents are the block's when the call goes. */
 	if (host_ptr)
 		memcpy(heap->base + off, host_ptr, in->size);
-	if (cmx_session_send_block(cmx_icd.s, &cmx_desc_CreateBufferArea_in, &a, off, in->size)) {
+	if (cmx_session_send_block(s, &cmx_desc_CreateBufferArea_in, &a, off, in->size)) {
 		cmx_garea_heap_free(heap, off, 0);
 		return CL_OUT_OF_RESOURCES;
 	}
 	m->area_off = off;
+	m->heap = heap;
 	return CL_SUCCESS;
 }
 
@@ -819,8 +834,10 @@ cl_mem cmx_clCreateSubBuffer(cl_mem parent, cl_mem_flags flags, cl_buffer_create
 	m->origin = r->origin;
 	if (parent->host_ptr)
 		m->host_ptr = (char *)parent->host_ptr + r->origin;
-	if (parent->area_off)
+	if (parent->area_off) {
 		m->area_off = parent->area_off + r->origin;
+		m->heap = parent->heap;
+	}
 	/* The daemon gets the flags as given: the native call inherits too. */
 	in = (struct cmx_CreateSubBuffer_in){.mem = {m->id},
 					     .parent = {parent->id},
@@ -873,7 +890,18 @@ cl_int cmx_clReleaseMemObject(cl_mem m)
 	pthread_mutex_lock(&m->lock);
 	waiting = m->destructors != NULL;
 	pthread_mutex_unlock(&m->lock);
-	CMX_SEND(ReleaseMem, &in); /* a broken session has dropped it already */
+	/* A broken session has dropped it already; one that ended takes no
+	 * call naming it. Then the daemon will never say it was destroyed:
+	 * the destructors run here, latest first, as MemDestroyed runs them. */
+	if (CMX_SEND(ReleaseMem, &in) && waiting) {
+		while (m->destructors) {
+			struct cmx_destructor *d = m->destructors;
+			m->destructors = d->next;
+			d->fn(m, d->user_data);
+			free(d);
+		}
+		waiting = 0;
+	}
 	/* The destructors are the application's to wait for, perhaps without
 	 * another OpenCL call: the release must not sit in the batch. */
 	if (waiting)
@@ -1228,12 +1256,8 @@ cl_int cmx_clEnqueueReadBufferRect(cl_command_queue q, cl_mem m, cl_bool blockin
 		p->slice_pitch = x.hslice;
 	}
 	in.tag = (uintptr_t)p;
-	e = cmx_session_send_recv(cmx_icd.s, &cmx_desc_ReadBufferRect_in, &in, x.packed,
-				  &p->area_off)
-		? CL_OUT_OF_RESOURCES
-		: CL_SUCCESS;
-	if (e)
-		cmx_pending_cancel(p); /* frees tmp too */
+	/* On failure p is cancelled, which frees tmp too. */
+	e = cmx_pending_send(p, &cmx_desc_ReadBufferRect_in, &in, 1);
 	return cmx_cmd_end(&c, e);
 
 out_tmp:

@@ -27,12 +27,104 @@ static void unpack_rect(const struct cmx_pending_read *r)
 			       src + (z * r->region[1] + y) * r->region[0], r->region[0]);
 }
 
+/* The registry of what waits for a notification. Senders hold track_rw
+ * for reading from listing to sending; the sweep of an ended session
+ * holds it for writing, so it never settles a record whose call is still
+ * on its way out (and that its sender may yet undo). */
+static pthread_rwlock_t track_rw = PTHREAD_RWLOCK_INITIALIZER;
+static pthread_mutex_t track_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cmx_track track_head = { &track_head, &track_head, NULL, NULL, 1 };
+
+static void track_unlist_locked(struct cmx_track *t)
+{
+	if (!t->listed)
+		return;
+	t->prev->next = t->next;
+	t->next->prev = t->prev;
+	t->listed = 0;
+}
+
+void cmx_track_end(struct cmx_track *t)
+{
+	pthread_mutex_lock(&track_lock);
+	track_unlist_locked(t);
+	pthread_mutex_unlock(&track_lock);
+}
+
+int cmx_track_send(struct cmx_track *t, void (*lost)(struct cmx_track *),
+		   const struct cmx_msgdesc *d, const void *in, unsigned flags, uint64_t len,
+		   uint64_t *area_off)
+{
+	struct cmx_session *s;
+	int e;
+
+	pthread_rwlock_rdlock(&track_rw);
+	s = cmx_icd.s;
+	t->s = s;
+	t->lost = lost;
+	pthread_mutex_lock(&track_lock);
+	t->next = &track_head;
+	t->prev = track_head.prev;
+	track_head.prev->next = t;
+	track_head.prev = t;
+	t->listed = 1;
+	pthread_mutex_unlock(&track_lock);
+	/* Listed before it goes: its notification may arrive at once. */
+	if (flags & CMX_TRACK_RECV)
+		e = cmx_session_send_recv(s, d, in, len, area_off);
+	else
+		e = cmx_session_send(s, d, in, NULL, 0);
+	if (!e && (flags & CMX_TRACK_FLUSH))
+		e = cmx_session_flush(s);
+	if (e)
+		cmx_track_end(t);
+	pthread_rwlock_unlock(&track_rw);
+	return e;
+}
+
+/* Session s has ended: every record sent on it is lost. */
+static void track_sweep(struct cmx_session *s)
+{
+	struct cmx_track *gone = NULL, *t, *next;
+
+	pthread_rwlock_wrlock(&track_rw);
+	pthread_mutex_lock(&track_lock);
+	for (t = track_head.next; t != &track_head; t = next) {
+		next = t->next;
+		if (t->s != s)
+			continue;
+		track_unlist_locked(t);
+		t->next = gone;
+		gone = t;
+	}
+	pthread_mutex_unlock(&track_lock);
+	pthread_rwlock_unlock(&track_rw);
+	/* Oldest first: gone is newest first, so reverse it. */
+	for (t = NULL; gone; gone = next) {
+		next = gone->next;
+		gone->next = t;
+		t = gone;
+	}
+	for (; t; t = next) {
+		next = t->next;
+		t->lost(t);
+	}
+}
+
+static void lost(void *ctx, struct cmx_session *s)
+{
+	track_sweep(s);
+}
+
 void cmx_read_landed(struct cmx_pending_read *r, int status)
 {
 	cl_command_queue q = r->queue;
 
-	/* The data, if it came through the area, was copied to dst already. */
-	cmx_session_area_free(cmx_icd.s, r->area_off);
+	cmx_track_end(&r->track);
+	/* The data, if it came through the area, was copied to dst already
+	 * (the area of the session the read went on). */
+	if (r->area_off)
+		cmx_session_area_free(r->track.s, r->area_off);
 	if (status >= 0 && r->out)
 		unpack_rect(r);
 	if (r->out)
@@ -117,4 +209,4 @@ static void done(void *ctx, unsigned op, const void *args)
 	}
 }
 
-const struct cmx_notify_ops cmx_notify_ops = { .bulk_dst = bulk_dst, .done = done };
+const struct cmx_notify_ops cmx_notify_ops = { .bulk_dst = bulk_dst, .done = done, .lost = lost };

@@ -68,6 +68,9 @@ struct waiter {
 struct cmx_session {
 	int fd, nfd;
 	uint64_t id, token;
+	/* The first guest id of this session: a call naming a smaller one
+	 * names an object of an earlier session (stale()). */
+	uint64_t floor;
 
 	/* send_lock: the batch, the sequence counter and writes to fd. */
 	pthread_mutex_t send_lock;
@@ -334,7 +337,8 @@ static void session_break(struct cmx_session *s, int err)
 {
 	if (atomic_exchange(&s->broken, 1))
 		return;
-	cmx_err("connection to clmuxd lost (%s); OpenCL calls now fail", strerror(-err));
+	cmx_err("connection to clmuxd lost (%s); calls on its objects now fail, new contexts "
+		"connect again", strerror(-err));
 	shutdown(s->fd, SHUT_RDWR);
 	shutdown(s->nfd, SHUT_RDWR);
 	cmx_lanes_shutdown(s->lanes);
@@ -354,6 +358,20 @@ struct cmx_lanes *cmx_session_lanes(struct cmx_session *s)
 int cmx_session_broken(struct cmx_session *s)
 {
 	return atomic_load(&s->broken);
+}
+
+void cmx_session_set_floor(struct cmx_session *s, uint64_t floor)
+{
+	s->floor = floor;
+}
+
+/* Whether a call names an object of an earlier session: that object died
+ * with the daemon (or worker) that held it, and its id may mean nothing,
+ * or something else, to this one. Such a call is refused here. */
+static int stale(struct cmx_session *s, const struct cmx_msgdesc *d, const void *in)
+{
+	return s->floor > CMX_FIRST_GUEST_ID &&
+	       cmx_codec_min_id(d, in, CMX_FIRST_GUEST_ID) < s->floor;
 }
 
 static void put_header(uint8_t *p, const struct cmx_msgdesc *d, uint32_t size, uint16_t flags,
@@ -478,6 +496,8 @@ int cmx_session_send(struct cmx_session *s, const struct cmx_msgdesc *d, const v
 
 	if (atomic_load(&s->broken))
 		return -ECONNRESET;
+	if (stale(s, d, in))
+		return -ESTALE;
 	/* The copy into the area happens outside the lock: other threads'
 	 * calls are not held up by it. */
 	off = area_put(s, bulk, bulk_len);
@@ -502,6 +522,8 @@ int cmx_session_send_block(struct cmx_session *s, const struct cmx_msgdesc *d, c
 
 	if (atomic_load(&s->broken))
 		return -ECONNRESET;
+	if (stale(s, d, in))
+		return -ESTALE;
 	pthread_mutex_lock(&s->send_lock);
 	e = append_locked(s, d, in, 0, 0, NULL, 0, off, off ? len : 0);
 	if (!e && s->shm)
@@ -666,6 +688,8 @@ int cmx_session_call(struct cmx_session *s, const struct cmx_msgdesc *din, const
 	r->status = 0;
 	if (atomic_load(&s->broken))
 		return -ECONNRESET;
+	if (stale(s, din, in))
+		return -ESTALE;
 	off = area_put(s, bulk, bulk_len);
 	if (!off)
 		packed = squeeze(s, &bulk, &bulk_len, &flags);
@@ -714,10 +738,8 @@ void cmx_reply_fini(struct cmx_reply *r)
 	r->buf = NULL;
 }
 
-static void *notify_main(void *arg)
+static void notify_loop(struct cmx_session *s)
 {
-	struct cmx_session *s = arg;
-
 	for (;;) {
 		const struct cmx_opinfo *oi;
 		struct cmx_hdr h;
@@ -729,7 +751,7 @@ static void *notify_main(void *arg)
 		if (e) {
 			if (!atomic_load(&s->broken))
 				session_break(s, e);
-			return NULL;
+			return;
 		}
 		oi = cmx_op_info(h.op);
 		if (!oi || !(oi->flags & CMX_OPF_NOTIFY) || h.op == CMX_OP_LanePiece ||
@@ -737,7 +759,7 @@ static void *notify_main(void *arg)
 		    cmx_codec_decode(oi->in, args, h.size, in)) {
 			free(args);
 			session_break(s, -EBADMSG);
-			return NULL;
+			return;
 		}
 		if (h.flags & CMX_HDR_LZ4) {
 			/* Compressed: decoded where the raw data goes. */
@@ -750,7 +772,7 @@ static void *notify_main(void *arg)
 			if (e) {
 				free(args);
 				session_break(s, e);
-				return NULL;
+				return;
 			}
 			h.bulk = 0;
 		} else if (h.bulk) {
@@ -762,7 +784,7 @@ static void *notify_main(void *arg)
 			if (!cmx_garea_valid(&s->area, h.area_off, h.bulk)) {
 				free(args);
 				session_break(s, -EBADMSG);
-				return NULL;
+				return;
 			}
 			if (dst)
 				cmx_copy(dst, s->area.base + h.area_off, h.bulk);
@@ -772,12 +794,25 @@ static void *notify_main(void *arg)
 		if (e) {
 			free(args);
 			session_break(s, e);
-			return NULL;
+			return;
 		}
 		__atomic_fetch_add(&s->stats.notifications, 1, __ATOMIC_RELAXED);
 		s->ops->done(s->ctx, h.op, in);
 		free(args);
 	}
+}
+
+/* The notification thread. When the session ends nothing more will land
+ * or fire: what still waits for it is settled here, on this thread, where
+ * callbacks run. */
+static void *notify_main(void *arg)
+{
+	struct cmx_session *s = arg;
+
+	notify_loop(s);
+	if (s->ops->lost)
+		s->ops->lost(s->ctx, s);
+	return NULL;
 }
 
 #define SETUP_FDS 2 /* file descriptors a set-up reply may pass */

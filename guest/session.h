@@ -24,6 +24,8 @@ struct cmx_reply {
 struct cmx_notify_ops {
 	void *(*bulk_dst)(void *ctx, unsigned op, const void *args, uint64_t len);
 	void (*done)(void *ctx, unsigned op, const void *args);
+	/* The session has ended: nothing more arrives (optional). */
+	void (*lost)(void *ctx, struct cmx_session *s);
 };
 
 struct cmx_session_stats {
@@ -71,6 +73,9 @@ void cmx_reply_fini(struct cmx_reply *r);
 void cmx_session_get_stats(struct cmx_session *s, struct cmx_session_stats *st);
 /* True once either channel has failed; every later call fails at once. */
 int cmx_session_broken(struct cmx_session *s);
+/* Ids below floor name objects of an earlier session: calls naming one
+ * fail with -ESTALE without being sent. */
+void cmx_session_set_floor(struct cmx_session *s, uint64_t floor);
 /* Ends the session as a failed channel does (a bulk lane's error). */
 void cmx_session_fail(struct cmx_session *s, int err);
 /* The session's bulk lanes (guest/lane.h), or NULL: none, or broken. */

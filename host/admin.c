@@ -16,6 +16,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "activation.h"
 #include "addr.h"
 #include "conffile.h"
 #include "conn.h"
@@ -591,7 +592,14 @@ int cmx_admin_listen(struct cmx_server *srv, const char *spec)
 			return -EINVAL;
 		admin_gid = perm.gid;
 	}
-	/* Another daemon's live socket is left alone. */
+	/* The service manager's socket (its file is the manager's), or one
+	 * of our own; another daemon's live socket is left alone. */
+	fd = cmx_activation_take(&a);
+	if (fd >= 0) {
+		admin_ep.fd = fd;
+		endpoint_accept(&admin_ep);
+		return 0;
+	}
 	fd = cmx_addr_connect(&a);
 	if (fd >= 0) {
 		close(fd);
@@ -661,12 +669,15 @@ int cmx_metrics_listen(struct cmx_server *srv, const char *spec, char *why, size
 			}
 			strcat(a.opts, ",mode=0600");
 		}
-		fd = cmx_addr_listen(&a);
+		fd = cmx_activation_take(&a);
 		if (fd < 0) {
-			snprintf(why, whylen, "%s", strerror(-fd));
-			return fd;
+			fd = cmx_addr_listen(&a);
+			if (fd < 0) {
+				snprintf(why, whylen, "%s", strerror(-fd));
+				return fd;
+			}
+			strcpy(metrics_ep.path, a.path);
 		}
-		strcpy(metrics_ep.path, a.path);
 	}
 	metrics_ep.fd = fd;
 	endpoint_accept(&metrics_ep);

@@ -268,25 +268,100 @@ static char *with_arg_info(const char *options)
 	return s;
 }
 
+/* Native programs that a build, compile or link of this worker works on.
+ * Those run on executor threads side by side, and a driver's program is
+ * not safe against a second build of itself: PoCL 3.1 drops a program's
+ * binaries when a compile starts, and aborts in a link that reads them
+ * meanwhile. The loop thread keeps them apart as OpenCL has it: a build
+ * or compile of a program that is building, or a link of one, gets
+ * CL_INVALID_OPERATION; so does a build or compile of a program that a
+ * link is reading. Few are busy at a time (one per executor thread). */
+static struct busy_program {
+	cl_program p;
+	unsigned building, linking;
+} *busy;
+static size_t nbusy, busy_cap;
+
+static struct busy_program *busy_find(cl_program p)
+{
+	for (size_t i = 0; i < nbusy; i++)
+		if (busy[i].p == p)
+			return &busy[i];
+	return NULL;
+}
+
+static int busy_mark(cl_program p, int building)
+{
+	struct busy_program *b = busy_find(p);
+
+	if (!b) {
+		if (nbusy == busy_cap) {
+			size_t cap = busy_cap ? 2 * busy_cap : 8;
+			void *n = realloc(busy, cap * sizeof(*busy));
+			if (!n)
+				return -ENOMEM;
+			busy = n;
+			busy_cap = cap;
+		}
+		b = &busy[nbusy++];
+		*b = (struct busy_program){.p = p};
+	}
+	if (building)
+		b->building++;
+	else
+		b->linking++;
+	return 0;
+}
+
+static void busy_unmark(cl_program p, int building)
+{
+	struct busy_program *b = busy_find(p);
+
+	if (!b)
+		return;
+	if (building)
+		b->building--;
+	else
+		b->linking--;
+	if (!b->building && !b->linking)
+		*b = busy[--nbusy];
+}
+
 /* A build's pre-flight (host/buildcheck.h): the tenant's limits as they
- * were at the call, and the log line of a build a limit stopped. */
+ * were at the call, and the log line of a build a limit stopped; and the
+ * native program, held (and marked busy) until the build's end. */
 struct build_job {
 	struct cmx_build_limits l;
+	cl_program p;
 	char why[200];
 };
 
-static struct build_job *build_job_create(struct cmx_call *c)
+static struct build_job *build_job_create(struct cmx_call *c, cl_int *err)
 {
-	struct build_job *j = calloc(1, sizeof(*j));
+	struct cmx_ref *prog = c->in; /* program is the first argument of both */
+	struct build_job *j;
 	const struct cmx_quota *q = &c->s->tenant->q;
 
-	if (j)
-		j->l = (struct cmx_build_limits){
-		    .tenant = c->s->tenant,
-		    .mem = q->build_mem,
-		    .secs = q->build_time,
-		    .builds = q->builds == CMX_UNLIMITED ? 0 : q->builds,
-		};
+	if (busy_find(prog->h)) {
+		*err = CL_INVALID_OPERATION;
+		return NULL;
+	}
+	if (!(j = calloc(1, sizeof(*j))) || busy_mark(prog->h, 1)) {
+		free(j);
+		*err = CL_OUT_OF_HOST_MEMORY;
+		return NULL;
+	}
+	/* Held by the build until it ends, whatever the guest releases, and
+	 * released on the loop: while the mark stands, no other program can
+	 * get its address. */
+	clRetainProgram(prog->h);
+	j->p = prog->h;
+	j->l = (struct cmx_build_limits){
+	    .tenant = c->s->tenant,
+	    .mem = q->build_mem,
+	    .secs = q->build_time,
+	    .builds = q->builds == CMX_UNLIMITED ? 0 : q->builds,
+	};
 	return j;
 }
 
@@ -349,6 +424,8 @@ static void build_done(struct cmx_call *c, int status)
 		free(o->ext);
 		o->ext = j->why[0] ? strdup(j->why) : NULL;
 	}
+	busy_unmark(j->p, 1);
+	clReleaseProgram(j->p);
 	free(j);
 	c->ctx = NULL;
 	cmx_call_done(c, status);
@@ -383,15 +460,12 @@ static int build_work(struct cmx_call *c)
 	free(opts);
 	free(given);
 	cmx_incdir_drop(c->s->id, in->program.id);
-	if (e) {
-		clReleaseProgram(in->program.h);
+	if (e)
 		return e;
-	}
 	cmx_buf_init(&b);
-	/* Still under the build's own reference: a guest that released the
-	 * program (or ended its session) meanwhile holds none. */
+	/* Under the build's own reference: a guest that released the program
+	 * (or ended its session) meanwhile holds none. */
 	describe_kernels(in->program.h, &b);
-	clReleaseProgram(in->program.h);
 	if (b.oom) {
 		cmx_buf_fini(&b);
 		return CL_OUT_OF_HOST_MEMORY;
@@ -405,12 +479,12 @@ static int build_work(struct cmx_call *c)
 int cmx_h_BuildProgram(struct cmx_call *c, struct cmx_BuildProgram_in *in,
 		       struct cmx_BuildProgram_out *out)
 {
+	cl_int e;
+
+	if (!(c->ctx = build_job_create(c, &e)))
+		return e;
 	/* A -D option can name printf too. */
 	cmx_kprintf_program(c->s, in->program.id, in->options.ptr, in->options.len);
-	if (!(c->ctx = build_job_create(c)))
-		return CL_OUT_OF_HOST_MEMORY;
-	/* Held by the build until it ends, whatever the guest releases. */
-	clRetainProgram(in->program.h);
 	return cmx_defer_work(c, build_work, build_done);
 }
 
@@ -445,7 +519,6 @@ static int compile_work(struct cmx_call *c)
 	free(opts);
 	free(names);
 	cmx_incdir_drop(c->s->id, in->program.id);
-	clReleaseProgram(in->program.h);
 	for (size_t i = 0; i < nh; i++)
 		clReleaseProgram(in->headers.h[i]);
 	return e;
@@ -455,6 +528,7 @@ int cmx_h_CompileProgram(struct cmx_call *c, struct cmx_CompileProgram_in *in,
 			 struct cmx_CompileProgram_out *out)
 {
 	struct cmx_obj *o = cmx_session_obj(c->s, in->program.id, CMX_K_PROGRAM);
+	cl_int e;
 
 	cmx_kprintf_program(c->s, in->program.id, in->options.ptr, in->options.len);
 	for (uint64_t i = 0; o && i < in->headers.n; i++) {
@@ -462,11 +536,11 @@ int cmx_h_CompileProgram(struct cmx_call *c, struct cmx_CompileProgram_in *in,
 		if (h)
 			o->flags |= h->flags & CMX_OBJ_PRINTS;
 	}
-	if (!(c->ctx = build_job_create(c)))
-		return CL_OUT_OF_HOST_MEMORY;
-	/* Held by the compile until it ends, headers too: the guest may
-	 * release any of them (or end its session) meanwhile. */
-	clRetainProgram(in->program.h);
+	if (!(c->ctx = build_job_create(c, &e)))
+		return e;
+	/* The headers are held by the compile until it ends, as the program
+	 * is: the guest may release any of them (or end its session)
+	 * meanwhile. */
 	for (uint64_t i = 0; i < in->headers.n; i++)
 		clRetainProgram(in->headers.h[i]);
 	return cmx_defer_work(c, compile_work, build_done);
@@ -574,8 +648,10 @@ static void link_done(struct cmx_call *c, int status)
 		cmx_kprintf_program(c->s, in->program.id, in->options.ptr, in->options.len);
 	else if (!p && status && !c->s->closed)
 		cmx_session_add(c->s, in->program.id, CMX_K_PROGRAM, NULL, NULL, status, NULL);
-	for (uint64_t i = 0; i < in->inputs.n; i++)
+	for (uint64_t i = 0; i < in->inputs.n; i++) {
+		busy_unmark(in->inputs.h[i], 0);
 		clReleaseProgram(in->inputs.h[i]);
+	}
 	clReleaseContext(in->context.h);
 	cmx_call_done(c, status);
 }
@@ -583,6 +659,18 @@ static void link_done(struct cmx_call *c, int status)
 int cmx_h_LinkProgram(struct cmx_call *c, struct cmx_LinkProgram_in *in,
 		      struct cmx_LinkProgram_out *out)
 {
+	for (uint64_t i = 0; i < in->inputs.n; i++) {
+		struct busy_program *b = busy_find(in->inputs.h[i]);
+		if (b && b->building)
+			return CL_INVALID_OPERATION;
+	}
+	for (uint64_t i = 0; i < in->inputs.n; i++) {
+		if (busy_mark(in->inputs.h[i], 0)) {
+			while (i--)
+				busy_unmark(in->inputs.h[i], 0);
+			return CL_OUT_OF_HOST_MEMORY;
+		}
+	}
 	/* Held by the link until it ends: the guest may release the inputs
 	 * or the context (or end its session) meanwhile. */
 	clRetainContext(in->context.h);

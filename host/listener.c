@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "activation.h"
 #include "auth.h"
 #include "conn.h"
 #include "log.h"
@@ -160,6 +161,13 @@ static void accept_done(struct cmx_io *io, int res, unsigned flags)
 
 int cmx_listener_bind(struct cmx_listener *l)
 {
+	/* The service manager's socket on this path: it outlives the daemon,
+	 * so its file is never removed here. */
+	l->fd = cmx_activation_take(&l->addr);
+	if (l->fd >= 0) {
+		l->inherited = 1;
+		return 0;
+	}
 	l->fd = cmx_addr_listen(&l->addr);
 	if (l->fd < 0) {
 		const char *hint = "";

@@ -14,7 +14,7 @@ host_core_sources = host/loop.h host/loop.c host/conn.h host/conn.c \
 	host/admin.h host/admin.c host/scheduler.h host/scheduler.c host/pinned.h host/pinned.c host/exec_pinned.c \
 	host/ctl.h host/ctl.c host/front.h host/front.c host/worker.h host/worker.c \
 	host/privilege.h host/privilege.c host/zero.h host/zero.c host/libvirt.h host/libvirt.c \
-	host/sandbox.h host/sandbox.c
+	host/sandbox.h host/sandbox.c host/activation.h host/activation.c
 if HAVE_LIBVIRT
 host_core_sources += host/domxml.h host/domxml.c
 endif

@@ -34,6 +34,7 @@
 #include "ivshmem.h"
 #include "libvirt.h"
 #include "notify.h"
+#include "activation.h"
 #include "vhost.h"
 
 #define MAX_LISTEN 1024 /* one per tenant, bind-mounted into its container */
@@ -366,7 +367,10 @@ static int sandbox_enter(const struct cmx_server *srv, const struct opts *o)
  * ends here, and clients ordered after it find the sockets. */
 static void ready(void)
 {
-	int e = cmx_notify("READY=1");
+	int e;
+
+	cmx_activation_done();
+	e = cmx_notify("READY=1");
 
 	if (e)
 		cmx_warn("cannot tell the service manager we are ready: %s", strerror(-e));
@@ -619,8 +623,10 @@ int main(int argc, char **argv)
 		snprintf(name, sizeof(name), "clmuxd[%s]", o.worker);
 		cmx_log_init(strdup(name), CMX_LOG_INFO);
 	}
-	if (!o.worker)
+	if (!o.worker) {
 		cmx_notify_init();
+		cmx_activation_init();
+	}
 	if (tenants_setup(&srv, o.config))
 		return 2;
 	if (o.check) {

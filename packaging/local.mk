@@ -24,10 +24,12 @@ uninstall-clmux-conf:
 .PHONY: install-clmux-conf uninstall-clmux-conf
 
 # clmuxd.service, with this build's paths.
-EXTRA_DIST += packaging/clmuxd.service.in
+# The socket units (systemd holds the sockets across restarts) as they are.
+EXTRA_DIST += packaging/clmuxd.service.in packaging/clmuxd.socket packaging/clmuxd-admin.socket
 CLEANFILES += packaging/clmuxd.service
 if HAVE_SYSTEMD_UNITDIR
-systemdsystemunit_DATA = packaging/clmuxd.service
+systemdsystemunit_DATA = packaging/clmuxd.service packaging/clmuxd.socket \
+	packaging/clmuxd-admin.socket
 endif
 packaging/clmuxd.service: $(top_srcdir)/packaging/clmuxd.service.in Makefile
 	$(AM_V_GEN)mkdir -p packaging && sed -e 's|@sbindir[@]|$(sbindir)|g' \

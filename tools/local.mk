@@ -67,7 +67,7 @@ tools_clmux_loopback_bench_LDADD = -lpthread
 
 TESTS += tools/tests/test_cmxgen.sh tools/compat-clinfo.sh tools/compat-pyopencl.sh \
 	tools/tests/transports.sh tools/tests/tenant-bench-slice.sh tools/tests/tls.sh \
-	tools/tests/cdi.sh tools/tests/perf-report.sh
+	tools/tests/cdi.sh tools/tests/perf-report.sh tools/tests/activation.sh
 EXTRA_DIST += tools/tests/perf-report.sh tools/bench-results tools/perf-report \
  tools/tests/test_cmxgen.sh tools/tests/golden.schema \
 	tools/tests/golden/proto.gen.h.expected tools/tests/golden/proto.gen.c.expected \
@@ -75,7 +75,7 @@ EXTRA_DIST += tools/tests/perf-report.sh tools/bench-results tools/perf-report \
 	tools/tests/golden/handlers.gen.c.expected tools/demo tools/check tools/setup.sh \
 	tools/compat-clinfo.sh tools/compat-pyopencl.sh tools/tests/compat_pyopencl.py \
 	tools/tests/compat-env.sh tools/tests/transports.sh tools/tests/tenant-bench-slice.sh \
-	tools/tests/tls.sh tools/tests/cdi.sh \
+	tools/tests/tls.sh tools/tests/cdi.sh tools/tests/activation.sh \
 	tools/compat-oclgrind.sh tools/compat-piglit.sh tools/compat-apps.sh \
 	tools/compat-oclgrind-suites.sh \
 	tools/gpu-bundle tools/gpu-check tools/transport-bench tools/seccomp-trace.py \

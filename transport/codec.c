@@ -94,6 +94,28 @@ void cmx_codec_encode(const struct cmx_msgdesc *d, const void *args, uint8_t *ou
 	}
 }
 
+uint64_t cmx_codec_min_id(const struct cmx_msgdesc *d, const void *args, uint64_t from)
+{
+	uint64_t min = UINT64_MAX;
+
+	for (unsigned i = 0; i < d->nfields; i++) {
+		const struct cmx_field *f = &d->fields[i];
+		const void *p = field_ptr(args, f);
+
+		if (f->type == CMX_T_ID || f->type == CMX_T_NEWID) {
+			uint64_t id = ((const struct cmx_ref *)p)->id;
+			if (id >= from && id < min)
+				min = id;
+		} else if (f->type == CMX_T_IDS) {
+			const struct cmx_refs *a = p;
+			for (uint64_t k = 0; k < a->n; k++)
+				if (a->v[k] >= from && a->v[k] < min)
+					min = a->v[k];
+		}
+	}
+	return min;
+}
+
 /*
  * Reads a length-prefixed array of n elements of `elem` bytes. Checks the count
  * against the field's limit before multiplying, and the bytes against what is

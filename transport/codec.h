@@ -78,6 +78,10 @@ struct cmx_refs {
 size_t cmx_codec_size(const struct cmx_msgdesc *d, const void *args);
 /* Writes exactly cmx_codec_size() bytes to out. */
 void cmx_codec_encode(const struct cmx_msgdesc *d, const void *args, uint8_t *out);
+/* The smallest id of at least `from` that args name (id, new id and id[]
+ * fields), or UINT64_MAX: the guest's check that a call names no object of
+ * an earlier session. */
+uint64_t cmx_codec_min_id(const struct cmx_msgdesc *d, const void *args, uint64_t from);
 /* 0, or -EBADMSG when the bytes are not a well-formed message for d. Pointers
  * in args refer into in[]; in must be 8-byte aligned. */
 int cmx_codec_decode(const struct cmx_msgdesc *d, const uint8_t *in, size_t len, void *args);

@@ -2,6 +2,7 @@
 // e2e_program.c - builds, kernel arguments, program and kernel queries match native.
 #include "e2e.h"
 
+#include <pthread.h>
 #include <stdalign.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -916,6 +917,67 @@ START_TEST(test_compile_link)
 }
 END_TEST
 
+/* One thread compiles a program, now failing and now not, while another
+ * links it: a link then ends (linked, or refused as a link of a program
+ * that is building, or failed as a link of a failed compile), and the
+ * session goes on. Only clmux is asked: PoCL 3.1 aborts the process on a
+ * link of a program whose compile failed, and the daemon ran compiles and
+ * links side by side (a tenant's worker ended so). */
+struct race {
+	struct e2e_plat *p;
+	cl_program prog;
+	int rounds;
+	cl_int bad;
+};
+
+static void *race_compile(void *arg)
+{
+	struct race *r = arg;
+
+	for (int i = 0; i < r->rounds; i++) {
+		cl_int e = clCompileProgram(r->prog, 1, &r->p->device, i % 2 ? "-DX(" : NULL, 0,
+					    NULL, NULL, NULL, NULL);
+		/* Oclgrind answers a failed compile with CL_BUILD_PROGRAM_FAILURE. */
+		if (e != CL_SUCCESS && e != CL_COMPILE_PROGRAM_FAILURE &&
+		    e != CL_BUILD_PROGRAM_FAILURE && e != CL_INVALID_COMPILER_OPTIONS &&
+		    e != CL_INVALID_OPERATION)
+			r->bad = e;
+	}
+	return NULL;
+}
+
+START_TEST(test_build_race)
+{
+	static const char src[] = "__kernel void top(__global int *x) { x[get_global_id(0)] = 47; }\n";
+	const char *s = src;
+	struct race r = {.p = &e2e_virtual, .rounds = 24};
+	cl_program linked;
+	pthread_t t;
+	cl_int e;
+
+	r.prog = clCreateProgramWithSource(r.p->context, 1, &s, NULL, &e);
+	E2E_OK(r.p, e);
+	E2E_OK(r.p, clCompileProgram(r.prog, 1, &r.p->device, NULL, 0, NULL, NULL, NULL, NULL));
+	ck_assert_int_eq(pthread_create(&t, NULL, race_compile, &r), 0);
+	for (int i = 0; i < r.rounds; i++) {
+		linked = clLinkProgram(r.p->context, 1, &r.p->device, NULL, 1, &r.prog, NULL, NULL,
+				       &e);
+		if (e != CL_SUCCESS && e != CL_INVALID_OPERATION && e != CL_LINK_PROGRAM_FAILURE)
+			ck_abort_msg("link %d: %d", i, e);
+		if (linked)
+			clReleaseProgram(linked);
+	}
+	pthread_join(t, NULL);
+	ck_assert_int_eq(r.bad, CL_SUCCESS);
+	E2E_OK(r.p, clCompileProgram(r.prog, 1, &r.p->device, NULL, 0, NULL, NULL, NULL, NULL));
+	linked = clLinkProgram(r.p->context, 1, &r.p->device, NULL, 1, &r.prog, NULL, NULL, &e);
+	E2E_OK(r.p, e);
+	ck_assert_int_eq(top_run(r.p, linked), 47);
+	clReleaseProgram(linked);
+	clReleaseProgram(r.prog);
+}
+END_TEST
+
 static Suite *program_suite(void)
 {
 	Suite *s = suite_create("e2e_program");
@@ -943,6 +1005,7 @@ static Suite *program_suite(void)
 	tcase_add_test(tc, test_include_dir);
 	tcase_add_test(tc, test_build_options);
 	tcase_add_test(tc, test_compile_link);
+	tcase_add_test(tc, test_build_race);
 	suite_add_tcase(s, tc);
 
 	tc = e2e_tcase("info");

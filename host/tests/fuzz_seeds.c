@@ -344,6 +344,45 @@ static void seed_compile_link(const char *dir)
 	save(dir, "compile_link");
 }
 
+/* Compiles and links of one program in flight together: builds run on
+ * executor threads side by side, and a compile that fails while a link
+ * reads the program aborted PoCL 3.1 (the session fuzzer's finding). */
+static void seed_build_race(const char *dir)
+{
+	unsigned char src = 3;
+	struct cmx_CreateProgramWithSource_in cs = {
+	    .program = REF(G(10)), .context = REF(G(1)), .source = {&src, 1}};
+	struct cmx_CompileProgram_in good = {
+	    .program = REF(G(10)), .devices = DEVS, .options = {"", 1}};
+	struct cmx_CompileProgram_in bad = {
+	    .program = REF(G(10)), .devices = DEVS, .options = {"-DX(", 5}};
+	struct cmx_LinkProgram_in lp = {.program = REF(G(16)),
+					.context = REF(G(1)),
+					.devices = DEVS,
+					.options = {"", 1},
+					.inputs = {(const uint64_t[]){G(10)}, 1, NULL}};
+
+	begin(0);
+	context_queue();
+	buffer(G(3), 64);
+	msg(CMX_OP_CreateProgramWithSource, &cs, NULL, 0);
+	msg(CMX_OP_CompileProgram, &good, NULL, 0);
+	msgx(CMX_OP_CompileProgram, &bad, F_NOWAIT, NULL, 0, 0);
+	msgx(CMX_OP_LinkProgram, &lp, F_NOWAIT, NULL, 0, 0);
+	msgx(CMX_OP_CompileProgram, &good, F_NOWAIT, NULL, 0, 0);
+	lp.program.id = G(17);
+	msgx(CMX_OP_LinkProgram, &lp, F_NOWAIT, NULL, 0, 0);
+	msgx(CMX_OP_CompileProgram, &bad, F_NOWAIT, NULL, 0, 0);
+	msg(CMX_OP_CompileProgram, &good, NULL, 0);
+	lp.program.id = G(18);
+	msg(CMX_OP_LinkProgram, &lp, NULL, 0);
+	kernel(G(11), G(18), "inc");
+	arg_mem(G(11), 0, G(3));
+	launch(G(11), 1, 0, 0);
+	finish();
+	save(dir, "build_race");
+}
+
 static void seed_printf(const char *dir)
 {
 	int v = 5;
@@ -790,6 +829,7 @@ int main(int argc, char **argv)
 	seed_kernel(argv[1]);
 	seed_printf(argv[1]);
 	seed_compile_link(argv[1]);
+	seed_build_race(argv[1]);
 	seed_image(argv[1]);
 	seed_include(argv[1], argv[2]);
 	seed_area(argv[1], argv[2]);

@@ -69,6 +69,7 @@ for t in tcp vsock-uds; do
 	done
 done
 run tcp6 guest/tests/e2e_memory
+run tcp guest/tests/e2e_daemon_restart
 # Every tenant in the daemon's one process (--workers off), as before
 # worker processes: the same programs end the same.
 for p in guest/tests/e2e_memory guest/tests/e2e_events host/tests/test_badinput; do

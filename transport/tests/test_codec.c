@@ -315,6 +315,27 @@ START_TEST(doc_wire_example)
 }
 END_TEST
 
+/* The guest's stale-id check: the smallest id at least `from` among the
+ * id, new-id and id[] fields, whatever else the call carries. */
+START_TEST(min_id)
+{
+	uint64_t g[1] = { 5 }, w[3] = { 0x20005, 0x10003, 0x30000 };
+	struct cmx_EnqueueKernel_in in = {
+		.queue = { 0x20001 }, .kernel = { 0x20002 }, .global = { g, 1 },
+		.wait = { w, 3 }, .event = { 0x20009 },
+	};
+	struct cmx_SetKernelArg_in a = { .kernel = { 0x40000 } };
+
+	ck_assert_uint_eq(cmx_codec_min_id(&cmx_desc_EnqueueKernel_in, &in, 0x10000), 0x10003);
+	ck_assert_uint_eq(cmx_codec_min_id(&cmx_desc_EnqueueKernel_in, &in, 0x10004), 0x20001);
+	in.wait.n = 0;
+	in.event.id = 0;
+	ck_assert_uint_eq(cmx_codec_min_id(&cmx_desc_EnqueueKernel_in, &in, 0x10000), 0x20001);
+	ck_assert_uint_eq(cmx_codec_min_id(&cmx_desc_EnqueueKernel_in, &in, 0x30000), UINT64_MAX);
+	ck_assert_uint_eq(cmx_codec_min_id(&cmx_desc_SetKernelArg_in, &a, 0x10000), 0x40000);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("codec");
@@ -331,6 +352,7 @@ int main(void)
 	tcase_add_test(tc, op_table);
 	tcase_add_test(tc, sync_bit);
 	tcase_add_test(tc, doc_wire_example);
+	tcase_add_test(tc, min_id);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
