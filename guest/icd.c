@@ -3,6 +3,8 @@
 // platform, its devices (cached info) and contexts.
 #include "config.h"
 #include "icd.h"
+
+#include <CL/cl_ext.h>
 #include "entry.h"
 
 #include <errno.h>
@@ -181,6 +183,17 @@ static void *dev_alloc(cl_device_id d, size_t size)
 	return NULL;
 }
 
+/* cl_khr_command_buffer is forwarded where the daemon gave its device
+ * queries (host/exec_cmdbuf.c: a revision of the ABI clmux is built with). */
+static int extension_kept(cl_device_id d, const char *name, size_t n)
+{
+	static const char cb[] = "cl_khr_command_buffer";
+
+	if (n == sizeof(cb) - 1 && !memcmp(name, cb, n))
+		return cmx_device_info(d, CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR) != NULL;
+	return extension_forwarded(name, n);
+}
+
 static void filter_extensions(cl_device_id d)
 {
 	const struct cmx_devinfo *i = cmx_device_info(d, CL_DEVICE_EXTENSIONS);
@@ -195,7 +208,7 @@ static void filter_extensions(cl_device_id d)
 		while (s < end) {
 			const char *sp = memchr(s, ' ', (size_t)(end - s));
 			size_t len = sp ? (size_t)(sp - s) : (size_t)(end - s);
-			if (len && extension_forwarded(s, len)) {
+			if (len && extension_kept(d, s, len)) {
 				memcpy(out + n, s, len);
 				n += len;
 				out[n++] = ' ';
@@ -213,7 +226,7 @@ static void filter_extensions(cl_device_id d)
 		if (!keep)
 			return;
 		for (size_t j = 0; j < i->size / sizeof(*v); j++)
-			if (extension_forwarded(v[j].name, strnlen(v[j].name, CL_NAME_VERSION_MAX_NAME_SIZE)))
+			if (extension_kept(d, v[j].name, strnlen(v[j].name, CL_NAME_VERSION_MAX_NAME_SIZE)))
 				keep[k++] = v[j];
 		info_set(d, CL_DEVICE_EXTENSIONS_WITH_VERSION, keep, k * sizeof(*keep));
 	}
@@ -278,6 +291,19 @@ static void device_overrides(cl_device_id d)
 			memcpy(caps, i->value, sizeof(*caps));
 			*caps &= ~(cl_device_exec_capabilities)CL_EXEC_NATIVE_KERNEL;
 			info_set(d, CL_DEVICE_EXECUTION_CAPABILITIES, caps, sizeof(*caps));
+		}
+	}
+	i = cmx_device_info(d, CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR);
+	if (i && i->size == sizeof(cl_device_command_buffer_capabilities_khr)) {
+		/* A printing kernel is not recorded (its output has no launch
+		 * to come back with), and device-side enqueue is not offered. */
+		cl_device_command_buffer_capabilities_khr *caps = dev_alloc(d, sizeof(*caps));
+		if (caps) {
+			memcpy(caps, i->value, sizeof(*caps));
+			*caps &= ~(cl_device_command_buffer_capabilities_khr)(
+			    CL_COMMAND_BUFFER_CAPABILITY_KERNEL_PRINTF_KHR |
+			    CL_COMMAND_BUFFER_CAPABILITY_DEVICE_SIDE_ENQUEUE_KHR);
+			info_set(d, CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR, caps, sizeof(*caps));
 		}
 	}
 	filter_extensions(d);
@@ -1060,7 +1086,10 @@ static cl_int CL_API_CALL clGetSessionStatsCLMUX(cl_platform_id p, struct cmx_st
 	return CL_SUCCESS;
 }
 
-CMX_EXPORT void *clGetExtensionFunctionAddress(const char *name)
+/* Called by name inside the library too: an application's loader exports
+ * clGetExtensionFunctionAddress as well, and a call through the symbol
+ * would reach the loader's (which finds a KHR function in no platform). */
+static void *extension_function(const char *name)
 {
 	if (!name)
 		return NULL;
@@ -1068,12 +1097,17 @@ CMX_EXPORT void *clGetExtensionFunctionAddress(const char *name)
 		return (void *)clIcdGetPlatformIDsKHR;
 	if (!strcmp(name, "clGetSessionStatsCLMUX"))
 		return (void *)clGetSessionStatsCLMUX;
-	return NULL;
+	return cmx_cmdbuf_function(name);
+}
+
+CMX_EXPORT void *clGetExtensionFunctionAddress(const char *name)
+{
+	return extension_function(name);
 }
 
 void *cmx_clGetExtensionFunctionAddressForPlatform(cl_platform_id p, const char *name)
 {
-	return p == &cmx_icd.platform ? clGetExtensionFunctionAddress(name) : NULL;
+	return p == &cmx_icd.platform ? extension_function(name) : NULL;
 }
 
 /* ---- the dispatch table ---------------------------------------------- */

@@ -38,6 +38,7 @@ enum {
 	CMX_MAGIC_KERNEL = 0x636d784b,
 	CMX_MAGIC_EVENT = 0x636d7845,
 	CMX_MAGIC_SAMPLER = 0x636d7853,
+	CMX_MAGIC_CMDBUF = 0x636d7842,
 };
 
 /* One immutable device query answer, from GetDeviceInfoAll. */
@@ -65,7 +66,7 @@ struct _cl_device_id {
 	/* Sub-devices (clCreateSubDevices): their parent, NULL for the
 	 * daemon's devices, which live as long as the platform. */
 	cl_device_id parent;
-	void *owned[4]; /* answers made here (dev_alloc()), freed with it */
+	void *owned[6]; /* answers made here (dev_alloc()), freed with it */
 	/* A daemon that came back serves another device: this handle stays
 	 * (the application may hold it) but makes no context. */
 	int gone;
@@ -93,6 +94,10 @@ struct _cl_command_queue {
 	size_t nprop_list;
 	/* Non-blocking reads whose data has not landed yet (clFinish waits). */
 	atomic_uint pending;
+	/* clFinish calls: tickets taken as each starts, and the highest of a
+	 * finish that returned CL_SUCCESS (what a command buffer's replay
+	 * enqueued before a ticket was taken has completed; guest/cmdbuf.c). */
+	atomic_uint finish_seq, finished_upto;
 };
 
 struct cmx_mapping; /* guest/mem.c */
@@ -412,6 +417,21 @@ void cmx_pending_cancel(struct cmx_pending_read *p);
  * tracked; on failure p is cancelled. CL_SUCCESS or CL_OUT_OF_RESOURCES. */
 cl_int cmx_pending_send(struct cmx_pending_read *p, const struct cmx_msgdesc *d, const void *in,
 			int recv);
+/* The checks of clEnqueueCopyBuffer and clEnqueueFillBuffer before their
+ * wait lists (command buffers record the same commands). */
+cl_int cmx_copy_buffer_check(cl_command_queue q, cl_mem src, cl_mem dst, size_t soff, size_t doff,
+			     size_t size);
+cl_int cmx_fill_buffer_check(cl_command_queue q, cl_mem m, const void *pattern, size_t psize,
+			     size_t off, size_t size);
+/* clEnqueueCopyBufferRect's; the pitches given 0 become their defaults. */
+cl_int cmx_copy_buffer_rect_check(cl_command_queue q, cl_mem src, cl_mem dst, const size_t *so,
+				  const size_t *dor, const size_t *region, size_t *srow,
+				  size_t *sslice, size_t *drow, size_t *dslice);
+/* The checks of clEnqueueNDRangeKernel before its wait list (guest/kernel.c). */
+cl_int cmx_kernel_launch_check(cl_command_queue q, cl_kernel k, cl_uint dim, const size_t *offset,
+			       const size_t *global, const size_t *local);
+/* cl_khr_command_buffer's entry points by name, or NULL (guest/cmdbuf.c). */
+void *cmx_cmdbuf_function(const char *name);
 /* CL_MEM_* flags: CL_INVALID_VALUE for unknown bits or conflicts. */
 cl_int cmx_mem_flags_check(cl_mem_flags f);
 /* CL_INVALID_OPERATION where CL_MEM_HOST_* forbids the access. */

@@ -964,14 +964,9 @@ static cl_int printing_send(cl_command_queue q, cl_event ev, const struct cmx_En
 	return cmx_pending_send(p, &cmx_desc_EnqueueKernelPrintf_in, &in, 0);
 }
 
-static cl_int kernel_enqueue(cl_command_queue q, cl_kernel k, cl_uint dim, const size_t *offset,
-			     const size_t *global, const size_t *local, cl_uint nwait,
-			     const cl_event *wait, cl_event *event, cl_command_type type)
+cl_int cmx_kernel_launch_check(cl_command_queue q, cl_kernel k, cl_uint dim, const size_t *offset,
+			       const size_t *global, const size_t *local)
 {
-	uint64_t off[3], gl[3], lo[3], ev_id = 0;
-	struct cmx_EnqueueKernel_in in;
-	struct cmx_waitlist w;
-	cl_event ev;
 	cl_int e;
 
 	if (!CMX_IS(q, CMX_MAGIC_QUEUE))
@@ -983,6 +978,20 @@ static cl_int kernel_enqueue(cl_command_queue q, cl_kernel k, cl_uint dim, const
 	e = ndrange_check(q, k, dim, offset, global, local);
 	if (!e)
 		e = local_sum_check(k, q->device);
+	return e;
+}
+
+static cl_int kernel_enqueue(cl_command_queue q, cl_kernel k, cl_uint dim, const size_t *offset,
+			     const size_t *global, const size_t *local, cl_uint nwait,
+			     const cl_event *wait, cl_event *event, cl_command_type type)
+{
+	uint64_t off[3], gl[3], lo[3], ev_id = 0;
+	struct cmx_EnqueueKernel_in in;
+	struct cmx_waitlist w;
+	cl_event ev;
+	cl_int e;
+
+	e = cmx_kernel_launch_check(q, k, dim, offset, global, local);
 	if (e)
 		return e;
 	e = cmx_waitlist_init(&w, nwait, wait, q->ctx);

@@ -3,7 +3,7 @@
 lib_LTLIBRARIES += guest/libclmux.la
 guest_libclmux_la_SOURCES = guest/icd.h guest/icd.c guest/entry.h guest/session.h \
 	guest/session.c guest/lane.h guest/lane.c guest/queue.c guest/event.c guest/notify.c guest/mem.c guest/image.c guest/include.c \
-	guest/program.c guest/kernel.c guest/dial.h guest/dial.c guest/area.h guest/area.c \
+	guest/program.c guest/kernel.c guest/cmdbuf.c guest/dial.h guest/dial.c guest/area.h guest/area.c \
 	guest/tls.h guest/tls.c guest/ivshmem.h guest/ivshmem.c guest/copy.h guest/copy.c
 nodist_guest_libclmux_la_SOURCES = guest/stubs.gen.h
 guest_libclmux_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/guest -I$(top_builddir)/guest \
@@ -40,7 +40,8 @@ if HAVE_CHECK
 E2E_TESTS = guest/tests/e2e_compute guest/tests/e2e_memory guest/tests/e2e_events \
 	guest/tests/e2e_program guest/tests/e2e_multi guest/tests/e2e_async guest/tests/e2e_image \
 	guest/tests/e2e_zcopy \
-	guest/tests/e2e_printf guest/tests/e2e_device guest/tests/e2e_checks guest/tests/e2e_callbacks
+	guest/tests/e2e_printf guest/tests/e2e_device guest/tests/e2e_checks guest/tests/e2e_callbacks \
+	guest/tests/e2e_cmdbuf
 check_PROGRAMS += $(E2E_TESTS)
 TESTS += $(E2E_TESTS)
 check_LTLIBRARIES = guest/tests/libe2e.la
@@ -72,6 +73,8 @@ guest_tests_e2e_checks_CFLAGS = $(E2E_CFLAGS)
 guest_tests_e2e_checks_LDADD = $(E2E_LDADD)
 guest_tests_e2e_callbacks_CFLAGS = $(E2E_CFLAGS)
 guest_tests_e2e_callbacks_LDADD = $(E2E_LDADD)
+guest_tests_e2e_cmdbuf_CFLAGS = $(E2E_CFLAGS)
+guest_tests_e2e_cmdbuf_LDADD = $(E2E_LDADD)
 endif
 
 # The end-to-end set a second time over shm:, and the memory tests with

@@ -1323,11 +1323,9 @@ static cl_mem root_of(cl_mem m)
 	return m->parent ? m->parent : m;
 }
 
-cl_int cmx_clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_t soff, size_t doff,
-			       size_t size, cl_uint n, const cl_event *list, cl_event *event)
+cl_int cmx_copy_buffer_check(cl_command_queue q, cl_mem src, cl_mem dst, size_t soff, size_t doff,
+			     size_t size)
 {
-	struct cmx_CopyBuffer_in in;
-	struct cmx_cmd c;
 	cl_int e = check_qmem(q, src);
 
 	if (!e)
@@ -1342,6 +1340,16 @@ cl_int cmx_clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_
 		if (a < b + size && b < a + size)
 			e = CL_MEM_COPY_OVERLAP;
 	}
+	return e;
+}
+
+cl_int cmx_clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_t soff, size_t doff,
+			       size_t size, cl_uint n, const cl_event *list, cl_event *event)
+{
+	struct cmx_CopyBuffer_in in;
+	struct cmx_cmd c;
+	cl_int e = cmx_copy_buffer_check(q, src, dst, soff, doff, size);
+
 	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_COPY_BUFFER)))
 		return e;
 	in = (struct cmx_CopyBuffer_in){.queue = {q->id},
@@ -1378,15 +1386,11 @@ static int rects_overlap(size_t so, size_t dof, const size_t r[3], size_t row, s
 	return 1;
 }
 
-cl_int cmx_clEnqueueCopyBufferRect(cl_command_queue q, cl_mem src, cl_mem dst, const size_t *so,
-				   const size_t *dor, const size_t *region, size_t srow,
-				   size_t sslice, size_t drow, size_t dslice, cl_uint n,
-				   const cl_event *list, cl_event *event)
+cl_int cmx_copy_buffer_rect_check(cl_command_queue q, cl_mem src, cl_mem dst, const size_t *so,
+				  const size_t *dor, const size_t *region, size_t *srowp,
+				  size_t *sslicep, size_t *drowp, size_t *dslicep)
 {
-	struct cmx_CopyBufferRect_in in;
-	uint64_t so64[3], do64[3], r64[3];
-	size_t send, dend;
-	struct cmx_cmd c;
+	size_t send, dend, srow = *srowp, sslice = *sslicep, drow = *drowp, dslice = *dslicep;
 	cl_int e = check_qmem(q, src);
 
 	if (!e)
@@ -1397,6 +1401,7 @@ cl_int cmx_clEnqueueCopyBufferRect(cl_command_queue q, cl_mem src, cl_mem dst, c
 	    cmx_cl_rect_pitches_bad(region, &srow, &sslice) ||
 	    cmx_cl_rect_pitches_bad(region, &drow, &dslice))
 		return CL_INVALID_VALUE;
+	*srowp = srow, *sslicep = sslice, *drowp = drow, *dslicep = dslice;
 	if (src == dst && sslice != dslice && srow != drow)
 		return CL_INVALID_VALUE;
 	if (cmx_cl_rect_end(so, region, srow, sslice, &send) || send > src->size ||
@@ -1413,6 +1418,22 @@ cl_int cmx_clEnqueueCopyBufferRect(cl_command_queue q, cl_mem src, cl_mem dst, c
 			: s0 < dst->origin + dend && d0 < src->origin + send)
 			return CL_MEM_COPY_OVERLAP;
 	}
+	return CL_SUCCESS;
+}
+
+cl_int cmx_clEnqueueCopyBufferRect(cl_command_queue q, cl_mem src, cl_mem dst, const size_t *so,
+				   const size_t *dor, const size_t *region, size_t srow,
+				   size_t sslice, size_t drow, size_t dslice, cl_uint n,
+				   const cl_event *list, cl_event *event)
+{
+	struct cmx_CopyBufferRect_in in;
+	uint64_t so64[3], do64[3], r64[3];
+	struct cmx_cmd c;
+	cl_int e = cmx_copy_buffer_rect_check(q, src, dst, so, dor, region, &srow, &sslice, &drow,
+					      &dslice);
+
+	if (e)
+		return e;
 	if ((e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_COPY_BUFFER_RECT)))
 		return e;
 	for (int i = 0; i < 3; i++)
@@ -1432,18 +1453,26 @@ cl_int cmx_clEnqueueCopyBufferRect(cl_command_queue q, cl_mem src, cl_mem dst, c
 	return cmx_cmd_end(&c, CMX_SEND(CopyBufferRect, &in));
 }
 
-cl_int cmx_clEnqueueFillBuffer(cl_command_queue q, cl_mem m, const void *pattern, size_t psize,
-			       size_t off, size_t size, cl_uint n, const cl_event *list,
-			       cl_event *event)
+cl_int cmx_fill_buffer_check(cl_command_queue q, cl_mem m, const void *pattern, size_t psize,
+			     size_t off, size_t size)
 {
-	struct cmx_FillBuffer_in in;
-	struct cmx_cmd c;
 	cl_int e = check_qmem(q, m);
 
 	/* Pattern sizes: 1, 2, 4, ..., 128 (the largest type, double16). */
 	if (!e && (!pattern || !psize || psize > 128 || (psize & (psize - 1)) || off % psize ||
 		   size % psize || !in_range(off, size, m->size)))
 		e = CL_INVALID_VALUE;
+	return e;
+}
+
+cl_int cmx_clEnqueueFillBuffer(cl_command_queue q, cl_mem m, const void *pattern, size_t psize,
+			       size_t off, size_t size, cl_uint n, const cl_event *list,
+			       cl_event *event)
+{
+	struct cmx_FillBuffer_in in;
+	struct cmx_cmd c;
+	cl_int e = cmx_fill_buffer_check(q, m, pattern, psize, off, size);
+
 	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_FILL_BUFFER)))
 		return e;
 	in = (struct cmx_FillBuffer_in){.queue = {q->id},

@@ -196,10 +196,12 @@ cl_int cmx_clFinish(cl_command_queue q)
 	struct cmx_Finish_in in;
 	struct cmx_Finish_out out;
 	struct cmx_reply r;
+	unsigned ticket, done;
 	int e;
 
 	if (!CMX_IS(q, CMX_MAGIC_QUEUE))
 		return CL_INVALID_COMMAND_QUEUE;
+	ticket = atomic_fetch_add(&q->finish_seq, 1) + 1;
 	in.queue.id = q->id;
 	e = cmx_rpc_Finish(cmx_icd.s, &in, &out, &r);
 	cmx_reply_fini(&r);
@@ -207,5 +209,9 @@ cl_int cmx_clFinish(cl_command_queue q)
 		return cmx_transport_err(e);
 	/* The device is done; non-blocking reads may still be landing. */
 	cmx_queue_wait_data(q);
+	done = atomic_load(&q->finished_upto);
+	while (r.status == CL_SUCCESS && done < ticket &&
+	       !atomic_compare_exchange_weak(&q->finished_upto, &done, ticket))
+		;
 	return r.status;
 }

@@ -4,6 +4,7 @@
 #include "call.h"
 
 #include <CL/cl.h>
+#include <CL/cl_ext.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,7 @@ static const int32_t kind_error[CMX_K_COUNT] = {
 	[CMX_K_CONTEXT] = CL_INVALID_CONTEXT,	[CMX_K_QUEUE] = CL_INVALID_COMMAND_QUEUE,
 	[CMX_K_MEM] = CL_INVALID_MEM_OBJECT,	[CMX_K_PROGRAM] = CL_INVALID_PROGRAM,
 	[CMX_K_KERNEL] = CL_INVALID_KERNEL,	[CMX_K_EVENT] = CL_INVALID_EVENT,
-	[CMX_K_SAMPLER] = CL_INVALID_SAMPLER,
+	[CMX_K_SAMPLER] = CL_INVALID_SAMPLER,	[CMX_K_CMDBUF] = CL_INVALID_COMMAND_BUFFER_KHR,
 };
 
 /* A reply on conn; a payload in the session's area is marked as such, and

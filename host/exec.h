@@ -4,6 +4,7 @@
 #define CMX_HOST_EXEC_H
 
 #include <CL/cl.h>
+#include <CL/cl_ext.h>
 #include <stdlib.h>
 
 #include "call.h"
@@ -145,5 +146,25 @@ void cmx_exec_check_lost(cl_int err, const char *what);
  * event): no flush first, so only where the driver submits at enqueue. */
 int cmx_defer_wait_event(struct cmx_call *c, cl_event e,
 			 void (*fin)(struct cmx_call *c, int status));
+
+/* The __local memory a launch of `kernel` on q would take fits its device:
+ * CL_SUCCESS or CL_OUT_OF_RESOURCES (host/exec_kernel.c). */
+cl_int cmx_kernel_local_fits(struct cmx_call *c, uint64_t kernel, cl_command_queue q);
+/* Every argument of `kernel` has been set: CL_SUCCESS, else
+ * CL_INVALID_KERNEL_ARGS (PoCL 3.1 records a launch of a kernel with an
+ * argument unset, and crashes reading it). */
+cl_int cmx_kernel_args_set(struct cmx_call *c, uint64_t kernel);
+/* Sets a clone's __local arguments again, with the sizes `kernel` has:
+ * PoCL 3.1's clCloneKernel leaves their storage short, and a command
+ * buffer recording the clone read past it (ASan in the daemon). */
+void cmx_kernel_clone_locals(struct cmx_call *c, uint64_t kernel, cl_kernel clone);
+
+/* Command buffers (host/exec_cmdbuf.c): whether d's are forwarded (the
+ * extension at a revision of the ABI clmux is built with, and the driver's
+ * entry points); a buffer's release, native object and ext; the commands it has recorded,
+ * each one of the tenant's objects until the buffer goes (host/session.c). */
+int cmx_cmdbuf_supported(cl_device_id d);
+void cmx_cmdbuf_release(struct cmx_obj *o);
+uint64_t cmx_cmdbuf_commands(const struct cmx_obj *o);
 
 #endif

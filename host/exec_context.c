@@ -87,6 +87,19 @@ int cmx_h_GetDeviceInfoAll(struct cmx_call *c, struct cmx_GetDeviceInfoAll_in *i
 			free(v);
 		}
 	}
+	/* Outside the ranges: cl_khr_command_buffer's, where it is forwarded
+	 * (the guest offers the extension only with them). */
+	if (cmx_cmdbuf_supported(dev)) {
+		static const unsigned cb[] = {CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR,
+					      CL_DEVICE_COMMAND_BUFFER_REQUIRED_QUEUE_PROPERTIES_KHR};
+		for (size_t k = 0; k < sizeof(cb) / sizeof(cb[0]); k++) {
+			cl_bitfield v = 0;
+			if (clGetDeviceInfo(dev, cb[k], sizeof(v), &v, NULL) == CL_SUCCESS) {
+				cmx_buf_put_u64(&b, cb[k]);
+				cmx_buf_put_bytes(&b, &v, sizeof(v));
+			}
+		}
+	}
 	if (b.oom) {
 		cmx_buf_fini(&b);
 		return CL_OUT_OF_HOST_MEMORY;

@@ -32,6 +32,7 @@ struct karg {
 	cl_mem_object_type image; /* KA_IMAGE: the type it takes, 0: any */
 	uint64_t size;		  /* KA_VALUE: its type's size, 0: unknown (a struct) */
 	uint64_t local;		  /* KA_LOCAL, KA_UNKNOWN: the size set, 0: none */
+	uint8_t set;		  /* SetKernelArg has given it (cmx_kernel_args_set()) */
 };
 
 /* One device of the kernel's program: how much __local memory the
@@ -315,6 +316,8 @@ int cmx_h_SetKernelArg(struct cmx_call *c, struct cmx_SetKernelArg_in *in)
 	}
 	if (e == CL_SUCCESS && (ka->a[idx].cls == KA_LOCAL || ka->a[idx].cls == KA_UNKNOWN))
 		ka->a[idx].local = in->kind == CMX_ARG_LOCAL ? in->size : 0;
+	if (e == CL_SUCCESS)
+		ka->a[idx].set = 1;
 	return e;
 }
 
@@ -342,6 +345,32 @@ static cl_int local_fits(struct cmx_call *c, uint64_t kernel, cl_command_queue q
 		if (ka->ndevs == 1 || ka->devs[i].dev == d)
 			return sum > ka->devs[i].room ? CL_OUT_OF_RESOURCES : CL_SUCCESS;
 	return CL_SUCCESS;
+}
+
+cl_int cmx_kernel_local_fits(struct cmx_call *c, uint64_t kernel, cl_command_queue q)
+{
+	return local_fits(c, kernel, q);
+}
+
+cl_int cmx_kernel_args_set(struct cmx_call *c, uint64_t kernel)
+{
+	struct cmx_obj *o = cmx_session_obj(c->s, kernel, CMX_K_KERNEL);
+	const struct cmx_kargs *ka = o ? o->ext : NULL;
+
+	for (cl_uint i = 0; ka && i < ka->nargs; i++)
+		if (!ka->a[i].set)
+			return CL_INVALID_KERNEL_ARGS;
+	return ka ? CL_SUCCESS : CL_INVALID_KERNEL;
+}
+
+void cmx_kernel_clone_locals(struct cmx_call *c, uint64_t kernel, cl_kernel clone)
+{
+	struct cmx_obj *o = cmx_session_obj(c->s, kernel, CMX_K_KERNEL);
+	const struct cmx_kargs *ka = o ? o->ext : NULL;
+
+	for (cl_uint i = 0; ka && i < ka->nargs; i++)
+		if (ka->a[i].local)
+			clSetKernelArg(clone, i, ka->a[i].local, NULL);
 }
 
 int cmx_h_GetKernelWorkGroupInfo(struct cmx_call *c, struct cmx_GetKernelWorkGroupInfo_in *in,

@@ -108,6 +108,11 @@ static void ext_free(struct cmx_obj *o)
 
 static void release_native(struct cmx_obj *o)
 {
+	if (o->kind == CMX_K_CMDBUF) {
+		/* Its ext holds native objects, released after the buffer. */
+		cmx_cmdbuf_release(o);
+		return;
+	}
 	ext_free(o);
 	if (!o->h)
 		return;
@@ -164,7 +169,7 @@ static void free_obj(struct cmx_session *s, struct cmx_obj *o)
 	s->tenant->bytes -= o->bytes;
 	s->srv->objects--;
 	if (o->kind != CMX_K_DEVICE)
-		s->tenant->objects--;
+		s->tenant->objects -= 1 + cmx_cmdbuf_commands(o);
 	/* A large buffer's native release unmaps it, for tens of milliseconds
 	 * (PoCL: 80 ms a GiB), and the releases of a closing session may wait
 	 * for it on the driver's locks: neither on the loop, nor a queue's

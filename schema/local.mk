@@ -3,7 +3,7 @@
 # committed); a stamp keeps the five outputs in step.
 SCHEMA_DIST = schema/session.schema schema/context.schema schema/queue.schema \
 	schema/mem.schema schema/image.schema schema/program.schema schema/event.schema schema/notify.schema
-SCHEMA_DIST += schema/area.schema
+SCHEMA_DIST += schema/area.schema schema/cmdbuf.schema
 EXTRA_DIST += $(SCHEMA_DIST) schema/abi.lock schema/README.md tools/cmxgen.py
 GEN_OUTPUTS = transport/proto.gen.h transport/proto.gen.c guest/stubs.gen.h \
 	host/handlers.gen.h host/handlers.gen.c

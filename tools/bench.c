@@ -525,6 +525,93 @@ static void bench_build(struct plat *p, int n, double *out)
 	}
 }
 
+/*
+ * enqueue_N / cmdbuf_N: N empty kernels and a clFinish; microseconds.
+ * enqueue_N enqueues the N launches; cmdbuf_N replays a command buffer
+ * (cl_khr_command_buffer) that recorded them: one message through clmux.
+ * NAN where the platform offers no command buffers.
+ */
+static void kernels_enqueue(struct plat *p, int n, double *out, int kernels)
+{
+	for (int rep = -n / 10 - 2; rep < n; rep++) {
+		double t0 = now_s();
+
+		for (int i = 0; i < kernels; i++)
+			launch_empty(p);
+		CHECK(clFinish(p->q));
+		if (rep >= 0)
+			out[rep] = (now_s() - t0) * 1e6;
+	}
+}
+
+static void kernels_replay(struct plat *p, int n, double *out, int kernels)
+{
+	clCreateCommandBufferKHR_fn create = (clCreateCommandBufferKHR_fn)
+	    clGetExtensionFunctionAddressForPlatform(p->id, "clCreateCommandBufferKHR");
+	clCommandNDRangeKernelKHR_fn record = (clCommandNDRangeKernelKHR_fn)
+	    clGetExtensionFunctionAddressForPlatform(p->id, "clCommandNDRangeKernelKHR");
+	clFinalizeCommandBufferKHR_fn finalize = (clFinalizeCommandBufferKHR_fn)
+	    clGetExtensionFunctionAddressForPlatform(p->id, "clFinalizeCommandBufferKHR");
+	clEnqueueCommandBufferKHR_fn replay = (clEnqueueCommandBufferKHR_fn)
+	    clGetExtensionFunctionAddressForPlatform(p->id, "clEnqueueCommandBufferKHR");
+	clReleaseCommandBufferKHR_fn release = (clReleaseCommandBufferKHR_fn)
+	    clGetExtensionFunctionAddressForPlatform(p->id, "clReleaseCommandBufferKHR");
+	cl_command_buffer_khr cb;
+	size_t global = 1;
+	cl_int err;
+
+	if (!create || !record || !finalize || !replay || !release) {
+		for (int rep = 0; rep < n; rep++)
+			out[rep] = NAN;
+		return;
+	}
+	cb = create(1, &p->q, NULL, &err);
+	check(err, "clCreateCommandBufferKHR");
+	for (int i = 0; i < kernels; i++)
+		CHECK(record(cb, NULL, NULL, p->empty, 1, NULL, &global, NULL, 0, NULL, NULL,
+			     NULL));
+	CHECK(finalize(cb));
+	for (int rep = -n / 10 - 2; rep < n; rep++) {
+		double t0 = now_s();
+
+		CHECK(replay(0, NULL, cb, 0, NULL, NULL));
+		CHECK(clFinish(p->q));
+		if (rep >= 0)
+			out[rep] = (now_s() - t0) * 1e6;
+	}
+	CHECK(release(cb));
+}
+
+static void bench_enqueue_1(struct plat *p, int n, double *out)
+{
+	kernels_enqueue(p, n, out, 1);
+}
+
+static void bench_cmdbuf_1(struct plat *p, int n, double *out)
+{
+	kernels_replay(p, n, out, 1);
+}
+
+static void bench_enqueue_16(struct plat *p, int n, double *out)
+{
+	kernels_enqueue(p, n, out, 16);
+}
+
+static void bench_cmdbuf_16(struct plat *p, int n, double *out)
+{
+	kernels_replay(p, n, out, 16);
+}
+
+static void bench_enqueue_256(struct plat *p, int n, double *out)
+{
+	kernels_enqueue(p, n, out, 256);
+}
+
+static void bench_cmdbuf_256(struct plat *p, int n, double *out)
+{
+	kernels_replay(p, n, out, 256);
+}
+
 static struct bench benches[] = {
 	{ "write64", "us", LOWER, 2000, 200, bench_write64, 0, { 0, 0 } },
 	{ "launch_finish", "us", LOWER, 2000, 200, bench_launch_finish, 0, { 0, 0 } },
@@ -539,6 +626,12 @@ static struct bench benches[] = {
 	{ "build", "ms", LOWER, 6, 2, bench_build, 0, { 0, 0 } },
 	{ "alloc_use", "us", LOWER, 1000, 100, bench_alloc_use, 0, { 0, 0 } },
 	{ "alloc_write", "ms", LOWER, 10, 3, bench_alloc_write, 0, { 0, 0 } },
+	{ "enqueue_1", "us", LOWER, 1000, 100, bench_enqueue_1, 0, { 0, 0 } },
+	{ "cmdbuf_1", "us", LOWER, 1000, 100, bench_cmdbuf_1, 0, { 0, 0 } },
+	{ "enqueue_16", "us", LOWER, 400, 40, bench_enqueue_16, 0, { 0, 0 } },
+	{ "cmdbuf_16", "us", LOWER, 400, 40, bench_cmdbuf_16, 0, { 0, 0 } },
+	{ "enqueue_256", "us", LOWER, 60, 10, bench_enqueue_256, 0, { 0, 0 } },
+	{ "cmdbuf_256", "us", LOWER, 60, 10, bench_cmdbuf_256, 0, { 0, 0 } },
 };
 
 #define NBENCH (sizeof(benches) / sizeof(benches[0]))
@@ -670,6 +763,16 @@ static void json_str(const char *s)
 	putchar('"');
 }
 
+/* A number, or null where a platform could not run the row (NAN: no
+ * command buffers). */
+static void json_num(double v)
+{
+	if (isfinite(v))
+		printf("%.6g", v);
+	else
+		printf("null");
+}
+
 static void print_json(const struct plat *pl)
 {
 	printf("{");
@@ -688,14 +791,16 @@ static void print_json(const struct plat *pl)
 
 		if (!b->selected)
 			continue;
-		printf("%s\"%s\":{\"unit\":\"%s\",\"better\":\"%s\",\"native\":%.6g,\"virtual\":%.6g",
-		       first ? "" : ",", b->name, b->unit, b->better == LOWER ? "lower" : "higher",
-		       b->val[0], b->val[1]);
+		printf("%s\"%s\":{\"unit\":\"%s\",\"better\":\"%s\",\"native\":", first ? "" : ",",
+		       b->name, b->unit, b->better == LOWER ? "lower" : "higher");
+		json_num(b->val[0]);
+		printf(",\"virtual\":");
+		json_num(b->val[1]);
 		if (isfinite(bench_ratio(b)))
 			printf(",\"ratio\":%.4g", bench_ratio(b));
 		else
 			printf(",\"ratio\":null");
-		if (b->better == LOWER)
+		if (b->better == LOWER && isfinite(b->val[1] - b->val[0]))
 			printf(",\"delta\":%.6g}", b->val[1] - b->val[0]);
 		else
 			printf(",\"delta\":null}");

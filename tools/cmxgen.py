@@ -13,7 +13,7 @@ import re
 import sys
 
 KINDS = ["none", "platform", "device", "context", "queue", "mem", "program",
-         "kernel", "event", "sampler"]
+         "kernel", "event", "sampler", "cmdbuf"]
 
 # OpenCL error codes the schema may name (their values are part of the
 # OpenCL ABI and never change).

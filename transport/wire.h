@@ -56,6 +56,7 @@ enum cmx_kind {
 	CMX_K_KERNEL,
 	CMX_K_EVENT,
 	CMX_K_SAMPLER,
+	CMX_K_CMDBUF, /* cl_khr_command_buffer */
 	CMX_K_COUNT,
 };
 

@@ -759,6 +759,66 @@ static void seed_compress(const char *dir)
 	save(dir, "compress");
 }
 
+/* A command buffer recorded, finalized and replayed; a wait list of a
+ * point not recorded, a record after the finalize, a forged id. */
+static void seed_cmdbuf(const char *dir)
+{
+	int v = 42;
+	uint32_t pattern = 0x01020304u;
+	uint64_t g[1] = {4}, p1[1] = {1}, bad[1] = {9};
+
+	begin(0);
+	context_queue();
+	buffer(G(3), 64);
+	buffer(G(4), 64);
+	program(G(10), 0, "-cl-std=CL1.2");
+	kernel(G(11), G(10), "k");
+	arg_mem(G(11), 0, G(3));
+	arg_val(G(11), 1, &v, sizeof(v));
+	struct cmx_CreateCommandBuffer_in cc = {.cmdbuf = REF(G(20)), .queue = REF(G(2))};
+	msg(CMX_OP_CreateCommandBuffer, &cc, NULL, 0);
+	struct cmx_CommandFillBuffer_in cf = {.cmdbuf = REF(G(20)),
+					      .mem = REF(G(3)),
+					      .pattern = {&pattern, 4},
+					      .size = 64,
+					      .point = 1};
+	msg(CMX_OP_CommandFillBuffer, &cf, NULL, 0);
+	struct cmx_CommandKernel_in ck = {
+	    .cmdbuf = REF(G(20)), .kernel = REF(G(11)), .global = {g, 1}, .points = {p1, 1},
+	    .point = 2};
+	msg(CMX_OP_CommandKernel, &ck, NULL, 0);
+	struct cmx_CommandCopyBuffer_in cp = {
+	    .cmdbuf = REF(G(20)), .src = REF(G(3)), .dst = REF(G(4)), .size = 64, .point = 3};
+	msg(CMX_OP_CommandCopyBuffer, &cp, NULL, 0);
+	uint64_t o3[3] = {8, 1, 0}, z3[3] = {0, 0, 0}, r3[3] = {8, 2, 1};
+	struct cmx_CommandCopyBufferRect_in cr = {.cmdbuf = REF(G(20)),
+						  .src = REF(G(3)),
+						  .dst = REF(G(4)),
+						  .src_origin = {o3, 3},
+						  .dst_origin = {z3, 3},
+						  .region = {r3, 3},
+						  .src_row_pitch = 16,
+						  .dst_row_pitch = 8,
+						  .point = 4};
+	msg(CMX_OP_CommandCopyBufferRect, &cr, NULL, 0);
+	struct cmx_CommandBarrier_in cb = {.cmdbuf = REF(G(20)), .points = {bad, 1}, .point = 5};
+	msg(CMX_OP_CommandBarrier, &cb, NULL, 0);
+	struct cmx_FinalizeCommandBuffer_in fi = {.cmdbuf = REF(G(20))};
+	msg(CMX_OP_FinalizeCommandBuffer, &fi, NULL, 0);
+	struct cmx_GetCommandBufferInfo_in gi = {.cmdbuf = REF(G(20)),
+						 .param = 0x1297 /* STATE */};
+	msg(CMX_OP_GetCommandBufferInfo, &gi, NULL, 0);
+	struct cmx_EnqueueCommandBuffer_in en = {
+	    .queue = REF(G(2)), .cmdbuf = REF(G(20)), .event = REF(G(21))};
+	msg(CMX_OP_EnqueueCommandBuffer, &en, NULL, 0);
+	struct cmx_FinalizeCommandBuffer_in forged = {.cmdbuf = REF(G(3))};
+	msg(CMX_OP_FinalizeCommandBuffer, &forged, NULL, 0);
+	finish();
+	struct cmx_ReleaseCommandBuffer_in rc = {.cmdbuf = REF(G(20))};
+	msg(CMX_OP_ReleaseCommandBuffer, &rc, NULL, 0);
+	save(dir, "cmdbuf");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -777,5 +837,6 @@ int main(int argc, char **argv)
 	seed_events(argv[1]);
 	seed_handshake(argv[1]);
 	seed_compress(argv[1]);
+	seed_cmdbuf(argv[1]);
 	return 0;
 }

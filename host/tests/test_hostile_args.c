@@ -4,6 +4,7 @@
 // outside their objects), fresh memory that held another tenant's bytes, and
 // failed replies. Tenant A, a raw client that skips every guest check, gets
 // the specification's error; another tenant's checksummed work goes on.
+#include <CL/cl_ext.h>
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -826,6 +827,156 @@ START_TEST(reply_outputs)
 }
 END_TEST
 
+/* Command buffers: sync points, ids and ranges the driver would trust,
+ * each refused before it; the first error of a record is its Finalize's
+ * answer, and a record that fits replays. */
+static int finalize(struct client *c, uint64_t cb)
+{
+	struct cmx_FinalizeCommandBuffer_in in = {.cmdbuf = {cb}};
+
+	send_msg(c, &cmx_desc_FinalizeCommandBuffer_in, &in, 1, NULL, 0);
+	return recv_reply(c, NULL, NULL, NULL);
+}
+
+START_TEST(command_buffers)
+{
+	static const char src[] =
+	    "__kernel void k(__global int *o, __local char *a, __local char *b) {\n"
+	    "  a[get_local_id(0)] = 1; b[get_local_id(0)] = 2;\n"
+	    "  barrier(CLK_LOCAL_MEM_FENCE);\n"
+	    "  o[get_global_id(0)] = a[0] + b[0];\n"
+	    "}\n";
+	struct cmx_CreateBuffer_in buf = {.mem = {0x21002}, .context = {0x21000}, .size = 256};
+	struct cmx_SetKernelArg_in o = arg_mem(0x21004, 0, 0x21002);
+	struct cmx_SetKernelArg_in la = arg_local(0x21004, 1, 0), lb = arg_local(0x21004, 2, 0);
+	uint64_t g[1] = {64}, l[1] = {64}, five[1] = {5}, one[1] = {1};
+	uint32_t pat = 9;
+	struct client a;
+	uint64_t lm, o0, b0;
+
+	daemon_counts(&o0, &b0);
+	hello(&a);
+	lm = device_local_mem(&a);
+	ctx_queue(&a, 0x21000);
+	send_msg(&a, &cmx_desc_CreateBuffer_in, &buf, 0, NULL, 0);
+	program_kernel(&a, 0x21000, 0x21003, src, 0x21004, "k");
+	async_ok(&a, &cmx_desc_SetKernelArg_in, &o, NULL, 0, "the buffer");
+	for (uint64_t id = 0x21010; id <= 0x21014; id++) {
+		struct cmx_CreateCommandBuffer_in cc = {.cmdbuf = {id}, .queue = {0x21001}};
+		async_ok(&a, &cmx_desc_CreateCommandBuffer_in, &cc, NULL, 0, "a command buffer");
+	}
+	/* A wait for a point no command has. */
+	struct cmx_CommandBarrier_in bar = {.cmdbuf = {0x21010}, .points = {five, 1}, .point = 1};
+	async_fails(&a, &cmx_desc_CommandBarrier_in, &bar, NULL, 0,
+		    CL_INVALID_SYNC_POINT_WAIT_LIST_KHR, "point 5 of none");
+	ck_assert_int_eq(finalize(&a, 0x21010), CL_INVALID_SYNC_POINT_WAIT_LIST_KHR);
+	/* A point out of order, and a wait for the command itself. */
+	struct cmx_CommandFillBuffer_in fill = {
+	    .cmdbuf = {0x21011}, .mem = {0x21002}, .pattern = {&pat, 4}, .size = 256, .point = 7};
+	async_fails(&a, &cmx_desc_CommandFillBuffer_in, &fill, NULL, 0, CL_INVALID_VALUE,
+		    "point 7 first");
+	bar = (struct cmx_CommandBarrier_in){.cmdbuf = {0x21012}, .points = {one, 1}, .point = 1};
+	async_fails(&a, &cmx_desc_CommandBarrier_in, &bar, NULL, 0,
+		    CL_INVALID_SYNC_POINT_WAIT_LIST_KHR, "a wait for itself");
+	/* Ranges past the buffer, a forged buffer. */
+	fill = (struct cmx_CommandFillBuffer_in){
+	    .cmdbuf = {0x21013}, .mem = {0x21002}, .pattern = {&pat, 4}, .offset = 4, .size = 256,
+	    .point = 1};
+	async_fails(&a, &cmx_desc_CommandFillBuffer_in, &fill, NULL, 0, CL_INVALID_VALUE,
+		    "a fill past the end");
+	struct cmx_CommandCopyBuffer_in cp = {.cmdbuf = {0x21013},
+					      .src = {0x21002},
+					      .dst = {0x21002},
+					      .src_offset = 1ull << 62,
+					      .size = 1ull << 62,
+					      .point = 2};
+	async_fails(&a, &cmx_desc_CommandCopyBuffer_in, &cp, NULL, 0, CL_INVALID_VALUE,
+		    "a copy past the end");
+	cp.src.id = 0x21099;
+	cp.point = 3;
+	async_fails(&a, &cmx_desc_CommandCopyBuffer_in, &cp, NULL, 0, CL_INVALID_MEM_OBJECT,
+		    "a forged buffer");
+	ck_assert_int_eq(finalize(&a, 0x21013), CL_INVALID_VALUE);
+	{
+		/* Rows 1..8 of a 64-byte pitch, from (32, 1): past 256 bytes. */
+		uint64_t o3[3] = {32, 1, 0}, z3[3] = {0, 0, 0}, r3[3] = {32, 8, 1};
+		struct cmx_CreateCommandBuffer_in cc = {.cmdbuf = {0x21016}, .queue = {0x21001}};
+		struct cmx_CommandCopyBufferRect_in cr = {.cmdbuf = {0x21016},
+							  .src = {0x21002},
+							  .dst = {0x21002},
+							  .src_origin = {o3, 3},
+							  .dst_origin = {z3, 3},
+							  .region = {r3, 3},
+							  .src_row_pitch = 64,
+							  .dst_row_pitch = 32,
+							  .point = 1};
+		async_ok(&a, &cmx_desc_CreateCommandBuffer_in, &cc, NULL, 0, "a command buffer");
+		async_fails(&a, &cmx_desc_CommandCopyBufferRect_in, &cr, NULL, 0, CL_INVALID_VALUE,
+			    "a rect past the end");
+	}
+	/* Arguments 1 and 2 unset: PoCL 3.1 records it and crashes. */
+	{
+		struct cmx_CreateCommandBuffer_in cc = {.cmdbuf = {0x21017}, .queue = {0x21001}};
+		struct cmx_CommandKernel_in unset = {.cmdbuf = {0x21017},
+						     .kernel = {0x21004},
+						     .global = {g, 1},
+						     .local = {l, 1},
+						     .point = 1};
+		async_ok(&a, &cmx_desc_CreateCommandBuffer_in, &cc, NULL, 0, "a command buffer");
+		async_fails(&a, &cmx_desc_CommandKernel_in, &unset, NULL, 0,
+			    CL_INVALID_KERNEL_ARGS, "arguments unset");
+	}
+	/* __local sizes each within the device, together past it: PoCL 3.1
+	 * aborts such a launch. */
+	la.size = lm;
+	lb.size = lm;
+	async_ok(&a, &cmx_desc_SetKernelArg_in, &la, NULL, 0, "all of it");
+	async_ok(&a, &cmx_desc_SetKernelArg_in, &lb, NULL, 0, "all of it again");
+	struct cmx_CommandKernel_in ck = {
+	    .cmdbuf = {0x21014}, .kernel = {0x21004}, .global = {g, 1}, .local = {l, 1}, .point = 1};
+	async_fails(&a, &cmx_desc_CommandKernel_in, &ck, NULL, 0, CL_OUT_OF_RESOURCES,
+		    "__local past the device");
+	ck_assert_int_eq(finalize(&a, 0x21014), CL_OUT_OF_RESOURCES);
+	/* Forged command buffers: unknown, another kind's id. */
+	ck_assert_int_eq(finalize(&a, 0x21099), CL_INVALID_COMMAND_BUFFER_KHR);
+	ck_assert_int_eq(finalize(&a, 0x21002), CL_INVALID_COMMAND_BUFFER_KHR);
+	struct cmx_EnqueueCommandBuffer_in en = {.queue = {0x21001}, .cmdbuf = {0x21099}};
+	async_fails(&a, &cmx_desc_EnqueueCommandBuffer_in, &en, NULL, 0,
+		    CL_INVALID_COMMAND_BUFFER_KHR, "replay of a forged id");
+	/* A record that fits replays; a finalized one records no more. */
+	{
+		struct cmx_CreateCommandBuffer_in cc = {.cmdbuf = {0x21015}, .queue = {0x21001}};
+		int32_t res[64];
+		uint64_t got;
+
+		async_ok(&a, &cmx_desc_CreateCommandBuffer_in, &cc, NULL, 0, "a command buffer");
+		en.cmdbuf.id = 0x21015;
+		async_fails(&a, &cmx_desc_EnqueueCommandBuffer_in, &en, NULL, 0,
+			    CL_INVALID_OPERATION, "replay before finalize");
+		la.size = lb.size = 64;
+		async_ok(&a, &cmx_desc_SetKernelArg_in, &la, NULL, 0, "64 bytes");
+		async_ok(&a, &cmx_desc_SetKernelArg_in, &lb, NULL, 0, "64 bytes");
+		ck.cmdbuf.id = 0x21015;
+		async_ok(&a, &cmx_desc_CommandKernel_in, &ck, NULL, 0, "a launch that fits");
+		ck_assert_int_eq(finalize(&a, 0x21015), CL_SUCCESS);
+		ck.point = 2;
+		async_fails(&a, &cmx_desc_CommandKernel_in, &ck, NULL, 0, CL_INVALID_OPERATION,
+			    "a record after finalize");
+		async_ok(&a, &cmx_desc_EnqueueCommandBuffer_in, &en, NULL, 0, "the replay");
+		ck_assert_int_eq(read_buffer(&a, 0x21001, 0x21002, 0, sizeof(res), res, &got), 0);
+		for (int i = 0; i < 64; i++)
+			ck_assert_int_eq(res[i], 3);
+	}
+	other_tenant_works();
+	for (uint64_t id = 0x21010; id <= 0x21017; id++) {
+		struct cmx_ReleaseCommandBuffer_in rc = {.cmdbuf = {id}};
+		async_ok(&a, &cmx_desc_ReleaseCommandBuffer_in, &rc, NULL, 0, "its release");
+	}
+	close(a.fd);
+	counts_return(o0, b0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("hostile_args");
@@ -839,6 +990,7 @@ int main(void)
 	tcase_add_test(tc, fresh_buffers_zeroed);
 	tcase_add_test(tc, fresh_images_zeroed);
 	tcase_add_test(tc, reply_outputs);
+	tcase_add_test(tc, command_buffers);
 	tcase_set_timeout(tc, 120);
 	suite_add_tcase(s, tc);
 	return e2e_daemon_run(s);
