@@ -305,6 +305,18 @@ static void seed_kernel(const char *dir)
 	msg(CMX_OP_GetProgramBuildInfo, &bi2, NULL, 0);
 	finish();
 	save(dir, "kernel_struct");
+
+	/* A NULL buffer argument, which OpenCL allows: the kernel gets a NULL
+	 * pointer (the harness's sources test it before they store). */
+	begin(0);
+	context_queue();
+	program(G(10), 0, "");
+	kernel(G(11), G(10), "k");
+	arg_mem(G(11), 0, 0);
+	arg_val(G(11), 1, &v, sizeof(v));
+	launch(G(11), 4, 0, 0);
+	finish();
+	save(dir, "kernel_null");
 }
 
 /* A compile with a header program and a link, each input released while

@@ -87,22 +87,24 @@ static char base_dir[256], tmp_dir[400];
 static char token[] = "fuzz-token-0123456789";
 
 /* Sources a guest may build (the first byte of its source picks one). Every
- * store stays inside one byte of its buffer, whatever the arguments. */
+ * store stays inside one byte of its buffer, whatever the arguments; a
+ * buffer argument may be NULL (clSetKernelArg with a NULL value), so each
+ * store tests its pointer first. */
 static const char *const sources[] = {
-    "kernel void k(global char *o, int n) { if (get_global_id(0) == 0) o[0] = (char)n; }\n"
+    "kernel void k(global char *o, int n) { if (get_global_id(0) == 0 && o) o[0] = (char)n; }\n"
     "kernel void k2(global char *o, local char *l, long v) { l[0] = (char)v; "
-    "barrier(CLK_LOCAL_MEM_FENCE); if (get_global_id(0) == 0) o[0] = l[0]; }\n",
+    "barrier(CLK_LOCAL_MEM_FENCE); if (get_global_id(0) == 0 && o) o[0] = l[0]; }\n",
     "kernel void p(int v, float f) { if (get_global_id(0) == 0) printf(\"v=%d f=%f\\n\", v, f); "
     "}\n",
     "kernel void im(read_only image2d_t i, sampler_t s, global char *o) {\n"
-    "  float4 v = read_imagef(i, s, (int2)(0, 0)); if (get_global_id(0) == 0) o[0] = (char)v.x; }\n"
+    "  float4 v = read_imagef(i, s, (int2)(0, 0)); if (get_global_id(0) == 0 && o) o[0] = (char)v.x; }\n"
     "kernel void iw(write_only image2d_t i) { if (get_global_id(0) == 0) "
     "write_imagef(i, (int2)(0, 0), (float4)(1.0f)); }\n",
     "#include \"a/h.h\"\n"
-    "kernel void inc(global char *o) { if (get_global_id(0) == 0) o[0] = H; }\n",
+    "kernel void inc(global char *o) { if (get_global_id(0) == 0 && o) o[0] = H; }\n",
     "kernel void bad(global char *o) { o[0] = undefined_name; }\n",
     "typedef struct { int a; float b; } s_t;\n"
-    "kernel void st(s_t s, global char *o, uchar16 u) { if (get_global_id(0) == 0) o[0] = "
+    "kernel void st(s_t s, global char *o, uchar16 u) { if (get_global_id(0) == 0 && o) o[0] = "
     "(char)(s.a + u.s3); }\n",
     "#define H 3\n", /* a header */
 };
