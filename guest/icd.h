@@ -117,6 +117,11 @@ struct _cl_mem {
 	struct cmx_garea *heap; /* the heap area_off is in (its session's) */
 	atomic_uint map_count;
 	struct cmx_mapping *maps;
+	/* The memory of the last map, kept for the next (lock): a new
+	 * allocation as large as the buffer is fresh pages to fault in on
+	 * every map, where a CPU driver's map is the buffer itself. */
+	void *spare;
+	size_t spare_size;
 	struct cmx_destructor *destructors;
 	cl_mem_properties *props;
 	size_t nprops;

@@ -34,6 +34,7 @@ struct cmx_mapping {
 	uint64_t origin[3], region[3]; /* images: the mapped box, packed at ptr */
 	cl_map_flags flags;
 	int owned;   /* ptr is ours, not the application's host_ptr */
+	size_t cap;  /* owned: the bytes at ptr */
 	/* A USE_HOST_PTR image's map is host_ptr's own memory (ptr), in its
 	 * pitches; the box travels packed through stage. */
 	void *stage;
@@ -623,6 +624,7 @@ void cmx_mem_free(cl_mem m)
 		m->maps = mp->next;
 		mapping_drop(mp);
 	}
+	free(m->spare);
 	pthread_mutex_destroy(&m->lock);
 	free(m->image);
 	free(m->props);
@@ -1581,10 +1583,23 @@ static cl_int mapping_new(cl_mem m, size_t off, size_t size, cl_map_flags flags,
 		mp->ptr = (char *)m->host_ptr + off;
 	} else if (m->area_off && !m->image) {
 		mp->ptr = area_at(m, off); /* the storage itself */
-	} else if (posix_memalign(&mp->ptr, page > 0 ? (size_t)page : 4096, size)) {
-		free(mp);
-		return CL_OUT_OF_HOST_MEMORY;
 	} else {
+		/* The last map's memory when it fits without wasting half. */
+		pthread_mutex_lock(&m->lock);
+		if (m->spare && m->spare_size >= size && m->spare_size / 2 <= size) {
+			mp->ptr = m->spare;
+			mp->cap = m->spare_size;
+			m->spare = NULL;
+		}
+		pthread_mutex_unlock(&m->lock);
+		if (!mp->ptr) {
+			if (posix_memalign(&mp->ptr, page > 0 ? (size_t)page : 4096,
+					   size ? size : 1)) {
+				free(mp);
+				return CL_OUT_OF_HOST_MEMORY;
+			}
+			mp->cap = size;
+		}
 		mp->owned = 1;
 	}
 	*out = mp;
@@ -1603,6 +1618,27 @@ static void mapping_drop(struct cmx_mapping *mp)
 	pthread_mutex_unlock(&map_lock);
 	if (!later)
 		mapping_free(mp);
+}
+
+/* An unmapped mapping: its memory stays with the buffer for the next map
+ * (one at a time), unless a read may still land in it. */
+static void mapping_retire(cl_mem m, struct cmx_mapping *mp)
+{
+	int keep;
+
+	pthread_mutex_lock(&map_lock);
+	keep = mp->owned && !mp->landing;
+	pthread_mutex_unlock(&map_lock);
+	if (keep) {
+		pthread_mutex_lock(&m->lock);
+		if (!m->spare) {
+			m->spare = mp->ptr;
+			m->spare_size = mp->cap;
+			mp->owned = 0;
+		}
+		pthread_mutex_unlock(&m->lock);
+	}
+	mapping_drop(mp);
 }
 
 /* A non-blocking map's read is done (notification thread). */
@@ -1823,7 +1859,7 @@ cl_int cmx_clEnqueueUnmapMemObject(cl_command_queue q, cl_mem m, void *ptr, cl_u
 	if (e)
 		goto relink;
 	atomic_fetch_sub(&m->map_count, 1);
-	mapping_drop(mp);
+	mapping_retire(m, mp);
 	return CL_SUCCESS;
 
 relink:

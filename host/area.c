@@ -221,6 +221,17 @@ void cmx_area_mark(const struct cmx_area *a, struct cmx_hdr *h, const void *p)
 	}
 }
 
+int cmx_area_overlaps(const struct cmx_area *a, const void *p, uint64_t len)
+{
+	uintptr_t b = (uintptr_t)p, lo, hi;
+
+	if (!a || !p || !len)
+		return 0;
+	lo = (uintptr_t)a->base;
+	hi = lo + a->size;
+	return b < hi && (b >= lo || len > lo - b);
+}
+
 int cmx_area_holds(const struct cmx_area *a, const void *p, uint64_t len)
 {
 	const uint8_t *b = p, *lo, *hi;

@@ -42,6 +42,8 @@ void *cmx_area_take(struct cmx_area *a, uint64_t off, uint64_t len);
 int cmx_area_release(void *p);
 /* Whether [p, p + len) lies in the data region of a (NULL: none). */
 int cmx_area_holds(const struct cmx_area *a, const void *p, uint64_t len);
+/* Whether [p, p + len) shares a byte with a's mapping (NULL: none). */
+int cmx_area_overlaps(const struct cmx_area *a, const void *p, uint64_t len);
 /* When the payload p of an outgoing message is a block of a (NULL: none),
  * marks h so (CMX_HDR_AREA, its offset): the data is not sent in the stream. */
 void cmx_area_mark(const struct cmx_area *a, struct cmx_hdr *h, const void *p);

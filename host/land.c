@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "area.h"
 #include "call.h"
 #include "conn.h"
 #include "exec.h"
@@ -17,10 +18,12 @@
 #include "zero.h"
 
 /*
- * Only sessions without a shared area (tcp, tls, vsock): with one, payloads
- * and read data already take the area's one-copy path, and a buffer may
- * itself live in the area, where a pointer into it means an area block on
- * the wire (cmx_area_mark()).
+ * Payloads in the stream only: one in a shared area's block already takes
+ * the one-copy path. A session with an area sends large ones in the stream
+ * too, when they do not fit its blocks (clpeak's 512 MiB transfers, twenty
+ * in flight): staging would hold a fresh copy of each. A buffer living in
+ * the area itself (its heap) is never landed: a pointer into the area means
+ * an area block on the wire (cmx_area_mark()), and its maps move no data.
  *
  * Why only a CPU device: there a map is the buffer's own memory (PoCL: no
  * copy either way), so receiving into it is the one copy a native write
@@ -75,6 +78,14 @@ static int on_cpu(cl_command_queue q)
 	return (t & CL_DEVICE_TYPE_CPU) != 0;
 }
 
+static int in_order(cl_command_queue q)
+{
+	cl_command_queue_properties p = 0;
+
+	return clGetCommandQueueInfo(q, CL_QUEUE_PROPERTIES, sizeof(p), &p, NULL) == CL_SUCCESS &&
+	       !(p & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+}
+
 static int done(cl_event e)
 {
 	cl_int st = CL_QUEUED;
@@ -92,7 +103,7 @@ struct cmx_land *cmx_land_open(struct cmx_conn *c, const struct cmx_hdr *h, cons
 	struct cmx_land *l;
 	cl_int e;
 
-	if (!s || s->area || c->role != CMX_ROLE_CALL || h->bulk < CMX_LAND_MIN ||
+	if (!s || c->role != CMX_ROLE_CALL || h->bulk < CMX_LAND_MIN ||
 	    h->op != CMX_OP_WriteBuffer ||
 	    (h->flags & (CMX_HDR_LZ4 | CMX_HDR_AREA)))
 		return NULL;
@@ -126,6 +137,12 @@ struct cmx_land *cmx_land_open(struct cmx_conn *c, const struct cmx_hdr *h, cons
 	if (e != CL_SUCCESS || !l->ptr) {
 		free(l);
 		goto busy;
+	}
+	if (cmx_area_overlaps(s->area, l->ptr, in.size)) {
+		clEnqueueUnmapMemObject(q->h, m->h, l->ptr, 0, NULL, NULL);
+		cmx_queue_flush(q->h);
+		free(l);
+		return NULL;
 	}
 	cmx_queue_flush(q->h);
 	clRetainCommandQueue(q->h);
@@ -204,15 +221,17 @@ cl_int cmx_land_finish(struct cmx_land *l, cl_command_queue q, cl_mem m, uint64_
  * will), so the unmap, and the commands after it, may run. */
 static void sent_done(void *ptr)
 {
-	struct sent **pp, *t = NULL;
+	struct sent **pp, **at = NULL, *t = NULL;
 
+	/* The oldest send of this region (the list is newest first). */
 	pthread_mutex_lock(&sent_lock);
 	for (pp = &sent_list; *pp; pp = &(*pp)->next)
-		if ((*pp)->ptr == ptr) {
-			t = *pp;
-			*pp = t->next;
-			break;
-		}
+		if ((*pp)->ptr == ptr)
+			at = pp;
+	if (at) {
+		t = *at;
+		*at = t->next;
+	}
 	pthread_mutex_unlock(&sent_lock);
 	if (!t)
 		return;
@@ -231,7 +250,7 @@ int cmx_land_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t off
 	cl_context ctx;
 	cl_int e;
 
-	if (size < CMX_LAND_MIN || c->area_out || c->s->area || !on_cpu(q) ||
+	if (size < CMX_LAND_MIN || c->area_out || !on_cpu(q) ||
 	    clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL) != CL_SUCCESS ||
 	    !(t = calloc(1, sizeof(*t))))
 		return -1;
@@ -243,11 +262,18 @@ int cmx_land_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t off
 	t->ptr = clEnqueueMapBuffer(q, m, CL_FALSE, CL_MAP_READ, off, size, n, wait, map_ev, &e);
 	if (e != CL_SUCCESS || !t->ptr)
 		goto fail;
+	/* The same region sent again before the last send ended (clpeak's
+	 * twenty non-blocking reads of one buffer): on the same in-order
+	 * queue, where each unmap waits for the one before, it does not
+	 * matter which of the sends ends first (sent_done() lets the oldest
+	 * go). Anywhere else it does: that one goes through staging. */
 	pthread_mutex_lock(&sent_lock);
 	for (struct sent *o = sent_list; o; o = o->next)
-		if (o->ptr == t->ptr)
-			e = CL_INVALID_OPERATION; /* the same region sent twice at once */
+		if (o->ptr == t->ptr && (o->q != q || !in_order(q)))
+			e = CL_INVALID_OPERATION;
 	pthread_mutex_unlock(&sent_lock);
+	if (cmx_area_overlaps(c->s->area, t->ptr, size))
+		e = CL_INVALID_OPERATION; /* the area's heap: see above */
 	if (e == CL_SUCCESS)
 		e = clEnqueueUnmapMemObject(q, m, t->ptr, 1, &t->gate, done_ev);
 	if (e != CL_SUCCESS) {
