@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Pre-flight builds: the tenant's source compiled first by `clmuxd
-// --build-check` under RLIMIT_AS and RLIMIT_CPU (docs/architecture.md).
+// --build-check` under RLIMIT_DATA and RLIMIT_CPU (docs/architecture.md).
 #include "buildcheck.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -307,8 +307,8 @@ int cmx_buildcheck_run(const struct cmx_build_limits *l, const struct cmx_build_
 		format_bytes(l->mem, size, sizeof(size));
 		snprintf(
 		    why, whylen,
-		    "clmux: the build was stopped: over the tenant's build-mem limit (%s address "
-		    "space)",
+		    "clmux: the build was stopped: over the tenant's build-mem limit (%s of "
+		    "data)",
 		    size);
 	}
 	e = 1;
@@ -395,12 +395,16 @@ int cmx_buildcheck_main(void)
 	for (uint32_t i = 0; i < nh; i++)
 		if (!(hn[i] = read_str(&total)) || !(hs[i] = read_str(&total)))
 			return 2;
-	/* Before the driver loads: every byte and second of it counts. An
-	 * AddressSanitizer build reserves terabytes of shadow address space
-	 * and cannot run under an address-space limit: there only the CPU and
-	 * wall-clock limits stop a build. */
+	/* Before the driver loads: every byte and second of it counts. The
+	 * data limit (the heap and private writable mappings) is what a
+	 * compiler's allocations grow; address space is not: NVIDIA's driver
+	 * reserves tens of GiB of it (inaccessible, not data) at load, and a
+	 * 1 GiB RLIMIT_AS stopped every build there. An AddressSanitizer
+	 * build maps terabytes of writable shadow and cannot run under a data
+	 * limit either: there only the CPU and wall-clock limits stop a
+	 * build. */
 	if (!BUILT_WITH_ASAN)
-		set_limit(RLIMIT_AS, mem, mem);
+		set_limit(RLIMIT_DATA, mem, mem);
 	set_limit(RLIMIT_CPU, secs, secs + 1);
 	/* The wall-clock bound, twice the CPU time, kept by the child itself:
 	 * a filtered worker cannot signal it. SIGALRM ends it. */

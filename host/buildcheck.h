@@ -12,7 +12,7 @@
  * executor thread that builds never reads the tenant). */
 struct cmx_build_limits {
 	const void *tenant; /* whose `builds` slots it takes */
-	uint64_t mem;	    /* RLIMIT_AS bytes; CMX_UNLIMITED none */
+	uint64_t mem;	    /* RLIMIT_DATA bytes; CMX_UNLIMITED none */
 	uint64_t secs;	    /* RLIMIT_CPU seconds; CMX_UNLIMITED none */
 	uint64_t builds;    /* pre-flight children of this tenant at once */
 };
