@@ -163,7 +163,7 @@ static cl_int CL_API_CALL cmx_clFinalizeCommandBufferKHR(cl_command_buffer_khr b
  * named (cl_khr_command_buffer_multi_device is not offered), no mutable
  * handle is asked for (nor cl_khr_command_buffer_mutable_dispatch), and the
  * wait list names earlier commands. Takes the buffer's lock, held on
- * success until record_end().
+ * success until record_send().
  */
 static cl_int record_begin(cl_command_buffer_khr b, cl_command_queue q, cl_uint n,
 			   const cl_sync_point_khr *list, cl_mutable_command_khr *mutable_handle)
@@ -189,17 +189,6 @@ static cl_int record_begin(cl_command_buffer_khr b, cl_command_queue q, cl_uint 
 	return CL_SUCCESS;
 }
 
-/* The command's sync point once sent (e: the send's status); drops the lock. */
-static cl_int record_end(cl_command_buffer_khr b, cl_int e, cl_sync_point_khr *sync_point)
-{
-	if (!e && sync_point)
-		*sync_point = b->points;
-	if (e)
-		b->points--;
-	pthread_mutex_unlock(&b->lock);
-	return e;
-}
-
 /* The wait list as the wire has it: cl_sync_point_khr is 32 bits. */
 static uint64_t *points_wire(cl_uint n, const cl_sync_point_khr *list, uint64_t small[16])
 {
@@ -210,25 +199,53 @@ static uint64_t *points_wire(cl_uint n, const cl_sync_point_khr *list, uint64_t 
 	return v;
 }
 
+/*
+ * The rest of every recording call once record_begin() has passed, with e
+ * the status of the call's own checks and `in` (the message d describes)
+ * filled where e is CL_SUCCESS: the command takes the next sync point
+ * (*point), its wait list goes on the wire (*points), the message is sent
+ * async and the sync point returned. A point a failed send took is given
+ * back. Drops the buffer's lock.
+ */
+static cl_int record_send(cl_command_buffer_khr b, cl_int e, cl_uint n,
+			  const cl_sync_point_khr *list, cl_sync_point_khr *sync_point,
+			  const struct cmx_msgdesc *d, const void *in, struct cmx_u64s *points,
+			  uint64_t *point)
+{
+	uint64_t small[16], *w = NULL;
+
+	if (!e) {
+		w = points_wire(n, list, small);
+		if (!w)
+			e = CL_OUT_OF_HOST_MEMORY;
+	}
+	if (!e) {
+		*points = (struct cmx_u64s){w, n};
+		*point = ++b->points;
+		e = cmx_session_send(cmx_icd.s, d, in, NULL, 0) ? CL_OUT_OF_RESOURCES : CL_SUCCESS;
+		if (e)
+			b->points--;
+		else if (sync_point)
+			*sync_point = b->points;
+	}
+	if (w != small)
+		free(w);
+	pthread_mutex_unlock(&b->lock);
+	return e;
+}
+
 static cl_int CL_API_CALL cmx_clCommandBarrierWithWaitListKHR(
     cl_command_buffer_khr b, cl_command_queue q, cl_uint n, const cl_sync_point_khr *list,
     cl_sync_point_khr *sync_point, cl_mutable_command_khr *mutable_handle)
 {
 	struct cmx_CommandBarrier_in in;
-	uint64_t small[16], *w;
 	cl_int e = record_begin(b, q, n, list, mutable_handle);
 
 	if (e)
 		return e;
-	w = points_wire(n, list, small);
-	if (!w)
-		return record_end(b, CL_OUT_OF_HOST_MEMORY, NULL);
-	in = (struct cmx_CommandBarrier_in){
-	    .cmdbuf.id = b->id, .points = {w, n}, .point = ++b->points};
-	e = CMX_SEND(CommandBarrier, &in);
-	if (w != small)
-		free(w);
-	return record_end(b, e, sync_point);
+	in = (struct cmx_CommandBarrier_in){.cmdbuf.id = b->id};
+	return record_send(b, e, n, list, sync_point, &cmx_desc_CommandBarrier_in, &in, &in.points,
+			   &in.point);
 }
 
 static cl_int CL_API_CALL cmx_clCommandCopyBufferKHR(
@@ -237,31 +254,20 @@ static cl_int CL_API_CALL cmx_clCommandCopyBufferKHR(
     cl_sync_point_khr *sync_point, cl_mutable_command_khr *mutable_handle)
 {
 	struct cmx_CommandCopyBuffer_in in;
-	uint64_t small[16], *w;
 	cl_int e = record_begin(b, q, n, list, mutable_handle);
 
 	if (e)
 		return e;
 	e = cmx_copy_buffer_check(b->queue, src, dst, soff, doff, size);
-	if (e) {
-		pthread_mutex_unlock(&b->lock);
-		return e;
-	}
-	w = points_wire(n, list, small);
-	if (!w)
-		return record_end(b, CL_OUT_OF_HOST_MEMORY, NULL);
-	in = (struct cmx_CommandCopyBuffer_in){.cmdbuf.id = b->id,
-					       .src.id = src->id,
-					       .dst.id = dst->id,
-					       .src_offset = soff,
-					       .dst_offset = doff,
-					       .size = size,
-					       .points = {w, n},
-					       .point = ++b->points};
-	e = CMX_SEND(CommandCopyBuffer, &in);
-	if (w != small)
-		free(w);
-	return record_end(b, e, sync_point);
+	if (!e)
+		in = (struct cmx_CommandCopyBuffer_in){.cmdbuf.id = b->id,
+						       .src.id = src->id,
+						       .dst.id = dst->id,
+						       .src_offset = soff,
+						       .dst_offset = doff,
+						       .size = size};
+	return record_send(b, e, n, list, sync_point, &cmx_desc_CommandCopyBuffer_in, &in,
+			   &in.points, &in.point);
 }
 
 static cl_int CL_API_CALL cmx_clCommandCopyBufferRectKHR(
@@ -271,38 +277,29 @@ static cl_int CL_API_CALL cmx_clCommandCopyBufferRectKHR(
     cl_mutable_command_khr *mutable_handle)
 {
 	struct cmx_CommandCopyBufferRect_in in;
-	uint64_t so64[3], do64[3], r64[3], small[16], *w;
+	uint64_t so64[3], do64[3], r64[3];
 	cl_int e = record_begin(b, q, n, list, mutable_handle);
 
 	if (e)
 		return e;
 	e = cmx_copy_buffer_rect_check(b->queue, src, dst, so, dor, region, &srow, &sslice, &drow,
 				       &dslice);
-	if (e) {
-		pthread_mutex_unlock(&b->lock);
-		return e;
+	if (!e) {
+		for (int i = 0; i < 3; i++)
+			so64[i] = so[i], do64[i] = dor[i], r64[i] = region[i];
+		in = (struct cmx_CommandCopyBufferRect_in){.cmdbuf.id = b->id,
+							   .src.id = src->id,
+							   .dst.id = dst->id,
+							   .src_origin = {so64, 3},
+							   .dst_origin = {do64, 3},
+							   .region = {r64, 3},
+							   .src_row_pitch = srow,
+							   .src_slice_pitch = sslice,
+							   .dst_row_pitch = drow,
+							   .dst_slice_pitch = dslice};
 	}
-	w = points_wire(n, list, small);
-	if (!w)
-		return record_end(b, CL_OUT_OF_HOST_MEMORY, NULL);
-	for (int i = 0; i < 3; i++)
-		so64[i] = so[i], do64[i] = dor[i], r64[i] = region[i];
-	in = (struct cmx_CommandCopyBufferRect_in){.cmdbuf.id = b->id,
-						   .src.id = src->id,
-						   .dst.id = dst->id,
-						   .src_origin = {so64, 3},
-						   .dst_origin = {do64, 3},
-						   .region = {r64, 3},
-						   .src_row_pitch = srow,
-						   .src_slice_pitch = sslice,
-						   .dst_row_pitch = drow,
-						   .dst_slice_pitch = dslice,
-						   .points = {w, n},
-						   .point = ++b->points};
-	e = CMX_SEND(CommandCopyBufferRect, &in);
-	if (w != small)
-		free(w);
-	return record_end(b, e, sync_point);
+	return record_send(b, e, n, list, sync_point, &cmx_desc_CommandCopyBufferRect_in, &in,
+			   &in.points, &in.point);
 }
 
 static cl_int CL_API_CALL cmx_clCommandFillBufferKHR(
@@ -311,30 +308,19 @@ static cl_int CL_API_CALL cmx_clCommandFillBufferKHR(
     cl_sync_point_khr *sync_point, cl_mutable_command_khr *mutable_handle)
 {
 	struct cmx_CommandFillBuffer_in in;
-	uint64_t small[16], *w;
 	cl_int e = record_begin(b, q, n, list, mutable_handle);
 
 	if (e)
 		return e;
 	e = cmx_fill_buffer_check(b->queue, m, pattern, psize, off, size);
-	if (e) {
-		pthread_mutex_unlock(&b->lock);
-		return e;
-	}
-	w = points_wire(n, list, small);
-	if (!w)
-		return record_end(b, CL_OUT_OF_HOST_MEMORY, NULL);
-	in = (struct cmx_CommandFillBuffer_in){.cmdbuf.id = b->id,
-					       .mem.id = m->id,
-					       .pattern = {pattern, psize},
-					       .offset = off,
-					       .size = size,
-					       .points = {w, n},
-					       .point = ++b->points};
-	e = CMX_SEND(CommandFillBuffer, &in);
-	if (w != small)
-		free(w);
-	return record_end(b, e, sync_point);
+	if (!e)
+		in = (struct cmx_CommandFillBuffer_in){.cmdbuf.id = b->id,
+						       .mem.id = m->id,
+						       .pattern = {pattern, psize},
+						       .offset = off,
+						       .size = size};
+	return record_send(b, e, n, list, sync_point, &cmx_desc_CommandFillBuffer_in, &in,
+			   &in.points, &in.point);
 }
 
 /* The arguments are the kernel's now: the daemon's driver copies them into
@@ -347,7 +333,7 @@ static cl_int CL_API_CALL cmx_clCommandNDRangeKernelKHR(
     cl_mutable_command_khr *mutable_handle)
 {
 	struct cmx_CommandKernel_in in;
-	uint64_t off[3], gl[3], lo[3], small[16], *w;
+	uint64_t off[3], gl[3], lo[3];
 	cl_int e = record_begin(b, q, n, list, mutable_handle);
 
 	if (e)
@@ -360,29 +346,20 @@ static cl_int CL_API_CALL cmx_clCommandNDRangeKernelKHR(
 	/* Its output would have no launch to come back with. */
 	if (!e && k->program->may_print)
 		e = CL_INVALID_OPERATION;
-	if (e) {
-		pthread_mutex_unlock(&b->lock);
-		return e;
+	if (!e) {
+		for (cl_uint i = 0; i < dim; i++) {
+			off[i] = offset ? offset[i] : 0;
+			gl[i] = global[i];
+			lo[i] = local ? local[i] : 0;
+		}
+		in = (struct cmx_CommandKernel_in){.cmdbuf.id = b->id,
+						   .kernel.id = k->id,
+						   .offset = {off, offset ? dim : 0},
+						   .global = {gl, dim},
+						   .local = {lo, local ? dim : 0}};
 	}
-	w = points_wire(n, list, small);
-	if (!w)
-		return record_end(b, CL_OUT_OF_HOST_MEMORY, NULL);
-	for (cl_uint i = 0; i < dim; i++) {
-		off[i] = offset ? offset[i] : 0;
-		gl[i] = global[i];
-		lo[i] = local ? local[i] : 0;
-	}
-	in = (struct cmx_CommandKernel_in){.cmdbuf.id = b->id,
-					   .kernel.id = k->id,
-					   .offset = {off, offset ? dim : 0},
-					   .global = {gl, dim},
-					   .local = {lo, local ? dim : 0},
-					   .points = {w, n},
-					   .point = ++b->points};
-	e = CMX_SEND(CommandKernel, &in);
-	if (w != small)
-		free(w);
-	return record_end(b, e, sync_point);
+	return record_send(b, e, n, list, sync_point, &cmx_desc_CommandKernel_in, &in, &in.points,
+			   &in.point);
 }
 
 /*

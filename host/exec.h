@@ -132,6 +132,19 @@ int cmx_pinned_write(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t 
 int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t off,
 		    uint64_t size, cl_uint nwait, const cl_event *wait, const struct cmx_ref *guest_ev,
 		    void (*fin)(struct cmx_call *c, int status));
+/* [off, off + size) within the buffer `id` of the session (not an image),
+ * checked before the driver, which would take the range as given:
+ * CL_SUCCESS, CL_INVALID_MEM_OBJECT or CL_INVALID_VALUE (host/exec_mem.c). */
+int cmx_buffer_range(struct cmx_call *c, uint64_t id, uint64_t off, uint64_t size);
+/* A rect of the buffer `id` as the *BufferRect enqueues and a command
+ * buffer's copy-rect record take it: origin and region (3 each) into o and
+ * r, the pitches *row and *slice (0 filled in as the specification's
+ * defaults), every byte it touches inside the buffer; the errors are
+ * cmx_buffer_range()'s. The host side of a Read/WriteBufferRect travels
+ * packed: its size does not overflow then. */
+int cmx_buffer_rect(struct cmx_call *c, uint64_t id, const struct cmx_u64s *origin,
+		    const struct cmx_u64s *region, size_t o[3], size_t r[3], size_t *row,
+		    size_t *slice);
 /* The type of an image object (host/exec_image.c); 0 for a buffer. */
 cl_mem_object_type cmx_image_type(const struct cmx_obj *m);
 /* Unmaps the native maps of area buffers the guest left mapped: those of

@@ -310,17 +310,6 @@ int cmx_h_CommandBarrier(struct cmx_call *c, struct cmx_CommandBarrier_in *in)
 	return record_end(b, e, sp);
 }
 
-/* [off, off + size) within the buffer `id` (not an image), as the
- * enqueues check it (host/exec_mem.c). */
-static cl_int range(struct cmx_call *c, uint64_t id, uint64_t off, uint64_t size)
-{
-	struct cmx_obj *m = cmx_session_obj(c->s, id, CMX_K_MEM);
-
-	if (!m || m->ext)
-		return CL_INVALID_MEM_OBJECT;
-	return cmx_cl_range_bad(off, size, m->size) ? CL_INVALID_VALUE : CL_SUCCESS;
-}
-
 int cmx_h_CommandCopyBuffer(struct cmx_call *c, struct cmx_CommandCopyBuffer_in *in)
 {
 	struct cmdbuf *b = NULL;
@@ -328,36 +317,13 @@ int cmx_h_CommandCopyBuffer(struct cmx_call *c, struct cmx_CommandCopyBuffer_in 
 	cl_int e = record_begin(c, in->cmdbuf.id, in->point, &in->points, &b, &w);
 
 	if (!e)
-		e = range(c, in->src.id, in->src_offset, in->size);
+		e = cmx_buffer_range(c, in->src.id, in->src_offset, in->size);
 	if (!e)
-		e = range(c, in->dst.id, in->dst_offset, in->size);
+		e = cmx_buffer_range(c, in->dst.id, in->dst_offset, in->size);
 	if (!e)
 		e = fn.copy(in->cmdbuf.h, NULL, in->src.h, in->dst.h, in->src_offset,
 			    in->dst_offset, in->size, (cl_uint)in->points.n, w, &sp, NULL);
 	return record_end(b, e, sp);
-}
-
-/* A rect of the buffer `id` as CopyBufferRect's (host/exec_mem.c): origin,
- * region and pitches (0: the defaults), every byte inside the buffer. */
-static cl_int rect(struct cmx_call *c, uint64_t id, const struct cmx_u64s *origin,
-		   const struct cmx_u64s *region, size_t o[3], size_t r[3], size_t *row,
-		   size_t *slice)
-{
-	size_t end;
-	cl_int e = range(c, id, 0, 0);
-
-	if (e)
-		return e;
-	if (origin->n != 3 || region->n != 3)
-		return CL_INVALID_VALUE;
-	for (int i = 0; i < 3; i++) {
-		o[i] = origin->v[i];
-		r[i] = region->v[i];
-	}
-	if (!r[0] || !r[1] || !r[2] || cmx_cl_rect_pitches_bad(r, row, slice) ||
-	    cmx_cl_rect_end(o, r, *row, *slice, &end) || range(c, id, 0, end))
-		return CL_INVALID_VALUE;
-	return CL_SUCCESS;
 }
 
 int cmx_h_CommandCopyBufferRect(struct cmx_call *c, struct cmx_CommandCopyBufferRect_in *in)
@@ -369,9 +335,11 @@ int cmx_h_CommandCopyBufferRect(struct cmx_call *c, struct cmx_CommandCopyBuffer
 	cl_int e = record_begin(c, in->cmdbuf.id, in->point, &in->points, &b, &w);
 
 	if (!e)
-		e = rect(c, in->src.id, &in->src_origin, &in->region, so, r, &srow, &sslice);
+		e = cmx_buffer_rect(c, in->src.id, &in->src_origin, &in->region, so, r, &srow,
+				    &sslice);
 	if (!e)
-		e = rect(c, in->dst.id, &in->dst_origin, &in->region, dO, r, &drow, &dslice);
+		e = cmx_buffer_rect(c, in->dst.id, &in->dst_origin, &in->region, dO, r, &drow,
+				    &dslice);
 	if (!e)
 		e = fn.copy_rect(in->cmdbuf.h, NULL, in->src.h, in->dst.h, so, dO, r, srow, sslice,
 				 drow, dslice, (cl_uint)in->points.n, w, &sp, NULL);
@@ -386,7 +354,7 @@ int cmx_h_CommandFillBuffer(struct cmx_call *c, struct cmx_CommandFillBuffer_in 
 	cl_int e = record_begin(c, in->cmdbuf.id, in->point, &in->points, &b, &w);
 
 	if (!e)
-		e = range(c, in->mem.id, in->offset, in->size);
+		e = cmx_buffer_range(c, in->mem.id, in->offset, in->size);
 	if (!e && (!p || p > 128 || (p & (p - 1)) || in->offset % p || in->size % p))
 		e = CL_INVALID_VALUE;
 	if (!e)

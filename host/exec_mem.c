@@ -85,9 +85,7 @@ int cmx_h_CreateBuffer(struct cmx_call *c, struct cmx_CreateBuffer_in *in)
 	return e;
 }
 
-/* [off, off + size) within the buffer `id` of the session (not an image):
- * checked before the driver, which would take the range as given. */
-static int buffer_range(struct cmx_call *c, uint64_t id, uint64_t off, uint64_t size)
+int cmx_buffer_range(struct cmx_call *c, uint64_t id, uint64_t off, uint64_t size)
 {
 	struct cmx_obj *m = cmx_session_obj(c->s, id, CMX_K_MEM);
 
@@ -100,7 +98,7 @@ int cmx_h_CreateSubBuffer(struct cmx_call *c, struct cmx_CreateSubBuffer_in *in)
 {
 	cl_buffer_region r = {in->origin, in->size};
 	struct cmx_obj *parent = cmx_session_obj(c->s, in->parent.id, CMX_K_MEM), *o;
-	cl_int e = buffer_range(c, in->parent.id, in->origin, in->size);
+	cl_int e = cmx_buffer_range(c, in->parent.id, in->origin, in->size);
 	cl_mem m;
 
 	if (e)
@@ -214,7 +212,7 @@ static int write_buffer(struct cmx_call *c, struct cmx_WriteBuffer_in *in, int s
 	struct cmx_land *land = cmx_land_take(c);
 	cl_event ev;
 	cl_int e = c->bulk_len != in->size ? CL_INVALID_VALUE
-					   : buffer_range(c, in->mem.id, in->offset, in->size);
+					   : cmx_buffer_range(c, in->mem.id, in->offset, in->size);
 
 	if (e) {
 		cmx_land_abort(land);
@@ -239,15 +237,12 @@ int cmx_h_WriteBuffer(struct cmx_call *c, struct cmx_WriteBuffer_in *in,
 	return write_buffer(c, in, c->sync);
 }
 
-/* A rect of the buffer `id`: its origin, region and pitches (0 filled in
- * as the specification's defaults), every byte it touches inside the
- * buffer. The host side travels packed: its size does not overflow then. */
-static int rect_args(struct cmx_call *c, uint64_t id, const struct cmx_u64s *origin,
-		     const struct cmx_u64s *region, size_t o[3], size_t r[3], size_t *row,
-		     size_t *slice)
+int cmx_buffer_rect(struct cmx_call *c, uint64_t id, const struct cmx_u64s *origin,
+		    const struct cmx_u64s *region, size_t o[3], size_t r[3], size_t *row,
+		    size_t *slice)
 {
 	size_t end;
-	cl_int e = buffer_range(c, id, 0, 0);
+	cl_int e = cmx_buffer_range(c, id, 0, 0);
 
 	if (e)
 		return e;
@@ -258,7 +253,7 @@ static int rect_args(struct cmx_call *c, uint64_t id, const struct cmx_u64s *ori
 		r[i] = region->v[i];
 	}
 	if (!r[0] || !r[1] || !r[2] || cmx_cl_rect_pitches_bad(r, row, slice) ||
-	    cmx_cl_rect_end(o, r, *row, *slice, &end) || buffer_range(c, id, 0, end))
+	    cmx_cl_rect_end(o, r, *row, *slice, &end) || cmx_buffer_range(c, id, 0, end))
 		return CL_INVALID_VALUE;
 	return CL_SUCCESS;
 }
@@ -267,7 +262,7 @@ static int write_rect(struct cmx_call *c, struct cmx_WriteBufferRect_in *in, int
 {
 	size_t o[3], r[3], zero[3] = {0, 0, 0}, row = in->row_pitch, slice = in->slice_pitch;
 	cl_event ev;
-	cl_int e = rect_args(c, in->mem.id, &in->origin, &in->region, o, r, &row, &slice);
+	cl_int e = cmx_buffer_rect(c, in->mem.id, &in->origin, &in->region, o, r, &row, &slice);
 
 	if (e)
 		return e;
@@ -351,7 +346,7 @@ static int read_buffer(struct cmx_call *c, struct cmx_ReadBuffer_in *in, int syn
 {
 	cl_event ev;
 	void *dst;
-	int e = buffer_range(c, in->mem.id, in->offset, in->size);
+	int e = cmx_buffer_range(c, in->mem.id, in->offset, in->size);
 
 	if (e)
 		return e;
@@ -383,7 +378,7 @@ static int read_rect(struct cmx_call *c, struct cmx_ReadBufferRect_in *in, int s
 {
 	size_t o[3], r[3], zero[3] = {0, 0, 0}, row = in->row_pitch, slice = in->slice_pitch;
 	cl_event ev;
-	cl_int e = rect_args(c, in->mem.id, &in->origin, &in->region, o, r, &row, &slice);
+	cl_int e = cmx_buffer_rect(c, in->mem.id, &in->origin, &in->region, o, r, &row, &slice);
 	void *dst;
 
 	if (e)
@@ -407,9 +402,9 @@ int cmx_h_CopyBuffer(struct cmx_call *c, struct cmx_CopyBuffer_in *in)
 {
 	struct cmx_sched_cmd sc;
 	cl_event ev = NULL;
-	cl_int e = buffer_range(c, in->src.id, in->src_offset, in->size);
+	cl_int e = cmx_buffer_range(c, in->src.id, in->src_offset, in->size);
 
-	if (e || (e = buffer_range(c, in->dst.id, in->dst_offset, in->size)) ||
+	if (e || (e = cmx_buffer_range(c, in->dst.id, in->dst_offset, in->size)) ||
 	    (e = cmx_sched_begin(c, (cl_uint)in->wait.n, in->wait.h, &sc)))
 		return e;
 	e = clEnqueueCopyBuffer(in->queue.h, in->src.h, in->dst.h, in->src_offset, in->dst_offset,
@@ -426,10 +421,12 @@ int cmx_h_CopyBufferRect(struct cmx_call *c, struct cmx_CopyBufferRect_in *in)
 	size_t drow = in->dst_row_pitch, dslice = in->dst_slice_pitch;
 	struct cmx_sched_cmd sc;
 	cl_event ev = NULL;
-	cl_int e = rect_args(c, in->src.id, &in->src_origin, &in->region, so, r, &srow, &sslice);
+	cl_int e =
+	    cmx_buffer_rect(c, in->src.id, &in->src_origin, &in->region, so, r, &srow, &sslice);
 
 	if (e ||
-	    (e = rect_args(c, in->dst.id, &in->dst_origin, &in->region, dO, r, &drow, &dslice)) ||
+	    (e = cmx_buffer_rect(c, in->dst.id, &in->dst_origin, &in->region, dO, r, &drow,
+				 &dslice)) ||
 	    (e = cmx_sched_begin(c, (cl_uint)in->wait.n, in->wait.h, &sc)))
 		return e;
 	e = clEnqueueCopyBufferRect(in->queue.h, in->src.h, in->dst.h, so, dO, r, srow, sslice,
@@ -445,7 +442,7 @@ int cmx_h_FillBuffer(struct cmx_call *c, struct cmx_FillBuffer_in *in)
 	uint64_t p = in->pattern.len;
 	struct cmx_sched_cmd sc;
 	cl_event ev = NULL;
-	cl_int e = buffer_range(c, in->mem.id, in->offset, in->size);
+	cl_int e = cmx_buffer_range(c, in->mem.id, in->offset, in->size);
 
 	/* A pattern of 1 to 128 bytes, a power of two, the range a whole
 	 * number of patterns. */
