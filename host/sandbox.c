@@ -158,7 +158,9 @@ static const struct sc allow[] = {
     S(munmap, ANY, W | B),
     S(mprotect, ANY, W | B),
     S(mremap, ANY, W | B),
-    S(memfd_create, ANY, W),
+    /* A build child too: NVIDIA's driver makes its own as it loads (the
+     * pre-flight was ended there at once without them). */
+    S(memfd_create, ANY, W | B),
     S(ftruncate, ANY, W | B),
     /* Descriptors: reads and writes of sockets, pipes and files. */
     S(read, ANY, W | B),
@@ -175,7 +177,7 @@ static const struct sc allow[] = {
     S(fcntl, ANY, W | B),
     S(ioctl, ANY, W | B),
     S(pipe2, ANY, W | B),
-    S(eventfd2, ANY, W),
+    S(eventfd2, ANY, W | B),
     S(fdatasync, ANY, W | B),
     S(fsync, ANY, W | B),
     /* Sessions' sockets: the worker's own listeners (already bound by
