@@ -351,12 +351,16 @@ START_TEST(metrics_loopback)
 	snprintf(m, sizeof(m), "tcp:0.0.0.0:%d,public", port);
 	pid = spawn(args);
 	wait_serving(pid, at("s.sock"));
+	for (int i = 0; i < WAIT_STEPS && !tcp_connects(port); i++)
+		usleep(10000);
 	ck_assert(tcp_connects(port));
 	stop(pid);
 
 	snprintf(m, sizeof(m), "unix:%s", at("m.sock"));
 	pid = spawn(args);
+	/* The guests' sockets listen first, the metrics socket after. */
 	wait_serving(pid, at("s.sock"));
+	wait_serving(pid, at("m.sock"));
 	ck_assert_int_eq(stat(at("m.sock"), &st), 0);
 	ck_assert_uint_eq(st.st_mode & 07777, 0600);
 	stop(pid);
