@@ -47,6 +47,11 @@ int cmx_garea_bind(struct cmx_garea *a, void *p, uint64_t size)
 	    h.data_off % BLK || h.data_len % BLK || h.data_off > h.size ||
 	    h.data_len > h.size - h.data_off || h.data_len < 2 * BLK)
 		return -EPROTO;
+	/* Fences somewhere other than the rest of the header's page are
+	 * not used. */
+	if (h.fence_n && (h.fence_at < sizeof(h) || h.fence_at % 8 || h.size < PAGE ||
+			  h.fence_at + 8ull * h.fence_n > PAGE))
+		h.fence_n = 0;
 	a->base = p;
 	a->size = h.size;
 	a->hdr = h;

@@ -54,6 +54,17 @@ uint64_t cmx_garea_heap_alloc(struct cmx_garea *a, uint64_t len);
 void cmx_garea_heap_free(struct cmx_garea *a, uint64_t off, int sent);
 /* Bytes of heap blocks the guest freed that the host is not yet done with. */
 uint64_t cmx_garea_heap_pending(struct cmx_garea *a);
+/* Whether the host has said that the command of event `id` completed
+ * without error (its completion fence, transport/area_layout.h). */
+static inline int cmx_garea_fenced(const struct cmx_garea *a, uint64_t id)
+{
+	const uint64_t *w;
+
+	if (!a->base || !a->hdr.fence_n)
+		return 0;
+	w = (const uint64_t *)(a->base + a->hdr.fence_at) + id % a->hdr.fence_n;
+	return __atomic_load_n(w, __ATOMIC_ACQUIRE) == id;
+}
 /* Whether [off, off + len) lies in the ring allocator's part. */
 int cmx_garea_valid(const struct cmx_garea *a, uint64_t off, uint64_t len);
 

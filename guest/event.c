@@ -175,6 +175,28 @@ void cmx_queue_wait_data(cl_command_queue q)
 	pthread_mutex_unlock(&cmx_icd.wait_lock);
 }
 
+/* The commands of list completed on the device: once their data has
+ * landed, whether it all did. */
+static cl_int events_landed(cl_uint n, const cl_event *list)
+{
+	cmx_events_wait_data(n, list);
+	for (cl_uint i = 0; i < n; i++)
+		if (list[i]->queue && list[i]->data_status < 0)
+			return CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
+	return CL_SUCCESS;
+}
+
+/* Whether the daemon has said, in the shared area, that every command of
+ * list completed (their fences, host/fence.c): then there is nothing to
+ * ask it. */
+static int fences_came(cl_uint n, const cl_event *list)
+{
+	for (cl_uint i = 0; i < n; i++)
+		if (!cmx_session_fenced(cmx_icd.s, list[i]->id))
+			return 0;
+	return 1;
+}
+
 cl_int cmx_clWaitForEvents(cl_uint n, const cl_event *list)
 {
 	struct cmx_WaitForEvents_in in = { 0 };
@@ -196,6 +218,8 @@ cl_int cmx_clWaitForEvents(cl_uint n, const cl_event *list)
 	for (cl_uint i = 0; i < n; i++)
 		if (cmx_icd_lost(list[i]->id))
 			return CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
+	if (fences_came(n, list))
+		return events_landed(n, list);
 	err = cmx_waitlist_init(&w, n, list, NULL);
 	if (err)
 		return err;
@@ -209,13 +233,11 @@ cl_int cmx_clWaitForEvents(cl_uint n, const cl_event *list)
 		return CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
 	if (e)
 		return cmx_transport_err(e);
-	cmx_events_wait_data(n, list);
-	if (r.status)
+	if (r.status) {
+		cmx_events_wait_data(n, list);
 		return r.status;
-	for (cl_uint i = 0; i < n; i++)
-		if (list[i]->queue && list[i]->data_status < 0)
-			return CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
-	return CL_SUCCESS;
+	}
+	return events_landed(n, list);
 }
 
 static cl_int event_status(cl_event e, cl_int *status)
@@ -233,6 +255,10 @@ static cl_int event_status(cl_event e, cl_int *status)
 		*status = CL_OUT_OF_RESOURCES;
 		return CL_SUCCESS;
 	}
+	if (cmx_session_fenced(cmx_icd.s, e->id)) {
+		*status = CL_COMPLETE;
+		goto landed;
+	}
 	err = cmx_rpc_GetEventInfo(cmx_icd.s, &in, &out, &r);
 	if (err && cmx_icd_lost(e->id)) {
 		*status = CL_OUT_OF_RESOURCES;
@@ -246,6 +272,7 @@ static cl_int event_status(cl_event e, cl_int *status)
 	cmx_reply_fini(&r);
 	if (err)
 		return err;
+landed:
 	/* Complete on the device, but its data is still on the way. */
 	if (*status == CL_COMPLETE && atomic_load(&e->data_pending))
 		*status = CL_RUNNING;

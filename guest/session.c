@@ -548,6 +548,11 @@ int cmx_session_send_recv(struct cmx_session *s, const struct cmx_msgdesc *d, co
 	return e;
 }
 
+int cmx_session_fenced(struct cmx_session *s, uint64_t id)
+{
+	return cmx_garea_fenced(&s->area, id);
+}
+
 int cmx_session_has_area(struct cmx_session *s)
 {
 	return s->area.base != NULL;

@@ -56,6 +56,9 @@ int cmx_session_send_block(struct cmx_session *s, const struct cmx_msgdesc *d, c
 			   uint64_t off, uint64_t len);
 /* Gives back a block reserved by cmx_session_send_recv() (0 is ignored). */
 void cmx_session_area_free(struct cmx_session *s, uint64_t off);
+/* Whether the daemon has said, in the shared area, that the command of
+ * event `id` completed without error: then nobody needs to ask it. */
+int cmx_session_fenced(struct cmx_session *s, uint64_t id);
 /* Whether payloads can go through a shared data area. */
 int cmx_session_has_area(struct cmx_session *s);
 /* The shared area when buffers can live in it (its heap), else NULL. */

@@ -40,6 +40,8 @@ static void layout(struct cmx_area *a, unsigned flags, uint64_t data_len)
 			a->hdr.ring_len[i] = RING_BYTES;
 			at += RING_BYTES;
 		}
+	a->hdr.fence_at = CMX_AREA_FENCE_AT;
+	a->hdr.fence_n = CMX_AREA_FENCE_N;
 	a->hdr.data_off = at;
 	a->hdr.data_len = data_len;
 	a->hdr.size = a->size = at + data_len;
@@ -52,6 +54,9 @@ static int map(struct cmx_area *a, int fd, uint64_t off)
 	a->base = mmap(NULL, a->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, (off_t)off);
 	if (a->base == MAP_FAILED)
 		return -errno;
+	/* The whole page: an ivshmem region's file may hold an earlier
+	 * session's fences. */
+	memset(a->base, 0, PAGE);
 	memcpy(a->base, &a->hdr, sizeof(a->hdr));
 	pthread_mutex_lock(&areas_lock);
 	a->next = areas;
@@ -241,4 +246,11 @@ int cmx_area_holds(const struct cmx_area *a, const void *p, uint64_t len)
 	lo = a->base + a->hdr.data_off;
 	hi = lo + a->hdr.data_len;
 	return b >= lo && b <= hi && len <= (uint64_t)(hi - b);
+}
+
+void cmx_area_fence(struct cmx_area *a, uint64_t id)
+{
+	uint64_t *w = (uint64_t *)(a->base + a->hdr.fence_at) + id % a->hdr.fence_n;
+
+	__atomic_store_n(w, id, __ATOMIC_RELEASE);
 }

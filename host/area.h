@@ -48,4 +48,8 @@ int cmx_area_overlaps(const struct cmx_area *a, const void *p, uint64_t len);
  * marks h so (CMX_HDR_AREA, its offset): the data is not sent in the stream. */
 void cmx_area_mark(const struct cmx_area *a, struct cmx_hdr *h, const void *p);
 
+/* Tells the guest that its event `id` completed without error: the
+ * completion fence (transport/area_layout.h). Loop thread. */
+void cmx_area_fence(struct cmx_area *a, uint64_t id);
+
 #endif

@@ -14,6 +14,7 @@
 #include "area.h"
 #include "auth.h"
 #include "conn.h"
+#include "fence.h"
 #include "lane.h"
 #include "log.h"
 #include "proto.gen.h"
@@ -320,6 +321,10 @@ void cmx_call_done(struct cmx_call *c, int status)
 		if (status != CL_SUCCESS && c->out && !(c->oi->flags & CMX_OPF_KEEPOUTS))
 			memset(c->out, 0, c->oi->out->size);
 		if (!s->closed) {
+			/* What completed so far goes out with the reply: the
+			 * guest's next wait for it asks nothing. */
+			if (s->fence_n)
+				cmx_fence_poll(s);
 			reply(s, c->seq, status, c->oi->out, c->out, c->rbulk,
 			      status == CL_SUCCESS ? c->rbulk_len : 0, c->rbulk_free, c->rfd);
 			c->rfd[0] = c->rfd[1] = -1;

@@ -13,6 +13,7 @@
 #include "codec.h"
 #include "conn.h"
 #include "exec.h"
+#include "fence.h"
 #include "lane.h"
 #include "log.h"
 #include "reaper.h"
@@ -240,6 +241,7 @@ void cmx_session_close(struct cmx_session *s)
 		return;
 	s->closed = 1;
 	s->conn = NULL;
+	cmx_fence_forget(s);
 	cmx_sched_drop(s);
 	if (s->nconn) {
 		struct cmx_conn *nc = s->nconn;

@@ -17,6 +17,9 @@ struct cmx_server;
 struct cmx_tenant;
 struct cmx_xfer;
 
+/* Commands of a session whose completion the loop looks for at once. */
+#define CMX_FENCE_PEND 32
+
 struct cmx_session {
 	uint64_t id, token;
 	int refs; /* the call connection, calls in flight, callbacks pending */
@@ -36,6 +39,13 @@ struct cmx_session {
 	struct cmx_shm *shm;   /* its rings at work (shm transport), or NULL */
 	struct cmx_amap *amaps; /* area buffers' native maps (host/exec_mem.c) */
 	uint64_t bytes; /* device memory charged */
+	/* Guest event ids of commands whose completion fences are still to be
+	 * stored, oldest first (host/fence.c), and the list of sessions with
+	 * some. */
+	uint64_t fence_ids[CMX_FENCE_PEND];
+	uint8_t fence_head, fence_n;
+	int fence_listed;
+	struct cmx_session *fence_next;
 	struct cmx_session *next, **pprev;
 
 	/* Counters (GetStats, docs/protocol.md). */

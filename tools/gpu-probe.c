@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Answers driver questions for clmux's GPU paths: transfer bandwidth by kind of host memory, per-call costs, where kernel printf goes.
 //
-// usage: clmux-gpu-probe [PLATFORM_SUBSTRING [MIB [lat|fault]]]   (default NVIDIA, 64)
+// usage: clmux-gpu-probe [PLATFORM_SUBSTRING [MIB [lat|stall|fault]]]   (default NVIDIA, 64)
 //
 // With `lat`, only the per-call costs: run on the clmux platform (CLMUX_SERVER
 // set) they are the same calls through the daemon, and "clFinish on an idle
@@ -800,6 +800,99 @@ static void probe_fault(void)
 	fflush(stdout);
 }
 
+/* ---- do completion callbacks stall the queue? ---- */
+
+static void CL_CALLBACK on_nothing(cl_event e, cl_int s, void *arg)
+{
+	(void)e;
+	(void)s;
+	(void)arg;
+}
+
+/* tools/tenant-bench's short-kernel client for 2 s: K kernels in flight,
+ * the oldest waited for, each launch flushed. every: a no-op completion
+ * callback on every every-th launch (0: none); late: on the launch before
+ * the newest, after the newest is enqueued (the daemon's gate callback at
+ * the end of a loop turn); poll: the newest's status asked after each
+ * launch. Kernels per second. */
+static double stall_run(cl_kernel k, unsigned inflight, unsigned every, int late, int poll)
+{
+	cl_event ev[64];
+	unsigned head = 0, n = 0, seq = 0;
+	uint64_t done = 0, end = now_ns() + 2000000000ull, t0 = now_ns();
+	size_t g = 4096;
+
+	while (now_ns() < end) {
+		if (n == inflight) {
+			CK(clWaitForEvents(1, &ev[head]));
+			clReleaseEvent(ev[head]);
+			head = (head + 1) % inflight;
+			n--;
+			done++;
+		}
+		unsigned slot = (head + n) % inflight;
+		CK(clEnqueueNDRangeKernel(q, k, 1, NULL, &g, NULL, 0, NULL, &ev[slot]));
+		clFlush(q);
+		n++;
+		seq++;
+		if (every && seq % every == 0) {
+			if (!late)
+				CK(clSetEventCallback(ev[slot], CL_COMPLETE, on_nothing, NULL));
+			else if (n >= 2)
+				CK(clSetEventCallback(ev[(slot + inflight - 1) % inflight], CL_COMPLETE,
+						      on_nothing, NULL));
+		}
+		if (poll) {
+			cl_int st;
+			clGetEventInfo(ev[slot], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+				       NULL);
+		}
+	}
+	for (; n; n--, head = (head + 1) % inflight) {
+		clWaitForEvents(1, &ev[head]);
+		clReleaseEvent(ev[head]);
+		done++;
+	}
+	return (double)done / ((double)(now_ns() - t0) / 1e9);
+}
+
+static void probe_stall(void)
+{
+	static const char *src =
+	    "kernel void spin(global uint *p, uint n) {\n"
+	    "  uint x = get_global_id(0);\n"
+	    "  for (uint i = 0; i < n; i++) x = x * 1664525u + 1013904223u + (x >> 13);\n"
+	    "  p[get_global_id(0)] = x;\n"
+	    "}\n";
+	cl_int e;
+	cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &e);
+	cl_kernel k;
+	cl_mem buf;
+	cl_uint work = 2000;
+
+	CK(e);
+	CK(clBuildProgram(prog, 1, &dev, NULL, NULL, NULL));
+	k = clCreateKernel(prog, "spin", &e);
+	CK(e);
+	buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4096 * 4, NULL, &e);
+	CK(e);
+	CK(clSetKernelArg(k, 0, sizeof(buf), &buf));
+	CK(clSetKernelArg(k, 1, sizeof(work), &work));
+	stall_run(k, 4, 0, 0, 0); /* warm */
+	printf("short kernels (4096 x 2000), 4 in flight, kernels/s:\n");
+	printf("  no callbacks                          %9.0f\n", stall_run(k, 4, 0, 0, 0));
+	printf("  callback on every launch              %9.0f\n", stall_run(k, 4, 1, 0, 0));
+	printf("  callback on every 4th launch          %9.0f\n", stall_run(k, 4, 4, 0, 0));
+	printf("  callback on every 16th launch         %9.0f\n", stall_run(k, 4, 16, 0, 0));
+	printf("  callback on the one before the newest %9.0f\n", stall_run(k, 4, 1, 1, 0));
+	printf("  status poll after every launch        %9.0f\n", stall_run(k, 4, 0, 0, 1));
+	printf("  16 in flight, no callbacks            %9.0f\n", stall_run(k, 16, 0, 0, 0));
+	printf("  16 in flight, callback on every one   %9.0f\n", stall_run(k, 16, 1, 0, 0));
+	clReleaseMemObject(buf);
+	clReleaseKernel(k);
+	clReleaseProgram(prog);
+}
+
 int main(int argc, char **argv)
 {
 	const char *want = argc > 1 ? argv[1] : "NVIDIA";
@@ -829,6 +922,10 @@ int main(int argc, char **argv)
 		/* Last: it leaves the process's driver state broken. */
 		probe_fault();
 		return 0;
+	}
+	if (argc > 3 && !strcmp(argv[3], "stall")) {
+		probe_stall();
+		goto out;
 	}
 	if (lat_only) {
 		probe_latency();

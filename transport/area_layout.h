@@ -19,6 +19,13 @@ struct cmx_area_hdr {
 	 * CMX_RING_CMD calls, CMX_RING_REPLY replies, CMX_RING_NOTIFY
 	 * notifications. */
 	uint64_t ring_off[3], ring_len[3];
+	/* Completion fences (0 and 0: none): fence_n 64-bit words at byte
+	 * fence_at of the header's page. The host stores a guest event's id
+	 * in word id % fence_n (release ordering) once the command has
+	 * completed without error; a guest whose event's word holds its id
+	 * knows so without a round trip. A word another event took since
+	 * just means asking the daemon. */
+	uint32_t fence_at, fence_n;
 };
 
 #define CMX_AREA_MAGIC	 0x41584d43u /* "CMXA" */
@@ -36,6 +43,11 @@ enum { CMX_RING_CMD, CMX_RING_REPLY, CMX_RING_NOTIFY, CMX_RING_COUNT };
  * before the payload), and only to say it is finished with the block. */
 #define CMX_AREA_BLK	 64u
 #define CMX_AREA_DONE_AT 8u
+
+/* Where the fences lie: the rest of the header's page. */
+#define CMX_AREA_FENCE_AT 512u
+#define CMX_AREA_FENCE_N  ((4096u - CMX_AREA_FENCE_AT) / 8u)
+_Static_assert(sizeof(struct cmx_area_hdr) <= CMX_AREA_FENCE_AT, "header before the fences");
 
 /* Limits the host grants. */
 #define CMX_AREA_MIN (1ull << 20)

@@ -2,7 +2,9 @@
 // The async path: non-blocking calls cost no round trip. 10,000 kernel
 // enqueues and one clFinish through clmux must take a handful of round
 // trips and few socket writes, counted by the ICD's own session counters
-// (the clGetSessionStatsCLMUX extension), with the same results as native.
+// (the clGetSessionStatsCLMUX extension), with the same results as native;
+// waiting for a command the daemon has said complete in the shared area
+// takes none.
 #include "e2e.h"
 
 #include <stdio.h>
@@ -95,6 +97,123 @@ START_TEST(sync_sees_async)
 }
 END_TEST
 
+/* Whether the session has a shared area, where the daemon stores
+ * completion fences: a Unix socket or shm rings, unless CLMUX_AREA_MB=0. */
+static int fences_expected(void)
+{
+	const char *t = getenv("CMX_E2E_TRANSPORT"), *mb = getenv("CLMUX_AREA_MB");
+
+	if (mb && atoi(mb) == 0)
+		return 0;
+	return !t || !*t || !strcmp(t, "unix") || !strcmp(t, "shm") || !strcmp(t, "ivshmem");
+}
+
+/* Three launches with events, then clFinish: waiting for them, and asking
+ * their status, needs no further round trip where the session has a
+ * shared area (the daemon stored their fences before clFinish's reply),
+ * and gives what native gives. */
+static void done_waits(struct e2e_plat *p, cl_uint *out, cl_ulong *trips)
+{
+	stats_fn stats = p == &e2e_virtual ? stats_function() : NULL;
+	cl_program prog = e2e_program_build(p, src, NULL);
+	cl_kernel k = e2e_kernel_create(p, prog, "bump");
+	cl_uint zero[4] = { 0 };
+	cl_mem m = e2e_buffer_create(p, CL_MEM_COPY_HOST_PTR, sizeof(zero), zero);
+	struct stats_clmux before = { 0 }, after = { 0 };
+	cl_event ev[3];
+	size_t g = 4;
+
+	E2E_OK(p, clSetKernelArg(k, 0, sizeof(m), &m));
+	for (int i = 0; i < 3; i++)
+		E2E_OK(p, clEnqueueNDRangeKernel(p->queue, k, 1, NULL, &g, NULL, 0, NULL, &ev[i]));
+	E2E_OK(p, clFinish(p->queue));
+	if (stats)
+		E2E_OK(p, stats(p->platform, &before));
+	for (int i = 0; i < 3; i++) {
+		cl_int st = -1;
+		E2E_OK(p, clWaitForEvents(1, &ev[i]));
+		E2E_OK(p, clGetEventInfo(ev[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+					 NULL));
+		ck_assert_int_eq(st, CL_COMPLETE);
+	}
+	E2E_OK(p, clWaitForEvents(3, ev));
+	if (stats)
+		E2E_OK(p, stats(p->platform, &after));
+	*trips = after.round_trips - before.round_trips;
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, m, CL_TRUE, 0, sizeof(zero), out, 0, NULL, NULL));
+	for (int i = 0; i < 3; i++)
+		clReleaseEvent(ev[i]);
+	clReleaseMemObject(m);
+	clReleaseKernel(k);
+	clReleaseProgram(prog);
+}
+
+START_TEST(waits_for_done_commands)
+{
+	cl_uint nat[4], virt[4];
+	cl_ulong trips;
+
+	done_waits(&e2e_native, nat, &trips);
+	done_waits(&e2e_virtual, virt, &trips);
+	e2e_assert_bytes_eq(virt, nat, sizeof(nat), "counters after 3 launches");
+	ck_assert_uint_eq(virt[0], 3);
+	if (fences_expected())
+		ck_assert_msg(trips == 0, "%llu round trips for waits on completed commands",
+			      (unsigned long long)trips);
+	else
+		ck_assert_uint_le(trips, 7);
+}
+END_TEST
+
+/* A command behind a user event the application has not set is not
+ * complete, whatever the daemon answered in between; once set, it is. */
+START_TEST(fence_waits_for_the_command)
+{
+	struct e2e_plat *p = &e2e_virtual;
+	cl_program prog = e2e_program_build(p, src, NULL);
+	cl_kernel k = e2e_kernel_create(p, prog, "bump");
+	cl_uint zero[4] = { 0 }, out[4];
+	cl_mem m = e2e_buffer_create(p, CL_MEM_COPY_HOST_PTR, sizeof(zero), zero);
+	cl_event gate, ev[2];
+	cl_int e, st;
+	size_t g = 4;
+
+	gate = clCreateUserEvent(p->context, &e);
+	E2E_OK(p, e);
+	E2E_OK(p, clSetKernelArg(k, 0, sizeof(m), &m));
+	E2E_OK(p, clEnqueueNDRangeKernel(p->queue, k, 1, NULL, &g, NULL, 1, &gate, &ev[0]));
+	E2E_OK(p, clEnqueueNDRangeKernel(p->queue, k, 1, NULL, &g, NULL, 0, NULL, &ev[1]));
+	E2E_OK(p, clFlush(p->queue));
+	/* Round trips on the other queue: replies carry whatever fences the
+	 * daemon has. */
+	for (int i = 0; i < 20; i++) {
+		E2E_OK(p, clFinish(p->queue_prof));
+		for (int j = 0; j < 2; j++) {
+			E2E_OK(p, clGetEventInfo(ev[j], CL_EVENT_COMMAND_EXECUTION_STATUS,
+						 sizeof(st), &st, NULL));
+			ck_assert_msg(st > CL_COMPLETE, "launch %d behind an unset user event: %d",
+				      j, st);
+		}
+	}
+	E2E_OK(p, clSetUserEventStatus(gate, CL_COMPLETE));
+	E2E_OK(p, clWaitForEvents(2, ev));
+	for (int j = 0; j < 2; j++) {
+		E2E_OK(p, clGetEventInfo(ev[j], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+					 NULL));
+		ck_assert_int_eq(st, CL_COMPLETE);
+	}
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, m, CL_TRUE, 0, sizeof(out), out, 0, NULL, NULL));
+	ck_assert_uint_eq(out[0], 2);
+	ck_assert_uint_eq(out[3], 2);
+	clReleaseEvent(ev[0]);
+	clReleaseEvent(ev[1]);
+	clReleaseEvent(gate);
+	clReleaseMemObject(m);
+	clReleaseKernel(k);
+	clReleaseProgram(prog);
+}
+END_TEST
+
 /* Run as a fresh process: with no daemon at CLMUX_SERVER the loader lists
  * no clmux platform, at once. Exit 0 when that holds. */
 static int probe_no_server(void)
@@ -154,6 +273,8 @@ int main(int argc, char **argv)
 	tc = e2e_tcase("async");
 	tcase_add_test(tc, ten_thousand_enqueues);
 	tcase_add_test(tc, sync_sees_async);
+	tcase_add_test(tc, waits_for_done_commands);
+	tcase_add_test(tc, fence_waits_for_the_command);
 	suite_add_tcase(s, tc);
 	plain = tcase_create("no_server");
 	tcase_add_test(plain, no_server_no_platform);
