@@ -70,8 +70,8 @@ void cmx_fence_poll(struct cmx_session *s)
 		/* Released by the guest, or poisoned: nobody can wait for it
 		 * here. An error is the daemon's to answer. */
 		if (o && o->h &&
-		    clGetEventInfo(o->h, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL) ==
-			    CL_SUCCESS) {
+		    clGetEventInfo(o->h, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+				   NULL) == CL_SUCCESS) {
 			if (st > CL_COMPLETE)
 				return; /* running: what follows it mostly is too */
 			if (st == CL_COMPLETE)
