@@ -12,7 +12,7 @@
 #include <string.h>
 
 struct stats_clmux {
-	cl_ulong messages, round_trips, writes, bytes, notifications;
+	cl_ulong messages, round_trips, writes, bytes, notifications, fences;
 };
 typedef cl_int(CL_API_CALL *stats_fn)(cl_platform_id, struct stats_clmux *);
 
