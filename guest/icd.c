@@ -340,7 +340,7 @@ static int device_load(struct cmx_session *s, cl_device_id d, uint64_t id, cl_de
 	cmx_reader_init(&rd, out.info.ptr, out.info.len);
 	while (rd.left && !rd.bad) {
 		uint64_t param = cmx_reader_u64(&rd), len;
-		const void *v = cmx_reader_bytes(&rd, 65536, &len);
+		const void *v = cmx_reader_bytes(&rd, CMX_MAX_DEVINFO, &len);
 		if (rd.bad)
 			break;
 		if (d->ninfo == cap) {
