@@ -553,6 +553,11 @@ int cmx_session_fenced(struct cmx_session *s, uint64_t id)
 	return cmx_garea_fenced(&s->area, id);
 }
 
+int cmx_session_has_fences(struct cmx_session *s)
+{
+	return s->area.base && s->area.hdr.fence_n;
+}
+
 int cmx_session_has_area(struct cmx_session *s)
 {
 	return s->area.base != NULL;

@@ -59,6 +59,8 @@ void cmx_session_area_free(struct cmx_session *s, uint64_t off);
 /* Whether the daemon has said, in the shared area, that the command of
  * event `id` completed without error: then nobody needs to ask it. */
 int cmx_session_fenced(struct cmx_session *s, uint64_t id);
+/* Whether the daemon stores fences for this session at all. */
+int cmx_session_has_fences(struct cmx_session *s);
 /* Whether payloads can go through a shared data area. */
 int cmx_session_has_area(struct cmx_session *s);
 /* The shared area when buffers can live in it (its heap), else NULL. */
