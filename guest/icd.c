@@ -340,7 +340,7 @@ static int device_load(struct cmx_session *s, cl_device_id d, uint64_t id, cl_de
 	cmx_reader_init(&rd, out.info.ptr, out.info.len);
 	while (rd.left && !rd.bad) {
 		uint64_t param = cmx_reader_u64(&rd), len;
-		const void *v = cmx_reader_bytes(&rd, 65536, &len);
+		const void *v = cmx_reader_bytes(&rd, CMX_MAX_DEVINFO, &len);
 		if (rd.bad)
 			break;
 		if (d->ninfo == cap) {
@@ -1067,6 +1067,7 @@ cl_int cmx_clSetContextDestructorCallback(cl_context c,
  * tests that prove calls are batched (docs/protocol.md). */
 struct cmx_stats_clmux {
 	cl_ulong messages, round_trips, writes, bytes, notifications;
+	cl_ulong fences; /* 1: the daemon says which commands completed in shared memory */
 };
 
 static cl_int CL_API_CALL clGetSessionStatsCLMUX(cl_platform_id p, struct cmx_stats_clmux *out)
@@ -1083,6 +1084,7 @@ static cl_int CL_API_CALL clGetSessionStatsCLMUX(cl_platform_id p, struct cmx_st
 	out->writes = st.writes;
 	out->bytes = st.bytes;
 	out->notifications = st.notifications;
+	out->fences = (cl_ulong)cmx_session_has_fences(cmx_icd.s);
 	return CL_SUCCESS;
 }
 

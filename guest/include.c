@@ -11,11 +11,12 @@
 #include "icd.h"
 #include "log.h"
 
-/* What one directory may bring (docs/compatibility.md). */
+/* What one directory may bring (docs/compatibility.md): a header may be as
+ * large as all of them together. Past a limit the build fails with
+ * CL_OUT_OF_RESOURCES rather than compile without a header it may need. */
 #define INC_MAX_DIRS 64
 #define INC_MAX_FILES 4096
-#define INC_MAX_FILE (1u << 20)
-#define INC_MAX_TOTAL (16u << 20)
+#define INC_MAX_TOTAL (64u << 20)
 #define INC_MAX_DEPTH 8
 #define INC_MAX_NAME 1024
 
@@ -45,7 +46,7 @@ static void file_add(struct walk *w, const char *path, const char *rel, size_t s
 	FILE *f;
 	char *data;
 
-	if (w->files >= INC_MAX_FILES || size > INC_MAX_FILE || w->total + size > INC_MAX_TOTAL ||
+	if (w->files >= INC_MAX_FILES || size > INC_MAX_TOTAL - w->total ||
 	    strlen(rel) > INC_MAX_NAME) {
 		w->truncated = 1;
 		return;
@@ -78,8 +79,12 @@ static void dir_walk(struct walk *w, const char *dir, const char *rel, int depth
 			continue;
 		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path) ||
 		    snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", de->d_name) >=
-			(int)sizeof(sub) ||
-		    stat(path, &st))
+			(int)sizeof(sub)) {
+			/* A name the daemon could not take (CMX_INCDIR_MAX_NAME). */
+			w->truncated |= header_like(de->d_name);
+			continue;
+		}
+		if (stat(path, &st))
 			continue;
 		if (S_ISDIR(st.st_mode) && depth < INC_MAX_DEPTH)
 			dir_walk(w, path, sub, depth + 1);
@@ -118,10 +123,13 @@ static cl_int dir_send(cl_program p, unsigned k, const char *dir)
 
 	cmx_buf_init(&w.b);
 	dir_walk(&w, dir, "", 0);
-	if (w.truncated)
-		cmx_warn("-I %s: more headers than clmux ships (%u files of at most %u bytes, %u in "
-			 "all); some are left out",
-			 dir, INC_MAX_FILES, INC_MAX_FILE, INC_MAX_TOTAL);
+	if (w.truncated) {
+		cmx_warn("-I %s: more headers than clmux ships (%u files, %u bytes in all, names of "
+			 "%u bytes): CL_OUT_OF_RESOURCES",
+			 dir, INC_MAX_FILES, INC_MAX_TOTAL, INC_MAX_NAME);
+		cmx_buf_fini(&w.b);
+		return CL_OUT_OF_RESOURCES;
+	}
 	e = w.b.oom ? CL_OUT_OF_HOST_MEMORY : CMX_SEND(IncludeFiles, &in, w.b.data, w.b.len);
 	/* The daemon looks for printf in the headers too (guest/kernel.c). */
 	if (!e && cmx_may_print(w.b.data, w.b.len))

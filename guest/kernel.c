@@ -603,12 +603,12 @@ cl_int CL_API_CALL cmx_clSetKernelExecInfo(cl_kernel kernel, cl_kernel_exec_info
 {
 	if (!CMX_IS(kernel, CMX_MAGIC_KERNEL))
 		return CL_INVALID_KERNEL;
-	if (!param_value || !param_value_size)
-		return CL_INVALID_VALUE;
 	switch (param_name) {
 	case CL_KERNEL_EXEC_INFO_SVM_PTRS:
 	case CL_KERNEL_EXEC_INFO_SVM_FINE_GRAIN_SYSTEM:
-		/* clmux offers no shared virtual memory. */
+		/* clmux offers no shared virtual memory: "CL_INVALID_OPERATION
+		 * if no devices in the context associated with kernel support
+		 * SVM", whatever the value (the CTS passes 0, NULL). */
 		return CL_INVALID_OPERATION;
 	}
 	return CL_INVALID_VALUE;

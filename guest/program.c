@@ -13,8 +13,8 @@
 
 /* Devices one call may name (the schema's max for id[]:device). */
 #define PROGRAM_MAX_DEVICES 64
-/* Strings inside the kernel info blob. */
-#define KINFO_MAX_STR (64u << 10)
+/* Strings inside the kernel info blob: bounded by the reply alone. */
+#define KINFO_MAX_STR CMX_MAX_ARGS
 
 /*
  * Every program is made here, so its object carries what only this file

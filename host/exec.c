@@ -12,7 +12,6 @@
 
 #include "complete.h"
 #include "executor.h"
-#include "fence.h"
 #include "log.h"
 #include "scheduler.h"
 #include "zero.h"
@@ -32,8 +31,6 @@ void cmx_event_bind(struct cmx_call *c, const struct cmx_ref *ev, cl_event e)
 	if (!ev->id || c->s->closed ||
 	    cmx_session_add(c->s, ev->id, CMX_K_EVENT, e, q ? q->ctx : NULL, 0, NULL))
 		clReleaseEvent(e);
-	else
-		cmx_fence_track(c->s, ev->id);
 }
 
 static void post_fin(void *arg)

@@ -69,7 +69,8 @@ int cmx_h_GetDeviceInfoAll(struct cmx_call *c, struct cmx_GetDeviceInfoAll_in *i
 		for (unsigned p = info_ranges[r].first; p <= info_ranges[r].last; p++) {
 			size_t size = 0;
 			void *v;
-			if (clGetDeviceInfo(dev, p, 0, NULL, &size) != CL_SUCCESS || size > 65536)
+			if (clGetDeviceInfo(dev, p, 0, NULL, &size) != CL_SUCCESS ||
+			    size > CMX_MAX_DEVINFO)
 				continue;
 			/* An empty answer (NVIDIA's *_WITH_VERSION lists): a second
 			 * query with a 0-byte buffer may fail, so none is made. */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Handlers: kernels, their arguments and launches.
 #include "exec.h"
+#include "fence.h"
 #include "kprintf.h"
 #include "scheduler.h"
 
@@ -470,12 +471,19 @@ static int enqueue_kernel(struct cmx_call *c, struct cmx_EnqueueKernel_in *in, i
 	e = cmx_sched_begin(c, (cl_uint)in->wait.n, in->wait.h, &sc);
 	if (e)
 		return e;
-	if (sc.hold)
-		return launch_hold(c, &sc, &l, &in->event);
+	if (sc.hold) {
+		e = launch_hold(c, &sc, &l, &in->event);
+		if (!e)
+			cmx_fence_track(c->s, in->event.id);
+		return e;
+	}
 	e = launch_enqueue(&l.op, CMX_SCHED_WAIT(sc), &ev);
 	cmx_sched_end(&sc, e, ev);
-	if (!e)
+	if (!e) {
 		cmx_event_bind(c, &in->event, ev);
+		/* What a client keeps in flight and waits for. */
+		cmx_fence_track(c->s, in->event.id);
+	}
 	return e;
 }
 

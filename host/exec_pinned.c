@@ -14,6 +14,7 @@
 
 #include <string.h>
 
+#include "complete.h"
 #include "pinned.h"
 #include "staging.h"
 
@@ -141,9 +142,9 @@ static void chunk_copy(struct pinned_write *w, uint64_t k)
 			chunk_len(&w->l, k), chunk_copied, &w->chunks[k]);
 }
 
-/* Driver thread: chunk k is on the device; its slot takes the lane's next
- * chunk, or goes back to the pool. */
-static void CL_CALLBACK chunk_written(cl_event e, cl_int status, void *arg)
+/* Loop thread (host/complete.c): chunk k is on the device, or failed; its
+ * slot takes the lane's next chunk, or goes back to the pool. */
+static void chunk_written(void *arg, cl_int status)
 {
 	struct chunk *ch = arg;
 	struct pinned_write *w = ch->w;
@@ -176,7 +177,10 @@ static uint64_t chunks_enqueue(struct pinned_write *w, cl_command_queue q, cl_me
 		if (*err)
 			break;
 		w->chunks[k] = (struct chunk){w, k};
-		if (clSetEventCallback(e, CL_COMPLETE, chunk_written, &w->chunks[k])) {
+		/* Not the driver's callback: PoCL 3.1 calls none for a command
+		 * whose wait list failed, and the slot would never come back;
+		 * host/complete.c finds those. */
+		if (cmx_complete_when(e, chunk_written, &w->chunks[k])) {
 			/* Without word of its end nothing would copy the lane's
 			 * next chunk: this one is let go uncopied (the call
 			 * fails) and counts as never enqueued. */
@@ -289,9 +293,9 @@ static void read_copied(void *arg)
 	rchunk_done(ch->r, ch->k);
 }
 
-/* Driver thread: the DMA into the slot is done (or failed); the copy
- * threads take it from here (a callback must not block). */
-static void CL_CALLBACK read_landed(cl_event e, cl_int status, void *arg)
+/* Loop thread (host/complete.c): the DMA into the slot is done (or
+ * failed); the copy threads take it from here. */
+static void read_landed(void *arg, cl_int status)
 {
 	struct rchunk *ch = arg;
 	struct pinned_read *r = ch->r;
@@ -369,14 +373,17 @@ int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t o
 	clRetainEvent(evs[done - 1]);
 	cmx_event_bind(c, guest_ev, evs[done - 1]);
 	for (uint64_t k = 0; k < done; k++) {
-		if (clSetEventCallback(evs[k], CL_COMPLETE, read_landed, &r->chunks[k])) {
+		/* Not the driver's callback: PoCL 3.1 calls none for a read
+		 * whose wait list failed, and the guest would wait for its
+		 * data forever; host/complete.c finds those. */
+		if (cmx_complete_when(evs[k], read_landed, &r->chunks[k])) {
 			/* Without word of its end, wait for it here: the
 			 * slot is the driver's until then. */
 			cl_int st = CL_COMPLETE;
 			clWaitForEvents(1, &evs[k]);
 			clGetEventInfo(evs[k], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
 				       NULL);
-			read_landed(evs[k], st < 0 ? st : CL_OUT_OF_RESOURCES, &r->chunks[k]);
+			read_landed(&r->chunks[k], st < 0 ? st : CL_OUT_OF_RESOURCES);
 		}
 		clReleaseEvent(evs[k]);
 	}

@@ -105,9 +105,31 @@ int cmx_h_ReleaseProgram(struct cmx_call *c, struct cmx_ReleaseProgram_in *in)
 	return CL_SUCCESS;
 }
 
-static void put_info_str(struct cmx_buf *b, cl_int e, const char *s)
+/*
+ * One string of a kernel (arg < 0) or of its argument arg, whole: OpenCL
+ * bounds neither names nor attributes (a 4096-character kernel name builds
+ * on PoCL), so the size is asked first. What the driver does not give is
+ * sent as the one byte NUL; bytes without their NUL (Oclgrind 21.10's
+ * attributes) are cut at the first NUL or ended with one.
+ */
+static void put_kernel_str(struct cmx_buf *b, cl_kernel k, long arg, cl_uint param)
 {
-	cmx_buf_put_bytes(b, e == CL_SUCCESS ? s : "", e == CL_SUCCESS ? strlen(s) + 1 : 1);
+	size_t len = 0;
+	char *s = NULL;
+	cl_int e;
+
+	e = arg < 0 ? clGetKernelInfo(k, param, 0, NULL, &len)
+		    : clGetKernelArgInfo(k, (cl_uint)arg, param, 0, NULL, &len);
+	if (e == CL_SUCCESS && len && len < CMX_MAX_ARGS && (s = malloc(len + 1))) {
+		e = arg < 0 ? clGetKernelInfo(k, param, len, s, NULL)
+			    : clGetKernelArgInfo(k, (cl_uint)arg, param, len, s, NULL);
+		s[len] = 0;
+	}
+	if (e == CL_SUCCESS && s)
+		cmx_buf_put_bytes(b, s, strlen(s) + 1);
+	else
+		cmx_buf_put_bytes(b, "", 1);
+	free(s);
 }
 
 /*
@@ -203,16 +225,10 @@ static void describe_kernels(cl_program p, struct cmx_buf *b)
 	}
 	cmx_buf_put_u64(b, n);
 	for (cl_uint k = 0; k < n; k++) {
-		char name[256], attrs[1024], tname[256], aname[256];
 		cl_uint nargs = 0;
-		cl_int e;
 
-		e = clGetKernelInfo(ks[k], CL_KERNEL_FUNCTION_NAME, sizeof(name), name, NULL);
-		put_info_str(b, e, name);
-		e = clGetKernelInfo(ks[k], CL_KERNEL_ATTRIBUTES, sizeof(attrs), attrs, NULL);
-		/* Oclgrind 21.10 answers bytes without their NUL. */
-		attrs[sizeof(attrs) - 1] = 0;
-		put_info_str(b, e, attrs);
+		put_kernel_str(b, ks[k], -1, CL_KERNEL_FUNCTION_NAME);
+		put_kernel_str(b, ks[k], -1, CL_KERNEL_ATTRIBUTES);
 		/* What reqd_work_group_size says, which the guest checks launches
 		 * against: from the driver's own answer, not the attributes'
 		 * text (Oclgrind's is garbage). */
@@ -234,12 +250,8 @@ static void describe_kernels(cl_program p, struct cmx_buf *b)
 			cmx_buf_put_u64(b, aq);
 			cmx_buf_put_u64(b, acc);
 			cmx_buf_put_u64(b, tq);
-			e = clGetKernelArgInfo(ks[k], a, CL_KERNEL_ARG_TYPE_NAME, sizeof(tname),
-					       tname, NULL);
-			put_info_str(b, e, tname);
-			e = clGetKernelArgInfo(ks[k], a, CL_KERNEL_ARG_NAME, sizeof(aname), aname,
-					       NULL);
-			put_info_str(b, e, aname);
+			put_kernel_str(b, ks[k], a, CL_KERNEL_ARG_TYPE_NAME);
+			put_kernel_str(b, ks[k], a, CL_KERNEL_ARG_NAME);
 		}
 		clReleaseKernel(ks[k]);
 	}

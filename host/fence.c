@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Completion fences (host/fence.h). A session keeps the guest ids of its
-// newest commands; at the end of each loop turn that saw a command go to
+// newest kernel launches; at the end of each loop turn that saw one go to
 // the driver, before each reply, and while the loop lingers before it
 // sleeps (for FENCE_LINGER_NS), the loop asks the oldest for their status
 // and stores the fences of those that completed. A guest's wait

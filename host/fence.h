@@ -9,9 +9,10 @@
 
 struct cmx_session;
 
-/* The command whose guest event is `id` went to the driver: its fence is
- * stored once it has completed, as the loop finds at the end of a turn or
- * before a reply. Nothing without a shared area. Loop thread. */
+/* The kernel launch whose guest event is `id` went to the driver (a held
+ * one's placeholder stands for it until then): its fence is stored once it
+ * has completed, as the loop finds at the end of a turn or before a reply.
+ * Nothing without a shared area. Loop thread. */
 void cmx_fence_track(struct cmx_session *s, uint64_t id);
 /* Stores the fences of s's tracked commands that have completed (the
  * oldest first, up to the first still running). Loop thread. */

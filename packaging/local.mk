@@ -51,15 +51,30 @@ distcheck-quick:
 	$(MAKE) $(AM_MAKEFLAGS) distcheck TESTS='$(DISTCHECK_TESTS)'
 .PHONY: distcheck-quick
 
-# The Debian packages (debian/) built from the make dist tree, installed,
-# run as the unit runs clmuxd, removed and purged (packaging/package-check.sh;
-# as root, a few minutes; tools/check runs it). A skip (77) passes.
-EXTRA_DIST += packaging/package-check.sh debian/changelog debian/control debian/copyright \
+# The Debian packages (debian/), built once per build tree into debs/ from
+# the make dist tree (packaging/debs.sh; again only when that tree
+# changed): vm-check's and libvirt-check's guests unpack the guest package,
+# package-check installs all three.
+EXTRA_DIST += packaging/debs.sh debian/changelog debian/control debian/copyright \
 	debian/rules debian/source/format debian/not-installed debian/clmuxd.default \
 	debian/clmuxd.install debian/clmuxd.postinst debian/clmuxd.prerm debian/clmuxd.postrm \
 	debian/clmux-opencl-icd.install debian/clmux-tools.install
+DEB_ARCH = $$(dpkg --print-architecture)
+GUEST_DEB = debs/clmux-opencl-icd_$(PACKAGE_VERSION)_$(DEB_ARCH).deb
+debs: all
+	$(AM_V_GEN)PACKAGE_VERSION=$(PACKAGE_VERSION) $(top_srcdir)/packaging/debs.sh debs
+.PHONY: debs
+clean-local: clean-debs
+clean-debs:
+	rm -rf debs
+.PHONY: clean-debs
+
+# The packages (debs/, built first where they are not) installed, run as
+# the unit runs clmuxd, removed and purged (packaging/package-check.sh; as
+# root, a few minutes; tools/check runs it). A skip (77) passes.
+EXTRA_DIST += packaging/package-check.sh
 package-check: all
-	PACKAGE_VERSION=$(PACKAGE_VERSION) top_srcdir=$(top_srcdir) \
+	PACKAGE_VERSION=$(PACKAGE_VERSION) top_srcdir=$(top_srcdir) DEBS=$(abs_top_builddir)/debs \
 	  CLMUX_SAMPLE=$(abs_top_builddir)/tools/clmux-sample \
 	  $(top_srcdir)/packaging/package-check.sh; rc=$$?; [ $$rc = 77 ] || exit $$rc
 .PHONY: package-check

@@ -1,17 +1,19 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# The packages as an admin meets them (make package-check): builds the three
-# .debs from the make dist tree, checks them with lintian, installs them
-# with dpkg, runs clmuxd.service's ExecStart as the unit would (systemctl
-# where systemd runs; else the unit's user, groups, umask, runtime directory
-# and NOTIFY_SOCKET by hand), runs an OpenCL program through the installed
+# The packages as an admin meets them (make package-check): checks the
+# three .debs of the build tree (packaging/debs.sh builds them into DEBS
+# where they are not built yet) with lintian, installs them with dpkg, runs
+# clmuxd.service's ExecStart as the unit would (systemctl where systemd
+# runs; else the unit's user, groups, umask, runtime directory and
+# NOTIFY_SOCKET by hand), runs an OpenCL program through the installed
 # ICD and the loader, and clmuxctl as a member of clmux-admin; then an
 # upgrade that keeps the admin's clmuxd.conf, removal (no daemon, no
 # socket left) and purge (nothing of /etc/clmux left).
 # Needs root and dpkg-buildpackage; 77 (skip) without them, or where a
 # clmux package is installed already (the admin's, not ours to replace).
-# Environment: PACKAGE_VERSION, top_srcdir, CLMUX_SAMPLE (an OpenCL program
-# that prints checksums), all set by make.
+# Environment: PACKAGE_VERSION, top_srcdir, DEBS (the build tree's debs/),
+# CLMUX_SAMPLE (an OpenCL program that prints checksums), all set by make;
+# run from the build directory.
 set -eu
 skip() { echo "SKIP: $*"; exit 77; }
 [ "$(id -u)" = 0 ] || skip "needs root (dpkg -i)"
@@ -54,18 +56,16 @@ step "changelog and configure.ac name one version"
 v=$(dpkg-parsechangelog -l "$src/debian/changelog" -S Version)
 [ "$v" = "$PACKAGE_VERSION" ] || { echo "debian/changelog: $v, configure.ac: $PACKAGE_VERSION"; exit 1; }
 
-step "dpkg-buildpackage -us -uc -b in the make dist tree"
-make distdir distdir="$tmp/clmux-$v" >/dev/null
-(cd "$tmp/clmux-$v" && DEB_BUILD_OPTIONS="parallel=$(nproc) nocheck" \
-	dpkg-buildpackage -us -uc -b >"$tmp/build.log" 2>&1) || { tail -40 "$tmp/build.log"; exit 1; }
+step "the .debs of this build tree ($DEBS)"
+"$src/packaging/debs.sh" "$DEBS"
 arch=$(dpkg --print-architecture)
-icd=$tmp/clmux-opencl-icd_${v}_$arch.deb
-daemon=$tmp/clmuxd_${v}_$arch.deb
-tools=$tmp/clmux-tools_${v}_$arch.deb
+icd=$DEBS/clmux-opencl-icd_${v}_$arch.deb
+daemon=$DEBS/clmuxd_${v}_$arch.deb
+tools=$DEBS/clmux-tools_${v}_$arch.deb
 ls "$icd" "$daemon" "$tools"
 
 step "lintian: no errors"
-lintian --fail-on error --no-tag-display-limit "$tmp/clmux_${v}_$arch.changes"
+lintian --fail-on error --no-tag-display-limit "$DEBS/clmux_${v}_$arch.changes"
 
 step "the guest package: the ICD with its SONAME, nothing of the daemon"
 dpkg-deb -c "$icd" | awk '{print $6}' >"$tmp/icd.list"

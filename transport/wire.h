@@ -39,6 +39,7 @@ _Static_assert(sizeof(struct cmx_hdr) == CMX_HDR_SIZE, "header layout");
 #define CMX_MAX_ARGS (16u << 20)       /* encoded arguments of one message */
 #define CMX_MAX_BULK (16ull << 30)     /* payload of one message */
 #define CMX_MAX_ARRAY (1u << 20)       /* elements of one array argument */
+#define CMX_MAX_DEVINFO (1u << 20)     /* one value of GetDeviceInfoAll */
 
 /* Ids below this are the host's (devices: 1..n, given at Hello); the guest
  * numbers the objects it creates from here up. */

@@ -100,14 +100,15 @@ start_libvirtd() {
 # domain NAME METADATA COMMAND...: its XML in $tmp/NAME.xml; a TCG guest
 # from mkguest.sh running COMMAND, with an ivshmem-plain device where
 # METADATA asks for a GPU, or, with transport='vsock', the device lines
-# clmuxctl domain-xml gives.
+# clmuxctl domain-xml gives. The guest's ICD finds either device by itself
+# (no CLMUX_SERVER), as an installed guest's does.
 domain() {
 	name=$1 meta=$2
 	shift 2
-	shmem="" vsock="" server=ivshmem
+	shmem="" vsock=""
 	[ -n "$meta" ] && shmem="<shmem name='clmux-$name'><model type='ivshmem-plain'/><size unit='M'>128</size></shmem>"
 	case $meta in *"transport='vsock'"*)
-		shmem="" server=vsock:2:7447
+		shmem=""
 		vsock=$(ctl domain-xml "$name" 2>/dev/null | grep -v '^<!--' || true) ;;
 	esac
 	[ -e "$tmp/$name.uuid" ] || cat /proc/sys/kernel/random/uuid >"$tmp/$name.uuid"
@@ -122,7 +123,7 @@ domain() {
     <type arch='x86_64' machine='pc'>hvm</type>
     <kernel>$VMDIR/vmlinux</kernel>
     <initrd>$VMDIR/initrd.img</initrd>
-    <cmdline>console=ttyS0 quiet panic=-1 no_timer_check clmux.CLMUX_SERVER=$server -- $*</cmdline>
+    <cmdline>console=ttyS0 quiet panic=-1 no_timer_check -- $*</cmdline>
   </os>
   <features><acpi/></features>
   <on_poweroff>destroy</on_poweroff>

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
-# QEMU guests built from Debian packages, running OpenCL programs against
-# clmuxd as their vhost-user-vsock device: make vm-check.
+# QEMU guests built from Debian packages, clmux's guest package among them
+# (make debs), running OpenCL programs against clmuxd as their
+# vhost-user-vsock device: make vm-check.
 noinst_PROGRAMS += vm-tests/vm-transfer
 vm_tests_vm_transfer_SOURCES = vm-tests/transfer.c
 vm_tests_vm_transfer_LDADD = $(OPENCL_LIBS)
@@ -15,8 +16,8 @@ VM_GUEST_BINS = guest/tests/e2e_compute guest/tests/e2e_memory guest/tests/e2e_e
 	guest/tests/e2e_program guest/tests/e2e_async guest/tests/e2e_multi \
 	tools/clmux-bench vm-tests/vm-transfer vm-tests/vm-memsize
 
-vm-check: all $(check_PROGRAMS) $(VM_GUEST_BINS)
-	$(AM_V_GEN)$(top_srcdir)/vm-tests/mkguest.sh vm . $$(command -v clinfo) $(VM_GUEST_BINS)
+vm-check: all $(check_PROGRAMS) $(VM_GUEST_BINS) debs
+	$(AM_V_GEN)$(top_srcdir)/vm-tests/mkguest.sh vm $(GUEST_DEB) $$(command -v clinfo) $(VM_GUEST_BINS)
 	$(top_srcdir)/vm-tests/check.sh
 .PHONY: vm-check
 clean-local: clean-vm
@@ -28,8 +29,8 @@ clean-vm:
 # get a tenant and run OpenCL in the guest (tools/check runs it). It skips
 # only where libvirtd cannot run, or clmux was configured without libvirt.
 if HAVE_LIBVIRT
-libvirt-check: all $(VM_GUEST_BINS) tools/libvirt-hook/clmux
-	$(AM_V_GEN)$(top_srcdir)/vm-tests/mkguest.sh vm . $$(command -v clinfo) $(VM_GUEST_BINS)
+libvirt-check: all $(VM_GUEST_BINS) tools/libvirt-hook/clmux debs
+	$(AM_V_GEN)$(top_srcdir)/vm-tests/mkguest.sh vm $(GUEST_DEB) $$(command -v clinfo) $(VM_GUEST_BINS)
 	@CLMUXD=$(abs_top_builddir)/host/clmuxd CLMUXCTL=$(abs_top_builddir)/tools/clmuxctl \
 	VMDIR=$(abs_top_builddir)/vm HOOK=$(top_srcdir)/tools/libvirt-hook.in \
 	timeout -k 10 900 $(top_srcdir)/vm-tests/libvirt-check.sh; rc=$$?; \

@@ -2,20 +2,22 @@
 # SPDX-License-Identifier: MIT
 # Builds a QEMU guest from Debian packages (downloaded, unpacked, never
 # installed): an uncompressed vmlinux for PVH boot and a busybox initramfs
-# holding the virtio/vsock modules, the clmux ICD, ocl-icd's loader and the
-# given programs with their shared libraries.
+# holding the virtio/vsock modules, clmux's guest package (ICD_DEB,
+# clmux-opencl-icd, unpacked as dpkg would install it: the ICD, its vendor
+# file, /etc/clmux/client.conf), ocl-icd's loader and the given programs,
+# each with its shared libraries.
 #
-#   vm-tests/mkguest.sh OUTDIR BUILDDIR [PROGRAM...]
+#   vm-tests/mkguest.sh OUTDIR ICD_DEB [PROGRAM...]
 #
 # OUTDIR/vmlinux and OUTDIR/initrd.img are the result; OUTDIR/cache keeps
 # the downloaded packages between runs. Programs land in /bin of the guest.
 set -eu
 out=$1
-build=$2
+icd_deb=$2
 shift 2
+[ -f "$icd_deb" ] || { echo "mkguest: no guest package $icd_deb (make debs builds it)" >&2; exit 1; }
 mkdir -p "$out/cache"
 out=$(cd "$out" && pwd)
-build=$(cd "$build" && pwd)
 cache=$out/cache
 
 # Modules the guest needs for a vsock device, in load order.
@@ -51,8 +53,7 @@ fi
 
 root=$out/root
 rm -rf "$root"
-mkdir -p "$root/bin" "$root/lib/modules" "$root/proc" "$root/sys" "$root/dev" "$root/tmp" \
-	"$root/etc/OpenCL/vendors" "$root/usr/lib"
+mkdir -p "$root/bin" "$root/lib/modules" "$root/proc" "$root/sys" "$root/dev" "$root/tmp"
 cp "$busybox" "$root/bin/busybox"
 for m in $MODULES; do
 	cp "$kdir/lib/modules/$kver/kernel/$m.ko" "$root/lib/modules/"
@@ -68,11 +69,18 @@ closure() {
 			cp -L "$lib" "$root$lib"
 		done
 }
-cp -L "$build/guest/.libs/libclmux.so" "$root/usr/lib/libclmux.so"
-closure "$root/usr/lib/libclmux.so"
-echo /usr/lib/libclmux.so >"$root/etc/OpenCL/vendors/clmux.icd"
+# The guest package as dpkg lays it out; the loader opens the library its
+# vendor file names.
+dpkg-deb -x "$icd_deb" "$root"
+for f in "$root"/etc/OpenCL/vendors/*.icd; do
+	lib=$(cat "$f")
+	[ -e "$root$lib" ] || { echo "mkguest: $f names $lib, which $icd_deb lacks" >&2; exit 1; }
+	closure "$root$lib"
+done
+# ocl-icd's loader at its host path, in the guest's default library path.
 ocl=$(ldconfig -p | sed -n 's/.*libOpenCL.so.1 (libc6,x86-64) => //p' | head -n1)
-cp -L "$ocl" "$root/usr/lib/libOpenCL.so.1"
+mkdir -p "$root$(dirname "$ocl")"
+cp -L "$ocl" "$root$ocl"
 closure "$ocl"
 for p in "$@"; do
 	case $p in */.libs/*) ;; *) [ -x "$(dirname "$p")/.libs/$(basename "$p")" ] &&

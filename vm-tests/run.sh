@@ -16,6 +16,9 @@
 # own device (socket) and CID in the one daemon (with --ivshmem: its own
 # region; one region serves one VM, whose processes take its slots).
 # --rate RATE puts the VMs in a tenant whose rate quota is RATE (1M/s).
+# The guest is set up as an installed one (clmux-opencl-icd unpacked by
+# mkguest.sh): no CLMUX_SERVER; its ICD finds the ivshmem device, or else
+# /dev/vsock, by itself. --env K=V exports K=V to the guest's command.
 set -eu
 kill_on=""
 envs=""
@@ -37,7 +40,7 @@ command -v qemu-system-x86_64 >/dev/null || { echo "run.sh: no qemu-system-x86_6
 : "${CLMUXD:?}" "${VMDIR:?}"
 timeout=${VM_TIMEOUT:-120}
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/clmux-vm-XXXXXX")
-port=7447
+port=7447 # clmux's vsock port: the one the guest's ICD dials by default
 daemon_pid=""
 region=/dev/shm/$(basename "$tmp").ivshmem
 ivs_size=${IVSHMEM_SIZE:-128M} # the region (BAR) of each VM, 4 slots
@@ -83,15 +86,16 @@ guest() {
 	name=$1 dev=$2
 	shift 2
 	if [ -n "$ivshmem" ]; then
-		# The ICD finds the device by its PCI ids (CLMUX_SERVER=ivshmem).
+		# The ICD finds the device by its PCI ids.
 		set -- -object memory-backend-file,id=ivs,mem-path="$region.$dev",size=$ivs_size,share=on \
 			-device ivshmem-plain,memdev=ivs \
-			-append "console=ttyS0 quiet panic=-1 clmux.CLMUX_SERVER=ivshmem$envs -- $*"
+			-append "console=ttyS0 quiet panic=-1$envs -- $*"
 	else
+		# The ICD finds /dev/vsock and dials vsock:2:7447.
 		set -- -object memory-backend-memfd,id=mem,size=1024M,share=on -numa node,memdev=mem \
 			-chardev socket,id=vsock,path="$tmp/vhost.$dev" \
 			-device vhost-user-vsock-pci,chardev=vsock \
-			-append "console=ttyS0 quiet panic=-1 clmux.CLMUX_SERVER=vsock:2:$port$envs -- $*"
+			-append "console=ttyS0 quiet panic=-1$envs -- $*"
 	fi
 	timeout -k 5 "$timeout" qemu-system-x86_64 -accel tcg -m 1024 -smp 1 "$@" \
 		-display none -nodefaults -no-reboot -serial "file:$tmp/serial.$name" \

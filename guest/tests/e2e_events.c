@@ -632,6 +632,117 @@ static void profiling_run(struct e2e_plat *p, struct prof_res *r)
 	clReleaseProgram(prog);
 }
 
+/* A non-blocking read gated by a user event that then fails: the read ends
+ * with an error, and every way of waiting for it says so rather than
+ * waiting for data that will never come. */
+/* The ways of one run: a completion callback, a flush before the failure,
+ * clFinish before clWaitForEvents, a rect read. (A read enqueued after its
+ * gate failed is left out: PoCL 3.1 never ends it natively.) */
+enum { READ_CB = 1, READ_FLUSH = 2, READ_FINISH_FIRST = 4, READ_RECT = 8 };
+
+struct read_fail {
+	cl_int wait_err;   /* clWaitForEvents on the read */
+	cl_int status;     /* its CL_EVENT_COMMAND_EXECUTION_STATUS */
+	cl_int finish_err; /* clFinish on its queue */
+	cl_int cb_status;  /* its CL_COMPLETE callback's status */
+};
+
+static void read_fail_cb(cl_event ev, cl_int status, void *data)
+{
+	(void)ev;
+	__atomic_store_n((cl_int *)data, status, __ATOMIC_SEQ_CST);
+}
+
+static void read_fail_run(struct e2e_plat *p, size_t n, int how, struct read_fail *r)
+{
+	cl_uint *dst = e2e_xmalloc(n * sizeof(cl_uint));
+	cl_mem m = buffer_zeroed(p, n * sizeof(cl_uint));
+	cl_event u = user_event(p), ev;
+	cl_uint more = 0;
+
+	memset(dst, 0xab, n * sizeof(cl_uint));
+	r->cb_status = 1;
+	if (how & READ_RECT) {
+		size_t o[3] = {0, 0, 0}, reg[3] = {n * sizeof(cl_uint) / 4, 4, 1};
+		E2E_OK(p, clEnqueueReadBufferRect(p->queue, m, CL_FALSE, o, o, reg, 0, 0, 0, 0, dst,
+						  1, &u, &ev));
+	} else {
+		E2E_OK(p, clEnqueueReadBuffer(p->queue, m, CL_FALSE, 0, n * sizeof(cl_uint), dst, 1,
+					      &u, &ev));
+	}
+	if (how & READ_CB)
+		E2E_OK(p, clSetEventCallback(ev, CL_COMPLETE, read_fail_cb, &r->cb_status));
+	if (how & READ_FLUSH)
+		E2E_OK(p, clFlush(p->queue));
+	E2E_OK(p, clSetUserEventStatus(u, -5));
+	if (how & READ_FINISH_FIRST) {
+		r->finish_err = clFinish(p->queue);
+		r->wait_err = clWaitForEvents(1, &ev);
+	} else {
+		r->wait_err = clWaitForEvents(1, &ev);
+		r->finish_err = clFinish(p->queue);
+	}
+	r->status = event_status(p, ev);
+	/* Natively (PoCL) it may never come: only the virtual side waits. */
+	for (int i = 0; (how & READ_CB) && p == &e2e_virtual && i < CALLBACK_WAIT_MS &&
+			__atomic_load_n(&r->cb_status, __ATOMIC_SEQ_CST) == 1;
+	     i++)
+		e2e_sleep_ms(1);
+	/* The failed read wrote nothing, and the queue goes on working. */
+	ck_assert_msg(dst[0] == 0xabababab && dst[n - 1] == 0xabababab,
+		      "%s: the failed read wrote 0x%x", p->role, dst[0]);
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, m, CL_TRUE, 0, sizeof(more), &more, 0, NULL,
+				      NULL));
+	ck_assert_msg(more == 0, "%s: a read after the failed one: %u", p->role, more);
+	clReleaseEvent(ev);
+	clReleaseEvent(u);
+	clReleaseMemObject(m);
+	free(dst);
+}
+
+static void read_fail_check(size_t n, int how)
+{
+	struct read_fail nat, virt;
+
+	read_fail_run(&e2e_native, n, how, &nat);
+	read_fail_run(&e2e_virtual, n, how, &virt);
+	e2e_check_err("clWaitForEvents on a read after a failed user event", virt.wait_err,
+		      nat.wait_err, CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+	ck_assert_msg(virt.status < 0 && (nat.status < 0 || e2e_same_platform()),
+		      "how %d: failed read's status: virtual %d native %d, want negative", how,
+		      virt.status, nat.status);
+	ck_assert_msg(virt.finish_err == nat.finish_err, "how %d: clFinish: virtual %d native %d",
+		      how, virt.finish_err, nat.finish_err);
+	/* "The registered callback function will be called ... with the
+	 * error code" when the command fails: PoCL 3.1 never calls it for a
+	 * command whose wait list failed, so the virtual side is held to the
+	 * spec alone. */
+	if ((how & READ_CB) && nat.cb_status >= 0)
+		fprintf(stderr, "e2e: note: native: how %d: a failed read's callback: %d\n", how,
+			nat.cb_status);
+	ck_assert_msg(!(how & READ_CB) || virt.cb_status < 0,
+		      "how %d: failed read's callback: virtual %d, want negative", how,
+		      virt.cb_status);
+}
+
+START_TEST(test_nonblocking_read_failed)
+{
+	for (int how = 0; how < 16; how++)
+		read_fail_check(256, how);
+}
+END_TEST
+
+/* Large enough for the daemon's mapped read path (host/land.c); one chunk
+ * of the pinned path (host/exec_pinned.c, e2e-pinned.sh). */
+START_TEST(test_nonblocking_read_failed_large)
+{
+	static const int hows[] = {0, READ_CB | READ_FLUSH, READ_FINISH_FIRST, READ_RECT | READ_CB};
+
+	for (size_t i = 0; i < sizeof(hows) / sizeof(*hows); i++)
+		read_fail_check((3u << 20) / sizeof(cl_uint), hows[i]);
+}
+END_TEST
+
 START_TEST(test_profiling)
 {
 	struct prof_res nat, virt;
@@ -869,6 +980,14 @@ static Suite *events_suite(void)
 	tcase_add_test(tc, test_user_event_blocks);
 	tcase_add_test(tc, test_user_event_negative);
 	tcase_add_test(tc, test_event_callback);
+	/* Only when asked (CMX_E2E_FAILED_READS=1): in the ASan build these
+	 * abort PoCL's worker now and then (a freed event in
+	 * pocl_lock_events_inorder(), with or without the completion
+	 * fences), and with --workers off the daemon. The bug is open. */
+	if (getenv("CMX_E2E_FAILED_READS")) {
+		tcase_add_test(tc, test_nonblocking_read_failed);
+		tcase_add_test(tc, test_nonblocking_read_failed_large);
+	}
 	suite_add_tcase(s, tc);
 
 	tc = e2e_tcase("info");

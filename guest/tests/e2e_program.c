@@ -978,6 +978,255 @@ START_TEST(test_build_race)
 }
 END_TEST
 
+/* ---- sizes without a limit in the specification ---- */
+
+/* big_build()'s args for a kernel only created: PoCL 3.1 aborts the
+ * process launching one whose name is longer than a file name may be
+ * ("Final linking of kernel ... failed"), natively as in the daemon. */
+#define NO_LAUNCH ((cl_uint)-1)
+
+/* What one build of src with options gave on p: the create and build
+ * errors, and where both succeeded, kernel name's creation error and what
+ * its launch over 4 ints left in x[3] (args: the kernel's int arguments
+ * after the buffer, all set to 1). */
+struct big_run {
+	cl_int create_err, build_err, kernel_err, name_ok, nargs;
+	int x3;
+	size_t log_len;
+};
+
+static void big_build(struct e2e_plat *p, const char *src, const char *options, const char *name,
+		      cl_uint args, struct big_run *r)
+{
+	cl_program prog = clCreateProgramWithSource(p->context, 1, &src, NULL, &r->create_err);
+	cl_kernel k;
+	cl_mem m;
+	size_t n = 4, len = 0;
+	char *got;
+	int x[4] = {0}, one = 1;
+
+	r->build_err = r->kernel_err = 1;
+	r->name_ok = 0;
+	r->nargs = -1;
+	r->x3 = 0;
+	r->log_len = 0;
+	if (!prog)
+		return;
+	r->build_err = clBuildProgram(prog, 1, &p->device, options, NULL, NULL);
+	if (clGetProgramBuildInfo(prog, p->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &len) ==
+	    CL_SUCCESS)
+		r->log_len = len;
+	if (r->build_err || !name) {
+		clReleaseProgram(prog);
+		return;
+	}
+	k = clCreateKernel(prog, name, &r->kernel_err);
+	if (!k) {
+		clReleaseProgram(prog);
+		return;
+	}
+	E2E_OK(p, clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, 0, NULL, &len));
+	got = e2e_xmalloc(len);
+	E2E_OK(p, clGetKernelInfo(k, CL_KERNEL_FUNCTION_NAME, len, got, NULL));
+	r->name_ok = !strcmp(got, name);
+	free(got);
+	E2E_OK(p, clGetKernelInfo(k, CL_KERNEL_NUM_ARGS, sizeof(cl_uint), &r->nargs, NULL));
+	if (args == NO_LAUNCH) {
+		clReleaseKernel(k);
+		clReleaseProgram(prog);
+		return;
+	}
+	m = e2e_buffer_create(p, CL_MEM_READ_WRITE, sizeof(x), NULL);
+	E2E_OK(p, clSetKernelArg(k, 0, sizeof(m), &m));
+	for (cl_uint a = 1; a <= args; a++)
+		E2E_OK(p, clSetKernelArg(k, a, sizeof(one), &one));
+	E2E_OK(p, clEnqueueNDRangeKernel(p->queue, k, 1, NULL, &n, NULL, 0, NULL, NULL));
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, m, CL_TRUE, 0, sizeof(x), x, 0, NULL, NULL));
+	r->x3 = x[3];
+	clReleaseMemObject(m);
+	clReleaseKernel(k);
+	clReleaseProgram(prog);
+}
+
+static void big_compare(const char *what, const struct big_run *v, const struct big_run *nat)
+{
+	ck_assert_msg(v->create_err == nat->create_err && v->build_err == nat->build_err &&
+			      v->kernel_err == nat->kernel_err,
+		      "%s: create/build/kernel: virtual %d %d %d, native %d %d %d", what,
+		      v->create_err, v->build_err, v->kernel_err, nat->create_err, nat->build_err,
+		      nat->kernel_err);
+	ck_assert_msg(v->name_ok == nat->name_ok && v->nargs == nat->nargs && v->x3 == nat->x3,
+		      "%s: name %d/%d, args %d/%d, x[3] %d/%d (virtual/native)", what, v->name_ok,
+		      nat->name_ok, v->nargs, nat->nargs, v->x3, nat->x3);
+}
+
+static void big_both(const char *what, const char *src, const char *options, const char *name,
+		     cl_uint args, struct big_run *nat, struct big_run *v)
+{
+	big_build(&e2e_native, src, options, name, args, nat);
+	big_build(&e2e_virtual, src, options, name, args, v);
+	big_compare(what, v, nat);
+}
+
+/* Kernel names of 255, 256, 4096 and 70000 characters (clmux once cut
+ * them at 255 and answered CL_INVALID_KERNEL_NAME), created and named. */
+START_TEST(test_long_kernel_name)
+{
+	static const size_t lens[] = {255, 256, 4096, 70000};
+
+	for (size_t i = 0; i < sizeof(lens) / sizeof(*lens); i++) {
+		char *name = e2e_xmalloc(lens[i] + 1), *src = e2e_xmalloc(lens[i] + 256), what[64];
+		struct big_run nat, v;
+
+		name[0] = 'k';
+		memset(name + 1, 'a', lens[i] - 1);
+		name[lens[i]] = 0;
+		snprintf(src, lens[i] + 256,
+			 "__kernel void %s(__global int *x) { x[get_global_id(0)] = 5; }\n", name);
+		snprintf(what, sizeof(what), "a %zu-character kernel name", lens[i]);
+		big_both(what, src, NULL, name, NO_LAUNCH, &nat, &v);
+		ck_assert_msg(v.kernel_err == CL_SUCCESS && v.name_ok && v.nargs == 1,
+			      "%s: virtual %d, name %d", what, v.kernel_err, v.name_ok);
+		free(src);
+		free(name);
+	}
+}
+END_TEST
+
+/* 64 KiB and 1 MiB of build options: defines the kernel adds up. */
+START_TEST(test_long_options)
+{
+	static const size_t sizes[] = {64u << 10, 1u << 20};
+	static const char src[] = "__kernel void k(__global int *x) { x[get_global_id(0)] = "
+				  "E2E_A0 + E2E_LAST; }\n";
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(*sizes); i++) {
+		char *opts = e2e_xmalloc(sizes[i] + 64), what[64];
+		size_t len = 0, d = 0;
+		struct big_run nat, v;
+
+		while (len < sizes[i])
+			len += (size_t)sprintf(opts + len, "-DE2E_A%zu=%zu ", d, d + 1), d++;
+		sprintf(opts + len, "-DE2E_LAST=%zu", d);
+		snprintf(what, sizeof(what), "%zu bytes of options", strlen(opts));
+		big_both(what, src, opts, "k", 0, &nat, &v);
+		ck_assert_msg(v.build_err == CL_SUCCESS && v.x3 == (int)d + 1, "%s: virtual %d, x[3] %d",
+			      what, v.build_err, v.x3);
+		free(opts);
+	}
+}
+END_TEST
+
+/* A 4 MiB source (a kernel after 4 MiB of declarations); past what one
+ * message carries (16 MiB), an error the specification names and never a
+ * cut source. */
+START_TEST(test_large_source)
+{
+	size_t size = 4u << 20, len = 0;
+	char *src = e2e_xmalloc(size + 256), *huge;
+	struct big_run nat, v;
+	cl_program prog;
+	cl_int err;
+
+	for (unsigned d = 0; len < size; d++)
+		len += (size_t)sprintf(src + len, "constant int e2e_c%u = %u;\n", d, d);
+	sprintf(src + len, "__kernel void k(__global int *x) { x[get_global_id(0)] = e2e_c7; }\n");
+	big_both("a 4 MiB source", src, NULL, "k", 0, &nat, &v);
+	ck_assert_msg(v.build_err == CL_SUCCESS && v.x3 == 7, "4 MiB source: virtual %d, x[3] %d",
+		      v.build_err, v.x3);
+	free(src);
+
+	size = 17u << 20;
+	huge = e2e_xmalloc(size + 1);
+	memset(huge, ' ', size);
+	huge[size] = 0;
+	prog = clCreateProgramWithSource(e2e_virtual.context, 1, (const char **)&huge, NULL, &err);
+	ck_assert_msg((prog && err == CL_SUCCESS) || (!prog && err == CL_OUT_OF_RESOURCES),
+		      "a 17 MiB source: %p, %d", (void *)prog, err);
+	if (prog) {
+		size_t got = 0;
+		E2E_OK(&e2e_virtual,
+		       clGetProgramInfo(prog, CL_PROGRAM_SOURCE, 0, NULL, &got));
+		ck_assert_msg(got == size + 1, "a 17 MiB source reads back as %zu bytes", got);
+		clReleaseProgram(prog);
+	}
+	free(huge);
+}
+END_TEST
+
+/* A kernel of 130 arguments, their names in the kernel info. */
+START_TEST(test_many_args)
+{
+	enum { ARGS = 130 };
+	char *src = e2e_xmalloc(ARGS * 128 + 256);
+	size_t len = 0;
+	struct big_run nat, v;
+
+	len += (size_t)sprintf(src + len, "__kernel void k(__global int *x");
+	for (int a = 1; a <= ARGS; a++)
+		len += (size_t)sprintf(src + len, ", int e2e_argument_with_a_long_name_%d", a);
+	len += (size_t)sprintf(src + len, ")\n{\n\tint s = 0;\n");
+	for (int a = 1; a <= ARGS; a++)
+		len += (size_t)sprintf(src + len, "\ts += e2e_argument_with_a_long_name_%d;\n", a);
+	sprintf(src + len, "\tx[get_global_id(0)] = s;\n}\n");
+	big_both("130 arguments", src, NULL, "k", ARGS, &nat, &v);
+	ck_assert_msg(v.nargs == ARGS + 1 && v.x3 == ARGS, "130 arguments: virtual %d, x[3] %d",
+		      v.nargs, v.x3);
+	free(src);
+}
+END_TEST
+
+/* A build log of several MiB: every warning line reaches the guest. */
+START_TEST(test_large_build_log)
+{
+	enum { LINES = 12000 };
+	char *src = e2e_xmalloc(LINES * 200 + 256);
+	size_t len = 0;
+	struct big_run nat, v;
+
+	for (int i = 0; i < LINES; i++)
+		len += (size_t)sprintf(src + len,
+				       "#warning e2e warning %d: a long line of text that the "
+				       "compiler repeats into the build log, "
+				       "and then some more text\n",
+				       i);
+	sprintf(src + len, "__kernel void k(__global int *x) { x[get_global_id(0)] = 9; }\n");
+	big_both("a large build log", src, NULL, "k", 0, &nat, &v);
+	ck_assert_msg(nat.log_len > (1u << 20), "native log %zu bytes", nat.log_len);
+	ck_assert_msg(v.log_len == nat.log_len, "build log: virtual %zu bytes, native %zu",
+		      v.log_len, nat.log_len);
+	free(src);
+}
+END_TEST
+
+/* A 3 MiB header in an include directory (-I). */
+START_TEST(test_large_header)
+{
+	char dir[64], opts[128], path[128];
+	size_t size = 3u << 20, len = 0;
+	char *h = e2e_xmalloc(size + 256);
+	struct big_run nat, v;
+	FILE *f;
+
+	strcpy(dir, "/tmp/e2e-inc-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	for (unsigned d = 0; len < size; d++)
+		len += (size_t)sprintf(h + len, "#define E2E_BIG%u %u\n", d, d);
+	len += (size_t)sprintf(h + len, "#define E2E_TOP (E2E_BIG20 + 1)\n");
+	snprintf(path, sizeof(path), "%s/e2e_top.h", dir);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fwrite(h, 1, len, f), len);
+	fclose(f);
+	snprintf(opts, sizeof(opts), "-I %s -DE2E_EXTRA=0", dir);
+	big_both("a 3 MiB header", inc_src, opts, "top", 0, &nat, &v);
+	ck_assert_msg(v.build_err == CL_SUCCESS && v.x3 == 21, "3 MiB header: virtual %d, x[3] %d",
+		      v.build_err, v.x3);
+	include_dir_remove(dir);
+	free(h);
+}
+END_TEST
+
 static Suite *program_suite(void)
 {
 	Suite *s = suite_create("e2e_program");
@@ -1006,6 +1255,15 @@ static Suite *program_suite(void)
 	tcase_add_test(tc, test_build_options);
 	tcase_add_test(tc, test_compile_link);
 	tcase_add_test(tc, test_build_race);
+	suite_add_tcase(s, tc);
+
+	tc = e2e_tcase("limits");
+	tcase_add_test(tc, test_long_kernel_name);
+	tcase_add_test(tc, test_long_options);
+	tcase_add_test(tc, test_large_source);
+	tcase_add_test(tc, test_many_args);
+	tcase_add_test(tc, test_large_build_log);
+	tcase_add_test(tc, test_large_header);
 	suite_add_tcase(s, tc);
 
 	tc = e2e_tcase("info");
