@@ -76,10 +76,6 @@ int cmx_h_Flush(struct cmx_call *c, struct cmx_Flush_in *in)
 	/* Where the driver runs the queue inside clFlush, off the loop. */
 	if (cmx_srv->flush_runs)
 		return cmx_defer_work(c, flush_work, NULL);
-	/* A driver that submits each command as it is enqueued has nothing
-	 * to flush (NVIDIA: 1.7 us of the loop per clFlush). */
-	if (cmx_srv->submits_at_enqueue)
-		return CL_SUCCESS;
 	return clFlush(in->queue.h);
 }
 
