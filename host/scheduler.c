@@ -1477,7 +1477,12 @@ void cmx_sched_end(struct cmx_sched_cmd *cmd, cl_int err, cl_event ev)
  */
 static void share_check(struct cmx_sched *sc)
 {
-	uint64_t now = cmx_now_ns(), idle_at = sc->last_work + SHARE_IDLE_NS;
+	/* Idle since its last launch or, if that came before, its turn's
+	 * start: launches held before the turn say nothing of the time since
+	 * (a tenant waiting for their completions lost its turns at once). */
+	uint64_t now = cmx_now_ns(),
+		 idle_at = (sc->last_work > sc->share_since ? sc->last_work : sc->share_since) +
+			   SHARE_IDLE_NS;
 
 	if (sc->share == CMX_SHARE_TURN && !sc->turned) {
 		if (sc->running && now >= sc->share_end && !sc->turn_late) {
