@@ -49,13 +49,23 @@
 #define TURN_DEPTH 2
 /*
  * The arbiter between workers (host/ctl.h): a turn ends once nothing was
- * launched for SHARE_IDLE_NS and nothing is on the device (a tenant that
- * waits for each command is not idle between them). A worker held for
+ * launched for share_idle_ns() and nothing is on the device (a tenant that
+ * waits for each command is not idle between them). Where the driver
+ * time-slices contexts (NVIDIA) a client refills its queue within tens of
+ * us of a completion, and a turn held by a tenant that launches once a
+ * millisecond idled the device for the others: a probe beside 8 busy
+ * tenants waited a median 185 ms with 5 ms here. A worker held for
  * SHARE_HOLD_MAX_NS without a word from the front end launches at will
  * again: a lost packet must not stall it.
  */
-#define SHARE_IDLE_NS	  (5ull * 1000 * 1000)
+#define SHARE_IDLE_NS	     (5ull * 1000 * 1000)
+#define SHARE_IDLE_SLICED_NS (500ull * 1000)
 #define SHARE_HOLD_MAX_NS (5ull * 1000 * 1000 * 1000)
+
+static uint64_t share_idle_ns(const struct cmx_server *srv)
+{
+	return srv->slices_contexts ? SHARE_IDLE_SLICED_NS : SHARE_IDLE_NS;
+}
 /* Buckets of the placeholder and kernel maps (powers of two). */
 #define PH_BUCKETS 1024
 #define K_BUCKETS  256
@@ -204,11 +214,14 @@ static void inflight_dec(struct cmx_sched *sc, struct cmx_tenant *t)
 	inflight_sub(sc, t, 1);
 }
 
-/* Several tenants have commands on the device, or some wait in the
- * daemon: quick completion reports (a lane's poller) are worth a core. */
+/* Several tenants have commands on the device, some wait in the daemon,
+ * or the arbiter between workers is on (a turn ends when what it let on
+ * has finished, and NVIDIA's callback for a lone 1-item kernel came 20 ms
+ * late: a probe's turns ran their whole length): quick completion reports
+ * (a lane's poller) are worth a core. */
 static int contended(const struct cmx_sched *sc)
 {
-	return sc->busy > 1 || sc->held;
+	return sc->busy > 1 || sc->held || sc->share != CMX_SHARE_FREE;
 }
 
 /* Cleared once the daemon has stopped its loop: a driver thread's late
@@ -1470,7 +1483,7 @@ void cmx_sched_end(struct cmx_sched_cmd *cmd, cl_int err, cl_event ev)
 
 /*
  * The arbiter's side in this worker: once the turn is over (its time, or
- * nothing launched for SHARE_IDLE_NS) and what it let onto the device has
+ * nothing launched for share_idle_ns()) and what it let onto the device has
  * finished, TURNED; the front end's timer, not this one, decides what a
  * worker that never says so costs the others. Called after every kick
  * while not free.
@@ -1482,7 +1495,7 @@ static void share_check(struct cmx_sched *sc)
 	 * (a tenant waiting for their completions lost its turns at once). */
 	uint64_t now = cmx_now_ns(),
 		 idle_at = (sc->last_work > sc->share_since ? sc->last_work : sc->share_since) +
-			   SHARE_IDLE_NS;
+			   share_idle_ns(sc->srv);
 
 	if (sc->share == CMX_SHARE_TURN && !sc->turned) {
 		if (sc->running && now >= sc->share_end && !sc->turn_late) {
