@@ -314,9 +314,9 @@ def fieldtab(cname, fields):
     rows = []
     for f in fields:
         flags = "|".join(f.flags) or "0"
-        rec = f", &cmx_desc_{f.rec}" if f.rec else ""
+        rec = f"&cmx_desc_{f.rec}" if f.rec else "NULL"
         rows.append(f'\t{{ "{f.name}", CMX_T_{f.type}, CMX_K_{f.kind.upper()}, {flags}, '
-                    f"offsetof(struct {cname}, {f.name}), {f.max}, {f.err}{rec} }},\n")
+                    f"offsetof(struct {cname}, {f.name}), {f.max}, {f.err}, {rec} }},\n")
     return f"static const struct cmx_field cmx_fields_{cname}[] = {{\n{''.join(rows)}}};\n"
 
 
