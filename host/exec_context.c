@@ -98,7 +98,8 @@ int cmx_h_GetDeviceInfoAll(struct cmx_call *c, struct cmx_GetDeviceInfoAll_in *i
 		if (!v)
 			return CL_OUT_OF_HOST_MEMORY;
 		if (clGetDeviceInfo(dev, cb[k], sizeof(*v), v, NULL) == CL_SUCCESS)
-			rec[n++] = (struct cmx_DeviceInfo){.param = cb[k], .value = {v, sizeof(*v)}};
+			rec[n++] =
+			    (struct cmx_DeviceInfo){.param = cb[k], .value = {v, sizeof(*v)}};
 	}
 	out->info.v = rec;
 	out->info.n = n;

@@ -216,6 +216,7 @@ static cl_int describe_kernels(struct cmx_call *c, cl_program p, struct cmx_Kern
 	for (cl_uint k = 0; k < n && !e; k++) {
 		struct cmx_KernelArg *args = NULL;
 		uint64_t *reqd = cmx_call_alloc(c, 3 * sizeof(*reqd));
+		size_t wg[3] = {0, 0, 0};
 		cl_uint nargs = 0;
 
 		clGetKernelInfo(ks[k], CL_KERNEL_NUM_ARGS, sizeof(nargs), &nargs, NULL);
@@ -228,7 +229,6 @@ static cl_int describe_kernels(struct cmx_call *c, cl_program p, struct cmx_Kern
 		/* What reqd_work_group_size says, which the guest checks launches
 		 * against: from the driver's own answer, not the attributes'
 		 * text (Oclgrind's is garbage). */
-		size_t wg[3] = {0, 0, 0};
 		if (!dev || clGetKernelWorkGroupInfo(ks[k], dev, CL_KERNEL_COMPILE_WORK_GROUP_SIZE,
 						     sizeof(wg), wg, NULL) != CL_SUCCESS)
 			memset(wg, 0, sizeof(wg));

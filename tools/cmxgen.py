@@ -274,6 +274,9 @@ def parse(paths):
         for f in c.ins + c.outs + ([c.bulk_rec] if c.bulk_rec else []):
             if f.rec and f.rec not in records:
                 raise SyntaxError(f"{c.where}: {c.name}.{f.name}: no record '{f.rec}'")
+            # A notification's decoder allocates nothing (guest/session.c).
+            if f.rec and c.kind == "notify":
+                raise SyntaxError(f"{c.where}: {c.name}: a notification carries no records")
         if c.mode == "async" and (c.outs or c.bulk_out):
             raise SyntaxError(f"{c.where}: async call {c.name} cannot have outputs")
         if any(f.type == "NEWID" for f in c.outs):

@@ -37,7 +37,8 @@ printf 'record A\n  b rec[]:B\nrecord B\n  x u64\n' >"$tmp/bad9.schema"
 printf 'record A\n  q id:queue\n' >"$tmp/bad10.schema"
 printf 'record A\ncall 0x0030 B async\n  in x u64\n' >"$tmp/bad11.schema"
 printf 'call 0x0030 A sync\n  out x rec[]:Nope\n' >"$tmp/bad12.schema"
-for i in 1 2 3 4 5 6 7 8 9 10 11 12; do
+printf 'record R\n  x u64\nnotify 0x0800 N async\n  in r rec[]:R\n' >"$tmp/bad13.schema"
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13; do
 	if $gen --schema "$tmp/bad$i.schema" 2>"$tmp/err" ; then bad "bad schema $i refused"
 	elif grep -q "bad$i.schema:" "$tmp/err"; then ok "bad schema $i refused"
 	else bad "bad schema $i names its line"; fi
