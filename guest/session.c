@@ -773,7 +773,7 @@ static void notify_loop(struct cmx_session *s)
 			return;
 		}
 		oi = cmx_op_info(h.op);
-		if (!oi || !(oi->flags & CMX_OPF_NOTIFY) || h.op == CMX_OP_LanePiece ||
+		if (!oi || !(oi->flags & CMX_OPF_NOTIFY) || (oi->flags & CMX_OPF_LANE) ||
 		    oi->in->size > sizeof(in) ||
 		    cmx_codec_decode(oi->in, args, h.size, in)) {
 			free(args);

@@ -31,8 +31,10 @@ QUEUE_USES = ["enqueue", "control", "finish"]
 
 # Call attributes (CMX_OPF_*): holdable: the scheduler may hold the
 # command back (a kernel launch); keepouts: a failed reply still carries its
-# outputs.
-CALL_ATTRS = {"holdable": "CMX_OPF_HOLDABLE", "keepouts": "CMX_OPF_KEEPOUTS"}
+# outputs; lane: a notification that travels on bulk lanes only, never on
+# the notification channel.
+CALL_ATTRS = {"holdable": "CMX_OPF_HOLDABLE", "keepouts": "CMX_OPF_KEEPOUTS",
+              "lane": "CMX_OPF_LANE"}
 
 GEN_NOTE = "/* generated from schema/ by tools/cmxgen.py: do not edit */\n"
 
@@ -243,7 +245,8 @@ def parse(paths):
                     if cur.kind == "notify" and cur.mode != "async":
                         raise SyntaxError(f"{where}: notifications are async")
                     for a in words[4:]:
-                        if a not in CALL_ATTRS or a in cur.attrs:
+                        if a not in CALL_ATTRS or a in cur.attrs or \
+                                (a == "lane" and cur.kind != "notify"):
                             raise SyntaxError(f"{where}: bad call attribute '{a}'")
                         cur.attrs.append(a)
                     calls.append(cur)
@@ -381,6 +384,7 @@ def gen_proto_h(sch):
 #define CMX_OPF_BULK_AREA 0x10u /* an async read whose data may land in an area block */
 #define CMX_OPF_HOLDABLE 0x20u	/* the scheduler may hold the command back */
 #define CMX_OPF_KEEPOUTS 0x40u	/* a failed reply still carries the outputs */
+#define CMX_OPF_LANE 0x100u	/* a notification of bulk lanes only */
 
 /* What a call does on its queue (the field with the queue= attribute). */
 enum cmx_queue_use {
@@ -472,6 +476,28 @@ def gen_guest_h(sch):
     out = [GEN_NOTE, "#ifndef CMX_STUBS_GEN_H\n#define CMX_STUBS_GEN_H\n\n",
            '#include <errno.h>\n#include <stdlib.h>\n\n'
            '#include "proto.gen.h"\n#include "session.h"\n\n']
+    chan = [c for c in calls if c.kind == "notify" and "lane" not in c.attrs]
+    if chan:
+        out.append("/* The guest's handler of each notification of the notification channel\n"
+                   " * (guest/notify.c), on the session's notification thread; one with a\n"
+                   " * payload first says where its len bytes land (NULL: dropped). */\n")
+    for c in chan:
+        if c.bulk_in:
+            out.append(f"void *cmx_nbulk_{c.name}(const struct cmx_{c.name}_in *in, uint64_t len);\n")
+        out.append(f"void cmx_n_{c.name}(const struct cmx_{c.name}_in *in);\n")
+    if chan:
+        out.append("\nstatic inline void *cmx_notify_bulk_dst(unsigned op, const void *in, "
+                   "uint64_t len)\n{\n\tswitch (op) {\n")
+        for c in chan:
+            if c.bulk_in:
+                out.append(f"\tcase CMX_OP_{c.name}:\n\t\treturn cmx_nbulk_{c.name}(in, len);\n")
+        out.append("\tdefault:\n\t\treturn NULL;\n\t}\n}\n\n")
+        out.append("/* 0, or -1 for an opcode that is no notification of the channel. */\n"
+                   "static inline int cmx_notify_dispatch(unsigned op, const void *in)\n{\n"
+                   "\tswitch (op) {\n")
+        for c in chan:
+            out.append(f"\tcase CMX_OP_{c.name}:\n\t\tcmx_n_{c.name}(in);\n\t\treturn 0;\n")
+        out.append("\tdefault:\n\t\treturn -1;\n\t}\n}\n\n")
     for c in calls:
         if c.kind == "notify":
             continue
