@@ -540,6 +540,7 @@ static void printing_setup(struct client *c, uint64_t base)
 	send_msg(c, &cmx_desc_CreateProgramWithSource_in, &ps, 0, NULL, 0);
 	send_msg(c, &cmx_desc_BuildProgram_in, &b, 1, NULL, 0);
 	ck_assert_int_eq(recv_reply(c, &cmx_desc_BuildProgram_out, &bout, &keep), CL_SUCCESS);
+	cmx_codec_release(&cmx_desc_BuildProgram_out, &bout);
 	free(keep);
 	send_msg(c, &cmx_desc_CreateKernel_in, &k, 0, NULL, 0);
 	send_msg(c, &cmx_desc_SetKernelArg_in, &arg, 0, NULL, 0);
