@@ -13,7 +13,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "buf.h"
 #include "dial.h"
 #include "log.h"
 
@@ -322,8 +321,6 @@ static int device_load(struct cmx_session *s, cl_device_id d, uint64_t id, cl_de
 	struct cmx_GetDeviceInfoAll_in in = { .device = { .id = id } };
 	struct cmx_GetDeviceInfoAll_out out;
 	struct cmx_reply r;
-	struct cmx_reader rd;
-	size_t cap = 0;
 	int e = cmx_rpc_GetDeviceInfoAll(s, &in, &out, &r);
 
 	if (e || r.status) {
@@ -335,24 +332,20 @@ static int device_load(struct cmx_session *s, cl_device_id d, uint64_t id, cl_de
 	d->id = id;
 	d->parent = parent;
 	atomic_init(&d->refs, 1);
-	/* The reply's buffer becomes the device's cache. */
+	/* The reply's buffer becomes the device's cache: the values point
+	 * into it; the records' array goes with the reply. */
 	d->info_blob = r.buf;
-	cmx_reader_init(&rd, out.info.ptr, out.info.len);
-	while (rd.left && !rd.bad) {
-		uint64_t param = cmx_reader_u64(&rd), len;
-		const void *v = cmx_reader_bytes(&rd, CMX_MAX_DEVINFO, &len);
-		if (rd.bad)
-			break;
-		if (d->ninfo == cap) {
-			struct cmx_devinfo *n = realloc(d->info, (cap = cap ? cap * 2 : 128) * sizeof(*n));
-			if (!n)
-				return -ENOMEM;
-			d->info = n;
-		}
-		d->info[d->ninfo++] = (struct cmx_devinfo){ (uint32_t)param, (uint32_t)len, v };
+	r.buf = NULL;
+	d->info = out.info.n ? calloc(out.info.n, sizeof(*d->info)) : NULL;
+	if (out.info.n && !d->info) {
+		cmx_reply_fini(&r);
+		return -ENOMEM;
 	}
-	if (rd.bad)
-		return -EBADMSG;
+	for (uint64_t k = 0; k < out.info.n; k++)
+		d->info[d->ninfo++] = (struct cmx_devinfo){(uint32_t)out.info.v[k].param,
+							   (uint32_t)out.info.v[k].value.len,
+							   out.info.v[k].value.ptr};
+	cmx_reply_fini(&r);
 	qsort(d->info, d->ninfo, sizeof(*d->info), info_cmp);
 	device_overrides(d);
 	info_scalar(d, CL_DEVICE_TYPE, &d->type, sizeof(d->type));

@@ -163,7 +163,7 @@ struct cmx_kinfo {
 	cl_uint nargs;
 	struct cmx_arginfo *args;
 	/* CL_KERNEL_COMPILE_WORK_GROUP_SIZE from the daemon; reqd_known 0
-	 * (an older daemon): read from the attributes. */
+	 * (a KernelInfo record without it): read from the attributes. */
 	size_t reqd[3];
 	int reqd_known;
 };

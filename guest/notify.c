@@ -148,65 +148,75 @@ void cmx_read_landed(struct cmx_pending_read *r, int status)
 /* The largest kernel output taken (the daemon sends at most 16 MiB). */
 #define OUTPUT_MAX (64u << 20)
 
-static void *bulk_dst(void *ctx, unsigned op, const void *args, uint64_t len)
+void *cmx_nbulk_ReadDone(const struct cmx_ReadDone_in *in, uint64_t len)
 {
-	const struct cmx_ReadDone_in *in = args;
 	struct cmx_pending_read *r = (struct cmx_pending_read *)(uintptr_t)in->tag;
 
-	if (op == CMX_OP_KernelOutput) {
-		/* The bytes land in a buffer of their own; done() writes them. */
-		output_buf = len <= OUTPUT_MAX ? malloc(len) : NULL;
-		output_len = output_buf ? len : 0;
-		return output_buf;
-	}
-	if (op != CMX_OP_ReadDone || !r || len != r->len)
-		return NULL;
-	return r->dst;
+	return r && len == r->len ? r->dst : NULL;
+}
+
+void cmx_n_ReadDone(const struct cmx_ReadDone_in *in)
+{
+	cmx_read_landed((struct cmx_pending_read *)(uintptr_t)in->tag, (int)in->status);
+}
+
+void *cmx_nbulk_KernelOutput(const struct cmx_KernelOutput_in *in, uint64_t len)
+{
+	(void)in;
+	/* The bytes land in a buffer of their own; cmx_n_KernelOutput()
+	 * writes them. */
+	output_buf = len <= OUTPUT_MAX ? malloc(len) : NULL;
+	output_len = output_buf ? len : 0;
+	return output_buf;
+}
+
+void cmx_n_KernelOutput(const struct cmx_KernelOutput_in *in)
+{
+	struct cmx_pending_read *r = (struct cmx_pending_read *)(uintptr_t)in->tag;
+
+	/* Where the driver would have written it in the application's own
+	 * process: straight to fd 1, past stdio's buffer. */
+	if (output_len)
+		(void)cmx_fd_write_all(STDOUT_FILENO, output_buf, output_len);
+	free(output_buf);
+	output_buf = NULL;
+	output_len = 0;
+	/* Tag 0: a launch the daemon found printing and this side did not;
+	 * nothing waits for it. */
+	if (r)
+		cmx_read_landed(r, (int)in->status);
+}
+
+void cmx_n_EventDone(const struct cmx_EventDone_in *in)
+{
+	cmx_event_callback_fired(in->tag, in->status);
+}
+
+void cmx_n_MemDestroyed(const struct cmx_MemDestroyed_in *in)
+{
+	cmx_mem_destructor_fired(in->tag);
+}
+
+void cmx_n_ContextError(const struct cmx_ContextError_in *in)
+{
+	cl_context c = (cl_context)(uintptr_t)in->tag;
+
+	if (CMX_IS(c, CMX_MAGIC_CONTEXT) && c->notify)
+		c->notify(in->errinfo.len ? in->errinfo.ptr : "", in->info.ptr, in->info.len,
+			  c->notify_data);
+}
+
+/* Each notification to its handler above, by the generated tables. */
+static void *bulk_dst(void *ctx, unsigned op, const void *args, uint64_t len)
+{
+	(void)ctx;
+	return cmx_notify_bulk_dst(op, args, len);
 }
 
 static void done(void *ctx, unsigned op, const void *args)
 {
-	switch (op) {
-	case CMX_OP_ReadDone: {
-		const struct cmx_ReadDone_in *in = args;
-		cmx_read_landed((struct cmx_pending_read *)(uintptr_t)in->tag, (int)in->status);
-		break;
-	}
-	case CMX_OP_KernelOutput: {
-		const struct cmx_KernelOutput_in *in = args;
-		struct cmx_pending_read *r = (struct cmx_pending_read *)(uintptr_t)in->tag;
-		/* Where the driver would have written it in the application's
-		 * own process: straight to fd 1, past stdio's buffer. */
-		if (output_len)
-			(void)cmx_fd_write_all(STDOUT_FILENO, output_buf, output_len);
-		free(output_buf);
-		output_buf = NULL;
-		output_len = 0;
-		/* Tag 0: a launch the daemon found printing and this side did
-		 * not; nothing waits for it. */
-		if (r)
-			cmx_read_landed(r, (int)in->status);
-		break;
-	}
-	case CMX_OP_EventDone: {
-		const struct cmx_EventDone_in *in = args;
-		cmx_event_callback_fired(in->tag, in->status);
-		break;
-	}
-	case CMX_OP_MemDestroyed: {
-		const struct cmx_MemDestroyed_in *in = args;
-		cmx_mem_destructor_fired(in->tag);
-		break;
-	}
-	case CMX_OP_ContextError: {
-		const struct cmx_ContextError_in *in = args;
-		cl_context c = (cl_context)(uintptr_t)in->tag;
-		if (CMX_IS(c, CMX_MAGIC_CONTEXT) && c->notify)
-			c->notify(in->errinfo.len ? in->errinfo.ptr : "", in->info.ptr, in->info.len,
-				  c->notify_data);
-		break;
-	}
-	}
+	(void)ctx;
+	(void)cmx_notify_dispatch(op, args);
 }
 
 const struct cmx_notify_ops cmx_notify_ops = { .bulk_dst = bulk_dst, .done = done, .lost = lost };

@@ -696,6 +696,8 @@ int cmx_session_call(struct cmx_session *s, const struct cmx_msgdesc *din, const
 
 	r->buf = NULL;
 	r->status = 0;
+	r->dout = NULL;
+	r->out = NULL;
 	if (atomic_load(&s->broken))
 		return -ECONNRESET;
 	if (stale(s, din, in))
@@ -739,11 +741,18 @@ int cmx_session_call(struct cmx_session *s, const struct cmx_msgdesc *din, const
 		cmx_reply_fini(r);
 		return -EBADMSG;
 	}
+	if (dout->flags & CMX_D_OWNS) {
+		r->dout = dout;
+		r->out = out;
+	}
 	return 0;
 }
 
 void cmx_reply_fini(struct cmx_reply *r)
 {
+	if (r->dout)
+		cmx_codec_release(r->dout, r->out);
+	r->dout = NULL;
 	free(r->buf);
 	r->buf = NULL;
 }
@@ -764,7 +773,7 @@ static void notify_loop(struct cmx_session *s)
 			return;
 		}
 		oi = cmx_op_info(h.op);
-		if (!oi || !(oi->flags & CMX_OPF_NOTIFY) || h.op == CMX_OP_LanePiece ||
+		if (!oi || !(oi->flags & CMX_OPF_NOTIFY) || (oi->flags & CMX_OPF_LANE) ||
 		    oi->in->size > sizeof(in) ||
 		    cmx_codec_decode(oi->in, args, h.size, in)) {
 			free(args);

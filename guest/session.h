@@ -11,10 +11,14 @@
 struct cmx_session;
 struct cmx_garea;
 
-/* A sync call's reply: status, and the buffer the decoded outputs point into. */
+/* A sync call's reply: status, and the buffer the decoded outputs point into;
+ * the outputs' record arrays (rec[] fields) are their own memory, released
+ * with the reply, so the outputs must outlive it. */
 struct cmx_reply {
 	int32_t status;
 	void *buf;
+	const struct cmx_msgdesc *dout; /* the outputs, where they own records */
+	void *out;
 };
 
 /* Notifications run on the session's own thread. `bulk_dst` says where a

@@ -69,11 +69,12 @@ noinst_PROGRAMS += tools/clmux-loopback-bench
 tools_clmux_loopback_bench_SOURCES = tools/loopback-bench.c
 tools_clmux_loopback_bench_LDADD = -lpthread
 
-TESTS += tools/tests/test_cmxgen.sh tools/compat-clinfo.sh tools/compat-pyopencl.sh \
+TESTS += tools/tests/test_cmxgen.sh tools/tests/test_adding_call.sh tools/compat-clinfo.sh tools/compat-pyopencl.sh \
 	tools/tests/transports.sh tools/tests/tenant-bench-slice.sh tools/tests/tls.sh \
 	tools/tests/cdi.sh tools/tests/perf-report.sh tools/tests/activation.sh
 EXTRA_DIST += tools/tests/perf-report.sh tools/bench-results tools/perf-report \
  tools/tests/test_cmxgen.sh tools/tests/golden.schema \
+	tools/tests/test_adding_call.sh tools/tests/adding_call.c \
 	tools/tests/golden/proto.gen.h.expected tools/tests/golden/proto.gen.c.expected \
 	tools/tests/golden/stubs.gen.h.expected tools/tests/golden/handlers.gen.h.expected \
 	tools/tests/golden/handlers.gen.c.expected tools/demo tools/check tools/setup.sh \

@@ -195,6 +195,7 @@ static void kernel_setup(struct client *c, const char *src, const char *name)
 	send_msg(c, &cmx_desc_CreateProgramWithSource_in, &pr, 0, NULL, 0);
 	send_msg(c, &cmx_desc_BuildProgram_in, &bu, 1, NULL, 0);
 	ck_assert_int_eq(recv_reply(c, &cmx_desc_BuildProgram_out, &bout, NULL), 0);
+	cmx_codec_release(&cmx_desc_BuildProgram_out, &bout);
 	send_msg(c, &cmx_desc_CreateKernel_in, &kn, 0, NULL, 0);
 }
 
