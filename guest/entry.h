@@ -17,7 +17,7 @@
 	X(clCreateCommandQueue) X(clCreateCommandQueueWithProperties) X(clRetainCommandQueue) \
 	X(clReleaseCommandQueue) X(clGetCommandQueueInfo) X(clSetCommandQueueProperty)        \
 	X(clSetDefaultDeviceCommandQueue) X(clFlush) X(clFinish)                               \
-	/* guest/mem.c */                                                                       \
+	/* guest/mem.c, transfer.c, rect.c, map.c and image.c */                                \
 	X(clCreateBuffer) X(clCreateBufferWithProperties) X(clCreateSubBuffer)                 \
 	X(clRetainMemObject) X(clReleaseMemObject) X(clGetMemObjectInfo)                       \
 	X(clSetMemObjectDestructorCallback) X(clEnqueueReadBuffer) X(clEnqueueWriteBuffer)     \

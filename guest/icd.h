@@ -100,7 +100,7 @@ struct _cl_command_queue {
 	atomic_uint finish_seq, finished_upto;
 };
 
-struct cmx_mapping; /* guest/mem.c */
+struct cmx_mapping; /* guest/mem.h */
 
 struct _cl_mem {
 	CMX_OBJECT_HEAD;
@@ -394,7 +394,7 @@ cl_int cmx_clReleaseEvent(cl_event e);
 /* Device info lookup in the cache: NULL when the device has no such query. */
 const struct cmx_devinfo *cmx_device_info(cl_device_id d, cl_uint param);
 
-/* ---- guest/mem.c, shared with guest/image.c ---- */
+/* ---- guest/mem.c, command.c and rect.c, shared with guest/image.c ---- */
 
 /* One command: its wait list and the event it returns. */
 struct cmx_cmd {

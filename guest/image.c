@@ -652,7 +652,7 @@ out_tmp:
 }
 
 /* Reads the packed region into dst: blocking, it is there on return;
- * otherwise finish(arg) runs when it lands (guest/mem.c's image maps). */
+ * otherwise finish(arg) runs when it lands (guest/map.c's image maps). */
 cl_int cmx_image_read_packed(cl_command_queue q, cl_mem m, cl_bool blocking, const size_t *origin,
 			     const size_t *region, void *dst, struct cmx_cmd *c,
 			     void (*finish)(struct cmx_pending_read *, int), void *arg)
