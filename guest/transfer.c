@@ -210,12 +210,97 @@ fail:
 	return e;
 }
 
-/* Reads [off, off + size) of m into dst for a command that passed its
- * checks: blocking, the data is in dst on return; otherwise it lands later
- * and `finish` runs then. */
-cl_int cmx_transfer_read(cl_command_queue q, cl_mem m, cl_bool blocking, size_t off, size_t size,
-			 void *dst, struct cmx_cmd *c,
-			 void (*finish)(struct cmx_pending_read *, int), void *arg)
+/*
+ * The one choice of how a transfer's bytes travel, for reads and writes
+ * alike, made from the queue, the buffer, blocking and size only.
+ */
+enum transfer_way {
+	WAY_SEND,	/* non-blocking: one message; a read's data lands later */
+	WAY_CALL,	/* blocking: the call channel, a large one in chunks */
+	WAY_LANES,	/* blocking and large: the bulk lanes if free, else WAY_CALL */
+	WAY_AREA_NOW,	/* blocking, area buffer: native map, one copy here, unmap */
+	WAY_AREA_LATER, /* non-blocking, area buffer: the copy once the map is done */
+};
+
+static enum transfer_way transfer_way(cl_command_queue q, cl_mem m, cl_bool blocking,
+				      size_t size)
+{
+	if (area_direct(q, m, size))
+		return blocking ? WAY_AREA_NOW : WAY_AREA_LATER;
+	if (!blocking)
+		return WAY_SEND;
+	return size >= CMX_LANES_MIN ? WAY_LANES : WAY_CALL;
+}
+
+/* A blocking read over the call channel. The leading chunks land as
+ * non-blocking reads (their data on the notification thread, waited for by
+ * blocking_done()). */
+static cl_int read_call(cl_command_queue q, struct cmx_ReadBuffer_in *in, void *dst)
+{
+	struct cmx_ReadBuffer_out out;
+	struct cmx_reply r;
+	struct cmx_pending_read *p;
+	size_t k, nk = chunks_before_last(q, in->size);
+
+	for (k = 0; k < nk; k++) {
+		struct cmx_ReadBuffer_in ci = *in;
+
+		ci.offset = in->offset + k * CHUNK;
+		ci.size = CHUNK;
+		ci.event.id = 0;
+		if (k)
+			ci.wait.n = 0;
+		p = cmx_pending_new(q, NULL, (char *)dst + k * CHUNK, CHUNK);
+		if (!p)
+			return CL_OUT_OF_HOST_MEMORY;
+		ci.tag = (uintptr_t)p;
+		if (cmx_pending_send(p, &cmx_desc_ReadBuffer_in, &ci, 1))
+			return CL_OUT_OF_RESOURCES;
+	}
+	if (nk) {
+		in->offset += nk * CHUNK;
+		in->size -= nk * CHUNK;
+		in->wait.n = 0;
+		dst = (char *)dst + nk * CHUNK;
+	}
+	return cmx_reply_status(cmx_rpc_ReadBuffer(cmx_icd.s, in, &out, &r, dst, in->size), &r);
+}
+
+/* A blocking write over the call channel, the leading chunks sent ahead. */
+static cl_int write_call(cl_command_queue q, struct cmx_WriteBuffer_in *in, const void *ptr)
+{
+	struct cmx_WriteBuffer_out out;
+	struct cmx_reply r;
+	size_t k, nk = chunks_before_last(q, in->size);
+	cl_int e = CL_SUCCESS;
+
+	for (k = 0; k < nk && !e; k++) {
+		struct cmx_WriteBuffer_in ci = *in;
+
+		ci.offset = in->offset + k * CHUNK;
+		ci.size = CHUNK;
+		ci.event.id = 0;
+		if (k)
+			ci.wait.n = 0;
+		e = CMX_SEND(WriteBuffer, &ci, (const char *)ptr + k * CHUNK, CHUNK);
+	}
+	if (nk) {
+		in->offset += nk * CHUNK;
+		in->size -= nk * CHUNK;
+		in->wait.n = 0;
+		ptr = (const char *)ptr + nk * CHUNK;
+	}
+	if (!e)
+		e = cmx_reply_status(cmx_rpc_WriteBuffer(cmx_icd.s, in, ptr, in->size, &out, &r),
+				     &r);
+	return e;
+}
+
+/* A read of a command that passed its checks, the way `w` says (a
+ * WAY_AREA_LATER read that gets here is sent as WAY_SEND). */
+static cl_int read_by(enum transfer_way w, cl_command_queue q, cl_mem m, size_t off, size_t size,
+		      void *dst, struct cmx_cmd *c, void (*finish)(struct cmx_pending_read *, int),
+		      void *arg)
 {
 	struct cmx_ReadBuffer_in in = {.queue = {q->id},
 				       .mem = {m->id},
@@ -226,40 +311,19 @@ cl_int cmx_transfer_read(cl_command_queue q, cl_mem m, cl_bool blocking, size_t 
 	struct cmx_pending_read *p;
 	cl_int e;
 
-	if (blocking && area_direct(q, m, size))
+	switch (w) {
+	case WAY_AREA_NOW:
 		return area_transfer(q, m, off, size, dst, 0, c);
-	if (blocking && (e = lanes_read(&in, dst)) != -1)
-		return e;
-	if (blocking) {
-		struct cmx_ReadBuffer_out out;
-		struct cmx_reply r;
-		size_t k, nk = chunks_before_last(q, size);
-
-		/* The leading chunks land as non-blocking reads (their data on
-		 * the notification thread, waited for by blocking_done()). */
-		for (k = 0; k < nk; k++) {
-			struct cmx_ReadBuffer_in ci = in;
-
-			ci.offset = off + k * CHUNK;
-			ci.size = CHUNK;
-			ci.event.id = 0;
-			if (k)
-				ci.wait.n = 0;
-			p = cmx_pending_new(q, NULL, (char *)dst + k * CHUNK, CHUNK);
-			if (!p)
-				return CL_OUT_OF_HOST_MEMORY;
-			ci.tag = (uintptr_t)p;
-			if (cmx_pending_send(p, &cmx_desc_ReadBuffer_in, &ci, 1))
-				return CL_OUT_OF_RESOURCES;
-		}
-		if (nk) {
-			in.offset += nk * CHUNK;
-			in.size -= nk * CHUNK;
-			in.wait.n = 0;
-			dst = (char *)dst + nk * CHUNK;
-			size -= nk * CHUNK;
-		}
-		return cmx_reply_status(cmx_rpc_ReadBuffer(cmx_icd.s, &in, &out, &r, dst, size), &r);
+	case WAY_LANES:
+		/* Not free, or not open: the call channel. */
+		if ((e = lanes_read(&in, dst)) != -1)
+			return e;
+		/* fall through */
+	case WAY_CALL:
+		return read_call(q, &in, dst);
+	case WAY_SEND:
+	case WAY_AREA_LATER:
+		break;
 	}
 	p = cmx_pending_new(q, c->ev, dst, size);
 	if (!p)
@@ -268,6 +332,46 @@ cl_int cmx_transfer_read(cl_command_queue q, cl_mem m, cl_bool blocking, size_t 
 	p->arg = arg;
 	in.tag = (uintptr_t)p;
 	return cmx_pending_send(p, &cmx_desc_ReadBuffer_in, &in, 1);
+}
+
+/* A write of a command that passed its checks; either way the data leaves
+ * with the command: ptr is free on return. */
+static cl_int write_by(enum transfer_way w, cl_command_queue q, cl_mem m, size_t off, size_t size,
+		       const void *ptr, struct cmx_cmd *c)
+{
+	struct cmx_WriteBuffer_in in = {.queue = {q->id},
+					.mem = {m->id},
+					.offset = off,
+					.size = size,
+					.wait = CMD_WAIT(c),
+					.event = {c->ev_id}};
+	cl_int e;
+
+	switch (w) {
+	case WAY_AREA_NOW:
+		return area_transfer(q, m, off, size, (void *)ptr, 1, c);
+	case WAY_LANES:
+		/* Not free, or not open: the call channel. */
+		if ((e = lanes_write(&in, ptr)) != -1)
+			return e;
+		/* fall through */
+	case WAY_CALL:
+		return write_call(q, &in, ptr);
+	case WAY_SEND:
+	case WAY_AREA_LATER:
+		break;
+	}
+	return CMX_SEND(WriteBuffer, &in, ptr, size);
+}
+
+/* Reads [off, off + size) of m into dst for a command that passed its
+ * checks: blocking, the data is in dst on return; otherwise it lands later
+ * and `finish` runs then. */
+cl_int cmx_transfer_read(cl_command_queue q, cl_mem m, cl_bool blocking, size_t off, size_t size,
+			 void *dst, struct cmx_cmd *c,
+			 void (*finish)(struct cmx_pending_read *, int), void *arg)
+{
+	return read_by(transfer_way(q, m, blocking, size), q, m, off, size, dst, c, finish, arg);
 }
 
 /* ---- reads and writes ---- */
@@ -290,14 +394,18 @@ cl_int cmx_clEnqueueReadBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, s
 			       size_t size, void *ptr, cl_uint n, const cl_event *list,
 			       cl_event *event)
 {
+	enum transfer_way w;
 	struct cmx_cmd c;
 	cl_int e = io_check(q, m, off, size, ptr, 1);
 
-	if (!e && !blocking && area_direct(q, m, size))
-		return area_later(q, m, off, size, ptr, 0, n, list, event);
-	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_READ_BUFFER)))
+	if (e)
 		return e;
-	e = cmx_cmd_end(&c, cmx_transfer_read(q, m, blocking, off, size, ptr, &c, NULL, NULL));
+	w = transfer_way(q, m, blocking, size);
+	if (w == WAY_AREA_LATER)
+		return area_later(q, m, off, size, ptr, 0, n, list, event);
+	if ((e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_READ_BUFFER)))
+		return e;
+	e = cmx_cmd_end(&c, read_by(w, q, m, off, size, ptr, &c, NULL, NULL));
 	if (!e && blocking)
 		cmx_blocking_done(q, n, list);
 	return e;
@@ -307,55 +415,18 @@ cl_int cmx_clEnqueueWriteBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, 
 				size_t size, const void *ptr, cl_uint n, const cl_event *list,
 				cl_event *event)
 {
-	struct cmx_WriteBuffer_in in;
+	enum transfer_way w;
 	struct cmx_cmd c;
 	cl_int e = io_check(q, m, off, size, ptr, 0);
 
-	if (!e && !blocking && area_direct(q, m, size))
-		return area_later(q, m, off, size, (void *)ptr, 1, n, list, event);
-	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_WRITE_BUFFER)))
+	if (e)
 		return e;
-	in = (struct cmx_WriteBuffer_in){.queue = {q->id},
-					 .mem = {m->id},
-					 .offset = off,
-					 .size = size,
-					 .wait = CMD_WAIT(&c),
-					 .event = {c.ev_id}};
-	/* Either way the data leaves with the command: ptr is free on return. */
-	if (blocking && area_direct(q, m, size)) {
-		e = area_transfer(q, m, off, size, (void *)ptr, 1, &c);
-	} else if (blocking && (e = lanes_write(&in, ptr)) != -1) {
-		/* done over the lanes */
-	} else if (blocking) {
-		struct cmx_WriteBuffer_out out;
-		struct cmx_reply r;
-		size_t k, nk = chunks_before_last(q, size);
-
-		for (k = 0, e = CL_SUCCESS; k < nk && !e; k++) {
-			struct cmx_WriteBuffer_in ci = in;
-
-			ci.offset = off + k * CHUNK;
-			ci.size = CHUNK;
-			ci.event.id = 0;
-			if (k)
-				ci.wait.n = 0;
-			e = CMX_SEND(WriteBuffer, &ci, (const char *)ptr + k * CHUNK, CHUNK);
-		}
-		if (nk) {
-			in.offset += nk * CHUNK;
-			in.size -= nk * CHUNK;
-			in.wait.n = 0;
-			ptr = (const char *)ptr + nk * CHUNK;
-			size -= nk * CHUNK;
-		}
-
-		if (!e)
-			e = cmx_reply_status(
-			    cmx_rpc_WriteBuffer(cmx_icd.s, &in, ptr, size, &out, &r), &r);
-	} else {
-		e = CMX_SEND(WriteBuffer, &in, ptr, size);
-	}
-	e = cmx_cmd_end(&c, e);
+	w = transfer_way(q, m, blocking, size);
+	if (w == WAY_AREA_LATER)
+		return area_later(q, m, off, size, (void *)ptr, 1, n, list, event);
+	if ((e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_WRITE_BUFFER)))
+		return e;
+	e = cmx_cmd_end(&c, write_by(w, q, m, off, size, ptr, &c));
 	if (!e && blocking)
 		cmx_blocking_done(q, n, list);
 	return e;
