@@ -136,3 +136,44 @@ cl_int cmx_pending_send(struct cmx_pending_read *p, const struct cmx_msgdesc *d,
 	}
 	return CL_SUCCESS;
 }
+
+/* Spreads a packed rectangle into the application's pitched memory. */
+static void unpack_rect(const struct cmx_pending_read *r)
+{
+	const char *src = r->dst;
+	char *out = r->out;
+
+	for (size_t z = 0; z < r->region[2]; z++)
+		for (size_t y = 0; y < r->region[1]; y++)
+			memcpy(out + z * r->slice_pitch + y * r->row_pitch,
+			       src + (z * r->region[1] + y) * r->region[0], r->region[0]);
+}
+
+void cmx_read_landed(struct cmx_pending_read *r, int status)
+{
+	cl_command_queue q = r->queue;
+
+	cmx_track_end(&r->track);
+	/* The data, if it came through the area, was copied to dst already
+	 * (the area of the session the read went on). */
+	if (r->area_off)
+		cmx_session_area_free(r->track.s, r->area_off);
+	if (status >= 0 && r->out)
+		unpack_rect(r);
+	if (r->out)
+		free(r->dst);
+	if (r->finish)
+		r->finish(r, status);
+	if (r->event)
+		cmx_event_data_done(r->event, status);
+	pthread_mutex_lock(&cmx_icd.wait_lock);
+	atomic_fetch_sub(&q->pending, 1);
+	pthread_cond_broadcast(&cmx_icd.wait_cond);
+	pthread_mutex_unlock(&cmx_icd.wait_lock);
+	/* Last: the event's may be the last reference to the queue, whose
+	 * release waits for its pending count, settled just above (in the
+	 * other order this thread would wait for itself). */
+	if (r->event)
+		cmx_clReleaseEvent(r->event);
+	free(r);
+}

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Every OpenCL entry point the ICD implements, as one list: declarations
-// with the exact OpenCL signatures, and the dispatch table (guest/icd.c).
+// with the exact OpenCL signatures, and the dispatch table (guest/dispatch.c).
 #ifndef CMX_GUEST_ENTRY_H
 #define CMX_GUEST_ENTRY_H
 
 #include <CL/cl.h>
 
 #define CMX_ENTRIES(X)                                                                        \
-	/* guest/icd.c */                                                                       \
+	/* guest/icd.c and context.c */                                                        \
 	X(clGetPlatformIDs) X(clGetPlatformInfo) X(clGetDeviceIDs) X(clGetDeviceInfo)          \
 	X(clCreateSubDevices) X(clRetainDevice) X(clReleaseDevice) X(clGetDeviceAndHostTimer)  \
 	X(clGetHostTimer) X(clCreateContext) X(clCreateContextFromType) X(clRetainContext)     \

@@ -6,17 +6,9 @@
 #include <string.h>
 
 #include "clcheck.h"
+#include "copy.h"
 #include "entry.h"
 #include "icd.h"
-
-/* One clGetSupportedImageFormats answer. */
-struct cmx_formats {
-	struct cmx_formats *next;
-	cl_mem_flags flags;
-	cl_mem_object_type type;
-	cl_uint n;
-	cl_image_format v[];
-};
 
 static int is_image_type(cl_mem_object_type t)
 {
@@ -384,15 +376,6 @@ cl_mem cmx_clCreateImage3D(cl_context ctx, cl_mem_flags flags, const cl_image_fo
 }
 
 /* ---- formats: asked once per context, flags and type ---- */
-
-void cmx_image_formats_free(cl_context ctx)
-{
-	for (struct cmx_formats *f = ctx->formats, *next; f; f = next) {
-		next = f->next;
-		free(f);
-	}
-	ctx->formats = NULL;
-}
 
 static cl_int formats_load(cl_context ctx, cl_mem_flags flags, cl_mem_object_type type,
 			   struct cmx_formats **out)

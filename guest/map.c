@@ -10,29 +10,9 @@
 
 #define MAP_WRITES	  (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION)
 
-/* Mappings whose read is still landing: the notification thread and the
- * threads that unmap meet here. */
-static pthread_mutex_t map_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t map_cond = PTHREAD_COND_INITIALIZER;
 
 /* ---- maps: guest memory, filled by a read and written back on unmap ---- */
 
-static void mapping_free(struct cmx_mapping *mp)
-{
-	if (mp->owned)
-		free(mp->ptr);
-	free(mp->stage);
-	free(mp);
-}
-
-/* Between a host_ptr image map's packed stage and host_ptr (pack: into
- * the stage). */
-static void mapping_host_copy(struct cmx_mapping *mp, int pack)
-{
-	if (mp->stage)
-		cmx_pitched_copy(mp->ptr, mp->stage, mp->w, mp->rows, mp->slices, mp->hrow,
-				 mp->hslice, pack);
-}
 
 /* Makes mp, whose ptr holds the packed box, a map into host_ptr at origin
  * (the spec's rule for CL_MEM_USE_HOST_PTR images); a 1D array's images
@@ -54,141 +34,6 @@ static void mapping_into_host(cl_mem m, struct cmx_mapping *mp, const size_t *o,
 	mp->ptr = (char *)m->host_ptr + o[0] * elem + (arr1d ? o[1] * slice : o[1] * row + o[2] * slice);
 }
 
-static cl_int mapping_new(cl_mem m, size_t off, size_t size, cl_map_flags flags,
-			  struct cmx_mapping **out)
-{
-	struct cmx_mapping *mp = calloc(1, sizeof(*mp));
-	long page = sysconf(_SC_PAGESIZE);
-
-	if (!mp)
-		return CL_OUT_OF_HOST_MEMORY;
-	mp->offset = off;
-	mp->size = size;
-	mp->flags = flags;
-	/* USE_HOST_PTR: the spec has the map point into host_ptr (buffers
-	 * here; images: mapping_into_host()). */
-	if ((m->flags & CL_MEM_USE_HOST_PTR) && !m->image) {
-		mp->ptr = (char *)m->host_ptr + off;
-	} else if (m->area_off && !m->image) {
-		mp->ptr = cmx_mem_area_at(m, off); /* the storage itself */
-	} else {
-		/* The last map's memory when it fits without wasting half. */
-		pthread_mutex_lock(&m->lock);
-		if (m->spare && m->spare_size >= size && m->spare_size / 2 <= size) {
-			mp->ptr = m->spare;
-			mp->cap = m->spare_size;
-			m->spare = NULL;
-		}
-		pthread_mutex_unlock(&m->lock);
-		if (!mp->ptr) {
-			if (posix_memalign(&mp->ptr, page > 0 ? (size_t)page : 4096,
-					   size ? size : 1)) {
-				free(mp);
-				return CL_OUT_OF_HOST_MEMORY;
-			}
-			mp->cap = size;
-		}
-		mp->owned = 1;
-	}
-	*out = mp;
-	return CL_SUCCESS;
-}
-
-/* Frees a mapping now, or when its read lands if that is still to come:
- * the notification thread writes into its memory until then. */
-void cmx_mapping_drop(struct cmx_mapping *mp)
-{
-	int later;
-
-	pthread_mutex_lock(&map_lock);
-	later = mp->landing;
-	mp->dropped = later;
-	pthread_mutex_unlock(&map_lock);
-	if (!later)
-		mapping_free(mp);
-}
-
-/* An unmapped mapping: its memory stays with the buffer for the next map
- * (one at a time), unless a read may still land in it. */
-static void mapping_retire(cl_mem m, struct cmx_mapping *mp)
-{
-	int keep;
-
-	pthread_mutex_lock(&map_lock);
-	keep = mp->owned && !mp->landing;
-	pthread_mutex_unlock(&map_lock);
-	if (keep) {
-		pthread_mutex_lock(&m->lock);
-		if (!m->spare) {
-			m->spare = mp->ptr;
-			m->spare_size = mp->cap;
-			mp->owned = 0;
-		}
-		pthread_mutex_unlock(&m->lock);
-	}
-	cmx_mapping_drop(mp);
-}
-
-/* A non-blocking map's read is done (notification thread). */
-static void map_landed(struct cmx_pending_read *r, int status)
-{
-	struct cmx_mapping *mp = r->arg;
-	int dropped;
-
-	/* Before the event reads complete (cmx_read_landed()); host_ptr is
-	 * the application's until the image is destroyed, after this. */
-	if (status >= 0)
-		mapping_host_copy(mp, 0);
-	pthread_mutex_lock(&map_lock);
-	mp->landing = 0;
-	dropped = mp->dropped;
-	pthread_cond_broadcast(&map_cond);
-	pthread_mutex_unlock(&map_lock);
-	if (dropped)
-		mapping_free(mp);
-}
-
-/* CL_SUCCESS once the map's data is in, or an error when it never will be. */
-static cl_int map_wait_landed(struct cmx_mapping *mp)
-{
-	int landing;
-
-	pthread_mutex_lock(&map_lock);
-	landing = mp->landing;
-	pthread_mutex_unlock(&map_lock);
-	if (!landing)
-		return CL_SUCCESS;
-	if (!cmx_cmd_sent())
-		return CL_OUT_OF_RESOURCES;
-	pthread_mutex_lock(&map_lock);
-	while (mp->landing)
-		pthread_cond_wait(&map_cond, &map_lock);
-	pthread_mutex_unlock(&map_lock);
-	return CL_SUCCESS;
-}
-
-static void mapping_link(cl_mem m, struct cmx_mapping *mp)
-{
-	pthread_mutex_lock(&m->lock);
-	mp->next = m->maps;
-	m->maps = mp;
-	pthread_mutex_unlock(&m->lock);
-}
-
-static struct cmx_mapping *mapping_unlink(cl_mem m, void *ptr)
-{
-	struct cmx_mapping **p, *mp;
-
-	pthread_mutex_lock(&m->lock);
-	for (p = &m->maps; *p && (*p)->ptr != ptr; p = &(*p)->next)
-		;
-	mp = *p;
-	if (mp)
-		*p = mp->next;
-	pthread_mutex_unlock(&m->lock);
-	return mp;
-}
-
 /* Known bits only; an invalidating map neither reads nor merges writes. */
 static int map_flags_bad(cl_map_flags f)
 {
@@ -204,10 +49,10 @@ static void *map_end(cl_command_queue q, cl_mem m, struct cmx_mapping *mp, struc
 {
 	e = cmx_cmd_end(c, e);
 	if (e) {
-		mapping_free(mp);
+		cmx_mapping_free(mp);
 		return cmx_fail(errcode_ret, e);
 	}
-	mapping_link(m, mp);
+	cmx_mapping_link(m, mp);
 	atomic_fetch_add(&m->map_count, 1);
 	if (blocking)
 		cmx_blocking_done(q, n, list);
@@ -226,11 +71,11 @@ void *cmx_clEnqueueMapBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, cl_
 		e = CL_INVALID_VALUE;
 	if (!e)
 		e = cmx_mem_host_access(m, (flags & CL_MAP_READ) != 0, (flags & MAP_WRITES) != 0);
-	if (e || (e = mapping_new(m, off, size, flags, &mp)))
+	if (e || (e = cmx_mapping_new(m, off, size, flags, &mp)))
 		return cmx_fail(errcode_ret, e);
 	e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_MAP_BUFFER);
 	if (e) {
-		mapping_free(mp);
+		cmx_mapping_free(mp);
 		return cmx_fail(errcode_ret, e);
 	}
 	if (m->area_off) {
@@ -241,7 +86,7 @@ void *cmx_clEnqueueMapBuffer(cl_command_queue q, cl_mem m, cl_bool blocking, cl_
 		e = cmx_cmd_marker(q, &c);
 	} else {
 		mp->landing = !blocking; /* not shared yet: no lock needed */
-		e = cmx_transfer_read(q, m, blocking, off, size, mp->ptr, &c, map_landed, mp);
+		e = cmx_transfer_read(q, m, blocking, off, size, mp->ptr, &c, cmx_mapping_landed, mp);
 	}
 	return map_end(q, m, mp, &c, e, blocking, n, list, errcode_ret);
 }
@@ -271,7 +116,7 @@ void *cmx_clEnqueueMapImage(cl_command_queue q, cl_mem m, cl_bool blocking, cl_m
 	e = cmx_mem_host_access(m, (flags & CL_MAP_READ) != 0, (flags & MAP_WRITES) != 0);
 	/* The region was checked: its byte count does not overflow. */
 	row = m->image->elem * region[0];
-	if (e || (e = mapping_new(m, 0, row * region[1] * region[2], flags, &mp)))
+	if (e || (e = cmx_mapping_new(m, 0, row * region[1] * region[2], flags, &mp)))
 		return cmx_fail(errcode_ret, e);
 	for (int i = 0; i < 3; i++)
 		mp->origin[i] = origin[i], mp->region[i] = region[i];
@@ -279,7 +124,7 @@ void *cmx_clEnqueueMapImage(cl_command_queue q, cl_mem m, cl_bool blocking, cl_m
 		mapping_into_host(m, mp, origin, region);
 	e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_MAP_IMAGE);
 	if (e) {
-		mapping_free(mp);
+		cmx_mapping_free(mp);
 		return cmx_fail(errcode_ret, e);
 	}
 	if (flags & CL_MAP_WRITE_INVALIDATE_REGION) {
@@ -287,9 +132,9 @@ void *cmx_clEnqueueMapImage(cl_command_queue q, cl_mem m, cl_bool blocking, cl_m
 	} else {
 		mp->landing = !blocking; /* not shared yet: no lock needed */
 		e = cmx_image_read_packed(q, m, blocking, origin, region,
-					  mp->stage ? mp->stage : mp->ptr, &c, map_landed, mp);
+					  mp->stage ? mp->stage : mp->ptr, &c, cmx_mapping_landed, mp);
 		if (!e && blocking)
-			mapping_host_copy(mp, 0);
+			cmx_mapping_host_copy(mp, 0);
 	}
 	if (m->type == CL_MEM_OBJECT_IMAGE1D_ARRAY)
 		slice = row;
@@ -315,7 +160,7 @@ cl_int cmx_clEnqueueUnmapMemObject(cl_command_queue q, cl_mem m, void *ptr, cl_u
 
 	if (e)
 		return e;
-	mp = mapping_unlink(m, ptr);
+	mp = cmx_mapping_unlink(m, ptr);
 	if (!mp)
 		return CL_INVALID_VALUE;
 	e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_UNMAP_MEM_OBJECT);
@@ -333,8 +178,8 @@ cl_int cmx_clEnqueueUnmapMemObject(cl_command_queue q, cl_mem m, void *ptr, cl_u
 
 		/* What goes back must first have arrived (an unmap may follow a
 		 * non-blocking map without waiting for it). */
-		e = map_wait_landed(mp);
-		mapping_host_copy(mp, 1);
+		e = cmx_mapping_wait_landed(mp);
+		cmx_mapping_host_copy(mp, 1);
 		if (!e && m->image)
 			e = cmx_image_write_packed(q, m, CL_FALSE, mp->origin, mp->region,
 						   mp->stage ? mp->stage : mp->ptr, mp->size, &c);
@@ -347,10 +192,10 @@ cl_int cmx_clEnqueueUnmapMemObject(cl_command_queue q, cl_mem m, void *ptr, cl_u
 	if (e)
 		goto relink;
 	atomic_fetch_sub(&m->map_count, 1);
-	mapping_retire(m, mp);
+	cmx_mapping_retire(m, mp);
 	return CL_SUCCESS;
 
 relink:
-	mapping_link(m, mp);
+	cmx_mapping_link(m, mp);
 	return e;
 }

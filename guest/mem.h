@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// What the files of buffer memory share (mem.c, command.c, transfer.c,
-// rect.c, map.c): not seen outside them and image.c.
+// What the files of buffer memory share (command.c, mapping.c, mem.c,
+// transfer.c, rect.c, map.c), the layers between commands and images
+// (guest/icd.h): not seen outside them.
 #ifndef CMX_GUEST_MEM_H
 #define CMX_GUEST_MEM_H
 
@@ -60,7 +61,25 @@ cl_int cmx_transfer_read(cl_command_queue q, cl_mem m, cl_bool blocking, size_t 
 			  void *dst, struct cmx_cmd *c, void (*finish)(struct cmx_pending_read *, int),
 			  void *arg);
 
-/* Frees a mapping now, or once its read has landed (guest/map.c). */
+/* ---- mapping records (guest/mapping.c) ---- */
+
+/* A record for a map of [off, off + size) of m, its memory chosen. */
+cl_int cmx_mapping_new(cl_mem m, size_t off, size_t size, cl_map_flags flags,
+		       struct cmx_mapping **out);
+void cmx_mapping_free(struct cmx_mapping *mp);
+/* Frees a mapping now, or once its read has landed. */
 void cmx_mapping_drop(struct cmx_mapping *mp);
+/* An unmapped mapping: its memory stays with the buffer for the next map. */
+void cmx_mapping_retire(cl_mem m, struct cmx_mapping *mp);
+/* Between a host_ptr image map's packed stage and host_ptr (pack: into
+ * the stage). */
+void cmx_mapping_host_copy(struct cmx_mapping *mp, int pack);
+/* A non-blocking map's read is done (a pending read's `finish`). */
+void cmx_mapping_landed(struct cmx_pending_read *r, int status);
+/* CL_SUCCESS once the map's data is in, or an error when it never will be. */
+cl_int cmx_mapping_wait_landed(struct cmx_mapping *mp);
+/* On and off the buffer's `maps` list (found by the pointer given out). */
+void cmx_mapping_link(cl_mem m, struct cmx_mapping *mp);
+struct cmx_mapping *cmx_mapping_unlink(cl_mem m, void *ptr);
 
 #endif

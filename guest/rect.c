@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "clcheck.h"
+#include "copy.h"
 #include "entry.h"
 #include "icd.h"
 #include "mem.h"
@@ -65,20 +66,6 @@ static int rect_is_packed(const struct rect *x)
 {
 	return (x->r[1] == 1 || x->hrow == x->r[0]) &&
 	       (x->r[2] == 1 || x->hslice == x->r[0] * x->r[1]);
-}
-
-/* Copies the host region between the application's pitched memory and a
- * packed buffer, in the direction `pack` says. */
-void cmx_pitched_copy(char *pitched, char *packed, size_t w, size_t rows, size_t slices,
-		      size_t row_pitch, size_t slice_pitch, int pack)
-{
-	for (size_t z = 0; z < slices; z++)
-		for (size_t y = 0; y < rows; y++) {
-			char *h = pitched + z * slice_pitch + y * row_pitch;
-			char *p = packed + (z * rows + y) * w;
-
-			memcpy(pack ? p : h, pack ? h : p, w);
-		}
 }
 
 static void rect_copy(const struct rect *x, char *pitched, char *packed, int pack)

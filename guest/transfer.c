@@ -170,31 +170,37 @@ static void CL_CALLBACK later_copy(cl_event mapped, cl_int status, void *arg)
 static cl_int area_later(cl_command_queue q, cl_mem m, size_t off, size_t size, void *ptr,
 			 int write, cl_uint n, const cl_event *list, cl_event *event)
 {
+	cl_map_flags flags = write ? CL_MAP_WRITE_INVALIDATE_REGION : CL_MAP_READ;
 	struct later_copy *w = malloc(sizeof(*w));
+	char *at = cmx_mem_area_at(m, off);
 	cl_event mapped = NULL;
 	cl_int e = CL_OUT_OF_HOST_MEMORY;
-	void *at;
+	struct cmx_cmd c;
 
 	if (!w)
 		return e;
 	w->size = size;
+	w->dst = write ? at : ptr;
+	w->src = write ? ptr : at;
 	w->gate = cmx_clCreateUserEvent(q->ctx, &e);
 	if (e)
 		goto fail;
-	at = cmx_clEnqueueMapBuffer(q, m, CL_FALSE,
-				    write ? CL_MAP_WRITE_INVALIDATE_REGION : CL_MAP_READ, off, size,
-				    n, list, &mapped, &e);
+	/* The native map and unmap clEnqueueMapBuffer and
+	 * clEnqueueUnmapMemObject send for an area buffer; the map is not
+	 * one of the application's, so it is on no list of the buffer. */
+	e = cmx_cmd_begin(&c, q, n, list, &mapped, CL_COMMAND_MAP_BUFFER);
+	if (!e)
+		e = cmx_cmd_end(&c, cmx_mem_area_map(q, m, CL_FALSE, flags, off, size, &c));
 	if (e)
 		goto fail_gate;
-	w->dst = write ? at : ptr;
-	w->src = write ? ptr : at;
-	e = cmx_clEnqueueUnmapMemObject(q, m, at, 1, &w->gate, event);
+	e = cmx_cmd_begin(&c, q, 1, &w->gate, event,
+			  write ? CL_COMMAND_WRITE_BUFFER : CL_COMMAND_READ_BUFFER);
+	if (!e)
+		e = cmx_cmd_end(&c, cmx_mem_area_unmap(q, m, off, &c));
 	if (e) {
 		cmx_clReleaseEvent(mapped);
 		goto fail_gate;
 	}
-	if (event && *event)
-		(*event)->type = write ? CL_COMMAND_WRITE_BUFFER : CL_COMMAND_READ_BUFFER;
 	if (cmx_clSetEventCallback(mapped, CL_COMPLETE, later_copy, w)) {
 		/* No callback to come: do its work here. */
 		later_copy(mapped, cmx_clWaitForEvents(1, &mapped) ? -1 : CL_COMPLETE, w);
