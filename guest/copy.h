@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Large copies between the application's memory and the shared area, split over helper threads where the machine has cores to spare.
+// Layer: the lowest, used by the transport and buffer memory (guest/icd.h).
 #ifndef CMX_GUEST_COPY_H
 #define CMX_GUEST_COPY_H
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Every OpenCL entry point the ICD implements, as one list: declarations
 // with the exact OpenCL signatures, and the dispatch table (guest/dispatch.c).
+// Defined across the layers, named by the top one (dispatch.c; guest/icd.h).
 #ifndef CMX_GUEST_ENTRY_H
 #define CMX_GUEST_ENTRY_H
 
