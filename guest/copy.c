@@ -167,3 +167,17 @@ void cmx_copy(void *dst, const void *src, size_t n)
 		pthread_cond_wait(&cp.done, &cp.lock);
 	pthread_mutex_unlock(&cp.lock);
 }
+
+/* Copies the host region between the application's pitched memory and a
+ * packed buffer, in the direction `pack` says. */
+void cmx_pitched_copy(char *pitched, char *packed, size_t w, size_t rows, size_t slices,
+		      size_t row_pitch, size_t slice_pitch, int pack)
+{
+	for (size_t z = 0; z < slices; z++)
+		for (size_t y = 0; y < rows; y++) {
+			char *h = pitched + z * slice_pitch + y * row_pitch;
+			char *p = packed + (z * rows + y) * w;
+
+			memcpy(pack ? p : h, pack ? h : p, w);
+		}
+}

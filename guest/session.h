@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // A guest session: the call channel with its batch, and the notification channel.
+// Layer: the top of the transport, below every object (guest/icd.h).
 #ifndef CMX_GUEST_SESSION_H
 #define CMX_GUEST_SESSION_H
 

@@ -63,7 +63,7 @@ struct cmx_tenant {
 	uint64_t cap_stamp;  /* when cap_tokens was last refilled */
 	int64_t rate_tokens; /* bytes it may still send (rate) */
 	uint64_t rate_stamp;
-	struct cmx_gate *held, **held_tail; /* commands waiting for the device */
+	struct cmx_ticket *held, **held_tail; /* commands waiting for the device */
 	struct cmx_tenant *next_ready;	    /* on the scheduler's list */
 	int ready;
 	int overtime;	  /* its worker was told to end for kernel-time */

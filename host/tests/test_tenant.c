@@ -669,7 +669,7 @@ START_TEST(cap_quota)
 }
 END_TEST
 
-/* A lone tenant's launches without events share the scheduler's gates
+/* A lone tenant's launches without events share the scheduler's tickets
  * (one per queue and loop turn, host/scheduler.c): each one is still
  * counted as launched and as completed, and nothing stays in flight. */
 START_TEST(lone_launches_counted)
