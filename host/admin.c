@@ -175,11 +175,11 @@ static void quota_show(const struct cmx_tenant *t, int json, struct cmx_text *ou
 	if (json)
 		cmx_text_add(out, "{\"name\":\"%s\"", t->name);
 	for (unsigned k = 0; k < CMX_QUOTA_KEYS; k++) {
-		cmx_quota_format(&t->q, cmx_quota_keys[k], v, sizeof(v));
+		cmx_quota_format(&t->q, cmx_quota_keys[k].name, v, sizeof(v));
 		if (json)
-			cmx_text_add(out, ",\"%s\":\"%s\"", cmx_quota_keys[k], v);
+			cmx_text_add(out, ",\"%s\":\"%s\"", cmx_quota_keys[k].name, v);
 		else
-			cmx_text_add(out, "%-9s %s\n", cmx_quota_keys[k], v);
+			cmx_text_add(out, "%-9s %s\n", cmx_quota_keys[k].name, v);
 	}
 	if (json)
 		cmx_text_add(out, "}\n");

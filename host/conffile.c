@@ -281,7 +281,7 @@ char *cmx_config_edit(const char *text, const char *tenant, const struct cmx_quo
 			if (in_sec) /* leaving it: add what it lacked */
 				for (unsigned k = 0; k < CMX_QUOTA_KEYS; k++)
 					if (!(done & 1u << k))
-						put_quota_line(&b, q, cmx_quota_keys[k]);
+						put_quota_line(&b, q, cmx_quota_keys[k].name);
 			done = (1u << CMX_QUOTA_KEYS) - 1;
 			in_sec = name && !strcmp(name, tenant);
 			if (in_sec) {
@@ -290,7 +290,7 @@ char *cmx_config_edit(const char *text, const char *tenant, const struct cmx_quo
 			}
 		} else if (kind == 2 && in_sec) {
 			for (unsigned k = 0; k < CMX_QUOTA_KEYS; k++)
-				if (!strcmp(a, cmx_quota_keys[k])) {
+				if (!strcmp(a, cmx_quota_keys[k].name)) {
 					if (!(done & 1u << k))
 						put_quota_line(&b, q, a);
 					done |= 1u << k;
@@ -308,11 +308,11 @@ char *cmx_config_edit(const char *text, const char *tenant, const struct cmx_quo
 	if (in_sec)
 		for (unsigned k = 0; k < CMX_QUOTA_KEYS; k++)
 			if (!(done & 1u << k))
-				put_quota_line(&b, q, cmx_quota_keys[k]);
+				put_quota_line(&b, q, cmx_quota_keys[k].name);
 	if (!found) {
 		cmx_text_add(&b, "%s[tenant %s]\n", b.len ? "\n" : "", tenant);
 		for (unsigned k = 0; k < CMX_QUOTA_KEYS; k++)
-			put_quota_line(&b, q, cmx_quota_keys[k]);
+			put_quota_line(&b, q, cmx_quota_keys[k].name);
 	}
 	cmx_text_put(&b, "", 0);
 	if (b.oom) {

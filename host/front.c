@@ -876,11 +876,12 @@ static void quota_line(const struct cmx_tenant *t, char *out, size_t len)
 	size_t used = 0;
 
 	out[0] = '\0';
-	for (unsigned k = 0; k < sizeof(cmx_quota_keys) / sizeof(cmx_quota_keys[0]); k++) {
+	for (unsigned k = 0; k < CMX_QUOTA_KEYS; k++) {
 		char v[64];
 		int m;
-		cmx_quota_format(&t->q, cmx_quota_keys[k], v, sizeof(v));
-		m = snprintf(out + used, len - used, "%s%s=%s", used ? " " : "", cmx_quota_keys[k], v);
+		cmx_quota_format(&t->q, cmx_quota_keys[k].name, v, sizeof(v));
+		m = snprintf(out + used, len - used, "%s%s=%s", used ? " " : "",
+			     cmx_quota_keys[k].name, v);
 		if (m < 0 || (size_t)m >= len - used)
 			break;
 		used += (size_t)m;

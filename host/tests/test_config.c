@@ -2,6 +2,7 @@
 // Unit tests: clmuxd.conf parsing, quota values, identity lookup, and the
 // comment-keeping edit that saves a changed quota.
 #include <check.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,6 +146,53 @@ START_TEST(quota_values)
 }
 END_TEST
 
+/* Every key of the quota table reads back what it writes, with and without
+ * its unit, and refuses what its range excludes. */
+START_TEST(quota_table_round_trip)
+{
+	static const struct {
+		const char *key, *in, *out;
+	} ok[] = {
+	    {"mem", "2G", "2G"},	 {"objects", "10000", "10000"},
+	    {"inflight", "256", "256"},	 {"weight", "3", "3"},
+	    {"cap", "50%", "50%"},	 {"cap", "50", "50%"},
+	    {"cap", "100%", "none"},	 {"cap", "unlimited", "none"},
+	    {"rate", "1G/s", "1G/s"},	 {"rate", "1G", "1G/s"},
+	    {"sessions", "8", "8"},	 {"build-mem", "4G", "4G"},
+	    {"build-time", "60s", "60"}, {"builds", "2", "2"},
+	    {"kernel-time", "30", "30"}, {"kernel-time", "none", "none"},
+	};
+	static const struct {
+		const char *key, *in;
+	} bad[] = {
+	    {"weight", "0"},	 {"weight", "1001"}, {"weight", "none"}, {"cap", "101%"},
+	    {"cap", "%"},	 {"rate", "0/s"},    {"rate", "/s"},	 {"build-mem", "32M"},
+	    {"build-time", "s"}, {"objects", "0"},   {"mem", "none%"},	 {"builds", "nones"},
+	};
+	struct cmx_quota q;
+	char why[200], v[64];
+
+	for (unsigned i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		cmx_quota_unlimited(&q);
+		ck_assert_msg(!cmx_quota_set(&q, ok[i].key, ok[i].in, why, sizeof(why)),
+			      "%s=%s: %s", ok[i].key, ok[i].in, why);
+		cmx_quota_format(&q, ok[i].key, v, sizeof(v));
+		ck_assert_str_eq(v, ok[i].out);
+	}
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cmx_quota_unlimited(&q);
+		ck_assert_msg(cmx_quota_set(&q, bad[i].key, bad[i].in, why, sizeof(why)) == -EINVAL,
+			      "%s=%s accepted", bad[i].key, bad[i].in);
+		ck_assert_ptr_nonnull(strstr(why, "bad value"));
+	}
+	ck_assert_int_eq(cmx_quota_set(&q, "memory", "1G", why, sizeof(why)), -EINVAL);
+	ck_assert_str_eq(why, "unknown quota 'memory' (mem, objects, inflight, weight, cap, rate, "
+			      "sessions, build-mem, build-time, builds, kernel-time)");
+	for (unsigned k = 0; k < CMX_QUOTA_KEYS; k++)
+		ck_assert_ptr_eq(cmx_quota_key_find(cmx_quota_keys[k].name), &cmx_quota_keys[k]);
+}
+END_TEST
+
 START_TEST(edit_keeps_the_rest)
 {
 	struct cmx_tenants ts;
@@ -193,6 +241,7 @@ int main(void)
 	tcase_add_test(tc, errors);
 	tcase_add_test(tc, lookup);
 	tcase_add_test(tc, quota_values);
+	tcase_add_test(tc, quota_table_round_trip);
 	tcase_add_test(tc, edit_keeps_the_rest);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
