@@ -21,9 +21,9 @@ endif
 host_clmuxd_SOURCES = host/main.c host/notify.h host/notify.c $(host_core_sources)
 nodist_host_clmuxd_SOURCES = host/handlers.gen.h host/handlers.gen.c
 host_clmuxd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host -I$(top_builddir)/host $(URING_CFLAGS) \
-	$(SSL_CFLAGS) $(LIBVIRT_CFLAGS)
-host_clmuxd_LDADD = transport/libcmxtransport.la $(URING_LIBS) $(SSL_LIBS) $(OPENCL_LIBS) \
-	$(LIBVIRT_LIBS) -lpthread
+	$(SSL_CFLAGS) $(JSONC_CFLAGS) $(LIBVIRT_CFLAGS)
+host_clmuxd_LDADD = transport/libcmxtransport.la $(URING_LIBS) $(SSL_LIBS) $(JSONC_LIBS) \
+	$(OPENCL_LIBS) $(LIBVIRT_LIBS) -lpthread
 
 if HAVE_CHECK
 check_PROGRAMS += host/tests/test_auth
@@ -87,7 +87,7 @@ nodist_host_libcmxfuzzcore_la_SOURCES = host/handlers.gen.h host/handlers.gen.c 
 	transport/proto.gen.h transport/proto.gen.c
 host_libcmxfuzzcore_la_CPPFLAGS = $(host_clmuxd_CPPFLAGS)
 host_libcmxfuzzcore_la_CFLAGS = $(AM_CFLAGS) $(LZ4_CFLAGS) -fsanitize=fuzzer-no-link
-fuzz_session_ldadd = host/libcmxfuzzcore.la $(LZ4_LIBS) $(URING_LIBS) $(SSL_LIBS) $(OPENCL_LIBS) \
+fuzz_session_ldadd = host/libcmxfuzzcore.la $(LZ4_LIBS) $(URING_LIBS) $(SSL_LIBS) $(JSONC_LIBS) $(OPENCL_LIBS) \
 	$(LIBVIRT_LIBS) -lpthread
 noinst_PROGRAMS += host/tests/fuzz_session host/tests/fuzz_area host/tests/fuzz_seeds
 host_tests_fuzz_seeds_SOURCES = host/tests/fuzz_seeds.c
