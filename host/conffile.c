@@ -160,6 +160,13 @@ static int parse_pass(char *text, struct cmx_tenants *ts, int pass, char *why, s
 				ts->sandbox = m + 1;
 				continue;
 			}
+			int knob = cmx_tuning_set(&ts->tune, a, b, err, sizeof(err));
+			if (knob < 0) {
+				snprintf(why, whylen, "line %u: %s", lineno, err);
+				return -EINVAL;
+			}
+			if (knob)
+				continue;
 			snprintf(why, whylen, "line %u: unknown key '%s' in [clmuxd]", lineno, a);
 			return -EINVAL;
 		}
@@ -204,6 +211,7 @@ static int parse_pass(char *text, struct cmx_tenants *ts, int pass, char *why, s
 
 int cmx_config_parse(const char *text, struct cmx_tenants *ts, char *why, size_t whylen)
 {
+	cmx_tuning_defaults(&ts->tune);
 	for (int pass = 0; pass < 2; pass++) {
 		char *copy = strdup(text);
 		int e;

@@ -14,7 +14,8 @@ host_core_sources = host/loop.h host/loop.c host/conn.h host/conn.c \
 	host/admin.h host/admin.c host/scheduler.h host/scheduler.c host/pinned.h host/pinned.c host/exec_pinned.c \
 	host/ctl.h host/ctl.c host/front.h host/front.c host/worker.h host/worker.c \
 	host/privilege.h host/privilege.c host/zero.h host/zero.c host/libvirt.h host/libvirt.c \
-	host/sandbox.h host/sandbox.c host/activation.h host/activation.c
+	host/sandbox.h host/sandbox.c host/activation.h host/activation.c \
+	host/tuning.h host/tuning.c
 if HAVE_LIBVIRT
 host_core_sources += host/domxml.h host/domxml.c
 endif
@@ -35,6 +36,7 @@ host_tests_test_auth_LDADD = $(CHECK_LIBS) $(SSL_LIBS)
 check_PROGRAMS += host/tests/test_config
 TESTS += host/tests/test_config
 host_tests_test_config_SOURCES = host/tests/test_config.c host/conffile.c host/tenant.c host/text.c \
+	host/tuning.c \
 	host/sandbox.c
 host_tests_test_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host
 host_tests_test_config_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)

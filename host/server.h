@@ -8,6 +8,7 @@
 
 #include "loop.h"
 #include "tenant.h"
+#include "tuning.h"
 
 struct cmx_session;
 struct cmx_executor;
@@ -43,6 +44,9 @@ struct cmx_server {
 	 * (NULL: none, quota changes live only in memory). */
 	struct cmx_tenants tenants;
 	const char *config_path;
+	/* The knobs this process runs with: the file's [clmuxd] keys, then
+	 * the environment's overrides (host/tuning.h). */
+	struct cmx_tuning tune;
 	/* Native queues profile, for the scheduler's device time: only where
 	 * several tenants can share the device (NVIDIA: enqueue rate 0.47 of
 	 * native with every queue profiling, 0.76 without). */
@@ -62,8 +66,8 @@ struct cmx_server {
 	 * 64 B write spins ~7 us): a small blocking transfer on an idle
 	 * in-order queue runs blocking on the loop instead of being enqueued
 	 * and watched (cmx_exec_block_short()). Off on a CPU device, whose
-	 * blocking calls wake a waiting thread (PoCL); CLMUX_SHORT_BLOCKING=0/1
-	 * overrides. */
+	 * blocking calls wake a waiting thread (PoCL); the short-blocking
+	 * key overrides. */
 	int short_blocking;
 	/* The driver may still be writing a kernel's printf output when its
 	 * completion is seen (NVIDIA: a line cut in two was seen, its rest

@@ -168,9 +168,9 @@ unsigned cmx_tenants_reload(struct cmx_tenants *ts, const struct cmx_tenants *nt
 		n++;
 	}
 	if (strcmp(ts->libvirt, nt->libvirt) || strcmp(ts->libvirt_group, nt->libvirt_group) ||
-	    ts->sandbox != nt->sandbox)
-		cmx_warn("reload: [clmuxd] libvirt, libvirt-group and sandbox change at a "
-			 "restart; they keep their running values");
+	    ts->sandbox != nt->sandbox || memcmp(&ts->tune, &nt->tune, sizeof(ts->tune)))
+		cmx_warn("reload: [clmuxd] libvirt, libvirt-group, sandbox and the tuning keys "
+			 "change at a restart; they keep their running values");
 	return n;
 }
 

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "tuning.h"
+
 #define CMX_TENANT_NAME	   64
 #define CMX_TENANT_MAX_IDS 16
 #define CMX_UNLIMITED	   UINT64_MAX
@@ -99,6 +101,7 @@ struct cmx_tenants {
 	 * "" where not set. */
 	char libvirt[256], libvirt_group[CMX_TENANT_NAME];
 	int sandbox;			/* [clmuxd] sandbox: a cmx_sandbox_mode + 1; 0 unset */
+	struct cmx_tuning tune;		/* [clmuxd] tuning keys (host/tuning.h) */
 };
 
 /* No limits but the compiler's (build-mem 4G, build-time 60, builds 2),

@@ -193,6 +193,59 @@ START_TEST(quota_table_round_trip)
 }
 END_TEST
 
+/* The [clmuxd] tuning keys: defaults, values in range, a clear refusal
+ * out of it, and the environment's overrides checked the same way. */
+START_TEST(tuning_keys)
+{
+	struct cmx_tenants ts;
+	struct cmx_tuning t;
+	char why[200];
+
+	load(&ts, "[clmuxd]\nshort-blocking = on\nshm-sync-spin-us = 20\npinned = off\n"
+		  "pinned-min = 64K\nunread-s = 20\n");
+	ck_assert_int_eq(ts.tune.short_blocking, 1);
+	ck_assert_int_eq(ts.tune.shm_sync_spin_us, 20);
+	ck_assert_int_eq(ts.tune.pinned, 0);
+	ck_assert_int_eq(ts.tune.pinned_min, 64 << 10);
+	ck_assert_int_eq(ts.tune.unread_s, 20);
+	ck_assert_int_eq(ts.tune.sched_peek, 1);
+	ck_assert_int_eq(ts.tune.uring_coop, 1);
+	cmx_tenants_fini(&ts);
+	load(&ts, "[clmuxd]\nshort-blocking = auto\n");
+	ck_assert_int_eq(ts.tune.short_blocking, CMX_TUNE_AUTO);
+	ck_assert_int_eq(ts.tune.shm_sync_spin_us, CMX_TUNE_AUTO);
+	ck_assert_int_eq(ts.tune.unread_s, 60);
+	cmx_tenants_fini(&ts);
+
+	memset(&ts, 0, sizeof(ts));
+	ck_assert_int_eq(cmx_config_parse("[clmuxd]\n\nunread-s = 0\n", &ts, why, sizeof(why)),
+			 -EINVAL);
+	ck_assert_str_eq(why, "line 3: unread-s = '0': expected 1 to 86400");
+	ck_assert_int_eq(cmx_config_parse("[clmuxd]\nsched-peek = auto\n", &ts, why, sizeof(why)),
+			 -EINVAL);
+	ck_assert_str_eq(why, "line 2: sched-peek = 'auto': expected on, off");
+	ck_assert_int_eq(cmx_config_parse("[clmuxd]\nshm-sync-spin-us = 5x\n", &ts, why,
+					  sizeof(why)),
+			 -EINVAL);
+	cmx_tenants_fini(&ts);
+
+	cmx_tuning_defaults(&t);
+	setenv("CLMUX_SHORT_BLOCKING", "1", 1);
+	setenv("CLMUX_UNREAD_S", "20", 1);
+	ck_assert_int_eq(cmx_tuning_env(&t, why, sizeof(why)), 0);
+	ck_assert_int_eq(t.short_blocking, 1);
+	ck_assert_int_eq(t.unread_s, 20);
+	setenv("CLMUX_UNREAD_S", "20s", 1);
+	ck_assert_int_eq(cmx_tuning_env(&t, why, sizeof(why)), -EINVAL);
+	ck_assert_str_eq(why, "CLMUX_UNREAD_S='20s': expected 1 to 86400");
+	unsetenv("CLMUX_UNREAD_S");
+	setenv("CLMUX_SHORT_BLOCKING", "yes", 1);
+	ck_assert_int_eq(cmx_tuning_env(&t, why, sizeof(why)), -EINVAL);
+	ck_assert_str_eq(why, "CLMUX_SHORT_BLOCKING='yes': expected on, off or auto");
+	unsetenv("CLMUX_SHORT_BLOCKING");
+}
+END_TEST
+
 START_TEST(edit_keeps_the_rest)
 {
 	struct cmx_tenants ts;
@@ -242,6 +295,7 @@ int main(void)
 	tcase_add_test(tc, lookup);
 	tcase_add_test(tc, quota_values);
 	tcase_add_test(tc, quota_table_round_trip);
+	tcase_add_test(tc, tuning_keys);
 	tcase_add_test(tc, edit_keeps_the_rest);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
