@@ -1,5 +1,13 @@
 // SPDX-License-Identifier: MIT
 // clmuxd.conf: an INI-style file of sections and "key = value" lines.
+//
+// A parser of its own rather than a library's: libinih only reads, and
+// GLib's GKeyFile, which keeps comments and saves atomically, takes only
+// '#' comments (a ';' line is an error), keeps the last of repeated keys
+// (uid =, gid = and cid = lines add up here) and writes the whole file
+// back in its own layout. cmx_config_edit() rewrites only one tenant's
+// quota lines and leaves every other byte, and cmx_config_save() renames
+// a complete, synced temporary over the file.
 #define _GNU_SOURCE
 #include "conffile.h"
 
