@@ -34,13 +34,24 @@
 
 struct endpoint {
 	struct cmx_io io;
+	struct cmx_server *srv;
 	int fd;
 	int metrics;
 	char path[108]; /* unix: unlinked at close */
 };
 
+/* The server's admin socket and metrics endpoint (srv->admin): made at the
+ * first listen, freed once the loop is gone (cmx_admin_destroy()). */
+struct cmx_admin {
+	struct endpoint admin, metrics;
+	/* --admin PATH,group=NAME: that group's members may use the admin
+	 * socket too (-1: root only). */
+	long gid;
+};
+
 struct client {
 	struct cmx_io io;
+	struct cmx_server *srv;
 	int fd;
 	int metrics;
 	int sending;
@@ -50,14 +61,28 @@ struct client {
 	size_t sent;
 };
 
-static struct endpoint admin_ep = {.fd = -1}, metrics_ep = {.fd = -1, .metrics = 1};
-/* --admin PATH,group=NAME: that group's members may use the admin socket
- * too (-1: root only). */
-static long admin_gid = -1;
+static struct cmx_admin *admin_get(struct cmx_server *srv)
+{
+	struct cmx_admin *a = srv->admin;
+
+	if (a || !(a = calloc(1, sizeof(*a))))
+		return a;
+	a->admin = (struct endpoint){.srv = srv, .fd = -1};
+	a->metrics = (struct endpoint){.srv = srv, .fd = -1, .metrics = 1};
+	a->gid = -1;
+	srv->admin = a;
+	return a;
+}
+
+void cmx_admin_destroy(struct cmx_server *srv)
+{
+	free(srv->admin);
+	srv->admin = NULL;
+}
 
 /* Root, or a member of the admin group (primary or supplementary, as the
  * kernel saw the peer's credentials at connect). */
-static int admin_peer_ok(int fd)
+static int admin_peer_ok(long admin_gid, int fd)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
@@ -494,7 +519,7 @@ static void client_io(struct cmx_io *io, int res, unsigned flags);
 
 static void client_send(struct client *c)
 {
-	struct io_uring_sqe *sqe = cmx_loop_sqe(cmx_srv->loop, &c->io);
+	struct io_uring_sqe *sqe = cmx_loop_sqe(c->srv->loop, &c->io);
 
 	c->sending = 1;
 	io_uring_prep_send(sqe, c->fd, c->out.s + c->sent, c->out.len - c->sent, MSG_NOSIGNAL);
@@ -502,7 +527,7 @@ static void client_send(struct client *c)
 
 static void client_recv(struct client *c)
 {
-	struct io_uring_sqe *sqe = cmx_loop_sqe(cmx_srv->loop, &c->io);
+	struct io_uring_sqe *sqe = cmx_loop_sqe(c->srv->loop, &c->io);
 
 	io_uring_prep_recv(sqe, c->fd, c->req + c->len, sizeof(c->req) - 1 - c->len, 0);
 }
@@ -511,7 +536,7 @@ static void client_answer(struct client *c)
 {
 	if (c->metrics) {
 		struct cmx_text body = {0};
-		cmx_metrics_write(cmx_srv, &body);
+		cmx_metrics_write(c->srv, &body);
 		/* Plain text for a unix socket reader; HTTP for a scraper. */
 		if (!strncmp(c->req, "GET ", 4))
 			cmx_text_add(
@@ -524,7 +549,7 @@ static void client_answer(struct client *c)
 	} else {
 		/* The request is the first line; a NUL ends it sooner. */
 		*(char *)memchr(c->req, '\n', c->len) = '\0';
-		cmx_admin_exec(cmx_srv, c->req, &c->out);
+		cmx_admin_exec(c->srv, c->req, &c->out);
 	}
 	if (c->out.oom || !c->out.len) {
 		client_end(c);
@@ -558,7 +583,7 @@ static void client_io(struct cmx_io *io, int res, unsigned flags)
 	/* Admin: one line. Metrics: whatever arrives first (a scrape's GET). */
 	if (c->metrics || memchr(c->req, '\n', c->len)) {
 		/* The front end answers from the workers' latest figures. */
-		if (cmx_srv->front)
+		if (c->srv->front)
 			cmx_front_refresh((void (*)(void *))client_answer, c);
 		else
 			client_answer(c);
@@ -584,12 +609,13 @@ static void accept_done(struct cmx_io *io, int res, unsigned flags)
 
 		/* The admin socket answers root and the admin group only,
 		 * whatever its file mode. */
-		if (!ep->metrics && !admin_peer_ok(res)) {
+		if (!ep->metrics && !admin_peer_ok(ep->srv->admin->gid, res)) {
 			getsockopt(res, SOL_SOCKET, SO_PEERCRED, &cred, &len);
 			cmx_warn("admin: refused a peer with uid %u", cred.uid);
 			send(res, refused, sizeof(refused) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 			close(res);
 		} else if ((c = calloc(1, sizeof(*c)))) {
+			c->srv = ep->srv;
 			c->fd = res;
 			c->metrics = ep->metrics;
 			c->io.cb = client_io;
@@ -598,14 +624,14 @@ static void accept_done(struct cmx_io *io, int res, unsigned flags)
 			close(res);
 		}
 	}
-	if (!(flags & IORING_CQE_F_MORE) && ep->fd >= 0 && !cmx_srv->draining)
+	if (!(flags & IORING_CQE_F_MORE) && ep->fd >= 0 && !ep->srv->draining)
 		endpoint_accept(ep);
 }
 
 static void endpoint_accept(struct endpoint *ep)
 {
 	ep->io.cb = accept_done;
-	io_uring_prep_multishot_accept(cmx_loop_sqe(cmx_srv->loop, &ep->io), ep->fd, NULL, NULL,
+	io_uring_prep_multishot_accept(cmx_loop_sqe(ep->srv->loop, &ep->io), ep->fd, NULL, NULL,
 				       SOCK_CLOEXEC);
 }
 
@@ -615,9 +641,12 @@ int cmx_admin_listen(struct cmx_server *srv, const char *spec)
 	struct cmx_addr a = {.type = CMX_ADDR_UNIX, .opts = ",mode=0600"};
 	const char *comma = strchr(spec, ',');
 	size_t n = comma ? (size_t)(comma - spec) : strlen(spec);
+	struct cmx_admin *adm = admin_get(srv);
 	struct cmx_addr_perm perm;
 	int fd;
 
+	if (!adm)
+		return -ENOMEM;
 	if (n >= sizeof(a.path))
 		return -ENAMETOOLONG;
 	memcpy(a.path, spec, n);
@@ -630,14 +659,14 @@ int cmx_admin_listen(struct cmx_server *srv, const char *spec)
 		snprintf(a.opts, sizeof(a.opts), ",mode=0660%s", comma);
 		if (cmx_addr_perm(&a, &perm, NULL, 0) || perm.gid < 0)
 			return -EINVAL;
-		admin_gid = perm.gid;
+		adm->gid = perm.gid;
 	}
 	/* The service manager's socket (its file is the manager's), or one
 	 * of our own; another daemon's live socket is left alone. */
 	fd = cmx_activation_take(&a);
 	if (fd >= 0) {
-		admin_ep.fd = fd;
-		endpoint_accept(&admin_ep);
+		adm->admin.fd = fd;
+		endpoint_accept(&adm->admin);
 		return 0;
 	}
 	fd = cmx_addr_connect(&a);
@@ -648,15 +677,21 @@ int cmx_admin_listen(struct cmx_server *srv, const char *spec)
 	fd = cmx_addr_listen(&a);
 	if (fd < 0)
 		return fd;
-	admin_ep.fd = fd;
-	strcpy(admin_ep.path, a.path);
-	endpoint_accept(&admin_ep);
+	adm->admin.fd = fd;
+	strcpy(adm->admin.path, a.path);
+	endpoint_accept(&adm->admin);
 	return 0;
 }
 
 int cmx_metrics_listen(struct cmx_server *srv, const char *spec, char *why, size_t whylen)
 {
+	struct cmx_admin *adm = admin_get(srv);
 	int fd;
+
+	if (!adm) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
 
 	if (!strncmp(spec, "tcp:", 4)) {
 		struct sockaddr_in sin = {.sin_family = AF_INET};
@@ -716,18 +751,21 @@ int cmx_metrics_listen(struct cmx_server *srv, const char *spec, char *why, size
 				snprintf(why, whylen, "%s", strerror(-fd));
 				return fd;
 			}
-			strcpy(metrics_ep.path, a.path);
+			strcpy(adm->metrics.path, a.path);
 		}
 	}
-	metrics_ep.fd = fd;
-	endpoint_accept(&metrics_ep);
+	adm->metrics.fd = fd;
+	endpoint_accept(&adm->metrics);
 	return 0;
 }
 
 void cmx_admin_close(struct cmx_server *srv)
 {
-	struct endpoint *eps[2] = {&admin_ep, &metrics_ep};
+	struct cmx_admin *adm = srv->admin;
+	struct endpoint *eps[2] = {adm ? &adm->admin : NULL, adm ? &adm->metrics : NULL};
 
+	if (!adm)
+		return;
 	for (int i = 0; i < 2; i++) {
 		if (eps[i]->fd < 0)
 			continue;

@@ -20,6 +20,8 @@ int cmx_admin_listen(struct cmx_server *srv, const char *spec);
 int cmx_metrics_listen(struct cmx_server *srv, const char *spec, char *why, size_t whylen);
 /* Closes both (draining). */
 void cmx_admin_close(struct cmx_server *srv);
+/* Frees what the two left (srv->admin), once the loop is gone. */
+void cmx_admin_destroy(struct cmx_server *srv);
 
 /* One admin request line ("[json] tenants", "quota set T mem=1G", ...)
  * answered into out: "ok\n" then the body, or "error: reason\n". */

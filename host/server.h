@@ -10,6 +10,7 @@
 #include "tenant.h"
 #include "tuning.h"
 
+struct cmx_admin;
 struct cmx_session;
 struct cmx_executor;
 struct cmx_listener;
@@ -81,6 +82,9 @@ struct cmx_server {
 	 * tenant's unix socket. */
 	const struct cmx_listener *listeners;
 	unsigned nlisteners;
+	/* The admin socket and metrics endpoint (host/admin.c); NULL in a
+	 * worker. */
+	struct cmx_admin *admin;
 };
 
 extern struct cmx_server *cmx_srv;
