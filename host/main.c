@@ -81,7 +81,7 @@ static void drain(void)
 	cmx_admin_close(cmx_srv);
 	for (unsigned i = 0; i < nlisteners; i++)
 		cmx_listener_close(&listeners[i]);
-	cmx_vhost_drain();
+	cmx_vhost_drain(cmx_srv);
 	cmx_ivshmem_drain();
 	/* Ending each call channel releases its session's objects. */
 	while (cmx_srv->sessions) {
@@ -331,6 +331,7 @@ static int stopped(struct cmx_server *srv, int e)
 		cmx_listener_fini(&listeners[i]);
 	cmx_tenants_fini(&srv->tenants);
 	cmx_admin_destroy(srv);
+	cmx_vhost_destroy(srv);
 	cmx_info("stopped");
 	return e ? 1 : 0;
 }

@@ -11,6 +11,7 @@
 #include "tuning.h"
 
 struct cmx_admin;
+struct cmx_vhost;
 struct cmx_session;
 struct cmx_executor;
 struct cmx_listener;
@@ -85,6 +86,8 @@ struct cmx_server {
 	/* The admin socket and metrics endpoint (host/admin.c); NULL in a
 	 * worker. */
 	struct cmx_admin *admin;
+	/* The vhost-user-vsock sockets (host/vhost.c); NULL without any. */
+	struct cmx_vhost *vhost;
 };
 
 extern struct cmx_server *cmx_srv;
