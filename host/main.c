@@ -82,7 +82,7 @@ static void drain(void)
 	for (unsigned i = 0; i < nlisteners; i++)
 		cmx_listener_close(&listeners[i]);
 	cmx_vhost_drain(cmx_srv);
-	cmx_ivshmem_drain();
+	cmx_ivshmem_drain(cmx_srv);
 	/* Ending each call channel releases its session's objects. */
 	while (cmx_srv->sessions) {
 		struct cmx_session *s = cmx_srv->sessions;

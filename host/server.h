@@ -12,6 +12,7 @@
 
 struct cmx_admin;
 struct cmx_vhost;
+struct cmx_ivshmem;
 struct cmx_session;
 struct cmx_executor;
 struct cmx_listener;
@@ -88,6 +89,8 @@ struct cmx_server {
 	struct cmx_admin *admin;
 	/* The vhost-user-vsock sockets (host/vhost.c); NULL without any. */
 	struct cmx_vhost *vhost;
+	/* The ivshmem regions (host/ivshmem.c); NULL without any. */
+	struct cmx_ivshmem *ivshmem;
 };
 
 extern struct cmx_server *cmx_srv;
