@@ -115,6 +115,7 @@ int cmx_device_open(struct cmx_server *srv, const char *spec)
 	srv->flush_runs = strstr(all[pick].pname, "Oclgrind") != NULL;
 	srv->submits_at_enqueue = strstr(all[pick].pname, "NVIDIA") != NULL;
 	srv->printf_trails = srv->submits_at_enqueue;
+	srv->slices_contexts = srv->submits_at_enqueue;
 	srv->short_blocking = !(all[pick].type & CL_DEVICE_TYPE_CPU) && !srv->flush_runs;
 	if (srv->tune.short_blocking != CMX_TUNE_AUTO)
 		srv->short_blocking = srv->tune.short_blocking && !srv->flush_runs;
