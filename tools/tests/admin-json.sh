@@ -71,7 +71,14 @@ if "$ctl" --admin "$tmp/admin" quota set 'a"b\c' mem=1G >"$tmp/out" 2>&1; then
 else
 	pass "quota set 'a\"b\\c' refused: $(cat "$tmp/out")"
 fi
+ctl1=$(printf 'a\001b')
+if "$ctl" --admin "$tmp/admin" quota set "$ctl1" mem=1G >"$tmp/out" 2>&1; then
+	bad "quota set with a control character accepted"
+else
+	pass "quota set with a control character refused"
+fi
 json tenants2 tenants
+json evict evict alpha
 
 # The values, read back as a program reads them.
 if "${PYTHON:-python3}" - "$tmp" "$odd" >"$tmp/out" 2>&1 <<'EOF'; then
@@ -89,7 +96,8 @@ s = load("stats")
 assert s["tenants"] == 2 and isinstance(s["uptime_s"], float), s
 w = load("workers")
 assert any(x["tenants"] == ["alpha"] for x in w), w
-print("listeners, tenants, quota, stats, workers read back")
+assert load("evict") == {"evicted": 0}, load("evict")
+print("listeners, tenants, quota, stats, workers, evict read back")
 EOF
 	pass "$(cat "$tmp/out")"
 else
