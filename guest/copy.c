@@ -19,6 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "env.h"
+
 #define CMX_COPY_SPLIT (1u << 20)
 #define PIECE_MIN      (256u << 10)
 #define MAX_HELPERS    7
@@ -95,9 +97,10 @@ static void after_fork(void)
 
 static void start(void)
 {
-	const char *env = getenv("CLMUX_COPY_THREADS");
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	long want = env ? strtol(env, NULL, 10) : ncpu >= 8 ? 3 : 0;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN), want = (long)cmx_env()->copy_threads;
+
+	if (want == CMX_ENV_AUTO)
+		want = ncpu >= 8 ? 3 : 0;
 	pthread_attr_t a;
 
 	if (want > MAX_HELPERS)

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "dial.h"
+#include "env.h"
 #include "log.h"
 
 #define CMX_EXPORT __attribute__((visibility("default")))
@@ -337,7 +338,7 @@ static void icd_init(void)
 	cmx_log_init("clmux", CMX_LOG_WARN);
 	cmx_icd.platform.dispatch = &cmx_dispatch;
 	cmx_icd.platform.magic = CMX_MAGIC_PLATFORM;
-	if (getenv("CLMUX_DISABLE")) {
+	if (cmx_env()->disable) {
 		init_err = -ENODEV;
 		return;
 	}

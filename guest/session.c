@@ -22,6 +22,7 @@
 #include "copy.h"
 #include "ivshmem.h"
 #include "lane.h"
+#include "env.h"
 #include "log.h"
 #include "proto.gen.h"
 #include "ring.h"
@@ -1030,14 +1031,16 @@ static int bind_rings(struct cmx_session *s)
  * an error; shm needs all of it. */
 static int open_area(struct cmx_session *s, int rings)
 {
-	const char *env = getenv("CLMUX_AREA_MB"), *henv = getenv("CLMUX_HEAP_MB");
+	const struct cmx_env *env = cmx_env();
 	struct cmx_OpenArea_in in = { .size = AREA_DEFAULT, .flags = rings ? CMX_AREA_RINGS : 0 };
 	struct cmx_OpenArea_out out;
-	uint64_t ring_len, heap = henv ? strtoull(henv, NULL, 10) << 20 : HEAP_DEFAULT;
+	uint64_t ring_len, heap = HEAP_DEFAULT;
 	int fd[SETUP_FDS] = { -1, -1 }, e;
 
-	if (env)
-		in.size = strtoull(env, NULL, 10) << 20;
+	if (env->heap_mb != CMX_ENV_AUTO)
+		heap = (uint64_t)env->heap_mb << 20;
+	if (env->area_mb != CMX_ENV_AUTO)
+		in.size = (uint64_t)env->area_mb << 20;
 	if (!in.size && !rings)
 		return 0;
 	/* The heap (buffers created with CL_MEM_ALLOC_HOST_PTR) is the part

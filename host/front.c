@@ -21,6 +21,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <json.h>
+
+#include "admin.h"
 #include "conn.h"
 #include "ctl.h"
 #include "ivshmem.h"
@@ -888,11 +891,12 @@ static void quota_line(const struct cmx_tenant *t, char *out, size_t len)
 	size_t used = 0;
 
 	out[0] = '\0';
-	for (unsigned k = 0; k < sizeof(cmx_quota_keys) / sizeof(cmx_quota_keys[0]); k++) {
+	for (unsigned k = 0; k < CMX_QUOTA_KEYS; k++) {
 		char v[64];
 		int m;
-		cmx_quota_format(&t->q, cmx_quota_keys[k], v, sizeof(v));
-		m = snprintf(out + used, len - used, "%s%s=%s", used ? " " : "", cmx_quota_keys[k], v);
+		cmx_quota_format(&t->q, cmx_quota_keys[k].name, v, sizeof(v));
+		m = snprintf(out + used, len - used, "%s%s=%s", used ? " " : "",
+			     cmx_quota_keys[k].name, v);
 		if (m < 0 || (size_t)m >= len - used)
 			break;
 		used += (size_t)m;
@@ -1090,38 +1094,49 @@ unsigned cmx_front_evict(struct cmx_tenant *t)
 	return n;
 }
 
-void cmx_front_workers(int json, struct cmx_text *out)
+void cmx_front_workers(struct json_object *arr, struct cmx_text *out)
 {
-	const char *sep = "";
 	char key[KEY_MAX];
 
-	if (json)
-		cmx_text_add(out, "[");
-	else
+	if (!arr)
 		cmx_text_add(out, "%-20s %8s %-9s %6s  %s\n", "WORKER", "PID", "STATE", "STARTS",
 			     "TENANTS");
 	for (struct link *k = fe.links; k; k = k->next) {
 		const char *state = !k->w ? "retiring" : k->ctl < 0 ? "ending"
 						     : k->ready ? "running" : "starting";
+		struct json_object *o = NULL, *names = NULL;
 		const char *tsep = "";
-		if (json)
-			cmx_text_add(out, "%s{\"worker\":\"%s\",\"pid\":%d,\"state\":\"%s\","
-				     "\"starts\":%u,\"tenants\":[",
-				     sep, k->key, (int)k->pid, state, k->w ? k->w->starts : 0);
-		else
+		if (arr) {
+			o = json_object_new_object();
+			names = json_object_new_array();
+			cmx_json_add(o, "worker", json_object_new_string(k->key));
+			cmx_json_add(o, "pid", json_object_new_int(k->pid));
+			cmx_json_add(o, "state", json_object_new_string(state));
+			cmx_json_add(o, "starts", json_object_new_uint64(k->w ? k->w->starts : 0));
+		} else {
 			cmx_text_add(out, "%-20s %8d %-9s %6u  ", k->key, (int)k->pid, state,
 				     k->w ? k->w->starts : 0);
+		}
 		for (struct cmx_tenant *t = fe.srv->tenants.list; t; t = t->next) {
 			if (strcmp(key_of(t, key), k->key))
 				continue;
-			cmx_text_add(out, json ? "%s\"%s\"" : "%s%s", tsep, t->name);
-			tsep = json ? "," : " ";
+			if (!arr) {
+				cmx_text_add(out, "%s%s", tsep, t->name);
+				tsep = " ";
+			} else if (names) {
+				struct json_object *s = json_object_new_string(t->name);
+				if (json_object_array_add(names, s))
+					json_object_put(s);
+			}
 		}
-		cmx_text_add(out, json ? "]}" : "\n");
-		sep = ",";
+		if (!arr) {
+			cmx_text_add(out, "\n");
+			continue;
+		}
+		cmx_json_add(o, "tenants", names);
+		if (!o || json_object_array_add(arr, o))
+			json_object_put(o);
 	}
-	if (json)
-		cmx_text_add(out, "]\n");
 }
 
 /* ---- ends and draining ---- */

@@ -514,13 +514,11 @@ static void watch(struct cmx_ticket *g)
  * did. */
 static int report_done(struct cmx_ticket *g)
 {
-	static int peek = -1;
 	cl_int st = CL_QUEUED;
 
-	if (peek < 0)
-		peek = !getenv("CLMUX_SCHED_PEEK") || atoi(getenv("CLMUX_SCHED_PEEK")) > 0;
-	if (!peek || clGetEventInfo(g->done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
-				    NULL) != CL_SUCCESS ||
+	if (!cmx_srv->tune.sched_peek ||
+	    clGetEventInfo(g->done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL) !=
+		CL_SUCCESS ||
 	    st > CL_COMPLETE)
 		return 0;
 	g->has_cb = 1; /* closed: no launch joins it */
