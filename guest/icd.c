@@ -420,7 +420,8 @@ static int devices_same(const struct _cl_device_id *a, cl_uint na,
 			const struct cmx_devinfo *x = &a[i].info[k], *y = &b[i].info[k];
 			if (x->param != y->param || x->size != y->size)
 				return 0;
-			if (x->param != CL_DEVICE_MAX_CLOCK_FREQUENCY &&
+			/* An empty answer's value is NULL (a record's bytes). */
+			if (x->param != CL_DEVICE_MAX_CLOCK_FREQUENCY && x->size &&
 			    memcmp(x->value, y->value, x->size))
 				return 0;
 		}
