@@ -429,6 +429,28 @@ static int devices_same(const struct _cl_device_id *a, cl_uint na,
 	return 1;
 }
 
+/* Sessions whose daemon went away, and devices it no longer serves.
+ * Another thread may still be inside a call on such a session, and the
+ * application may hold such devices (they answer their queries), so they
+ * are kept, not freed: a few hundred KiB per restart of the daemon. */
+static void *lost_keep(void *p)
+{
+	static void **lost;
+	static unsigned nlost;
+	void **n = realloc(lost, (nlost + 1) * sizeof(*n));
+
+	if (n) {
+		lost = n;
+		lost[nlost++] = p;
+	}
+	return p;
+}
+
+static void keep_lost(struct cmx_session *s)
+{
+	lost_keep(s);
+}
+
 static int revive_locked(void)
 {
 	struct _cl_device_id *devs = NULL;
@@ -474,6 +496,7 @@ static int revive_locked(void)
 		 * their queries from what they were, and make no context. */
 		for (cl_uint i = 0; i < cmx_icd.ndevices; i++)
 			cmx_icd.devices[i].gone = 1;
+		lost_keep(cmx_icd.devices);
 		cmx_icd.devices = devs;
 		cmx_icd.ndevices = n;
 		cmx_warn("clmuxd at %s now serves other devices: device ids from before are no "
@@ -485,6 +508,7 @@ static int revive_locked(void)
 	floor = atomic_load(&cmx_icd.next_id);
 	cmx_session_set_floor(s, floor);
 	atomic_store(&cmx_icd.floor, floor);
+	keep_lost(cmx_icd.s);
 	cmx_icd.s = s;
 	cmx_warn("connected to clmuxd at %s again; objects made before are lost", spec);
 	return 0;
