@@ -433,7 +433,7 @@ static int devices_same(const struct _cl_device_id *a, cl_uint na,
  * Another thread may still be inside a call on such a session, and the
  * application may hold such devices (they answer their queries), so they
  * are kept, not freed: a few hundred KiB per restart of the daemon. */
-static void *lost_keep(void *p)
+static void lost_keep(void *p)
 {
 	static void **lost;
 	static unsigned nlost;
@@ -443,12 +443,6 @@ static void *lost_keep(void *p)
 		lost = n;
 		lost[nlost++] = p;
 	}
-	return p;
-}
-
-static void keep_lost(struct cmx_session *s)
-{
-	lost_keep(s);
 }
 
 static int revive_locked(void)
@@ -508,7 +502,7 @@ static int revive_locked(void)
 	floor = atomic_load(&cmx_icd.next_id);
 	cmx_session_set_floor(s, floor);
 	atomic_store(&cmx_icd.floor, floor);
-	keep_lost(cmx_icd.s);
+	lost_keep(cmx_icd.s);
 	cmx_icd.s = s;
 	cmx_warn("connected to clmuxd at %s again; objects made before are lost", spec);
 	return 0;
