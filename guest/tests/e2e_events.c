@@ -776,6 +776,71 @@ START_TEST(test_nonblocking_read_failed_chunks)
 }
 END_TEST
 
+/* Host timers: what the native device offers, the virtual one offers, its
+ * errors included. Where the device has a timer, the virtual device timer
+ * read between two native reads is printed with its distance from their
+ * midpoint (docs/compatibility.md: the error bound); no timing is checked. */
+struct timer_res {
+	cl_int err, host_err, null_err, null_host_err, bad_err;
+	cl_ulong res, dev[2], host[2], host_only;
+};
+
+static void timer_run(struct e2e_plat *p, struct timer_res *r)
+{
+	cl_ulong x;
+
+	E2E_OK(p, clGetPlatformInfo(p->platform, CL_PLATFORM_HOST_TIMER_RESOLUTION,
+				    sizeof(r->res), &r->res, NULL));
+	r->err = clGetDeviceAndHostTimer(p->device, &r->dev[0], &r->host[0]);
+	if (!r->err)
+		ck_assert_int_eq(clGetDeviceAndHostTimer(p->device, &r->dev[1], &r->host[1]),
+				 CL_SUCCESS);
+	r->host_err = clGetHostTimer(p->device, &r->host_only);
+	r->null_err = clGetDeviceAndHostTimer(p->device, NULL, &x);
+	r->null_host_err = clGetHostTimer(p->device, NULL);
+	r->bad_err = clGetDeviceAndHostTimer(NULL, &x, &x);
+}
+
+START_TEST(test_host_timer)
+{
+	struct timer_res nat, virt;
+
+	timer_run(&e2e_native, &nat);
+	timer_run(&e2e_virtual, &virt);
+	e2e_check_err("clGetDeviceAndHostTimer", virt.err, nat.err, nat.err);
+	e2e_check_err("clGetHostTimer", virt.host_err, nat.host_err, nat.host_err);
+	e2e_check_err("clGetDeviceAndHostTimer(NULL device)", virt.bad_err, nat.bad_err,
+		      CL_INVALID_DEVICE);
+	e2e_check_err("clGetDeviceAndHostTimer(device, NULL, &t)", virt.null_err, nat.null_err,
+		      CL_INVALID_VALUE);
+	e2e_check_err("clGetHostTimer(device, NULL)", virt.null_host_err, nat.null_host_err,
+		      CL_INVALID_VALUE);
+	ck_assert_msg(!virt.res == !nat.res,
+		      "CL_PLATFORM_HOST_TIMER_RESOLUTION: virtual %llu native %llu (0: no timer)",
+		      (unsigned long long)virt.res, (unsigned long long)nat.res);
+	if (virt.err)
+		return;
+	/* Monotonic, and the host timer is the one clGetHostTimer reads. */
+	ck_assert_msg(virt.dev[1] >= virt.dev[0] && virt.host[1] >= virt.host[0],
+		      "virtual timers went back: device %llu -> %llu, host %llu -> %llu",
+		      (unsigned long long)virt.dev[0], (unsigned long long)virt.dev[1],
+		      (unsigned long long)virt.host[0], (unsigned long long)virt.host[1]);
+	ck_assert_msg(virt.host_only >= virt.host[1], "clGetHostTimer went back: %llu < %llu",
+		      (unsigned long long)virt.host_only, (unsigned long long)virt.host[1]);
+	/* The measurement: native, virtual, native, a few times. */
+	for (int i = 0; i < 5; i++) {
+		cl_ulong n0, n1, v, h;
+		E2E_OK(&e2e_native, clGetDeviceAndHostTimer(e2e_native.device, &n0, &h));
+		E2E_OK(&e2e_virtual, clGetDeviceAndHostTimer(e2e_virtual.device, &v, &h));
+		E2E_OK(&e2e_native, clGetDeviceAndHostTimer(e2e_native.device, &n1, &h));
+		fprintf(stderr,
+			"e2e: timer: virtual device timer %+lld ns from the native reads' "
+			"midpoint, which are %llu ns apart\n",
+			(long long)(v - (n0 + (n1 - n0) / 2)), (unsigned long long)(n1 - n0));
+	}
+}
+END_TEST
+
 START_TEST(test_profiling)
 {
 	struct prof_res nat, virt;
@@ -1021,6 +1086,7 @@ static Suite *events_suite(void)
 	suite_add_tcase(s, tc);
 
 	tc = e2e_tcase("info");
+	tcase_add_test(tc, test_host_timer);
 	tcase_add_test(tc, test_profiling);
 	tcase_add_test(tc, test_event_info);
 	suite_add_tcase(s, tc);
