@@ -20,16 +20,16 @@
 #include "session.h"
 #include "stubs.gen.h"
 
-#define SAMPLES 5
+#define SAMPLES	   5
 #define REFRESH_NS 1000000000ull
-#define SLOTS 64
+#define SLOTS	   64
 
 struct calib {
 	struct cmx_session *s; /* NULL: free */
 	uint64_t id;
-	cl_int err;	 /* the daemon's answer when the device has no timer */
-	uint64_t at;	 /* guest time of the measurement */
-	int64_t offset;	 /* device - guest */
+	cl_int err;	/* the daemon's answer when the device has no timer */
+	uint64_t at;	/* guest time of the measurement */
+	int64_t offset; /* device - guest */
 };
 
 static struct calib slots[SLOTS];
