@@ -158,9 +158,9 @@ static void chunk_written(void *arg, cl_int status)
 
 /* The native writes of chunks [0, n): enqueued, each with its callback;
  * returns how many were, the last one's event in *ev. */
-static uint64_t chunks_enqueue(struct pinned_write *w, cl_command_queue q, cl_mem m,
-			       cl_uint nwait, const cl_event *wait, cl_event *list, cl_event *ev,
-			       cl_int *err)
+static uint64_t chunks_enqueue(struct cmx_server *srv, struct pinned_write *w, cl_command_queue q,
+			       cl_mem m, cl_uint nwait, const cl_event *wait, cl_event *list,
+			       cl_event *ev, cl_int *err)
 {
 	uint64_t k;
 
@@ -180,7 +180,7 @@ static uint64_t chunks_enqueue(struct pinned_write *w, cl_command_queue q, cl_me
 		/* Not the driver's callback: PoCL 3.1 calls none for a command
 		 * whose wait list failed, and the slot would never come back;
 		 * host/complete.c finds those. */
-		if (cmx_complete_when(e, chunk_written, &w->chunks[k])) {
+		if (cmx_complete_when(srv, e, chunk_written, &w->chunks[k])) {
 			/* Without word of its end nothing would copy the stream's
 			 * next chunk: this one is let go uncopied (the call
 			 * fails) and counts as never enqueued. */
@@ -218,7 +218,7 @@ int cmx_pinned_write(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t 
 	list = malloc(((size_t)nwait + 1) * sizeof(*list));
 	e = !w->gates || !w->chunks || !list ? CL_OUT_OF_HOST_MEMORY
 					     : gates_make(w->gates, 0, w->l.n, q);
-	done = e ? 0 : chunks_enqueue(w, q, m, nwait, wait, list, ev, &e);
+	done = e ? 0 : chunks_enqueue(c->s->srv, w, q, m, nwait, wait, list, ev, &e);
 	free(list);
 	/* What was enqueued runs to its end (a failure after the first
 	 * chunk still fails the call). */
@@ -376,7 +376,7 @@ int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t o
 		/* Not the driver's callback: PoCL 3.1 calls none for a read
 		 * whose wait list failed, and the guest would wait for its
 		 * data forever; host/complete.c finds those. */
-		if (cmx_complete_when(evs[k], read_landed, &r->chunks[k])) {
+		if (cmx_complete_when(c->s->srv, evs[k], read_landed, &r->chunks[k])) {
 			/* Without word of its end, wait for it here: the
 			 * slot is the driver's until then. */
 			cl_int st = CL_COMPLETE;
@@ -388,6 +388,6 @@ int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t o
 		clReleaseEvent(evs[k]);
 	}
 	free(evs);
-	cmx_queue_flush(q);
+	cmx_queue_flush(c->s->srv, q);
 	return CMX_DEFER;
 }

@@ -86,7 +86,7 @@ int cmx_h_CreateProgramWithIL(struct cmx_call *c, struct cmx_CreateProgramWithIL
 	cl_int e;
 	cl_program p;
 
-	if (cmx_srv->platform_version < 210)
+	if (c->s->srv->platform_version < 210)
 		return CL_INVALID_OPERATION;
 	p = clCreateProgramWithIL(in->context.h, in->il.ptr, in->il.len, &e);
 	if (e)

@@ -46,12 +46,14 @@ static int poll_all(void)
 	return fs.listed != NULL;
 }
 
+/* arg: the server. */
 static void turn_end(void *arg)
 {
-	(void)arg;
+	struct cmx_server *srv = arg;
+
 	fs.posted = 0;
 	if (poll_all())
-		cmx_loop_linger_with(cmx_srv->loop, FENCE_LINGER_NS, poll_all);
+		cmx_loop_linger_with(srv->loop, FENCE_LINGER_NS, poll_all);
 }
 
 void cmx_fence_track(struct cmx_session *s, uint64_t id)
@@ -70,7 +72,7 @@ void cmx_fence_track(struct cmx_session *s, uint64_t id)
 	}
 	if (!fs.posted) {
 		fs.posted = 1;
-		cmx_loop_post(cmx_srv->loop, turn_end, NULL);
+		cmx_loop_post(s->srv->loop, turn_end, s->srv);
 	}
 }
 

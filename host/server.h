@@ -4,6 +4,7 @@
 #define CMX_HOST_SERVER_H
 
 #include <CL/cl.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "loop.h"
@@ -11,6 +12,7 @@
 #include "tuning.h"
 
 struct cmx_admin;
+struct cmx_server;
 struct cmx_vhost;
 struct cmx_ivshmem;
 struct cmx_session;
@@ -18,6 +20,41 @@ struct cmx_executor;
 struct cmx_listener;
 
 #define CMX_MAX_DEVICES 16
+
+/* The status poll of host/exec.c (cmx_exec_poll_start()): a loop timer and
+ * the pollers it runs. Loop thread. */
+#define CMX_POLL_FNS 4
+struct cmx_exec_poll {
+	struct cmx_io io;
+	struct __kernel_timespec ts;
+	uint64_t ns;
+	int armed;
+	int (*fn[CMX_POLL_FNS])(struct cmx_server *srv);
+};
+
+/* How host/exec.c's watches ended, for the log at exit
+ * (cmx_watch_report()), and where a call that the watch saw complete spent
+ * its time in the daemon: from the loop's wake-up to the wait (decode,
+ * checks, the native enqueue), the watch, and the reply's queueing. Loop
+ * thread. */
+struct cmx_watch_stats {
+	uint64_t done, done_ns, io, timeout;
+	struct cmx_lat enq, seen, reply;
+};
+
+/* The completions the loop waits for (host/complete.c): a slot per
+ * registered event. Loop thread. */
+struct cmx_complete_slot;
+struct cmx_completions {
+	struct cmx_complete_slot **chunk; /* slots never move: drivers hold their address */
+	uint32_t nchunk, n, free, live;
+	struct cmx_io io;
+	struct __kernel_timespec ts;
+	unsigned ms;
+	int armed, sweeping, again;
+};
+
+struct cmx_cb_slot;
 
 struct cmx_server {
 	struct cmx_loop *loop;
@@ -97,9 +134,19 @@ struct cmx_server {
 	struct cmx_vhost *vhost;
 	/* The ivshmem regions (host/ivshmem.c); NULL without any. */
 	struct cmx_ivshmem *ivshmem;
-};
 
-extern struct cmx_server *cmx_srv;
+	/* The handlers' shared machinery (host/exec.c): the status poll, the
+	 * watches' figures, and the lock around every executor call that
+	 * drives a flush_runs driver's queue (cmx_exec_drive_lock()). */
+	struct cmx_exec_poll poll;
+	struct cmx_watch_stats watches;
+	pthread_mutex_t drive_lock;
+	/* Completions the loop waits for (host/complete.c). */
+	struct cmx_completions complete;
+	/* Slots whose event callbacks the status poll watches
+	 * (host/exec_event.c, flush_runs only). */
+	struct cmx_cb_slot *cb_watched;
+};
 
 /* Device selection (host/device.c): 0 or -errno, with a line logged. */
 int cmx_device_open(struct cmx_server *srv, const char *spec);

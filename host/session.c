@@ -149,13 +149,14 @@ static void release_native(struct cmx_obj *o)
 	}
 }
 
-static void reap_obj(void *arg)
+/* ctx: the server. */
+static void reap_obj(void *ctx, void *arg)
 {
 	/* Oclgrind's queue release finishes the queue, running its commands
 	 * in this thread: one thread drives that driver at a time. */
-	cmx_exec_drive_lock();
+	cmx_exec_drive_lock(ctx);
 	release_native(arg);
-	cmx_exec_drive_unlock();
+	cmx_exec_drive_unlock(ctx);
 	free(arg);
 }
 
@@ -177,8 +178,8 @@ static void free_obj(struct cmx_session *s, struct cmx_obj *o)
 	 * release on Oclgrind, which runs the queue (reap_obj()). The reaper
 	 * keeps their order. */
 	if (s->closed || (o->kind == CMX_K_MEM && o->size >= CMX_REAP_MIN) ||
-	    (o->kind == CMX_K_QUEUE && cmx_srv->flush_runs)) {
-		cmx_reap(reap_obj, o);
+	    (o->kind == CMX_K_QUEUE && s->srv->flush_runs)) {
+		cmx_reap(reap_obj, s->srv, o);
 		return;
 	}
 	release_native(o);
@@ -205,7 +206,7 @@ void cmx_session_release(struct cmx_session *s, uint64_t id, unsigned kind)
 	 * it, and an executor waiting for them, would wait until the session
 	 * ends and beyond it (the close completes only the events it still
 	 * holds). Nobody can tell it from a set one any more, so it is set. */
-	if (kind == CMX_K_EVENT && !cmx_sched_is_held(o->h))
+	if (kind == CMX_K_EVENT && !cmx_sched_is_held(s->srv, o->h))
 		user_event_end(o);
 	free_obj(s, o);
 }

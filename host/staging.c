@@ -48,7 +48,7 @@ static struct staging *buf_alloc(uint64_t size)
 	return s;
 }
 
-static void buf_unmap(void *arg)
+static void buf_unmap(void *ctx, void *arg)
 {
 	struct staging *s = arg;
 	uint64_t len = s->mapped;
@@ -64,7 +64,7 @@ static void buf_free(struct staging *s)
 	if (!s->mapped)
 		free(s);
 	else
-		cmx_reap(buf_unmap, s);
+		cmx_reap(buf_unmap, NULL, s);
 }
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
