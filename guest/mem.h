@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// What the files of buffer memory share (command.c, mapping.c, mem.c,
-// transfer.c, rect.c, map.c), the layers between commands and images
-// (guest/icd.h): not seen outside them.
+// Buffer memory (mapping.c, mem.c, transfer.c, rect.c, map.c), the layers
+// between commands and images (guest/icd.h): what its files share, and, at
+// the end, the checks and objects that images and command buffers use too.
 #ifndef CMX_GUEST_MEM_H
 #define CMX_GUEST_MEM_H
 
