@@ -465,7 +465,7 @@ void *cmx_call_read_buffer(struct cmx_call *c, uint64_t size)
 			c->rbulk = NULL;
 			return NULL;
 		}
-		c->rbulk = cmx_staging_get(size);
+		c->rbulk = cmx_staging_get(&c->s->srv->staging, size);
 		if (c->rbulk) {
 			c->staged += size;
 			t->output += size;

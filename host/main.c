@@ -536,6 +536,7 @@ int main(int argc, char **argv)
 	/* The clmux ICD, if installed here, must not connect back to us. */
 	setenv("CLMUX_DISABLE", "1", 1);
 	cmx_srv = &srv;
+	cmx_staging_init(&srv.staging);
 	while ((opt = getopt_long(argc, argv, "l:d:t:hc:a:m:w:u:", opts, NULL)) != -1) {
 		char why[256], *colon;
 		int fd;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "loop.h"
+#include "staging.h"
 #include "tenant.h"
 #include "tuning.h"
 
@@ -141,6 +142,8 @@ struct cmx_server {
 	struct cmx_exec_poll poll;
 	struct cmx_watch_stats watches;
 	pthread_mutex_t drive_lock;
+	/* Large payload buffers kept for the next transfer (host/staging.c). */
+	struct cmx_staging staging;
 	/* Completions the loop waits for (host/complete.c). */
 	struct cmx_completions complete;
 	/* Slots whose event callbacks the status poll watches

@@ -223,6 +223,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 	/* A worker's tenant: bounded, so that a guest's huge buffer is
 	 * refused by the quota rather than by the allocator. */
+	cmx_staging_init(&fsrv.staging);
 	cmx_quota_unlimited(&fsrv.tenants.defaults);
 	cmx_tuning_defaults(&fsrv.tune);
 	fsrv.tenants.defaults.mem = 64ull << 20;
