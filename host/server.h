@@ -57,6 +57,14 @@ struct cmx_completions {
 
 struct cmx_cb_slot;
 
+/* The programs a build or link is using (host/exec_program.c). Loop
+ * thread. */
+struct cmx_busy_program;
+struct cmx_busy_programs {
+	struct cmx_busy_program *v;
+	size_t n, cap;
+};
+
 struct cmx_server {
 	struct cmx_loop *loop;
 	struct cmx_executor *exec;
@@ -146,6 +154,8 @@ struct cmx_server {
 	struct cmx_staging staging;
 	/* Completions the loop waits for (host/complete.c). */
 	struct cmx_completions complete;
+	/* Programs being built or linked (host/exec_program.c). */
+	struct cmx_busy_programs busy_programs;
 	/* Slots whose event callbacks the status poll watches
 	 * (host/exec_event.c, flush_runs only). */
 	struct cmx_cb_slot *cb_watched;
