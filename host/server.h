@@ -65,6 +65,12 @@ struct cmx_busy_programs {
 	size_t n, cap;
 };
 
+/* The completion fences' sessions to look at (host/fence.c). Loop thread. */
+struct cmx_fences {
+	struct cmx_session *listed; /* sessions with commands to look at */
+	int posted;		    /* its turn_end() is posted */
+};
+
 struct cmx_server {
 	struct cmx_loop *loop;
 	struct cmx_executor *exec;
@@ -154,6 +160,8 @@ struct cmx_server {
 	struct cmx_staging staging;
 	/* Completions the loop waits for (host/complete.c). */
 	struct cmx_completions complete;
+	/* Sessions whose completion fences the loop looks at (host/fence.c). */
+	struct cmx_fences fences;
 	/* Programs being built or linked (host/exec_program.c). */
 	struct cmx_busy_programs busy_programs;
 	/* Slots whose event callbacks the status poll watches
