@@ -131,11 +131,11 @@ static int grow(struct cmx_server *srv)
 	v = calloc(CHUNK, sizeof(*v));
 	if (!v)
 		return -1;
-	for (uint32_t i = 0; i < CHUNK; i++)
-		v[i] = (struct cmx_complete_slot){
-		    .srv = srv,
-		    .idx = cs->n + i,
-		    .next_free = i + 1 < CHUNK ? cs->n + i + 1 : cs->free};
+	for (uint32_t i = 0; i < CHUNK; i++) { /* the rest zero: calloc() */
+		v[i].srv = srv;
+		v[i].idx = cs->n + i;
+		v[i].next_free = i + 1 < CHUNK ? cs->n + i + 1 : cs->free;
+	}
 	chunk[c] = v;
 	cs->free = cs->n;
 	cs->n += CHUNK;

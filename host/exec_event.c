@@ -120,7 +120,8 @@ int cmx_h_GetEventInfo(struct cmx_call *c, struct cmx_GetEventInfo_in *in,
 		return status_answer(c, out, o ? o->err : CL_INVALID_EVENT);
 	}
 	/* Held in the daemon: queued, as far as the guest can tell. */
-	if (in->param == CL_EVENT_COMMAND_EXECUTION_STATUS && cmx_sched_is_held(c->s->srv, in->event.h))
+	if (in->param == CL_EVENT_COMMAND_EXECUTION_STATUS &&
+	    cmx_sched_is_held(c->s->srv, in->event.h))
 		return status_answer(c, out, CL_QUEUED);
 	return CMX_INFO(c, &out->value, clGetEventInfo, in->event.h, (cl_uint)in->param);
 }
