@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: MIT
 // cl_khr_command_buffer: the record lives in the daemon, a replay is one message by id.
 #include "entry.h"
+#include "command.h"
 #include "icd.h"
+#include "mem.h"
+#include "object.h"
+#include "program.h"
 
 #include <CL/cl_ext.h>
 #include <stdlib.h>
+#include <string.h>
 
 /*
  * A command buffer as the guest knows it: enough to answer at once every

@@ -2,10 +2,14 @@
 // What every enqueued command shares: its wait list and event, the end of a
 // blocking one, and reads whose data lands later.
 #include <stdlib.h>
+#include <string.h>
 
 #include "entry.h"
+#include "command.h"
 #include "icd.h"
 #include "mem.h"
+#include "object.h"
+#include "track.h"
 
 /* ---- commands: wait list, event, and what follows a blocking one ---- */
 

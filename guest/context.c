@@ -5,6 +5,7 @@
 
 #include "entry.h"
 #include "icd.h"
+#include "object.h"
 
 /* A sub-device's memory; its daemon id is released by the caller. */
 void cmx_subdevice_free(cl_device_id d)

@@ -6,6 +6,7 @@
 
 #include "entry.h"
 #include "icd.h"
+#include "program.h"
 
 #define CMX_EXPORT __attribute__((visibility("default")))
 

@@ -3,10 +3,14 @@
 // by the notification thread, and read data that must land before an event
 // counts as complete.
 #include "entry.h"
+#include "command.h"
 #include "icd.h"
+#include "object.h"
+#include "track.h"
 
 #include <sched.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 extern cl_int cmx_clRetainContext(cl_context c);

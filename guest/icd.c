@@ -3,6 +3,7 @@
 // sub-devices, the session (a new one when it ended) and new contexts.
 #include "config.h"
 #include "icd.h"
+#include "object.h"
 
 #include <CL/cl_ext.h>
 #include "entry.h"

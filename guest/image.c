@@ -8,7 +8,11 @@
 #include "clcheck.h"
 #include "copy.h"
 #include "entry.h"
+#include "command.h"
 #include "icd.h"
+#include "image.h"
+#include "mem.h"
+#include "object.h"
 
 static int is_image_type(cl_mem_object_type t)
 {

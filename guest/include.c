@@ -9,6 +9,8 @@
 
 #include "buf.h"
 #include "icd.h"
+#include "mayprint.h"
+#include "program.h"
 #include "log.h"
 
 /* What one directory may bring (docs/compatibility.md): a header may be as

@@ -2,7 +2,10 @@
 // Kernels: creation from the cached kernel info, arguments checked in the
 // guest and sent without a round trip, queries, and launches.
 #define _GNU_SOURCE /* process_vm_readv */
+#include "command.h"
 #include "icd.h"
+#include "object.h"
+#include "program.h"
 #include "entry.h"
 
 #include <stdio.h>

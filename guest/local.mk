@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # libclmux: the vendor ICD the loader opens (clmux.icd names it).
 lib_LTLIBRARIES += guest/libclmux.la
-guest_libclmux_la_SOURCES = guest/icd.h guest/object.c guest/context.c guest/track.c guest/icd.c \
+guest_libclmux_la_SOURCES = guest/icd.h guest/object.h guest/track.h guest/command.h \
+	guest/image.h guest/program.h guest/object.c guest/context.c guest/track.c guest/icd.c \
 	guest/dispatch.c guest/entry.h guest/session.h \
 	guest/session.c guest/lane.h guest/lane.c guest/queue.c guest/event.c guest/notify.c guest/mem.h guest/mem.c \
 	guest/command.c guest/mapping.c guest/transfer.c guest/rect.c guest/map.c guest/image.c guest/include.c \

@@ -5,8 +5,11 @@
 #include <unistd.h>
 
 #include "entry.h"
+#include "command.h"
 #include "icd.h"
+#include "image.h"
 #include "mem.h"
+#include "object.h"
 
 #define MAP_WRITES	  (CL_MAP_WRITE | CL_MAP_WRITE_INVALIDATE_REGION)
 

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "copy.h"
-#include "icd.h"
+#include "command.h"
 #include "mem.h"
 
 /* Mappings whose read is still landing: the notification thread and the

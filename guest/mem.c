@@ -10,8 +10,10 @@
 
 #include "area.h"
 #include "entry.h"
+#include "command.h"
 #include "icd.h"
 #include "mem.h"
+#include "object.h"
 
 /*
  * Everything the spec requires to fail synchronously is decided here, from

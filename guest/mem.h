@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
-// What the files of buffer memory share (command.c, mapping.c, mem.c,
-// transfer.c, rect.c, map.c), the layers between commands and images
-// (guest/icd.h): not seen outside them.
+// Buffer memory (mapping.c, mem.c, transfer.c, rect.c, map.c), the layers
+// between commands and images (guest/icd.h): what its files share, and, at
+// the end, the checks and objects that images and command buffers use too.
 #ifndef CMX_GUEST_MEM_H
 #define CMX_GUEST_MEM_H
 
 #include "area.h"
-#include "icd.h"
+#include "command.h"
+#include "object.h"
 
 /* One clEnqueueMapBuffer not yet unmapped, on its buffer's `maps` list. */
 struct cmx_mapping {
@@ -81,5 +82,26 @@ cl_int cmx_mapping_wait_landed(struct cmx_mapping *mp);
 /* On and off the buffer's `maps` list (found by the pointer given out). */
 void cmx_mapping_link(cl_mem m, struct cmx_mapping *mp);
 struct cmx_mapping *cmx_mapping_unlink(cl_mem m, void *ptr);
+
+/* ---- the checks and objects of buffer memory (guest/mem.c, rect.c), shared
+ * with images and command buffers ---- */
+
+/* The checks of clEnqueueCopyBuffer and clEnqueueFillBuffer before their
+ * wait lists (command buffers record the same commands). */
+cl_int cmx_copy_buffer_check(cl_command_queue q, cl_mem src, cl_mem dst, size_t soff, size_t doff,
+			     size_t size);
+cl_int cmx_fill_buffer_check(cl_command_queue q, cl_mem m, const void *pattern, size_t psize,
+			     size_t off, size_t size);
+/* clEnqueueCopyBufferRect's; the pitches given 0 become their defaults. */
+cl_int cmx_copy_buffer_rect_check(cl_command_queue q, cl_mem src, cl_mem dst, const size_t *so,
+				  const size_t *dor, const size_t *region, size_t *srow,
+				  size_t *sslice, size_t *drow, size_t *dslice);
+/* CL_MEM_* flags: CL_INVALID_VALUE for unknown bits or conflicts. */
+cl_int cmx_mem_flags_check(cl_mem_flags f);
+/* CL_INVALID_OPERATION where CL_MEM_HOST_* forbids the access. */
+cl_int cmx_mem_host_access(cl_mem m, int reads, int writes);
+cl_mem cmx_mem_new(cl_context ctx, cl_mem_flags flags, size_t size);
+void cmx_mem_free(cl_mem m);
+
 
 #endif

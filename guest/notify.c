@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The notification thread's work: read data landing, event callbacks, buffer
 // destructors and context errors, all sent by the daemon unasked.
+#include "command.h"
 #include "icd.h"
+#include "object.h"
+#include "track.h"
 
 #include <stdlib.h>
 

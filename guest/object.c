@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "icd.h"
+#include "object.h"
 
 struct cmx_icd cmx_icd = {
 	.next_id = CMX_FIRST_GUEST_ID,

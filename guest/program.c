@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Programs: creation, builds, and the kernel info every build brings back.
 #include "icd.h"
+#include "mayprint.h"
+#include "object.h"
+#include "program.h"
 #include "entry.h"
 
 #include <errno.h>

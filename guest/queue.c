@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Command queues: created without a round trip; clFinish is one.
 #include "entry.h"
+#include "command.h"
 #include "icd.h"
+#include "object.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 extern cl_int cmx_clRetainContext(cl_context c);
 extern cl_int cmx_clReleaseContext(cl_context c);

@@ -7,6 +7,7 @@
 #include "clcheck.h"
 #include "copy.h"
 #include "entry.h"
+#include "command.h"
 #include "icd.h"
 #include "mem.h"
 

@@ -2,6 +2,7 @@
 // The registry of what waits for a notification of one session, settled
 // when that session ends without sending it.
 #include "icd.h"
+#include "track.h"
 
 /* The registry of what waits for a notification. Senders hold track_rw
  * for reading from listing to sending; the sweep of an ended session

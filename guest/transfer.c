@@ -5,9 +5,11 @@
 
 #include "copy.h"
 #include "entry.h"
+#include "command.h"
 #include "icd.h"
-#include "lane.h"
 #include "mem.h"
+#include "object.h"
+#include "lane.h"
 
 /*
  * A large blocking transfer on an in-order queue goes in chunks, so this

@@ -349,7 +349,7 @@ void cmx_call_done(struct cmx_call *c, int status)
 			/* Its guest's next call is likely close behind (the
 			 * shm rings have their own look-ahead). */
 			if (!s->shm)
-				cmx_loop_linger(cmx_srv->loop, LINGER_NS);
+				cmx_loop_linger(s->srv->loop, LINGER_NS);
 		} else if (c->rbulk_free) {
 			c->rbulk_free(c->rbulk);
 		}
@@ -465,7 +465,7 @@ void *cmx_call_read_buffer(struct cmx_call *c, uint64_t size)
 			c->rbulk = NULL;
 			return NULL;
 		}
-		c->rbulk = cmx_staging_get(size);
+		c->rbulk = cmx_staging_get(&c->s->srv->staging, size);
 		if (c->rbulk) {
 			c->staged += size;
 			t->output += size;

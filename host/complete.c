@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Completions the loop waits for (host/complete.h): a slot per registered
-// event, named to the driver by index and generation, never by pointer.
+// event, named to the driver by its address (slots never move, and one is
+// not reused before the driver's callback for it has come).
 #include "complete.h"
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <time.h>
@@ -11,34 +13,35 @@
 #include "loop.h"
 #include "server.h"
 
-struct slot {
-	cl_event ev; /* NULL: free */
+struct cmx_complete_slot {
+	cl_event ev; /* NULL: settled */
 	cl_int type; /* the status waited for */
 	void (*fn)(void *arg, cl_int status);
 	void *arg;
-	uint32_t gen;
-	uint32_t next_free;
+	struct cmx_server *srv; /* set when the slot is made, read by driver threads */
+	/* The driver's callback is registered and has not come yet: the
+	 * slot is not reused until it has, so a late callback for a slot a
+	 * sweep settled finds it settled. */
+	int pending;
+	uint32_t idx, next_free;
 };
 
 #define NONE UINT32_MAX
+#define CHUNK 256u
 /* After a failure the sweep runs at once, then after 1, 2, 4 ... 256 ms:
  * PoCL fails a command's dependants inside clSetUserEventStatus, another
  * driver may take its time. */
 #define SWEEP_FIRST_MS 1
 #define SWEEP_LAST_MS 256
 
-static struct {
-	struct slot *v;
-	uint32_t n, free, live;
-	struct cmx_io io;
-	struct __kernel_timespec ts;
-	unsigned ms;
-	int armed, sweeping, again;
-} cs = {.free = NONE};
-
-static uintptr_t key_of(uint32_t idx, uint32_t gen)
+static struct cmx_complete_slot *slot_at(struct cmx_completions *cs, uint32_t idx)
 {
-	return (uintptr_t)((uint64_t)gen << 32 | idx);
+	return &cs->chunk[idx / CHUNK][idx % CHUNK];
+}
+
+void cmx_complete_init(struct cmx_server *srv)
+{
+	srv->complete.free = NONE;
 }
 
 /*
@@ -56,18 +59,10 @@ static uintptr_t key_of(uint32_t idx, uint32_t gen)
 #define REST_MS 3000
 #define REST_TICK_MS 250
 
-struct rest {
+struct cmx_complete_rest {
 	cl_event ev;
 	uint64_t until; /* CLOCK_MONOTONIC ns */
 };
-
-static struct {
-	struct rest *v;
-	size_t n, cap;
-	struct cmx_io io;
-	struct __kernel_timespec ts;
-	int armed;
-} rs;
 
 static uint64_t mono_ns(void)
 {
@@ -77,100 +72,122 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void rest_arm(void);
+static void rest_arm(struct cmx_server *srv);
 
 static void rest_tick(struct cmx_io *io, int res, unsigned flags)
 {
+	/* The server's own timer: its io is the one armed. */
+	struct cmx_server *srv =
+	    (struct cmx_server *)((char *)io - offsetof(struct cmx_server, complete.rest_io));
+	struct cmx_completions *cs = &srv->complete;
 	uint64_t now = mono_ns();
 	size_t k = 0;
 
-	(void)io;
 	(void)res;
 	(void)flags;
-	rs.armed = 0;
-	for (size_t i = 0; i < rs.n; i++) {
-		if (rs.v[i].until <= now)
-			clReleaseEvent(rs.v[i].ev);
+	cs->rest_armed = 0;
+	for (size_t i = 0; i < cs->rest_n; i++) {
+		if (cs->rest[i].until <= now)
+			clReleaseEvent(cs->rest[i].ev);
 		else
-			rs.v[k++] = rs.v[i];
+			cs->rest[k++] = cs->rest[i];
 	}
-	rs.n = k;
-	rest_arm();
+	cs->rest_n = k;
+	rest_arm(srv);
 }
 
-static void rest_arm(void)
+static void rest_arm(struct cmx_server *srv)
 {
+	struct cmx_completions *cs = &srv->complete;
 	struct io_uring_sqe *sqe;
 
-	if (rs.armed || !rs.n || !(sqe = cmx_loop_sqe(cmx_srv->loop, &rs.io)))
+	if (cs->rest_armed || !cs->rest_n || !(sqe = cmx_loop_sqe(srv->loop, &cs->rest_io)))
 		return;
-	rs.armed = 1;
-	rs.io.cb = rest_tick;
-	rs.ts.tv_sec = 0;
-	rs.ts.tv_nsec = REST_TICK_MS * 1000000ll;
-	io_uring_prep_timeout(sqe, &rs.ts, 0, 0);
+	cs->rest_armed = 1;
+	cs->rest_io.cb = rest_tick;
+	cs->rest_ts.tv_sec = 0;
+	cs->rest_ts.tv_nsec = REST_TICK_MS * 1000000ll;
+	io_uring_prep_timeout(sqe, &cs->rest_ts, 0, 0);
 }
+
+struct rest_post {
+	struct cmx_server *srv;
+	cl_event ev;
+};
 
 /* Loop thread: ev rests (or, with no room to note it, is kept for good:
  * a leak is better than a worker that aborts). */
 static void rest_add(void *arg)
 {
-	cl_event ev = arg;
+	struct rest_post *p = arg;
+	struct cmx_completions *cs = &p->srv->complete;
 
-	if (rs.n == rs.cap) {
-		size_t cap = rs.cap ? rs.cap * 2 : 64;
-		struct rest *v = realloc(rs.v, cap * sizeof(*v));
+	if (cs->rest_n == cs->rest_cap) {
+		size_t cap = cs->rest_cap ? cs->rest_cap * 2 : 64;
+		struct cmx_complete_rest *v = realloc(cs->rest, cap * sizeof(*v));
 
-		if (!v)
+		if (!v) {
+			free(p);
 			return;
-		rs.v = v;
-		rs.cap = cap;
+		}
+		cs->rest = v;
+		cs->rest_cap = cap;
 	}
-	rs.v[rs.n++] = (struct rest){ev, mono_ns() + REST_MS * 1000000ull};
-	rest_arm();
+	cs->rest[cs->rest_n++] = (struct cmx_complete_rest){p->ev, mono_ns() + REST_MS * 1000000ull};
+	rest_arm(p->srv);
+	free(p);
 }
 
-void cmx_complete_release(cl_event ev)
+void cmx_complete_release(struct cmx_server *srv, cl_event ev)
 {
+	struct rest_post *p;
 	cl_int st = CL_COMPLETE;
 
 	if (!ev)
 		return;
 	if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL) ||
-	    st >= CL_COMPLETE || !cmx_srv->loop)
+	    st >= CL_COMPLETE || !srv || !srv->loop || !(p = malloc(sizeof(*p)))) {
 		clReleaseEvent(ev);
-	else
-		cmx_loop_post(cmx_srv->loop, rest_add, ev);
+		return;
+	}
+	p->srv = srv;
+	p->ev = ev;
+	cmx_loop_post(srv->loop, rest_add, p);
 }
 
-unsigned cmx_complete_resting(void)
+unsigned cmx_complete_resting(const struct cmx_server *srv)
 {
-	return (unsigned)rs.n;
+	return (unsigned)srv->complete.rest_n;
 }
 
-/* Slot idx is free again (a new generation) and its event released. */
-static void slot_free(uint32_t idx)
+/* Slot idx is settled: its event released, and the slot free again
+ * unless the driver's callback is still to come. */
+static void slot_free(struct cmx_completions *cs, uint32_t idx)
 {
-	struct slot *s = &cs.v[idx];
+	struct cmx_complete_slot *s = slot_at(cs, idx);
 	cl_event ev = s->ev;
 
 	s->ev = NULL;
 	s->fn = NULL;
-	s->gen++;
-	s->next_free = cs.free;
-	cs.free = idx;
-	cs.live--;
-	cmx_complete_release(ev);
+	cs->live--;
+	if (!s->pending) {
+		s->next_free = cs->free;
+		cs->free = idx;
+	}
+	cmx_complete_release(s->srv, ev);
 }
 
-static void settle(uint32_t idx, cl_int status)
+/* Ends slot idx with status: frees it first, so that fn may register
+ * again. */
+static void settle(struct cmx_server *srv, uint32_t idx, cl_int status)
 {
-	void (*fn)(void *, cl_int) = cs.v[idx].fn;
-	void *arg = cs.v[idx].arg;
+	struct cmx_complete_slot *s = slot_at(&srv->complete, idx);
+	void (*fn)(void *, cl_int) = s->fn;
+	void *arg = s->arg;
 
-	slot_free(idx);
+	slot_free(&srv->complete, idx);
 	if (status < 0)
-		cmx_complete_failed();
+		cmx_complete_failed(srv);
 	fn(arg, status);
 }
 
@@ -188,131 +205,169 @@ static cl_int status_of(cl_event ev)
 
 static void called(void *arg)
 {
-	uint64_t key = (uint64_t)(uintptr_t)arg;
-	uint32_t idx = (uint32_t)key, gen = (uint32_t)(key >> 32);
+	struct cmx_complete_slot *s = arg;
+	struct cmx_completions *cs = &s->srv->complete;
+	uint32_t idx = s->idx;
 	cl_int st;
 
-	if (idx >= cs.n || !cs.v[idx].ev || cs.v[idx].gen != gen)
-		return; /* settled by a sweep already */
-	st = status_of(cs.v[idx].ev);
-	settle(idx, st < 0 ? st : cs.v[idx].type);
+	s->pending = 0;
+	if (!s->ev) {
+		/* Settled by a sweep already: free now that the driver is done
+		 * with it. */
+		s->next_free = cs->free;
+		cs->free = idx;
+		return;
+	}
+	st = status_of(s->ev);
+	settle(s->srv, idx, st < 0 ? st : s->type);
 }
 
 static void CL_CALLBACK on_complete(cl_event e, cl_int status, void *arg)
 {
+	struct cmx_complete_slot *s = arg;
+
 	(void)e;
 	(void)status;
-	/* A driver thread: the slot is the loop's to read. */
-	cmx_loop_post(cmx_srv->loop, called, arg);
+	/* A driver thread: the slot is the loop's to read, but for srv,
+	 * written before the slot was first handed to the driver. */
+	cmx_loop_post(s->srv->loop, called, s);
 }
 
-static int grow(void)
+static int grow(struct cmx_server *srv)
 {
-	uint32_t n = cs.n ? cs.n * 2 : 64;
-	struct slot *v = realloc(cs.v, (size_t)n * sizeof(*v));
+	struct cmx_completions *cs = &srv->complete;
+	struct cmx_complete_slot **chunk, *v;
+	uint32_t c = cs->nchunk;
 
-	if (!v || n <= cs.n)
+	if (cs->n > UINT32_MAX - 2 * CHUNK)
 		return -1;
-	for (uint32_t i = cs.n; i < n; i++)
-		v[i] = (struct slot){.next_free = i + 1 < n ? i + 1 : cs.free};
-	cs.free = cs.n;
-	cs.v = v;
-	cs.n = n;
+	chunk = realloc(cs->chunk, (size_t)(c + 1) * sizeof(*chunk));
+	if (!chunk)
+		return -1;
+	cs->chunk = chunk;
+	v = calloc(CHUNK, sizeof(*v));
+	if (!v)
+		return -1;
+	for (uint32_t i = 0; i < CHUNK; i++) { /* the rest zero: calloc() */
+		v[i].srv = srv;
+		v[i].idx = cs->n + i;
+		v[i].next_free = i + 1 < CHUNK ? cs->n + i + 1 : cs->free;
+	}
+	chunk[c] = v;
+	cs->free = cs->n;
+	cs->n += CHUNK;
+	cs->nchunk = c + 1;
 	return 0;
 }
 
-int cmx_complete_when(cl_event e, void (*fn)(void *arg, cl_int status), void *arg)
+int cmx_complete_when(struct cmx_server *srv, cl_event e, void (*fn)(void *arg, cl_int status),
+		      void *arg)
 {
-	return cmx_complete_at(e, CL_COMPLETE, fn, arg);
+	return cmx_complete_at(srv, e, CL_COMPLETE, fn, arg);
 }
 
-int cmx_complete_at(cl_event e, cl_int type, void (*fn)(void *arg, cl_int status), void *arg)
+int cmx_complete_at(struct cmx_server *srv, cl_event e, cl_int type,
+		    void (*fn)(void *arg, cl_int status), void *arg)
 {
-	struct slot *s;
+	struct cmx_completions *cs = &srv->complete;
+	struct cmx_complete_slot *s;
 	uint32_t idx;
 	cl_int err;
 
-	if (cs.free == NONE && grow())
+	if (cs->free == NONE && grow(srv))
 		return CL_OUT_OF_HOST_MEMORY;
-	idx = cs.free;
-	s = &cs.v[idx];
-	cs.free = s->next_free;
+	idx = cs->free;
+	s = slot_at(cs, idx);
+	cs->free = s->next_free;
 	clRetainEvent(e);
 	s->ev = e;
 	s->type = type;
 	s->fn = fn;
 	s->arg = arg;
-	cs.live++;
-	err = clSetEventCallback(e, type, on_complete, (void *)key_of(idx, s->gen));
-	if (err)
-		slot_free(idx);
+	s->pending = 1;
+	cs->live++;
+	err = clSetEventCallback(e, type, on_complete, s);
+	if (err) {
+		s->pending = 0;
+		slot_free(cs, idx);
+	}
 	return err;
 }
 
 /* Ends every registered event that has failed. A failure found on the way
  * (settle() reports it) runs the sweep again rather than inside itself:
  * a long chain of dependants does not recurse. */
-static void sweep(void)
+static void sweep(struct cmx_server *srv)
 {
-	if (cs.sweeping) {
-		cs.again = 1;
+	struct cmx_completions *cs = &srv->complete;
+
+	if (cs->sweeping) {
+		cs->again = 1;
 		return;
 	}
-	cs.sweeping = 1;
+	cs->sweeping = 1;
 	do {
-		cs.again = 0;
-		for (uint32_t i = 0; i < cs.n; i++) {
+		cs->again = 0;
+		for (uint32_t i = 0; i < cs->n; i++) {
+			struct cmx_complete_slot *s = slot_at(cs, i);
 			cl_int st;
-			if (!cs.v[i].ev)
+			if (!s->ev)
 				continue;
-			st = status_of(cs.v[i].ev);
+			st = status_of(s->ev);
 			if (st < 0)
-				settle(i, st);
+				settle(srv, i, st);
 		}
-	} while (cs.again);
-	cs.sweeping = 0;
+	} while (cs->again);
+	cs->sweeping = 0;
 }
 
-static void sweep_arm(void);
+static void sweep_arm(struct cmx_server *srv);
 
 static void sweep_tick(struct cmx_io *io, int res, unsigned flags)
 {
-	(void)io;
+	/* The server's own timer: its io is the one armed. */
+	struct cmx_server *srv =
+	    (struct cmx_server *)((char *)io - offsetof(struct cmx_server, complete.io));
+	struct cmx_completions *cs = &srv->complete;
+
 	(void)res;
 	(void)flags;
-	cs.armed = 0;
-	sweep();
-	if (cs.ms < SWEEP_LAST_MS && cs.live) {
-		cs.ms *= 2;
-		sweep_arm();
+	cs->armed = 0;
+	sweep(srv);
+	if (cs->ms < SWEEP_LAST_MS && cs->live) {
+		cs->ms *= 2;
+		sweep_arm(srv);
 	}
 }
 
-static void sweep_arm(void)
+static void sweep_arm(struct cmx_server *srv)
 {
+	struct cmx_completions *cs = &srv->complete;
 	struct io_uring_sqe *sqe;
 
-	if (cs.armed || !(sqe = cmx_loop_sqe(cmx_srv->loop, &cs.io)))
+	if (cs->armed || !(sqe = cmx_loop_sqe(srv->loop, &cs->io)))
 		return;
-	cs.armed = 1;
-	cs.io.cb = sweep_tick;
-	cs.ts.tv_sec = cs.ms / 1000;
-	cs.ts.tv_nsec = (long long)(cs.ms % 1000) * 1000000ll;
-	io_uring_prep_timeout(sqe, &cs.ts, 0, 0);
+	cs->armed = 1;
+	cs->io.cb = sweep_tick;
+	cs->ts.tv_sec = cs->ms / 1000;
+	cs->ts.tv_nsec = (long long)(cs->ms % 1000) * 1000000ll;
+	io_uring_prep_timeout(sqe, &cs->ts, 0, 0);
 }
 
-void cmx_complete_failed(void)
+void cmx_complete_failed(struct cmx_server *srv)
 {
+	struct cmx_completions *cs = &srv->complete;
+
 	/* A series in progress starts again. */
-	cs.ms = SWEEP_FIRST_MS;
-	if (!cs.live)
+	cs->ms = SWEEP_FIRST_MS;
+	if (!cs->live)
 		return;
-	sweep();
-	if (cs.live)
-		sweep_arm();
+	sweep(srv);
+	if (cs->live)
+		sweep_arm(srv);
 }
 
-unsigned cmx_complete_pending(void)
+unsigned cmx_complete_pending(const struct cmx_server *srv)
 {
-	return cs.live;
+	return srv->complete.live;
 }

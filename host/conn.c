@@ -515,7 +515,7 @@ static int rx_parse(struct cmx_conn *c)
 				return -EBADMSG;
 		} else {
 			land = cmx_land_open(c, &h, args);
-			buf = land ? cmx_land_ptr(land) : cmx_staging_get(h.bulk);
+			buf = land ? cmx_land_ptr(land) : cmx_staging_get(&c->srv->staging, h.bulk);
 			if (!buf)
 				return -ENOMEM;
 		}

@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <sched.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,7 @@ void cmx_event_bind(struct cmx_call *c, const struct cmx_ref *ev, cl_event e)
 		return;
 	if (q && !(q->flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)) {
 		clRetainEvent(e);
-		cmx_complete_release(q->last);
+		cmx_complete_release(c->s->srv, q->last);
 		q->last = e;
 	}
 	if (!ev->id || c->s->closed ||
@@ -45,7 +46,7 @@ static void post_fin(void *arg)
 void cmx_defer_post(struct cmx_call *c, int status)
 {
 	c->status = status;
-	cmx_loop_post(cmx_srv->loop, post_fin, c);
+	cmx_loop_post(c->s->srv->loop, post_fin, c);
 }
 
 static void event_done(void *arg, cl_int status)
@@ -60,90 +61,89 @@ int cmx_defer_event(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call 
 	cl_int err;
 
 	c->fin = fin;
-	err = cmx_complete_when(e, event_done, c);
+	err = cmx_complete_when(c->s->srv, e, event_done, c);
 	return err ? err : CMX_DEFER;
 }
 
 #define POLL_MIN_NS 1000000ull
 #define POLL_MAX_NS 16000000ull
-#define POLL_FNS 4
-
-static struct {
-	struct cmx_io io;
-	struct __kernel_timespec ts;
-	uint64_t ns;
-	int armed;
-	int (*fn[POLL_FNS])(void);
-} poll;
-
 static void poll_done(struct cmx_io *io, int res, unsigned flags);
 
-static void poll_arm(uint64_t ns)
+static void poll_arm(struct cmx_server *srv, uint64_t ns)
 {
+	struct cmx_exec_poll *poll = &srv->poll;
 	struct io_uring_sqe *sqe;
 	int any = 0;
 
-	for (int i = 0; i < POLL_FNS; i++)
-		any |= poll.fn[i] != NULL;
-	if (poll.armed || !any || !(sqe = cmx_loop_sqe(cmx_srv->loop, &poll.io)))
+	for (int i = 0; i < CMX_POLL_FNS; i++)
+		any |= poll->fn[i] != NULL;
+	if (poll->armed || !any || !(sqe = cmx_loop_sqe(srv->loop, &poll->io)))
 		return;
-	poll.armed = 1;
-	poll.ns = ns;
-	poll.io.cb = poll_done;
-	poll.ts.tv_sec = (long long)(ns / 1000000000ull);
-	poll.ts.tv_nsec = (long long)(ns % 1000000000ull);
-	io_uring_prep_timeout(sqe, &poll.ts, 0, 0);
+	poll->armed = 1;
+	poll->ns = ns;
+	poll->io.cb = poll_done;
+	poll->ts.tv_sec = (long long)(ns / 1000000000ull);
+	poll->ts.tv_nsec = (long long)(ns % 1000000000ull);
+	io_uring_prep_timeout(sqe, &poll->ts, 0, 0);
 }
 
 static void poll_done(struct cmx_io *io, int res, unsigned flags)
 {
-	uint64_t next = poll.ns < POLL_MAX_NS ? poll.ns * 2 : POLL_MAX_NS;
+	/* The server's own poll: its io is the one armed. */
+	struct cmx_server *srv = (struct cmx_server *)((char *)io - offsetof(struct cmx_server, poll.io));
+	struct cmx_exec_poll *poll = &srv->poll;
+	uint64_t next = poll->ns < POLL_MAX_NS ? poll->ns * 2 : POLL_MAX_NS;
 
 	/* Still armed while the pollers run: a start from inside arms
 	 * nothing. */
-	for (int i = 0; i < POLL_FNS; i++) {
-		int r = poll.fn[i] ? poll.fn[i]() : -1;
+	for (int i = 0; i < CMX_POLL_FNS; i++) {
+		int r = poll->fn[i] ? poll->fn[i](srv) : -1;
 
 		if (r < 0)
-			poll.fn[i] = NULL;
+			poll->fn[i] = NULL;
 		else if (r > 0)
 			next = POLL_MIN_NS;
 	}
-	poll.armed = 0;
-	poll_arm(next);
+	poll->armed = 0;
+	poll_arm(srv, next);
 }
 
-void cmx_exec_poll_start(int (*fn)(void))
+void cmx_exec_poll_start(struct cmx_server *srv, int (*fn)(struct cmx_server *srv))
 {
+	struct cmx_exec_poll *poll = &srv->poll;
 	int free_slot = -1;
 
-	if (!cmx_srv->flush_runs)
+	if (!srv->flush_runs)
 		return;
-	for (int i = 0; i < POLL_FNS; i++) {
-		if (poll.fn[i] == fn)
+	for (int i = 0; i < CMX_POLL_FNS; i++) {
+		if (poll->fn[i] == fn)
 			goto arm;
-		if (!poll.fn[i] && free_slot < 0)
+		if (!poll->fn[i] && free_slot < 0)
 			free_slot = i;
 	}
 	if (free_slot < 0)
 		return;
-	poll.fn[free_slot] = fn;
+	poll->fn[free_slot] = fn;
 arm:
-	poll_arm(POLL_MIN_NS);
+	poll_arm(srv, POLL_MIN_NS);
 }
 
-static pthread_mutex_t drive_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void cmx_exec_drive_lock(void)
+void cmx_exec_init(struct cmx_server *srv)
 {
-	if (cmx_srv->flush_runs)
-		pthread_mutex_lock(&drive_lock);
+	pthread_mutex_init(&srv->drive_lock, NULL);
+	cmx_complete_init(srv);
 }
 
-void cmx_exec_drive_unlock(void)
+void cmx_exec_drive_lock(struct cmx_server *srv)
 {
-	if (cmx_srv->flush_runs)
-		pthread_mutex_unlock(&drive_lock);
+	if (srv->flush_runs)
+		pthread_mutex_lock(&srv->drive_lock);
+}
+
+void cmx_exec_drive_unlock(struct cmx_server *srv)
+{
+	if (srv->flush_runs)
+		pthread_mutex_unlock(&srv->drive_lock);
 }
 
 void cmx_exec_check_lost(cl_int err, const char *what)
@@ -165,9 +165,9 @@ static int wait_work(struct cmx_call *c)
 	cl_event e = c->result;
 	cl_int status = CL_COMPLETE, we, qe;
 
-	cmx_exec_drive_lock();
+	cmx_exec_drive_lock(c->s->srv);
 	we = clWaitForEvents(1, &e);
-	cmx_exec_drive_unlock();
+	cmx_exec_drive_unlock(c->s->srv);
 	qe = clGetEventInfo(e, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status, NULL);
 	if (we != CL_SUCCESS && (qe != CL_SUCCESS || status > CL_COMPLETE)) {
 		/* The wait failed, and the command never ended or its event
@@ -201,19 +201,12 @@ static int wait_work(struct cmx_call *c)
 #define CMX_WATCH_MIN_NS 30000
 #endif
 
-/* How the watches ended, for the log at exit (cmx_watch_report()), and
- * where a call that the watch saw complete spent its time in the daemon:
- * from the loop's wake-up to the wait (decode, checks, the native
- * enqueue), the watch, and the reply's queueing. Loop thread only. */
-static struct {
-	uint64_t done, done_ns, io, timeout;
-	struct cmx_lat enq, seen, reply;
-} ws;
-
 /* The event's status once it has ended (CL_COMPLETE or its error), or
- * CL_QUEUED if it is still running when the watch ends. */
-static cl_int watch(cl_event e)
+ * CL_QUEUED if it is still running when the watch ends; counted in
+ * srv->watches. */
+static cl_int watch(struct cmx_server *srv, cl_event e)
 {
+	struct cmx_watch_stats *ws = &srv->watches;
 	uint64_t start = cmx_now_ns(), now = start;
 	cl_int status;
 
@@ -222,47 +215,48 @@ static cl_int watch(cl_event e)
 				   NULL) != CL_SUCCESS)
 			return CL_QUEUED;
 		if (status <= CL_COMPLETE) {
-			ws.done++;
-			ws.done_ns += cmx_now_ns() - start;
+			ws->done++;
+			ws->done_ns += cmx_now_ns() - start;
 			return status;
 		}
 		sched_yield();
 		now = cmx_now_ns();
-	} while ((now - start < CMX_WATCH_MIN_NS || !cmx_loop_io_ready(cmx_srv->loop)) &&
+	} while ((now - start < CMX_WATCH_MIN_NS || !cmx_loop_io_ready(srv->loop)) &&
 		 now - start < WATCH_NS);
 	if (now - start < WATCH_NS)
-		ws.io++;
+		ws->io++;
 	else
-		ws.timeout++;
+		ws->timeout++;
 	return CL_QUEUED;
 }
 
-void cmx_watch_report(void)
+void cmx_watch_report(struct cmx_server *srv)
 {
-	uint64_t n = ws.done + ws.io + ws.timeout;
+	struct cmx_watch_stats *ws = &srv->watches;
+	uint64_t n = ws->done + ws->io + ws->timeout;
 
 	if (n)
 		cmx_info("watches: %llu; done in the watch %llu (mean %.1f us; medians of the last "
 			 "%u: wake-up to wait %.1f us, watch %.1f us, reply %.1f us), ended for I/O "
 			 "%llu, after %u us %llu",
-			 (unsigned long long)n, (unsigned long long)ws.done,
-			 ws.done ? (double)ws.done_ns / (double)ws.done / 1e3 : 0.0,
-			 ws.enq.n < CMX_LAT_N ? ws.enq.n : CMX_LAT_N, cmx_lat_median_us(&ws.enq),
-			 cmx_lat_median_us(&ws.seen), cmx_lat_median_us(&ws.reply),
-			 (unsigned long long)ws.io, WATCH_NS / 1000, (unsigned long long)ws.timeout);
-	cmx_loop_report(cmx_srv->loop);
+			 (unsigned long long)n, (unsigned long long)ws->done,
+			 ws->done ? (double)ws->done_ns / (double)ws->done / 1e3 : 0.0,
+			 ws->enq.n < CMX_LAT_N ? ws->enq.n : CMX_LAT_N, cmx_lat_median_us(&ws->enq),
+			 cmx_lat_median_us(&ws->seen), cmx_lat_median_us(&ws->reply),
+			 (unsigned long long)ws->io, WATCH_NS / 1000, (unsigned long long)ws->timeout);
+	cmx_loop_report(srv->loop);
 }
 
-void cmx_queue_flush(cl_command_queue q)
+void cmx_queue_flush(const struct cmx_server *srv, cl_command_queue q)
 {
-	if (!cmx_srv->flush_runs)
+	if (!srv->flush_runs)
 		clFlush(q);
 }
 
-void cmx_queue_flush_to_wait(cl_command_queue q)
+void cmx_queue_flush_to_wait(const struct cmx_server *srv, cl_command_queue q)
 {
-	if (!cmx_srv->submits_at_enqueue)
-		cmx_queue_flush(q);
+	if (!srv->submits_at_enqueue)
+		cmx_queue_flush(srv, q);
 }
 
 cl_bool cmx_exec_block_short(struct cmx_call *c, uint64_t size, uint64_t nwait)
@@ -270,8 +264,8 @@ cl_bool cmx_exec_block_short(struct cmx_call *c, uint64_t size, uint64_t nwait)
 	struct cmx_obj *q;
 	cl_int st = CL_COMPLETE;
 
-	if (!cmx_srv->short_blocking || size > CMX_SHORT_BLOCK_MAX || nwait ||
-	    !cmx_sched_alone(c->s->tenant))
+	if (!c->s->srv->short_blocking || size > CMX_SHORT_BLOCK_MAX || nwait ||
+	    !cmx_sched_alone(c->s->srv, c->s->tenant))
 		return CL_FALSE;
 	q = cmx_session_obj(c->s, cmx_call_queue(c)->id, CMX_K_QUEUE);
 	if (!q || (q->flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))
@@ -290,24 +284,26 @@ cl_bool cmx_exec_block_short(struct cmx_call *c, uint64_t size, uint64_t nwait)
 static int defer_wait(struct cmx_call *c, cl_event e, cl_command_queue q,
 		      void (*fin)(struct cmx_call *c, int status))
 {
+	struct cmx_server *srv = c->s->srv;
+	struct cmx_watch_stats *ws = &srv->watches;
 	cl_int status = CL_QUEUED;
 	uint64_t t0 = cmx_now_ns(), t1;
 
 	c->fin = fin; /* the watch's post_fin() finishes with it too */
 	/* Every call deferred this way starts with its queue. A driver that
 	 * runs its queue only in a flush or a wait gets the executor's. */
-	if (!cmx_srv->flush_runs) {
+	if (!srv->flush_runs) {
 		if (q)
-			cmx_queue_flush_to_wait(q);
-		status = watch(e);
+			cmx_queue_flush_to_wait(srv, q);
+		status = watch(srv, e);
 	}
 	if (status <= CL_COMPLETE) {
 		t1 = cmx_now_ns();
 		c->status = status;
 		post_fin(c);
-		cmx_lat_add(&ws.enq, t0 - cmx_loop_turn_ns(cmx_srv->loop));
-		cmx_lat_add(&ws.seen, t1 - t0);
-		cmx_lat_add(&ws.reply, cmx_now_ns() - t1);
+		cmx_lat_add(&ws->enq, t0 - cmx_loop_turn_ns(srv->loop));
+		cmx_lat_add(&ws->seen, t1 - t0);
+		cmx_lat_add(&ws->reply, cmx_now_ns() - t1);
 		return CMX_DEFER;
 	}
 	clRetainEvent(e);
@@ -338,6 +334,6 @@ int cmx_defer_work(struct cmx_call *c, int (*work)(struct cmx_call *c),
 {
 	c->work = work;
 	c->fin = fin;
-	cmx_executor_run(cmx_srv->exec, run_work, post_fin, c);
+	cmx_executor_run(c->s->srv->exec, run_work, post_fin, c);
 	return CMX_DEFER;
 }

@@ -52,13 +52,13 @@ cl_bool cmx_exec_block_short(struct cmx_call *c, uint64_t size, uint64_t nwait);
 void cmx_defer_post(struct cmx_call *c, int status);
 
 /* Logs how the loop's watches of blocking calls ended (info). */
-void cmx_watch_report(void);
+void cmx_watch_report(struct cmx_server *srv);
 
 /* clFlush on the loop, except where the driver runs the queue inside it
  * (struct cmx_server's flush_runs): there an executor's wait does. */
-void cmx_queue_flush(cl_command_queue q);
+void cmx_queue_flush(const struct cmx_server *srv, cl_command_queue q);
 /* The same before a wait: skipped where the driver submits at enqueue. */
-void cmx_queue_flush_to_wait(cl_command_queue q);
+void cmx_queue_flush_to_wait(const struct cmx_server *srv, cl_command_queue q);
 
 /*
  * Around every call an executor makes to run the queue (clWaitForEvents,
@@ -69,8 +69,11 @@ void cmx_queue_flush_to_wait(cl_command_queue q);
  * daemon). No-ops elsewhere. A wait that spins on a user event holds the
  * lock; user events are set on the loop, which never takes it.
  */
-void cmx_exec_drive_lock(void);
-void cmx_exec_drive_unlock(void);
+void cmx_exec_drive_lock(struct cmx_server *srv);
+/* The handlers' state in srv (the drive lock, the completions table), once
+ * srv->loop is made. */
+void cmx_exec_init(struct cmx_server *srv);
+void cmx_exec_drive_unlock(struct cmx_server *srv);
 
 /*
  * On a driver that calls completion callbacks only when the whole wait
@@ -83,7 +86,7 @@ void cmx_exec_drive_unlock(void);
  * when it still watches one, -1 when it watches nothing (it is dropped
  * until started again). No-op on other drivers. Loop thread.
  */
-void cmx_exec_poll_start(int (*fn)(void));
+void cmx_exec_poll_start(struct cmx_server *srv, int (*fn)(struct cmx_server *srv));
 
 /* Runs work(c) on an executor thread, then fin(c, status) (or, with fin
  * NULL, cmx_call_done) on the loop. Returns CMX_DEFER. */
@@ -176,7 +179,7 @@ void cmx_kernel_clone_locals(struct cmx_call *c, uint64_t kernel, cl_kernel clon
  * extension at a revision of the ABI clmux is built with, and the driver's
  * entry points); a buffer's release, native object and ext; the commands it has recorded,
  * each one of the tenant's objects until the buffer goes (host/session.c). */
-int cmx_cmdbuf_supported(cl_device_id d);
+int cmx_cmdbuf_supported(const struct cmx_server *srv, cl_device_id d);
 void cmx_cmdbuf_release(struct cmx_obj *o);
 uint64_t cmx_cmdbuf_commands(const struct cmx_obj *o);
 

@@ -38,9 +38,9 @@ static struct {
 	clCommandNDRangeKernelKHR_fn kernel;
 } fn;
 
-static int fn_load(void)
+static int fn_load(const struct cmx_server *srv)
 {
-	cl_platform_id p = cmx_srv->platform;
+	cl_platform_id p = srv->platform;
 
 	if (fn.state)
 		return fn.state > 0;
@@ -64,13 +64,13 @@ static int fn_load(void)
 	return fn.state > 0;
 }
 
-int cmx_cmdbuf_supported(cl_device_id d)
+int cmx_cmdbuf_supported(const struct cmx_server *srv, cl_device_id d)
 {
 	cl_name_version *v = NULL;
 	size_t size = 0;
 	int ok = 0;
 
-	if (cmx_srv->platform_version < 300 ||
+	if (srv->platform_version < 300 ||
 	    clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS_WITH_VERSION, 0, NULL, &size) || !size ||
 	    size > 65536 || !(v = malloc(size)) ||
 	    clGetDeviceInfo(d, CL_DEVICE_EXTENSIONS_WITH_VERSION, size, v, NULL)) {
@@ -81,7 +81,7 @@ int cmx_cmdbuf_supported(cl_device_id d)
 		if (!strncmp(v[i].name, "cl_khr_command_buffer", sizeof(v[i].name)))
 			ok = v[i].version >= CMDBUF_VERSION_MIN && v[i].version <= CMDBUF_VERSION_MAX;
 	free(v);
-	return ok && fn_load();
+	return ok && fn_load(srv);
 }
 
 
@@ -155,7 +155,7 @@ int cmx_h_CreateCommandBuffer(struct cmx_call *c, struct cmx_CreateCommandBuffer
 	cl_int e;
 
 	if (clGetCommandQueueInfo(nq, CL_QUEUE_DEVICE, sizeof(d), &d, NULL) ||
-	    !cmx_cmdbuf_supported(d))
+	    !cmx_cmdbuf_supported(c->s->srv, d))
 		return CL_INVALID_OPERATION;
 	/* The one property there is, whose value the driver checks. */
 	if (in->props.n) {
@@ -427,7 +427,7 @@ int cmx_h_CommandKernel(struct cmx_call *c, struct cmx_CommandKernel_in *in)
 		off[i] = in->offset.n ? in->offset.v[i] : 0;
 		local[i] = in->local.n ? in->local.v[i] : 0;
 	}
-	if (!e && cmx_srv->platform_version >= 210) {
+	if (!e && c->s->srv->platform_version >= 210) {
 		k = kernel_capture(b, in->kernel.h, &e);
 		if (k)
 			cmx_kernel_clone_locals(c, in->kernel.id, k);

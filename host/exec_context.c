@@ -93,7 +93,7 @@ int cmx_h_GetDeviceInfoAll(struct cmx_call *c, struct cmx_GetDeviceInfoAll_in *i
 	}
 	/* Outside the ranges: cl_khr_command_buffer's, where it is forwarded
 	 * (the guest offers the extension only with them). */
-	for (size_t k = 0; cmx_cmdbuf_supported(dev) && k < sizeof(cb) / sizeof(cb[0]); k++) {
+	for (size_t k = 0; cmx_cmdbuf_supported(c->s->srv, dev) && k < sizeof(cb) / sizeof(cb[0]); k++) {
 		cl_bitfield *v = cmx_call_alloc(c, sizeof(*v));
 		if (!v)
 			return CL_OUT_OF_HOST_MEMORY;
@@ -171,6 +171,7 @@ int cmx_h_ReleaseDevice(struct cmx_call *c, struct cmx_ReleaseDevice_in *in)
 }
 
 struct ctx_note {
+	struct cmx_server *srv;
 	uint64_t session, context;
 	char *errinfo;
 	void *info;
@@ -182,7 +183,7 @@ static void ctx_note_post(void *arg)
 	struct ctx_note *n = arg;
 	struct cmx_session *s;
 
-	for (s = cmx_srv->sessions; s && s->id != n->session; s = s->next)
+	for (s = n->srv->sessions; s && s->id != n->session; s = s->next)
 		;
 	if (s && !s->closed) {
 		struct cmx_ContextError_in in = {
@@ -217,7 +218,7 @@ static void CL_CALLBACK ctx_notify(const char *errinfo, const void *info, size_t
 	}
 	memcpy(n->info, info, cb);
 	n->cb = cb;
-	cmx_loop_post(cmx_srv->loop, ctx_note_post, n);
+	cmx_loop_post(n->srv->loop, ctx_note_post, n);
 }
 
 /*
@@ -274,6 +275,7 @@ int cmx_h_CreateContext(struct cmx_call *c, struct cmx_CreateContext_in *in)
 		tmpl = calloc(1, sizeof(*tmpl));
 		if (!tmpl)
 			return CL_OUT_OF_HOST_MEMORY;
+		tmpl->srv = c->s->srv;
 		tmpl->session = c->s->id;
 		tmpl->context = in->notify;
 	}
@@ -299,7 +301,7 @@ int cmx_h_CreateContext(struct cmx_call *c, struct cmx_CreateContext_in *in)
 		return CL_OUT_OF_HOST_MEMORY;
 	}
 	/* Its fresh memory is zeroed on its own queue (host/zero.c). */
-	o->ext = cmx_zero_context(ctx);
+	o->ext = cmx_zero_context(c->s->srv, ctx);
 	if (!o->ext) {
 		cmx_session_release(c->s, in->context.id, CMX_K_CONTEXT);
 		return CL_OUT_OF_HOST_MEMORY;

@@ -26,14 +26,14 @@ int cmx_h_SetUserEventStatus(struct cmx_call *c, struct cmx_SetUserEventStatus_i
 	cl_int e;
 
 	/* A held command's placeholder is a user event only to the daemon. */
-	if (cmx_sched_is_held(in->event.h))
+	if (cmx_sched_is_held(c->s->srv, in->event.h))
 		return CL_INVALID_EVENT;
 	e = clSetUserEventStatus(in->event.h, (cl_int)in->status);
 	/* Commands behind it fail, and a driver may never call back for
 	 * them. */
 	if (e == CL_SUCCESS && in->status < 0)
-		cmx_complete_failed();
-	cmx_sched_poke(cmx_srv);
+		cmx_complete_failed(c->s->srv);
+	cmx_sched_poke(c->s->srv);
 	return e;
 }
 
@@ -48,9 +48,9 @@ static int wait_work(struct cmx_call *c)
 	struct cmx_WaitForEvents_in *in = c->in;
 	cl_int e;
 
-	cmx_exec_drive_lock();
+	cmx_exec_drive_lock(c->s->srv);
 	e = clWaitForEvents((cl_uint)in->events.n, (const cl_event *)in->events.h);
-	cmx_exec_drive_unlock();
+	cmx_exec_drive_unlock(c->s->srv);
 
 	for (uint64_t i = 0; i < in->events.n; i++) {
 		cl_int st = CL_COMPLETE, qe;
@@ -89,7 +89,7 @@ int cmx_h_WaitForEvents(struct cmx_call *c, struct cmx_WaitForEvents_in *in,
 	 * (NVIDIA): the loop watches it as it watches clFinish's, and the
 	 * reply of a short wait leaves with no executor hand-off (an
 	 * executor's clWaitForEvents cost twice a clFinish). */
-	if (in->events.n == 1 && cmx_srv->submits_at_enqueue && !cmx_srv->flush_runs)
+	if (in->events.n == 1 && c->s->srv->submits_at_enqueue && !c->s->srv->flush_runs)
 		return cmx_defer_wait_event(c, in->events.h[0], wait1_done);
 	for (uint64_t i = 0; i < in->events.n; i++)
 		clRetainEvent(in->events.h[i]);
@@ -120,7 +120,8 @@ int cmx_h_GetEventInfo(struct cmx_call *c, struct cmx_GetEventInfo_in *in,
 		return status_answer(c, out, o ? o->err : CL_INVALID_EVENT);
 	}
 	/* Held in the daemon: queued, as far as the guest can tell. */
-	if (in->param == CL_EVENT_COMMAND_EXECUTION_STATUS && cmx_sched_is_held(in->event.h))
+	if (in->param == CL_EVENT_COMMAND_EXECUTION_STATUS &&
+	    cmx_sched_is_held(c->s->srv, in->event.h))
 		return status_answer(c, out, CL_QUEUED);
 	return CMX_INFO(c, &out->value, clGetEventInfo, in->event.h, (cl_uint)in->param);
 }
@@ -156,7 +157,7 @@ struct cb_hub;
 
 /* One native registration: the event reaching `type`. Loop thread, but for
  * `native`, written by the driver's thread before it posts. */
-struct cb_slot {
+struct cmx_cb_slot {
 	struct cb_hub *hub;
 	cl_int type;
 	int armed;     /* the native callback is registered and not yet called */
@@ -165,7 +166,7 @@ struct cb_slot {
 	cl_int native; /* what the native callback said */
 	int watched;   /* on the status poll's list (flush_runs) */
 	struct cb_note *notes, **notes_tail; /* in registration order */
-	struct cb_slot *next_watched;
+	struct cmx_cb_slot *next_watched;
 };
 
 /* The callbacks of one native event, of one session; hangs off the event's
@@ -173,21 +174,19 @@ struct cb_slot {
  * native callback has come. */
 struct cb_hub {
 	cl_event ev; /* retained */
+	struct cmx_server *srv;
 	uint64_t session;
 	struct cmx_tenant *t; /* charged one object per note */
 	struct cmx_obj *obj;  /* NULL once released */
 	unsigned notes;
-	struct cb_slot slot[CB_TYPES];
+	struct cmx_cb_slot slot[CB_TYPES];
 };
-
-/* Slots the status poll watches (flush_runs only). */
-static struct cb_slot *watched;
 
 static struct cmx_session *hub_session(const struct cb_hub *h)
 {
 	struct cmx_session *s;
 
-	for (s = cmx_srv->sessions; s && s->id != h->session; s = s->next)
+	for (s = h->srv->sessions; s && s->id != h->session; s = s->next)
 		;
 	return s && !s->closed ? s : NULL;
 }
@@ -212,7 +211,7 @@ static void hub_maybe_free(struct cb_hub *h)
 
 /* The slot's status is reached: every note is answered (a gone session's
  * only freed) and its object returned. */
-static void slot_fire_one(struct cb_slot *sl, cl_int status)
+static void slot_fire_one(struct cmx_cb_slot *sl, cl_int status)
 {
 	struct cb_hub *h = sl->hub;
 	struct cmx_session *s = hub_session(h);
@@ -238,7 +237,7 @@ static void slot_fire_one(struct cb_slot *sl, cl_int status)
  * a failed command may never run): reaching a status fires the slots of
  * the earlier ones too, earliest first, each once.
  */
-static void slot_fire(struct cb_slot *sl, cl_int status)
+static void slot_fire(struct cmx_cb_slot *sl, cl_int status)
 {
 	struct cb_hub *h = sl->hub;
 
@@ -248,9 +247,9 @@ static void slot_fire(struct cb_slot *sl, cl_int status)
 	slot_fire_one(sl, status);
 }
 
-static void unwatch(struct cb_slot *sl)
+static void unwatch(struct cmx_cb_slot *sl)
 {
-	for (struct cb_slot **pp = &watched; *pp; pp = &(*pp)->next_watched)
+	for (struct cmx_cb_slot **pp = &sl->hub->srv->cb_watched; *pp; pp = &(*pp)->next_watched)
 		if (*pp == sl) {
 			*pp = sl->next_watched;
 			sl->watched = 0;
@@ -260,7 +259,7 @@ static void unwatch(struct cb_slot *sl)
 
 static void slot_called(void *arg)
 {
-	struct cb_slot *sl = arg;
+	struct cmx_cb_slot *sl = arg;
 
 	sl->armed = 0;
 	if (!sl->fired)
@@ -279,11 +278,11 @@ static void slot_called(void *arg)
  * one has reached its slot's status; the callback, when it comes, only
  * ends the slot.
  */
-static int callbacks_poll(void)
+static int callbacks_poll(struct cmx_server *srv)
 {
 	int seen = 0;
 
-	for (struct cb_slot **pp = &watched, *sl; (sl = *pp);) {
+	for (struct cmx_cb_slot **pp = &srv->cb_watched, *sl; (sl = *pp);) {
 		cl_int st = CL_QUEUED;
 
 		/* A gone session's notes are left to the callback. */
@@ -301,14 +300,14 @@ static int callbacks_poll(void)
 		hub_maybe_free(sl->hub);
 		seen = 1;
 	}
-	return seen ? 1 : watched ? 0 : -1;
+	return seen ? 1 : srv->cb_watched ? 0 : -1;
 }
 
 /* The slot's native registration has ended (host/complete.c: at its
  * status, or at the event's error, once). */
 static void slot_settled(void *arg, cl_int status)
 {
-	struct cb_slot *sl = arg;
+	struct cmx_cb_slot *sl = arg;
 
 	sl->native = status;
 	slot_called(sl);
@@ -332,6 +331,7 @@ static struct cb_hub *hub_of(struct cmx_session *s, struct cmx_obj *o)
 		return NULL;
 	clRetainEvent(o->h);
 	h->ev = o->h;
+	h->srv = s->srv;
 	h->session = s->id;
 	h->t = s->tenant;
 	h->obj = o;
@@ -358,21 +358,22 @@ void cmx_event_cbs_detach(struct cmx_obj *o)
 /* The event's one native registration for the slot's status: the
  * driver's own list stays short whatever the guest registers. 0 or the
  * driver's error. */
-static cl_int slot_arm(struct cb_slot *sl)
+static cl_int slot_arm(struct cmx_cb_slot *sl)
 {
+	struct cmx_server *srv = sl->hub->srv;
 	cl_int e;
 
 	if (sl->armed || sl->fired)
 		return CL_SUCCESS;
-	e = cmx_complete_at(sl->hub->ev, sl->type, slot_settled, sl);
+	e = cmx_complete_at(srv, sl->hub->ev, sl->type, slot_settled, sl);
 	if (e)
 		return e;
 	sl->armed = 1;
-	if (cmx_srv->flush_runs && !sl->watched) {
+	if (srv->flush_runs && !sl->watched) {
 		sl->watched = 1;
-		sl->next_watched = watched;
-		watched = sl;
-		cmx_exec_poll_start(callbacks_poll);
+		sl->next_watched = srv->cb_watched;
+		srv->cb_watched = sl;
+		cmx_exec_poll_start(srv, callbacks_poll);
 	}
 	return CL_SUCCESS;
 }
@@ -388,7 +389,7 @@ static int event_is_user(cl_event ev)
 int cmx_h_SetEventCallback(struct cmx_call *c, struct cmx_SetEventCallback_in *in)
 {
 	struct cmx_obj *o = cmx_session_obj(c->s, in->event.id, CMX_K_EVENT);
-	struct cb_slot *sl;
+	struct cmx_cb_slot *sl;
 	struct cb_note *n;
 	struct cb_hub *h;
 	cl_int e;

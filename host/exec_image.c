@@ -146,7 +146,7 @@ int cmx_h_CreateImage(struct cmx_call *c, struct cmx_CreateImage_in *in,
 	    .type = d.image_type, .extent = {ext[0], ext[1], ext[2]}, .elem = elem};
 	/* Without contents, on a driver that takes no fill: made from zeros
 	 * (no pitch is given without contents: rows are packed). */
-	if (!c->bulk_len && !in->buffer.h && (e = cmx_zero_host(need, &zeros))) {
+	if (!c->bulk_len && !in->buffer.h && (e = cmx_zero_host(c->s->srv, need, &zeros))) {
 		free(sh);
 		return e;
 	}
@@ -395,7 +395,7 @@ int cmx_h_CreateSampler(struct cmx_call *c, struct cmx_CreateSampler_in *in)
 		}
 	}
 	props[in->props.n] = 0;
-	if (cmx_srv->platform_version >= 200)
+	if (c->s->srv->platform_version >= 200)
 		smp = clCreateSamplerWithProperties(in->context.h, props, &e);
 	else
 		smp = clCreateSampler(in->context.h, norm, addr, filter, &e);

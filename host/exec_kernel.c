@@ -174,7 +174,7 @@ int cmx_h_CloneKernel(struct cmx_call *c, struct cmx_CloneKernel_in *in)
 	cl_int e;
 	cl_kernel k;
 
-	if (cmx_srv->platform_version < 210)
+	if (c->s->srv->platform_version < 210)
 		return CL_INVALID_OPERATION;
 	k = clCloneKernel(in->source.h, &e);
 	if (e)
@@ -384,7 +384,7 @@ int cmx_h_GetKernelWorkGroupInfo(struct cmx_call *c, struct cmx_GetKernelWorkGro
 int cmx_h_GetKernelSubGroupInfo(struct cmx_call *c, struct cmx_GetKernelSubGroupInfo_in *in,
 				struct cmx_GetKernelSubGroupInfo_out *out)
 {
-	if (cmx_srv->platform_version < 210)
+	if (c->s->srv->platform_version < 210)
 		return CL_INVALID_OPERATION;
 	return CMX_INFO(c, &out->value, clGetKernelSubGroupInfo, in->kernel.h, in->device.h,
 			(cl_uint)in->param, in->input.len, in->input.ptr);

@@ -36,7 +36,7 @@ static int buffer_make(struct cmx_call *c, const struct cmx_ref *id, cl_context 
 	e = cmx_tenant_may_alloc(c->s->tenant, size);
 	if (e)
 		return e;
-	if (props->n && cmx_srv->platform_version >= 300) {
+	if (props->n && c->s->srv->platform_version >= 300) {
 		size_t n = 0;
 		for (uint64_t i = 0; i < props->n && n < 15; i++)
 			p[n++] = props->v[i];
@@ -67,7 +67,7 @@ int cmx_h_CreateBuffer(struct cmx_call *c, struct cmx_CreateBuffer_in *in)
 	if (c->bulk_len && c->bulk_len != in->size)
 		return CL_INVALID_VALUE;
 	/* Without contents, on a driver that takes no fill: made from zeros. */
-	if (!c->bulk_len && (e = cmx_zero_host(in->size, &zeros)))
+	if (!c->bulk_len && (e = cmx_zero_host(c->s->srv, in->size, &zeros)))
 		return e;
 	/* USE_HOST_PTR lives in the guest; here the contents are copied in. */
 	flags = c->bulk_len || zeros ? flags | CL_MEM_COPY_HOST_PTR
@@ -126,6 +126,7 @@ int cmx_h_ReleaseMem(struct cmx_call *c, struct cmx_ReleaseMem_in *in)
 }
 
 struct destructor_note {
+	struct cmx_server *srv;
 	uint64_t session, tag;
 };
 
@@ -134,7 +135,7 @@ static void destructor_post(void *arg)
 	struct destructor_note *n = arg;
 	struct cmx_session *s;
 
-	for (s = cmx_srv->sessions; s && s->id != n->session; s = s->next)
+	for (s = n->srv->sessions; s && s->id != n->session; s = s->next)
 		;
 	if (s && !s->closed) {
 		struct cmx_MemDestroyed_in in = {.tag = n->tag};
@@ -145,7 +146,9 @@ static void destructor_post(void *arg)
 
 static void CL_CALLBACK destructor_cb(cl_mem m, void *arg)
 {
-	cmx_loop_post(cmx_srv->loop, destructor_post, arg);
+	struct destructor_note *n = arg;
+
+	cmx_loop_post(n->srv->loop, destructor_post, n);
 }
 
 int cmx_h_SetMemDestructor(struct cmx_call *c, struct cmx_SetMemDestructor_in *in)
@@ -155,6 +158,7 @@ int cmx_h_SetMemDestructor(struct cmx_call *c, struct cmx_SetMemDestructor_in *i
 
 	if (!n)
 		return CL_OUT_OF_HOST_MEMORY;
+	n->srv = c->s->srv;
 	n->session = c->s->id;
 	n->tag = in->tag;
 	e = clSetMemObjectDestructorCallback(in->mem.h, destructor_cb, n);
@@ -197,7 +201,7 @@ static int write_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct 
 	if (sync)
 		return bind_wait(c, ev, guest_ev); /* the staging goes with the call */
 	if (c->bulk) { /* not already taken (host/exec_pinned.c) */
-		e = cmx_complete_when(ev, free_staging, c->bulk);
+		e = cmx_complete_when(c->s->srv, ev, free_staging, c->bulk);
 		if (e == CL_SUCCESS)
 			c->bulk = NULL;
 		else
@@ -529,6 +533,7 @@ static void *area_ptr(struct cmx_call *c, cl_mem m, uint64_t off, uint64_t size)
  * releases the buffer or goes away.
  */
 struct cmx_amap {
+	const struct cmx_server *srv;
 	uint64_t mem; /* the guest's id */
 	cl_command_queue q;
 	cl_mem m;
@@ -539,7 +544,7 @@ struct cmx_amap {
 static void amap_end(struct cmx_amap *a, int unmap)
 {
 	if (unmap && !clEnqueueUnmapMemObject(a->q, a->m, a->ptr, 0, NULL, NULL))
-		cmx_queue_flush(a->q);
+		cmx_queue_flush(a->srv, a->q);
 	clReleaseMemObject(a->m);
 	clReleaseCommandQueue(a->q);
 	free(a);
@@ -567,7 +572,7 @@ static int amap_add(struct cmx_session *s, uint64_t mem, cl_command_queue q, cl_
 
 	if (!a)
 		return CL_OUT_OF_HOST_MEMORY;
-	*a = (struct cmx_amap){.mem = mem, .q = q, .m = m, .ptr = ptr, .next = s->amaps};
+	*a = (struct cmx_amap){.srv = s->srv, .mem = mem, .q = q, .m = m, .ptr = ptr, .next = s->amaps};
 	clRetainCommandQueue(q);
 	clRetainMemObject(m);
 	s->amaps = a;

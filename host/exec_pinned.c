@@ -107,6 +107,7 @@ struct chunk {
 
 struct pinned_write {
 	struct copy_streams l;
+	struct cmx_server *srv;
 	void *payload; /* the call's bulk: an area block or staging */
 	uint64_t off;
 	atomic_uint copies; /* chunks not yet copied: the last gives the payload back */
@@ -138,7 +139,7 @@ static void chunk_copied(void *arg)
 
 	clSetUserEventStatus(w->gates[ch->k], CL_COMPLETE);
 	clReleaseEvent(w->gates[ch->k]);
-	cmx_complete_release(w->held[ch->k]);
+	cmx_complete_release(w->srv, w->held[ch->k]);
 	if (atomic_fetch_sub_explicit(&w->copies, 1, memory_order_acq_rel) == 1)
 		cmx_staging_put(w->payload);
 	write_put(w);
@@ -166,9 +167,9 @@ static void chunk_written(void *arg, cl_int status)
 
 /* The native writes of chunks [0, n): enqueued, each with its callback;
  * returns how many were, the last one's event in *ev. */
-static uint64_t chunks_enqueue(struct pinned_write *w, cl_command_queue q, cl_mem m,
-			       cl_uint nwait, const cl_event *wait, cl_event *list, cl_event *ev,
-			       cl_int *err)
+static uint64_t chunks_enqueue(struct cmx_server *srv, struct pinned_write *w, cl_command_queue q,
+			       cl_mem m, cl_uint nwait, const cl_event *wait, cl_event *list,
+			       cl_event *ev, cl_int *err)
 {
 	uint64_t k;
 
@@ -188,7 +189,7 @@ static uint64_t chunks_enqueue(struct pinned_write *w, cl_command_queue q, cl_me
 		/* Not the driver's callback: PoCL 3.1 calls none for a command
 		 * whose wait list failed, and the slot would never come back;
 		 * host/complete.c finds those. */
-		if (cmx_complete_when(e, chunk_written, &w->chunks[k])) {
+		if (cmx_complete_when(srv, e, chunk_written, &w->chunks[k])) {
 			/* Without word of its end nothing would copy the stream's
 			 * next chunk: this one is let go uncopied (the call
 			 * fails) and counts as never enqueued. */
@@ -230,7 +231,7 @@ int cmx_pinned_write(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t 
 	list = malloc(((size_t)nwait + 1) * sizeof(*list));
 	e = !w->gates || !w->held || !w->chunks || !list ? CL_OUT_OF_HOST_MEMORY
 					     : gates_make(w->gates, 0, w->l.n, q);
-	done = e ? 0 : chunks_enqueue(w, q, m, nwait, wait, list, ev, &e);
+	done = e ? 0 : chunks_enqueue(c->s->srv, w, q, m, nwait, wait, list, ev, &e);
 	free(list);
 	/* What was enqueued runs to its end (a failure after the first
 	 * chunk still fails the call). */
@@ -243,6 +244,7 @@ int cmx_pinned_write(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t 
 		return e;
 	}
 	w->payload = c->bulk;
+	w->srv = c->s->srv;
 	c->bulk = NULL;
 	atomic_init(&w->copies, (unsigned)done);
 	atomic_init(&w->refs, (unsigned)(2 * done));
@@ -271,6 +273,7 @@ struct rchunk {
 struct pinned_read {
 	struct copy_streams l;
 	struct cmx_call *c;
+	struct cmx_server *srv;
 	cl_event *gates; /* [k] for k >= l.count */
 	/* [k] for k >= l.count: chunk k's native read, held until its gate
 	 * is set (struct pinned_write's held says why). */
@@ -290,7 +293,7 @@ static void rchunk_done(struct pinned_read *r, uint64_t k)
 	if (k + r->l.count < r->l.n) {
 		clSetUserEventStatus(r->gates[k + r->l.count], CL_COMPLETE);
 		clReleaseEvent(r->gates[k + r->l.count]);
-		cmx_complete_release(r->held[k + r->l.count]);
+		cmx_complete_release(r->srv, r->held[k + r->l.count]);
 	} else {
 		cmx_pinned_put(chunk_slot(&r->l, k));
 	}
@@ -365,6 +368,7 @@ int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t o
 		return CMX_PINNED_NO;
 	}
 	r->c = c;
+	r->srv = c->s->srv;
 	r->gates = calloc(r->l.n, sizeof(*r->gates));
 	r->held = calloc(r->l.n, sizeof(*r->held));
 	r->chunks = calloc(r->l.n, sizeof(*r->chunks));
@@ -401,7 +405,7 @@ int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t o
 		/* Not the driver's callback: PoCL 3.1 calls none for a read
 		 * whose wait list failed, and the guest would wait for its
 		 * data forever; host/complete.c finds those. */
-		if (cmx_complete_when(evs[k], read_landed, &r->chunks[k])) {
+		if (cmx_complete_when(c->s->srv, evs[k], read_landed, &r->chunks[k])) {
 			/* Without word of its end, wait for it here: the
 			 * slot is the driver's until then. */
 			cl_int st = CL_COMPLETE;
@@ -413,6 +417,6 @@ int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t o
 		clReleaseEvent(evs[k]);
 	}
 	free(evs);
-	cmx_queue_flush(q);
+	cmx_queue_flush(c->s->srv, q);
 	return CMX_DEFER;
 }

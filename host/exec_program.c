@@ -86,7 +86,7 @@ int cmx_h_CreateProgramWithIL(struct cmx_call *c, struct cmx_CreateProgramWithIL
 	cl_int e;
 	cl_program p;
 
-	if (cmx_srv->platform_version < 210)
+	if (c->s->srv->platform_version < 210)
 		return CL_INVALID_OPERATION;
 	p = clCreateProgramWithIL(in->context.h, in->il.ptr, in->il.len, &e);
 	if (e)
@@ -288,35 +288,37 @@ static char *with_arg_info(const char *options)
  * or compile of a program that is building, or a link of one, gets
  * CL_INVALID_OPERATION; so does a build or compile of a program that a
  * link is reading. Few are busy at a time (one per executor thread). */
-static struct busy_program {
+struct cmx_busy_program {
 	cl_program p;
 	unsigned building, linking;
-} *busy;
-static size_t nbusy, busy_cap;
+};
 
-static struct busy_program *busy_find(cl_program p)
+static struct cmx_busy_program *busy_find(struct cmx_server *srv, cl_program p)
 {
-	for (size_t i = 0; i < nbusy; i++)
-		if (busy[i].p == p)
-			return &busy[i];
+	struct cmx_busy_programs *bp = &srv->busy_programs;
+
+	for (size_t i = 0; i < bp->n; i++)
+		if (bp->v[i].p == p)
+			return &bp->v[i];
 	return NULL;
 }
 
-static int busy_mark(cl_program p, int building)
+static int busy_mark(struct cmx_server *srv, cl_program p, int building)
 {
-	struct busy_program *b = busy_find(p);
+	struct cmx_busy_programs *bp = &srv->busy_programs;
+	struct cmx_busy_program *b = busy_find(srv, p);
 
 	if (!b) {
-		if (nbusy == busy_cap) {
-			size_t cap = busy_cap ? 2 * busy_cap : 8;
-			void *n = realloc(busy, cap * sizeof(*busy));
+		if (bp->n == bp->cap) {
+			size_t cap = bp->cap ? 2 * bp->cap : 8;
+			void *n = realloc(bp->v, cap * sizeof(*bp->v));
 			if (!n)
 				return -ENOMEM;
-			busy = n;
-			busy_cap = cap;
+			bp->v = n;
+			bp->cap = cap;
 		}
-		b = &busy[nbusy++];
-		*b = (struct busy_program){.p = p};
+		b = &bp->v[bp->n++];
+		*b = (struct cmx_busy_program){.p = p};
 	}
 	if (building)
 		b->building++;
@@ -325,9 +327,10 @@ static int busy_mark(cl_program p, int building)
 	return 0;
 }
 
-static void busy_unmark(cl_program p, int building)
+static void busy_unmark(struct cmx_server *srv, cl_program p, int building)
 {
-	struct busy_program *b = busy_find(p);
+	struct cmx_busy_programs *bp = &srv->busy_programs;
+	struct cmx_busy_program *b = busy_find(srv, p);
 
 	if (!b)
 		return;
@@ -336,7 +339,7 @@ static void busy_unmark(cl_program p, int building)
 	else
 		b->linking--;
 	if (!b->building && !b->linking)
-		*b = busy[--nbusy];
+		*b = bp->v[--bp->n];
 }
 
 /* A build's pre-flight (host/buildcheck.h): the tenant's limits as they
@@ -354,11 +357,11 @@ static struct build_job *build_job_create(struct cmx_call *c, cl_int *err)
 	struct build_job *j;
 	const struct cmx_quota *q = &c->s->tenant->q;
 
-	if (busy_find(prog->h)) {
+	if (busy_find(c->s->srv, prog->h)) {
 		*err = CL_INVALID_OPERATION;
 		return NULL;
 	}
-	if (!(j = calloc(1, sizeof(*j))) || busy_mark(prog->h, 1)) {
+	if (!(j = calloc(1, sizeof(*j))) || busy_mark(c->s->srv, prog->h, 1)) {
 		free(j);
 		*err = CL_OUT_OF_HOST_MEMORY;
 		return NULL;
@@ -436,7 +439,7 @@ static void build_done(struct cmx_call *c, int status)
 		free(o->ext);
 		o->ext = j->why[0] ? strdup(j->why) : NULL;
 	}
-	busy_unmark(j->p, 1);
+	busy_unmark(c->s->srv, j->p, 1);
 	clReleaseProgram(j->p);
 	free(j);
 	c->ctx = NULL;
@@ -645,7 +648,7 @@ static void link_done(struct cmx_call *c, int status)
 	else if (!p && status && !c->s->closed)
 		cmx_session_add(c->s, in->program.id, CMX_K_PROGRAM, NULL, NULL, status, NULL);
 	for (uint64_t i = 0; i < in->inputs.n; i++) {
-		busy_unmark(in->inputs.h[i], 0);
+		busy_unmark(c->s->srv, in->inputs.h[i], 0);
 		clReleaseProgram(in->inputs.h[i]);
 	}
 	clReleaseContext(in->context.h);
@@ -656,14 +659,14 @@ int cmx_h_LinkProgram(struct cmx_call *c, struct cmx_LinkProgram_in *in,
 		      struct cmx_LinkProgram_out *out)
 {
 	for (uint64_t i = 0; i < in->inputs.n; i++) {
-		struct busy_program *b = busy_find(in->inputs.h[i]);
+		struct cmx_busy_program *b = busy_find(c->s->srv, in->inputs.h[i]);
 		if (b && b->building)
 			return CL_INVALID_OPERATION;
 	}
 	for (uint64_t i = 0; i < in->inputs.n; i++) {
-		if (busy_mark(in->inputs.h[i], 0)) {
+		if (busy_mark(c->s->srv, in->inputs.h[i], 0)) {
 			while (i--)
-				busy_unmark(in->inputs.h[i], 0);
+				busy_unmark(c->s->srv, in->inputs.h[i], 0);
 			return CL_OUT_OF_HOST_MEMORY;
 		}
 	}

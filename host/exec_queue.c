@@ -9,7 +9,7 @@
 
 int cmx_h_CreateQueue(struct cmx_call *c, struct cmx_CreateQueue_in *in)
 {
-	cl_command_queue_properties flags = 0, prof = cmx_srv->profile ? CL_QUEUE_PROFILING_ENABLE : 0;
+	cl_command_queue_properties flags = 0, prof = c->s->srv->profile ? CL_QUEUE_PROFILING_ENABLE : 0;
 	cl_queue_properties props[16];
 	cl_command_queue q;
 	struct cmx_obj *o;
@@ -35,7 +35,7 @@ int cmx_h_CreateQueue(struct cmx_call *c, struct cmx_CreateQueue_in *in)
 		props[n++] = prof;
 	}
 	props[n] = 0;
-	if (cmx_srv->platform_version >= 200)
+	if (c->s->srv->platform_version >= 200)
 		q = clCreateCommandQueueWithProperties(in->context.h, in->device.h, props, &e);
 	else
 		q = clCreateCommandQueue(in->context.h, in->device.h, flags | prof, &e);
@@ -65,16 +65,16 @@ static int flush_work(struct cmx_call *c)
 {
 	cl_int e;
 
-	cmx_exec_drive_lock();
+	cmx_exec_drive_lock(c->s->srv);
 	e = clFlush(((struct cmx_Flush_in *)c->in)->queue.h);
-	cmx_exec_drive_unlock();
+	cmx_exec_drive_unlock(c->s->srv);
 	return e;
 }
 
 int cmx_h_Flush(struct cmx_call *c, struct cmx_Flush_in *in)
 {
 	/* Where the driver runs the queue inside clFlush, off the loop. */
-	if (cmx_srv->flush_runs)
+	if (c->s->srv->flush_runs)
 		return cmx_defer_work(c, flush_work, NULL);
 	return clFlush(in->queue.h);
 }
@@ -103,7 +103,7 @@ static void finish_done(struct cmx_call *c, int status)
 	struct cmx_Finish_in *in = c->in;
 
 	if (status != -9999)
-		cmx_sched_finished(in->queue.h);
+		cmx_sched_finished(c->s->srv, in->queue.h);
 	cmx_call_done(c, status == -9999 ? finish_failed(in->queue.h) : CL_SUCCESS);
 }
 
@@ -113,7 +113,7 @@ int cmx_h_Finish(struct cmx_call *c, struct cmx_Finish_in *in, struct cmx_Finish
 	cl_int status = CL_QUEUED, e;
 	cl_event ev;
 
-	cmx_queue_flush_to_wait(in->queue.h);
+	cmx_queue_flush_to_wait(c->s->srv, in->queue.h);
 	if (q->last) {
 		/* In order: done when the last command is. Often it already is,
 		 * and the reply goes out at once. */

@@ -18,20 +18,17 @@
 #include "server.h"
 #include "session.h"
 
-static struct {
-	struct cmx_session *listed; /* sessions with commands to look at */
-	int posted;		    /* turn_end() is posted */
-} fs;
-
 /* How long the loop keeps looking for the completion of commands it
  * tracks, once it has nothing else to do; a guest waiting for one looks
  * for its fence as long (guest/event.c) before it asks. */
 #define FENCE_LINGER_NS 50000
 
-/* Looks at every listed session; whether any has commands still running. */
-static int poll_all(void)
+/* Looks at every listed session of the server arg; whether any has
+ * commands still running. */
+static int poll_all(void *arg)
 {
-	struct cmx_session **pp = &fs.listed;
+	struct cmx_fences *fs = &((struct cmx_server *)arg)->fences;
+	struct cmx_session **pp = &fs->listed;
 
 	while (*pp) {
 		struct cmx_session *s = *pp;
@@ -43,15 +40,17 @@ static int poll_all(void)
 		*pp = s->fence_next;
 		s->fence_listed = 0;
 	}
-	return fs.listed != NULL;
+	return fs->listed != NULL;
 }
 
+/* arg: the server. */
 static void turn_end(void *arg)
 {
-	(void)arg;
-	fs.posted = 0;
-	if (poll_all())
-		cmx_loop_linger_with(cmx_srv->loop, FENCE_LINGER_NS, poll_all);
+	struct cmx_server *srv = arg;
+
+	srv->fences.posted = 0;
+	if (poll_all(srv))
+		cmx_loop_linger_with(srv->loop, FENCE_LINGER_NS, poll_all, srv);
 }
 
 void cmx_fence_track(struct cmx_session *s, uint64_t id)
@@ -65,12 +64,12 @@ void cmx_fence_track(struct cmx_session *s, uint64_t id)
 	s->fence_ids[(s->fence_head + s->fence_n++) % CMX_FENCE_PEND] = id;
 	if (!s->fence_listed) {
 		s->fence_listed = 1;
-		s->fence_next = fs.listed;
-		fs.listed = s;
+		s->fence_next = s->srv->fences.listed;
+		s->srv->fences.listed = s;
 	}
-	if (!fs.posted) {
-		fs.posted = 1;
-		cmx_loop_post(cmx_srv->loop, turn_end, NULL);
+	if (!s->srv->fences.posted) {
+		s->srv->fences.posted = 1;
+		cmx_loop_post(s->srv->loop, turn_end, s->srv);
 	}
 }
 
@@ -98,7 +97,7 @@ void cmx_fence_poll(struct cmx_session *s)
 
 void cmx_fence_forget(struct cmx_session *s)
 {
-	struct cmx_session **pp = &fs.listed;
+	struct cmx_session **pp = &s->srv->fences.listed;
 
 	if (!s->fence_listed)
 		return;

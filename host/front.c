@@ -853,7 +853,7 @@ int cmx_front_start(struct cmx_server *srv, const struct cmx_front_opts *o,
 	/* The listening sockets are made here, once: a worker that ends and is
 	 * started again takes them up, and connections wait in the backlog. */
 	for (unsigned i = 0; i < nls; i++) {
-		int e = fe.lowner[i] ? cmx_listener_bind(&ls[i]) : cmx_listener_start(&ls[i]);
+		int e = fe.lowner[i] ? cmx_listener_bind(&ls[i]) : cmx_listener_start(fe.srv, &ls[i]);
 		if (e)
 			return e;
 	}

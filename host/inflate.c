@@ -29,7 +29,7 @@ int cmx_inflate(struct cmx_conn *c, struct cmx_hdr *h, void **bulk)
 	void *buf;
 	int e = c->lz4 ? cmx_compress_raw_len(*bulk, h->bulk, max, &raw) : -EBADMSG;
 
-	if (!e && !(buf = cmx_staging_get(raw)))
+	if (!e && !(buf = cmx_staging_get(&c->srv->staging, raw)))
 		e = -ENOMEM;
 	if (!e) {
 		e = cmx_compress_decode(*bulk, h->bulk, buf, raw);

@@ -222,7 +222,7 @@ static int slot_turn(struct slot *sl, uint64_t now)
 	}
 	if (!sl->conn)
 		return 0;
-	if (cmx_shm_pump(slot_chan, sl, &took) == -EAGAIN)
+	if (cmx_shm_pump(sl->r->srv, slot_chan, sl, &took) == -EAGAIN)
 		took = 1;
 	if (sl->rep.pos != sl->rep_seen) {
 		sl->rep_seen = sl->rep.pos;

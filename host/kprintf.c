@@ -41,7 +41,9 @@ struct kp_cmd {
 	int status;	/* completion status, from the driver's callback */
 };
 
+/* One per process, as its stdout is. */
 static struct {
+	struct cmx_server *srv;
 	struct cmx_loop *loop;
 	struct cmx_io io;
 	int rfd, orig_out;
@@ -131,11 +133,12 @@ static void arm(void)
 		io_uring_prep_poll_add(sqe, kp.rfd, POLLIN);
 }
 
-int cmx_kprintf_init(struct cmx_loop *l)
+int cmx_kprintf_init(struct cmx_server *srv)
 {
 	int fds[2];
 
-	kp.loop = l;
+	kp.srv = srv;
+	kp.loop = srv->loop;
 	kp.io.cb = poll_done;
 	cmx_buf_init(&kp.out);
 	kp.orig_out = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
@@ -191,7 +194,7 @@ static struct cmx_session *session_of(uint64_t id)
 {
 	struct cmx_session *s;
 
-	for (s = cmx_srv->sessions; s && s->id != id; s = s->next)
+	for (s = kp.srv->sessions; s && s->id != id; s = s->next)
 		;
 	return s && !s->closed ? s : NULL;
 }
@@ -245,7 +248,7 @@ static void finish(struct kp_cmd *k, int status);
  * completion when it sees it, and lets the next one run; the callback,
  * when it comes, only frees it.
  */
-static int kp_poll(void)
+static int kp_poll(struct cmx_server *srv)
 {
 	struct kp_cmd *k = kp.running;
 	cl_int st = CL_QUEUED;
@@ -291,7 +294,7 @@ static void kick(void)
 		}
 	}
 	if (kp.running || kp.waiting)
-		cmx_exec_poll_start(kp_poll);
+		cmx_exec_poll_start(kp.srv, kp_poll);
 }
 
 static void kick_post(void *arg)
@@ -302,7 +305,7 @@ static void kick_post(void *arg)
 /* A dependency of a waiting launch is done (a driver thread). */
 static void CL_CALLBACK dep_done(cl_event e, cl_int status, void *arg)
 {
-	cmx_loop_post(cmx_srv->loop, kick_post, NULL);
+	cmx_loop_post(kp.loop, kick_post, NULL);
 }
 
 static void send_output(struct kp_cmd *k)
@@ -341,7 +344,7 @@ static void finish(struct kp_cmd *k, int status)
 		 * drain_trailing() waits for the pipe to go quiet. */
 		fflush(stdout);
 		drain();
-		if (cmx_srv->printf_trails)
+		if (kp.srv->printf_trails)
 			drain_trailing();
 		send_output(k);
 		kp.out.len = 0;
@@ -374,7 +377,7 @@ static void kp_complete(void *arg, cl_int status)
 	k->status = status;
 	/* After the handler that may be running now (a sweep settles from
 	 * inside one). */
-	cmx_loop_post(cmx_srv->loop, kp_done, k);
+	cmx_loop_post(kp.loop, kp_done, k);
 }
 
 int cmx_kprintf_enqueue(struct cmx_call *c, const struct cmx_EnqueueKernel_in *in, cl_uint dim,
@@ -432,7 +435,7 @@ int cmx_kprintf_enqueue(struct cmx_call *c, const struct cmx_EnqueueKernel_in *i
 	/* A completion slot (host/complete.c): PoCL never calls back for a
 	 * launch failed through its wait list, which would hold every
 	 * printing launch after it. */
-	if (cmx_complete_when(ev, kp_complete, k))
+	if (cmx_complete_when(c->s->srv, ev, kp_complete, k))
 		cmx_err("kernel printf: no completion callback; printing kernels stop here");
 	cmx_event_bind(c, &in->event, ev);
 	kick();

@@ -10,13 +10,15 @@
 #include "loop.h"
 #include "proto.gen.h"
 
+struct cmx_server;
+
 struct cmx_call;
 struct cmx_session;
 
 /* Points fd 1 at a pipe the loop reads; what arrives while no printing
  * kernel runs goes on to the daemon's original stdout. 0 or -errno (then
  * output stays where it was and printing launches still work). */
-int cmx_kprintf_init(struct cmx_loop *l);
+int cmx_kprintf_init(struct cmx_server *srv);
 /* Passes what is left in the pipe on, and gives fd 1 back. */
 void cmx_kprintf_fini(void);
 

@@ -43,6 +43,7 @@
  * before.
  */
 struct cmx_land {
+	const struct cmx_server *srv;
 	struct cmx_conn *conn;
 	cl_command_queue q;
 	cl_mem m;
@@ -54,6 +55,7 @@ struct cmx_land {
  * send is done (rbulk_free). Loop thread, and locked anyway: a free
  * function may run wherever its owner frees the payload. */
 struct sent {
+	const struct cmx_server *srv;
 	struct sent *next;
 	void *ptr;
 	cl_command_queue q;
@@ -142,13 +144,14 @@ struct cmx_land *cmx_land_open(struct cmx_conn *c, const struct cmx_hdr *h, cons
 	}
 	if (cmx_area_overlaps(s->area, l->ptr, in.size)) {
 		clEnqueueUnmapMemObject(q->h, m->h, l->ptr, 0, NULL, NULL);
-		cmx_queue_flush(q->h);
+		cmx_queue_flush(c->srv, q->h);
 		free(l);
 		return NULL;
 	}
-	cmx_queue_flush(q->h);
+	cmx_queue_flush(c->srv, q->h);
 	clRetainCommandQueue(q->h);
 	clRetainMemObject(m->h);
+	l->srv = c->srv;
 	l->conn = c;
 	l->q = q->h;
 	l->m = m->h;
@@ -180,7 +183,7 @@ void cmx_land_abort(struct cmx_land *l)
 	/* The region holds what arrived of the payload; the write never
 	 * happened as far as the guest knows. */
 	if (clEnqueueUnmapMemObject(l->q, l->m, l->ptr, 0, NULL, NULL) == CL_SUCCESS)
-		cmx_queue_flush(l->q);
+		cmx_queue_flush(l->srv, l->q);
 	land_free(l);
 }
 
@@ -238,7 +241,7 @@ static void sent_done(void *ptr)
 	if (!t)
 		return;
 	clSetUserEventStatus(t->gate, CL_COMPLETE);
-	cmx_queue_flush(t->q);
+	cmx_queue_flush(t->srv, t->q);
 	clReleaseEvent(t->gate);
 	clReleaseMemObject(t->m);
 	clReleaseCommandQueue(t->q);
@@ -256,6 +259,7 @@ int cmx_land_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t off
 	    clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL) != CL_SUCCESS ||
 	    !(t = calloc(1, sizeof(*t))))
 		return -1;
+	t->srv = c->s->srv;
 	t->gate = clCreateUserEvent(ctx, &e);
 	if (e != CL_SUCCESS) {
 		free(t);

@@ -36,6 +36,7 @@
 #define XFERS_MAX 16
 
 struct cmx_xfer {
+	const struct cmx_server *srv;
 	struct cmx_xfer *next;
 	struct cmx_session *s; /* NULL once out of the session's list */
 	uint64_t id;
@@ -110,7 +111,7 @@ void cmx_xfer_put(struct cmx_xfer *x)
 	/* Nothing writes into the region any more: a transfer that never
 	 * ended gives it back unchanged as far as the guest knows. */
 	if (!x->unmapped && clEnqueueUnmapMemObject(x->q, x->m, x->ptr, 0, NULL, NULL) == CL_SUCCESS)
-		cmx_queue_flush(x->q);
+		cmx_queue_flush(x->srv, x->q);
 	if (x->gate) {
 		clSetUserEventStatus(x->gate, CL_COMPLETE);
 		clReleaseEvent(x->gate);
@@ -143,6 +144,7 @@ static cl_int xfer_new(struct cmx_call *c, uint64_t id, const struct cmx_ref *q,
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return CL_OUT_OF_HOST_MEMORY;
+	x->srv = s->srv;
 	x->id = id;
 	x->off = off;
 	x->size = size;
@@ -286,7 +288,7 @@ static void read_piece_sent(void *arg)
 	if (!--x->sending) {
 		/* The unmap, and what the queue has after it, may run. */
 		clSetUserEventStatus(x->gate, CL_COMPLETE);
-		cmx_queue_flush(x->q);
+		cmx_queue_flush(x->srv, x->q);
 	}
 	cmx_xfer_put(x);
 }

@@ -138,7 +138,7 @@ int cmx_listener_init(struct cmx_listener *l, const char *spec, char *err, size_
 
 static void accept_arm(struct cmx_listener *l)
 {
-	struct io_uring_sqe *sqe = cmx_loop_sqe(cmx_srv->loop, &l->io);
+	struct io_uring_sqe *sqe = cmx_loop_sqe(l->srv->loop, &l->io);
 
 	io_uring_prep_multishot_accept(sqe, l->fd, NULL, NULL, SOCK_CLOEXEC);
 }
@@ -146,16 +146,17 @@ static void accept_arm(struct cmx_listener *l)
 static void accept_done(struct cmx_io *io, int res, unsigned flags)
 {
 	struct cmx_listener *l = (struct cmx_listener *)io;
+	struct cmx_server *srv = l->srv;
 
 	if (res >= 0) {
-		if (cmx_srv->draining || l->fd < 0)
+		if (srv->draining || l->fd < 0)
 			close(res);
-		else if (l->tls ? cmx_tls_accept(cmx_srv, res, l) : cmx_conn_accept(cmx_srv, res, l))
+		else if (l->tls ? cmx_tls_accept(srv, res, l) : cmx_conn_accept(srv, res, l))
 			cmx_err("out of memory accepting a connection");
-	} else if (res != -ECANCELED && !cmx_srv->draining) {
+	} else if (res != -ECANCELED && !srv->draining) {
 		cmx_warn("accept on %s: %s", l->name, strerror(-res));
 	}
-	if (!(flags & IORING_CQE_F_MORE) && !cmx_srv->draining && l->fd >= 0)
+	if (!(flags & IORING_CQE_F_MORE) && !srv->draining && l->fd >= 0)
 		accept_arm(l);
 }
 
@@ -183,10 +184,11 @@ int cmx_listener_bind(struct cmx_listener *l)
 	return 0;
 }
 
-int cmx_listener_start(struct cmx_listener *l)
+int cmx_listener_start(struct cmx_server *srv, struct cmx_listener *l)
 {
 	int e;
 
+	l->srv = srv;
 	if (l->fd < 0 && (e = cmx_listener_bind(l)))
 		return e;
 	l->io.cb = accept_done;
@@ -197,7 +199,7 @@ int cmx_listener_start(struct cmx_listener *l)
 	return 0;
 }
 
-void cmx_listener_close(struct cmx_listener *l)
+void cmx_listener_close(struct cmx_server *srv, struct cmx_listener *l)
 {
 	if (l->fd < 0)
 		return;
@@ -205,7 +207,7 @@ void cmx_listener_close(struct cmx_listener *l)
 	 * submitted, and a cancel by a closed fd finds nothing, leaving the
 	 * multishot accept armed on the socket (a retiring worker then went
 	 * on taking connections, host/worker.c). */
-	io_uring_prep_cancel64(cmx_loop_sqe(cmx_srv->loop, NULL), (uint64_t)(uintptr_t)&l->io, 0);
+	io_uring_prep_cancel64(cmx_loop_sqe(srv->loop, NULL), (uint64_t)(uintptr_t)&l->io, 0);
 	close(l->fd);
 	if (!l->inherited && (l->addr.type == CMX_ADDR_UNIX || l->addr.type == CMX_ADDR_VSOCK_UDS))
 		unlink(l->addr.path);

@@ -14,8 +14,11 @@
 struct cmx_auth;
 struct cmx_tls_ctx;
 
+struct cmx_server;
+
 struct cmx_listener {
 	struct cmx_io io;
+	struct cmx_server *srv; /* set by cmx_listener_start() */
 	int fd;
 	struct cmx_addr addr;
 	enum cmx_peer_kind kind;
@@ -36,9 +39,9 @@ int cmx_listener_bind(struct cmx_listener *l);
 /* Opens the socket, unless it is open already (bound by
  * cmx_listener_bind() or inherited: l->fd), and starts accepting on the
  * loop. 0 or -errno (logged). */
-int cmx_listener_start(struct cmx_listener *l);
+int cmx_listener_start(struct cmx_server *srv, struct cmx_listener *l);
 /* Stops accepting and removes a socket file. */
-void cmx_listener_close(struct cmx_listener *l);
+void cmx_listener_close(struct cmx_server *srv, struct cmx_listener *l);
 void cmx_listener_fini(struct cmx_listener *l);
 
 #endif

@@ -40,7 +40,8 @@ struct cmx_loop {
 	pthread_t thread;
 	uint64_t linger_until; /* CLOCK_MONOTONIC ns; 0: none */
 	/* What a linger does between its looks (cmx_loop_linger_with()). */
-	int (*linger_fn[CMX_LINGER_FNS])(void);
+	int (*linger_fn[CMX_LINGER_FNS])(void *arg);
+	void *linger_arg[CMX_LINGER_FNS];
 	uint64_t turn_ns; /* when the current turn's completions came */
 	/* Lingers asked for (sync replies on sockets), those that ran out
 	 * with nothing to do, and the times the loop slept in the kernel. */
@@ -298,18 +299,20 @@ void cmx_loop_linger(struct cmx_loop *l, uint64_t ns)
 		l->linger_until = until;
 }
 
-void cmx_loop_linger_with(struct cmx_loop *l, uint64_t ns, int (*fn)(void))
+void cmx_loop_linger_with(struct cmx_loop *l, uint64_t ns, int (*fn)(void *arg), void *arg)
 {
 	int free_slot = -1;
 
 	for (int i = 0; i < CMX_LINGER_FNS; i++) {
-		if (l->linger_fn[i] == fn)
+		if (l->linger_fn[i] == fn && l->linger_arg[i] == arg)
 			goto linger;
 		if (!l->linger_fn[i] && free_slot < 0)
 			free_slot = i;
 	}
-	if (free_slot >= 0)
+	if (free_slot >= 0) {
 		l->linger_fn[free_slot] = fn;
+		l->linger_arg[free_slot] = arg;
+	}
 linger:
 	cmx_loop_linger(l, ns);
 }
@@ -326,7 +329,7 @@ static void linger(struct cmx_loop *l)
 	while (!io_uring_cq_ready(&l->ring) && !l->local && !atomic_load(&l->wake_pending) &&
 	       now < l->linger_until) {
 		for (int i = 0; i < CMX_LINGER_FNS; i++)
-			if (l->linger_fn[i] && !l->linger_fn[i]())
+			if (l->linger_fn[i] && !l->linger_fn[i](l->linger_arg[i]))
 				l->linger_fn[i] = NULL;
 		sched_yield();
 		now = now_ns();

@@ -40,7 +40,9 @@
 #define MAX_LISTEN 1024 /* one per tenant, bind-mounted into its container */
 #define MAX_VHOST_SPECS 16
 
-struct cmx_server *cmx_srv;
+/* The process's server: reached here, in the signal and timer handlers
+ * of this file; every other file gets it passed. */
+static struct cmx_server *cmx_srv;
 
 static struct cmx_listener listeners[MAX_LISTEN];
 static const char *lspecs[MAX_LISTEN];
@@ -73,14 +75,14 @@ static void drain(void)
 		cmx_srv->draining = 1;
 		cmx_admin_close(cmx_srv);
 		for (unsigned i = 0; i < nlisteners; i++)
-			cmx_listener_close(&listeners[i]);
+			cmx_listener_close(cmx_srv, &listeners[i]);
 		cmx_front_drain();
 		return;
 	}
 	cmx_srv->draining = 1;
 	cmx_admin_close(cmx_srv);
 	for (unsigned i = 0; i < nlisteners; i++)
-		cmx_listener_close(&listeners[i]);
+		cmx_listener_close(cmx_srv, &listeners[i]);
 	cmx_vhost_drain(cmx_srv);
 	cmx_ivshmem_drain(cmx_srv);
 	/* Ending each call channel releases its session's objects. */
@@ -305,7 +307,7 @@ static void retire_tick(struct cmx_io *io, int res, unsigned flags)
 void cmx_main_retire(void)
 {
 	for (unsigned i = 0; i < nlisteners; i++)
-		cmx_listener_close(&listeners[i]);
+		cmx_listener_close(cmx_srv, &listeners[i]);
 	retire_io.cb = retire_tick;
 	retire_tick(&retire_io, 0, 0);
 }
@@ -399,20 +401,22 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	 * sandbox. */
 	cmx_buildcheck_init(o->device, o->worker ? sandbox_mode(srv, o) : CMX_SANDBOX_OFF);
 	e = cmx_loop_create(&srv->loop, (int)srv->tune.uring_coop);
+	if (!e)
+		cmx_exec_init(srv);
 	if (e || cmx_executor_create(srv->loop, o->threads, &srv->exec) ||
 	    cmx_sched_create(srv, o->window_us)) {
 		cmx_err("cannot start the io_uring loop: %s", strerror(-e));
 		return 1;
 	}
 	/* Kernel printf output: the loop reads fd 1 (host/kprintf.c). */
-	e = cmx_kprintf_init(srv->loop);
+	e = cmx_kprintf_init(srv);
 	if (e)
 		cmx_warn("kernel printf output stays on stdout: %s", strerror(-e));
 	/* A GPU's large transfers go through pinned staging (host/pinned.c). */
 	if (cmx_pinned_start(srv->devices[0], &srv->tune))
 		cmx_warn("no copy threads: transfers stay pageable");
 	for (unsigned i = 0; i < nlisteners; i++)
-		if (cmx_listener_start(&listeners[i]))
+		if (cmx_listener_start(srv, &listeners[i]))
 			return 1;
 	for (unsigned i = 0; i < o->nvhost; i++) {
 		char why[200];
@@ -443,7 +447,7 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 		cmx_err("loop: %s", strerror(-e));
 	cmx_worker_stop();
 	cmx_kprintf_fini();
-	cmx_watch_report();
+	cmx_watch_report(srv);
 	cmx_pinned_stop();
 	cmx_sched_destroy(srv);
 	cmx_executor_destroy(srv->exec);
@@ -532,6 +536,7 @@ int main(int argc, char **argv)
 	/* The clmux ICD, if installed here, must not connect back to us. */
 	setenv("CLMUX_DISABLE", "1", 1);
 	cmx_srv = &srv;
+	cmx_staging_init(&srv.staging);
 	while ((opt = getopt_long(argc, argv, "l:d:t:hc:a:m:w:u:", opts, NULL)) != -1) {
 		char why[256], *colon;
 		int fd;

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 
 struct job {
-	void (*fn)(void *arg);
-	void *arg;
+	void (*fn)(void *ctx, void *arg);
+	void *ctx, *arg;
 	struct job *next;
 };
 
@@ -29,7 +29,7 @@ static void *reaper_main(void *unused)
 		if (!head)
 			tail = &head;
 		pthread_mutex_unlock(&lock);
-		j->fn(j->arg);
+		j->fn(j->ctx, j->arg);
 		free(j);
 		pthread_mutex_lock(&lock);
 		pending--;
@@ -37,7 +37,7 @@ static void *reaper_main(void *unused)
 	return NULL;
 }
 
-void cmx_reap(void (*fn)(void *arg), void *arg)
+void cmx_reap(void (*fn)(void *ctx, void *arg), void *ctx, void *arg)
 {
 	struct job *j = malloc(sizeof(*j));
 
@@ -52,6 +52,7 @@ void cmx_reap(void (*fn)(void *arg), void *arg)
 	}
 	if (started && j) {
 		j->fn = fn;
+		j->ctx = ctx;
 		j->arg = arg;
 		j->next = NULL;
 		*tail = j;
@@ -64,7 +65,7 @@ void cmx_reap(void (*fn)(void *arg), void *arg)
 	pthread_mutex_unlock(&lock);
 	free(j);
 	if (fn)
-		fn(arg);
+		fn(ctx, arg);
 }
 
 int cmx_reap_busy(void)

@@ -89,6 +89,7 @@ static uint64_t share_idle_ns(const struct cmx_server *srv)
  * completion is watched (flush_post()).
  */
 struct cmx_ticket {
+	struct cmx_server *srv;
 	struct cmx_tenant *t;
 	uint64_t session, event_id, queue_id;
 	struct cmx_sched_op *op; /* while held */
@@ -356,9 +357,9 @@ static int share_open(const struct cmx_sched *sc, uint64_t now, uint64_t est)
 	return !sc->running || sc->running_est + est <= sc->share_end - now;
 }
 
-static int turns(void)
+static int turns(const struct cmx_sched *sc)
 {
-	return !cmx_srv->shared_context;
+	return !sc->srv->shared_context;
 }
 
 /* Room for the turn's holder t: as room(), with a deeper queue while it
@@ -366,7 +367,7 @@ static int turns(void)
 static int room_turn(struct cmx_sched *sc, const struct cmx_tenant *t, uint64_t est)
 {
 	return room(sc, est) ||
-	       (turns() && sc->turn == t && sc->running < MAX_RUNNING &&
+	       (turns(sc) && sc->turn == t && sc->running < MAX_RUNNING &&
 		(t->running < 2 || sc->running_est + est <= TURN_DEPTH * sc->window_ns));
 }
 
@@ -435,7 +436,7 @@ static int cut_due(const struct cmx_sched *sc)
  * go first): its commands go straight to the driver. */
 static int holds_turn(const struct cmx_sched *sc, const struct cmx_tenant *t, uint64_t now)
 {
-	return turns() && sc->turn == t && !t->held && !lapsed(sc, now, cut_due(sc));
+	return turns(sc) && sc->turn == t && !t->held && !lapsed(sc, now, cut_due(sc));
 }
 
 /* Whether t's command may go to the device now as far as turns go, with
@@ -443,7 +444,7 @@ static int holds_turn(const struct cmx_sched *sc, const struct cmx_tenant *t, ui
  * holds the turn, or takes it over from a holder whose turn lapsed. */
 static int turn_mine(struct cmx_sched *sc, struct cmx_tenant *t, uint64_t now)
 {
-	if (!turns())
+	if (!turns(sc))
 		return 1;
 	if (sc->turn != t && !lapsed(sc, now, 0))
 		return 0;
@@ -461,9 +462,9 @@ int cmx_sched_busy(struct cmx_server *srv)
 	return sc && (sc->running || sc->held || sc->runlists);
 }
 
-int cmx_sched_alone(const struct cmx_tenant *t)
+int cmx_sched_alone(const struct cmx_server *srv, const struct cmx_tenant *t)
 {
-	const struct cmx_sched *sc = cmx_srv->sched;
+	const struct cmx_sched *sc = srv->sched;
 
 	return !sc || (!sc->held && alone(sc, t));
 }
@@ -515,7 +516,7 @@ static void watch(struct cmx_ticket *g)
 	g->has_cb = 1;
 	g->reports++;
 	/* Without a callback nothing would report it: count it done now. */
-	if (cmx_complete_when(g->done, done_settled, g))
+	if (cmx_complete_when(g->srv, g->done, done_settled, g))
 		done_post(g);
 }
 
@@ -528,14 +529,14 @@ static int report_done(struct cmx_ticket *g)
 {
 	cl_int st = CL_QUEUED;
 
-	if (!cmx_srv->tune.sched_peek ||
+	if (!g->srv->tune.sched_peek ||
 	    clGetEventInfo(g->done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL) !=
 		CL_SUCCESS ||
 	    st > CL_COMPLETE)
 		return 0;
 	g->has_cb = 1; /* closed: no launch joins it */
 	g->reports++;
-	cmx_loop_post(cmx_srv->loop, done_post, g);
+	cmx_loop_post(g->srv->loop, done_post, g);
 	return 1;
 }
 
@@ -571,9 +572,10 @@ static void poll_drop(struct cmx_ticket *g)
 
 static void poll_arm(struct cmx_sched *sc);
 
-static int poll_all(void)
+/* arg: the scheduler. */
+static int poll_all(void *arg)
 {
-	struct cmx_sched *sc = cmx_srv->sched;
+	struct cmx_sched *sc = arg;
 	struct cmx_ticket *done[32];
 	unsigned n = 0;
 	uint64_t now = cmx_now_ns();
@@ -612,13 +614,14 @@ static int poll_all(void)
 
 static void poll_timer(struct cmx_io *io, int res, unsigned flags)
 {
-	struct cmx_sched *sc = cmx_srv->sched;
+	/* The scheduler's own timer: its io is the one armed. */
+	struct cmx_sched *sc = (struct cmx_sched *)((char *)io - offsetof(struct cmx_sched, poll_io));
 
-	(void)io, (void)res, (void)flags;
+	(void)res, (void)flags;
 	if (!sc)
 		return;
 	sc->poll_armed = 0;
-	if (!poll_all())
+	if (!poll_all(sc))
 		return;
 	if (sc->poll_wait_ns < POLL_WAIT_MAX_NS)
 		sc->poll_wait_ns *= 2;
@@ -641,9 +644,9 @@ static void poll_turn_end(void *arg)
 	struct cmx_sched *sc = arg;
 
 	sc->poll_posted = 0;
-	if (!poll_all())
+	if (!poll_all(sc))
 		return;
-	cmx_loop_linger_with(sc->srv->loop, POLL_LINGER_NS, poll_all);
+	cmx_loop_linger_with(sc->srv->loop, POLL_LINGER_NS, poll_all, sc);
 	poll_arm(sc);
 }
 
@@ -662,7 +665,7 @@ static void runlist_unpoll(struct cmx_sched *sc, struct runlist *l)
 
 static void runlist_poll(struct runlist *l, struct cmx_ticket *g)
 {
-	struct cmx_sched *sc = cmx_srv->sched;
+	struct cmx_sched *sc = g->srv->sched;
 
 	g->reports++;
 	l->waiter = g;
@@ -1004,7 +1007,7 @@ static void swap_names(struct cmx_ticket *g)
 	struct cmx_session *s;
 	struct cmx_obj *o;
 
-	for (s = cmx_srv->sessions; s && s->id != g->session; s = s->next)
+	for (s = g->srv->sessions; s && s->id != g->session; s = s->next)
 		;
 	if (!s || s->closed)
 		return;
@@ -1107,7 +1110,7 @@ static void flush_released(struct cmx_sched *sc)
 		if (l->unflushed) {
 			l->unflushed = 0;
 			sc->unflushed--;
-			cmx_queue_flush(l->queue);
+			cmx_queue_flush(sc->srv, l->queue);
 		}
 }
 
@@ -1164,7 +1167,7 @@ static void kick_once(struct cmx_sched *sc)
 				timer_arm(sc, 2 * 1000 * 1000);
 			return;
 		}
-		if (turns()) {
+		if (turns(sc)) {
 			if (!lapsed(sc, now, best_owed)) {
 				/* The holder's turn: the others wait for its end. */
 				if (!turn_pp) {
@@ -1270,7 +1273,7 @@ static void finish(struct cmx_ticket *x)
 static void done_post(void *arg)
 {
 	struct cmx_ticket *g = arg, *x;
-	struct cmx_sched *sc = cmx_srv->sched;
+	struct cmx_sched *sc = g->srv->sched;
 	struct runlist *l = g->runlist;
 	uint64_t now = cmx_now_ns(), from, total, k = g->n, tickets = 1;
 
@@ -1325,21 +1328,28 @@ static void done_post(void *arg)
 
 static void done_settled(void *arg, cl_int status)
 {
+	struct cmx_ticket *g = arg;
+
 	/* After the handler that may be running now (a sweep settles from
 	 * inside one). */
 	if (atomic_load(&alive)) /* pairs with the store in cmx_sched_destroy() */
-		cmx_loop_post(cmx_srv->loop, done_post, arg);
+		cmx_loop_post(g->srv->loop, done_post, g);
 }
 
 static void kick_post(void *arg)
 {
-	kick(cmx_srv->sched);
+	struct cmx_server *srv = arg;
+
+	kick(srv->sched);
 }
 
+/* arg: the server. */
 static void CL_CALLBACK dep_cb(cl_event e, cl_int status, void *arg)
 {
+	struct cmx_server *srv = arg;
+
 	if (atomic_load(&alive))
-		cmx_loop_post(cmx_srv->loop, kick_post, NULL);
+		cmx_loop_post(srv->loop, kick_post, srv);
 }
 
 static void ticket_abandon(struct cmx_ticket *g)
@@ -1360,7 +1370,7 @@ static int alone(const struct cmx_sched *sc, const struct cmx_tenant *t)
 {
 	/* A group sharing one context: the driver shares the device between
 	 * its queues, and holding a command back would only idle it. */
-	return cmx_srv->shared_context || sc->busy == (t->inflight ? 1u : 0u);
+	return sc->srv->shared_context || sc->busy == (t->inflight ? 1u : 0u);
 }
 
 /* The ticket a lone tenant's next launch on l may join: l's newest, while
@@ -1380,7 +1390,7 @@ static struct cmx_ticket *open_ticket(struct runlist *l, const struct cmx_tenant
 
 int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct cmx_sched_cmd *cmd)
 {
-	struct cmx_sched *sc = cmx_srv->sched;
+	struct cmx_sched *sc = c->s->srv->sched;
 	struct cmx_tenant *t = c->s->tenant;
 	struct cmx_obj *q = cmx_session_obj(c->s, cmx_call_queue(c)->id, CMX_K_QUEUE);
 	int holdable = !!(c->oi->flags & CMX_OPF_HOLDABLE), after_held = 0, open;
@@ -1388,6 +1398,7 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	struct cmx_ticket *g;
 	struct runlist *l;
 
+	cmd->srv = c->s->srv;
 	cmd->nwait = nwait;
 	cmd->wait = (const cl_event *)wait;
 	cmd->g = NULL;
@@ -1420,6 +1431,7 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	g = calloc(1, sizeof(*g) + nwait * sizeof(cl_event));
 	if (!g)
 		return CL_OUT_OF_HOST_MEMORY;
+	g->srv = sc->srv;
 	g->t = t;
 	g->waits = nwait > 0;
 	g->session = c->s->id;
@@ -1440,7 +1452,7 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 			continue;
 		clGetEventInfo(wait[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL);
 		if (st > CL_COMPLETE &&
-		    clSetEventCallback(wait[i], CL_COMPLETE, dep_cb, NULL) == 0) {
+		    clSetEventCallback(wait[i], CL_COMPLETE, dep_cb, sc->srv) == 0) {
 			clRetainEvent(wait[i]);
 			g->deps[g->ndeps++] = wait[i];
 		}
@@ -1482,7 +1494,7 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 int cmx_sched_hold(struct cmx_sched_cmd *cmd, struct cmx_call *c, const struct cmx_ref *ev,
 		   struct cmx_sched_op *op)
 {
-	struct cmx_sched *sc = cmx_srv->sched;
+	struct cmx_sched *sc = c->s->srv->sched;
 	struct cmx_ticket *g = cmd->g;
 	struct cmx_tenant *t = g->t;
 	struct cmx_obj *q = cmx_session_obj(c->s, cmx_call_queue(c)->id, CMX_K_QUEUE);
@@ -1543,7 +1555,7 @@ int cmx_sched_hold(struct cmx_sched_cmd *cmd, struct cmx_call *c, const struct c
 
 void cmx_sched_end(struct cmx_sched_cmd *cmd, cl_int err, cl_event ev)
 {
-	struct cmx_sched *sc = cmx_srv->sched;
+	struct cmx_sched *sc = cmd->srv->sched;
 	struct cmx_ticket *g = cmd->g;
 	struct cmx_tenant *t;
 	uint64_t est;
@@ -1657,7 +1669,7 @@ void cmx_sched_share(struct cmx_server *srv, unsigned mode, uint64_t turn_ns, ui
 
 void cmx_sched_release_queue(struct cmx_call *c)
 {
-	struct cmx_sched *sc = cmx_srv->sched;
+	struct cmx_sched *sc = c->s->srv->sched;
 	struct runlist *l;
 
 	if (!sc || !sc->held)
@@ -1669,7 +1681,7 @@ void cmx_sched_release_queue(struct cmx_call *c)
 
 int cmx_sched_resolve(struct cmx_call *c)
 {
-	struct cmx_sched *sc = cmx_srv->sched;
+	struct cmx_sched *sc = c->s->srv->sched;
 	const struct cmx_msgdesc *d = c->oi->in;
 	struct runlist *l = NULL;
 	int enqueue = 0;
@@ -1715,7 +1727,7 @@ int cmx_sched_resolve(struct cmx_call *c)
 
 void cmx_sched_kernel_arg(struct cmx_call *c, uint64_t id, cl_kernel *k)
 {
-	struct cmx_sched *sc = cmx_srv->sched;
+	struct cmx_sched *sc = c->s->srv->sched;
 	struct cmx_obj *o = cmx_session_obj(c->s, id, CMX_K_KERNEL);
 	cl_kernel clone = NULL;
 	cl_int e = CL_INVALID_OPERATION;
@@ -1724,7 +1736,7 @@ void cmx_sched_kernel_arg(struct cmx_call *c, uint64_t id, cl_kernel *k)
 		return;
 	/* Held launches keep the native kernel as it is, with the arguments
 	 * they were enqueued with; the session goes on with a copy. */
-	if (cmx_srv->platform_version >= 210)
+	if (c->s->srv->platform_version >= 210)
 		clone = clCloneKernel(*k, &e);
 	if (!clone || e) {
 		struct cmx_ticket *last = NULL;
@@ -1742,9 +1754,9 @@ void cmx_sched_kernel_arg(struct cmx_call *c, uint64_t id, cl_kernel *k)
 	*k = clone;
 }
 
-void cmx_sched_finished(cl_command_queue q)
+void cmx_sched_finished(struct cmx_server *srv, cl_command_queue q)
 {
-	struct cmx_sched *sc = cmx_srv->sched;
+	struct cmx_sched *sc = srv->sched;
 	struct runlist *l = sc && sc->runlists ? runlist_find(sc, q) : NULL;
 
 	/* Its newest command on the device, if it has completed: a later one
@@ -1760,9 +1772,9 @@ void cmx_sched_poke(struct cmx_server *srv)
 		kick(srv->sched);
 }
 
-int cmx_sched_is_held(cl_event e)
+int cmx_sched_is_held(const struct cmx_server *srv, cl_event e)
 {
-	struct cmx_sched *sc = cmx_srv->sched;
+	struct cmx_sched *sc = srv->sched;
 	struct cmx_ticket *g = sc ? ph_find(sc, e) : NULL;
 
 	return g && g->op;
@@ -1770,7 +1782,7 @@ int cmx_sched_is_held(cl_event e)
 
 void cmx_sched_drop(struct cmx_session *s)
 {
-	struct cmx_sched *sc = cmx_srv->sched;
+	struct cmx_sched *sc = s->srv->sched;
 	struct cmx_tenant *t = s->tenant;
 	struct cmx_ticket **pp = &t->held;
 

@@ -48,6 +48,7 @@ struct cmx_sched_op {
  * their placeholders, and counts as on the device.
  */
 struct cmx_sched_cmd {
+	struct cmx_server *srv;
 	cl_uint nwait;
 	const cl_event *wait;
 	struct cmx_ticket *g;
@@ -62,7 +63,7 @@ void cmx_sched_destroy(struct cmx_server *srv);
 int cmx_sched_busy(struct cmx_server *srv);
 /* No other tenant than t has commands on the device or held, and none of
  * t's are held (always, without a scheduler). Loop thread. */
-int cmx_sched_alone(const struct cmx_tenant *t);
+int cmx_sched_alone(const struct cmx_server *srv, const struct cmx_tenant *t);
 
 /* The wait list arguments of the native enqueue, as WAIT() (host/exec.h). */
 #define CMX_SCHED_WAIT(sc) (sc).nwait, (sc).nwait ? (sc).wait : NULL
@@ -98,9 +99,9 @@ void cmx_sched_poke(struct cmx_server *srv);
  * the device is accounted now, not when a poller or a late callback says
  * so (a tenant that waits for each command is then idle for the
  * scheduler at once, and is given the next turn: a latency probe). */
-void cmx_sched_finished(cl_command_queue q);
+void cmx_sched_finished(struct cmx_server *srv, cl_command_queue q);
 /* e is the placeholder of a held command: its status, CL_QUEUED. */
-int cmx_sched_is_held(cl_event e);
+int cmx_sched_is_held(const struct cmx_server *srv, cl_event e);
 
 /* Loop thread. The arbiter between workers says (host/ctl.h,
  * CMX_CTL_SHARE): launch at will, hold launches, or launch for a turn of

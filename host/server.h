@@ -4,13 +4,16 @@
 #define CMX_HOST_SERVER_H
 
 #include <CL/cl.h>
+#include <pthread.h>
 #include <stdint.h>
 
 #include "loop.h"
+#include "staging.h"
 #include "tenant.h"
 #include "tuning.h"
 
 struct cmx_admin;
+struct cmx_server;
 struct cmx_vhost;
 struct cmx_ivshmem;
 struct cmx_session;
@@ -18,6 +21,61 @@ struct cmx_executor;
 struct cmx_listener;
 
 #define CMX_MAX_DEVICES 16
+
+/* The status poll of host/exec.c (cmx_exec_poll_start()): a loop timer and
+ * the pollers it runs. Loop thread. */
+#define CMX_POLL_FNS 4
+struct cmx_exec_poll {
+	struct cmx_io io;
+	struct __kernel_timespec ts;
+	uint64_t ns;
+	int armed;
+	int (*fn[CMX_POLL_FNS])(struct cmx_server *srv);
+};
+
+/* How host/exec.c's watches ended, for the log at exit
+ * (cmx_watch_report()), and where a call that the watch saw complete spent
+ * its time in the daemon: from the loop's wake-up to the wait (decode,
+ * checks, the native enqueue), the watch, and the reply's queueing. Loop
+ * thread. */
+struct cmx_watch_stats {
+	uint64_t done, done_ns, io, timeout;
+	struct cmx_lat enq, seen, reply;
+};
+
+/* The completions the loop waits for (host/complete.c): a slot per
+ * registered event. Loop thread. */
+struct cmx_complete_slot;
+struct cmx_completions {
+	struct cmx_complete_slot **chunk; /* slots never move: drivers hold their address */
+	uint32_t nchunk, n, free, live;
+	struct cmx_io io;
+	struct __kernel_timespec ts;
+	unsigned ms;
+	int armed, sweeping, again;
+	/* Failed events resting before their release (cmx_complete_release()). */
+	struct cmx_complete_rest *rest;
+	size_t rest_n, rest_cap;
+	struct cmx_io rest_io;
+	struct __kernel_timespec rest_ts;
+	int rest_armed;
+};
+
+struct cmx_cb_slot;
+
+/* The programs a build or link is using (host/exec_program.c). Loop
+ * thread. */
+struct cmx_busy_program;
+struct cmx_busy_programs {
+	struct cmx_busy_program *v;
+	size_t n, cap;
+};
+
+/* The completion fences' sessions to look at (host/fence.c). Loop thread. */
+struct cmx_fences {
+	struct cmx_session *listed; /* sessions with commands to look at */
+	int posted;		    /* its turn_end() is posted */
+};
 
 struct cmx_server {
 	struct cmx_loop *loop;
@@ -97,9 +155,25 @@ struct cmx_server {
 	struct cmx_vhost *vhost;
 	/* The ivshmem regions (host/ivshmem.c); NULL without any. */
 	struct cmx_ivshmem *ivshmem;
-};
 
-extern struct cmx_server *cmx_srv;
+	/* The handlers' shared machinery (host/exec.c): the status poll, the
+	 * watches' figures, and the lock around every executor call that
+	 * drives a flush_runs driver's queue (cmx_exec_drive_lock()). */
+	struct cmx_exec_poll poll;
+	struct cmx_watch_stats watches;
+	pthread_mutex_t drive_lock;
+	/* Large payload buffers kept for the next transfer (host/staging.c). */
+	struct cmx_staging staging;
+	/* Completions the loop waits for (host/complete.c). */
+	struct cmx_completions complete;
+	/* Sessions whose completion fences the loop looks at (host/fence.c). */
+	struct cmx_fences fences;
+	/* Programs being built or linked (host/exec_program.c). */
+	struct cmx_busy_programs busy_programs;
+	/* Slots whose event callbacks the status poll watches
+	 * (host/exec_event.c, flush_runs only). */
+	struct cmx_cb_slot *cb_watched;
+};
 
 /* Device selection (host/device.c): 0 or -errno, with a line logged. */
 int cmx_device_open(struct cmx_server *srv, const char *spec);

@@ -108,7 +108,7 @@ static void ext_free(struct cmx_obj *o)
 	o->ext = NULL;
 }
 
-static void release_native(struct cmx_obj *o)
+static void release_native(struct cmx_server *srv, struct cmx_obj *o)
 {
 	if (o->kind == CMX_K_CMDBUF) {
 		/* Its ext holds native objects, released after the buffer. */
@@ -128,7 +128,7 @@ static void release_native(struct cmx_obj *o)
 		clReleaseContext(o->h);
 		break;
 	case CMX_K_QUEUE:
-		cmx_complete_release(o->last);
+		cmx_complete_release(srv, o->last);
 		clReleaseCommandQueue(o->h);
 		break;
 	case CMX_K_MEM:
@@ -142,7 +142,7 @@ static void release_native(struct cmx_obj *o)
 		break;
 	case CMX_K_EVENT:
 		/* A failed command's may still be in the driver's lists. */
-		cmx_complete_release(o->h);
+		cmx_complete_release(srv, o->h);
 		break;
 	case CMX_K_SAMPLER:
 		clReleaseSampler(o->h);
@@ -150,13 +150,14 @@ static void release_native(struct cmx_obj *o)
 	}
 }
 
-static void reap_obj(void *arg)
+/* ctx: the server. */
+static void reap_obj(void *ctx, void *arg)
 {
 	/* Oclgrind's queue release finishes the queue, running its commands
 	 * in this thread: one thread drives that driver at a time. */
-	cmx_exec_drive_lock();
-	release_native(arg);
-	cmx_exec_drive_unlock();
+	cmx_exec_drive_lock(ctx);
+	release_native(ctx, arg);
+	cmx_exec_drive_unlock(ctx);
 	free(arg);
 }
 
@@ -178,11 +179,11 @@ static void free_obj(struct cmx_session *s, struct cmx_obj *o)
 	 * release on Oclgrind, which runs the queue (reap_obj()). The reaper
 	 * keeps their order. */
 	if (s->closed || (o->kind == CMX_K_MEM && o->size >= CMX_REAP_MIN) ||
-	    (o->kind == CMX_K_QUEUE && cmx_srv->flush_runs)) {
-		cmx_reap(reap_obj, o);
+	    (o->kind == CMX_K_QUEUE && s->srv->flush_runs)) {
+		cmx_reap(reap_obj, s->srv, o);
 		return;
 	}
-	release_native(o);
+	release_native(s->srv, o);
 	free(o);
 }
 
@@ -206,7 +207,7 @@ void cmx_session_release(struct cmx_session *s, uint64_t id, unsigned kind)
 	 * it, and an executor waiting for them, would wait until the session
 	 * ends and beyond it (the close completes only the events it still
 	 * holds). Nobody can tell it from a set one any more, so it is set. */
-	if (kind == CMX_K_EVENT && !cmx_sched_is_held(o->h))
+	if (kind == CMX_K_EVENT && !cmx_sched_is_held(s->srv, o->h))
 		user_event_end(o);
 	free_obj(s, o);
 }

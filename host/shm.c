@@ -30,12 +30,12 @@
  * spinning would take the core that produces the reply (the driver's
  * threads), SYNC_SPIN_NS with SYNC_SPIN_CORES or more; the
  * shm-sync-spin-us key overrides. */
-static uint64_t sync_spin_ns(void)
+static uint64_t sync_spin_ns(const struct cmx_server *srv)
 {
 	static int64_t ns = -1;
 
 	if (ns < 0) {
-		int64_t us = cmx_srv->tune.shm_sync_spin_us;
+		int64_t us = srv->tune.shm_sync_spin_us;
 		if (us != CMX_TUNE_AUTO)
 			ns = us * 1000;
 		else
@@ -54,7 +54,7 @@ static uint64_t now_ns(void)
 
 static void bell_arm(struct cmx_shm *m)
 {
-	struct io_uring_sqe *sqe = cmx_loop_sqe(cmx_srv->loop, &m->bell_io);
+	struct io_uring_sqe *sqe = cmx_loop_sqe(m->srv->loop, &m->bell_io);
 
 	io_uring_prep_read(sqe, m->bell, &m->bell_val, sizeof(m->bell_val), 0);
 }
@@ -67,7 +67,8 @@ static void bell_self(struct cmx_shm *m)
 		cmx_err("doorbell write: %m");
 }
 
-int cmx_shm_pump(struct cmx_conn *(*chan)(void *arg, int ntf), void *arg, int *took)
+int cmx_shm_pump(struct cmx_server *srv, struct cmx_conn *(*chan)(void *arg, int ntf), void *arg,
+		 int *took)
 {
 	uint64_t start = now_ns(), until = start + SPIN_NS;
 
@@ -83,7 +84,7 @@ int cmx_shm_pump(struct cmx_conn *(*chan)(void *arg, int ntf), void *arg, int *t
 		 * rings; an ivshmem slot's next turn). */
 		if (cmx_conn_held(c))
 			return 1;
-		cmx_loop_turn_mark(cmx_srv->loop);
+		cmx_loop_turn_mark(srv->loop);
 		n = cmx_conn_ring_input(c);
 		if (!(c = chan(arg, 0)))
 			return 0; /* the session ended on a bad message */
@@ -100,14 +101,14 @@ int cmx_shm_pump(struct cmx_conn *(*chan)(void *arg, int ntf), void *arg, int *t
 			 * CPU from the threads that produce that reply, unless
 			 * there are cores to spare. A reply still to come posts
 			 * to the loop, which ends the spin. */
-			if (sync && !sync_spin_ns())
+			if (sync && !sync_spin_ns(srv))
 				return 1;
-			until = now_ns() + (sync ? sync_spin_ns() : SPIN_NS);
+			until = now_ns() + (sync ? sync_spin_ns(srv) : SPIN_NS);
 			continue;
 		}
 		if ((i & 31) == 0) {
 			uint64_t t = now_ns();
-			if (t >= until || cmx_loop_busy(cmx_srv->loop))
+			if (t >= until || cmx_loop_busy(srv->loop))
 				break;
 			if (t - start >= BUDGET_NS)
 				return -EAGAIN; /* come back on the next turn, after the others */
@@ -130,7 +131,7 @@ static struct cmx_conn *shm_chan(void *arg, int ntf)
 /* One turn for a doorbell session. Returns 1 when it may sleep. */
 static int pump(struct cmx_shm *m)
 {
-	int took = 0, r = cmx_shm_pump(shm_chan, m, &took);
+	int took = 0, r = cmx_shm_pump(m->srv, shm_chan, m, &took);
 
 	if (r == -EAGAIN)
 		bell_self(m);
@@ -188,6 +189,7 @@ int cmx_shm_create(struct cmx_session *s, int *guest_bell)
 		close(m->bell);
 		goto fail;
 	}
+	m->srv = s->srv;
 	m->s = s;
 	m->area = s->area;
 	cmx_area_ref(s->area);

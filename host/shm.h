@@ -13,6 +13,7 @@ struct cmx_area;
 struct cmx_session;
 
 struct cmx_shm {
+	struct cmx_server *srv;
 	struct cmx_session *s; /* NULL once the session has closed */
 	struct cmx_area *area; /* referenced: the rings live in it */
 	struct cmx_ring cmd, rep, ntf;
@@ -30,7 +31,8 @@ struct cmx_conn;
  * Returns 1 when it may sleep, 0 when the session ended, -EAGAIN when its
  * time is spent (come back after the others); *took is set when a call
  * came in. Loop thread. */
-int cmx_shm_pump(struct cmx_conn *(*chan)(void *arg, int ntf), void *arg, int *took);
+int cmx_shm_pump(struct cmx_server *srv, struct cmx_conn *(*chan)(void *arg, int ntf), void *arg,
+		 int *took);
 
 /* Puts the rings of s->area to work for s: calls are read from the command
  * ring, replies and notifications go to theirs once each socket has sent

@@ -15,12 +15,13 @@
 
 #define KEEP_MIN (1u << 20)	  /* smaller ones: plain malloc/free */
 #define KEEP_TOTAL (512ull << 20) /* cached bytes, all buffers together */
-#define KEEP_COUNT 8
+#define KEEP_COUNT CMX_STAGING_KEEP
 /* Unmapped this much at a time: munmap holds the process's mmap lock, which
  * the loop needs to map the next buffer. */
 #define UNMAP_STEP (4ull << 20)
 
-struct staging {
+struct cmx_staging_buf {
+	struct cmx_staging *home; /* the cache it goes back to */
 	uint64_t cap;
 	uint64_t mapped; /* bytes mapped by buf_alloc() itself (large buffers), else 0 */
 	unsigned char data[];
@@ -28,9 +29,9 @@ struct staging {
 
 /* Large buffers are mapped here, not by malloc, so that the reaper thread
  * can give them back a piece at a time (see UNMAP_STEP). */
-static struct staging *buf_alloc(uint64_t size)
+static struct cmx_staging_buf *buf_alloc(struct cmx_staging *home, uint64_t size)
 {
-	struct staging *s;
+	struct cmx_staging_buf *s;
 	uint64_t len = sizeof(*s) + (size ? size : 1);
 
 	if (size < CMX_REAP_MIN) {
@@ -43,41 +44,45 @@ static struct staging *buf_alloc(uint64_t size)
 			return NULL;
 		s->mapped = len;
 	}
-	if (s)
+	if (s) {
+		s->home = home;
 		s->cap = size;
+	}
 	return s;
 }
 
-static void buf_unmap(void *arg)
+static void buf_unmap(void *ctx, void *arg)
 {
-	struct staging *s = arg;
+	struct cmx_staging_buf *s = arg;
 	uint64_t len = s->mapped;
 
 	for (uint64_t off = 0; off < len; off += UNMAP_STEP)
 		munmap((char *)s + off, len - off < UNMAP_STEP ? len - off : UNMAP_STEP);
 }
 
-static void buf_free(struct staging *s)
+static void buf_free(struct cmx_staging_buf *s)
 {
 	if (!s)
 		return;
 	if (!s->mapped)
 		free(s);
 	else
-		cmx_reap(buf_unmap, s);
+		cmx_reap(buf_unmap, NULL, s);
 }
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static struct staging *cache[KEEP_COUNT];
-static uint64_t cached;
-
-void *cmx_staging_get(uint64_t size)
+void cmx_staging_init(struct cmx_staging *st)
 {
-	struct staging *best = NULL;
+	*st = (struct cmx_staging){.cached = 0};
+	pthread_mutex_init(&st->lock, NULL);
+}
+
+void *cmx_staging_get(struct cmx_staging *st, uint64_t size)
+{
+	struct cmx_staging_buf **cache = st->cache, *best = NULL;
 	int at = -1;
 
 	if (size >= KEEP_MIN) {
-		pthread_mutex_lock(&lock);
+		pthread_mutex_lock(&st->lock);
 		/* The smallest cached buffer that fits, and not absurdly larger. */
 		for (int i = 0; i < KEEP_COUNT; i++)
 			if (cache[i] && cache[i]->cap >= size && cache[i]->cap <= 4 * size &&
@@ -87,27 +92,30 @@ void *cmx_staging_get(uint64_t size)
 			}
 		if (best) {
 			cache[at] = NULL;
-			cached -= best->cap;
+			st->cached -= best->cap;
 		}
-		pthread_mutex_unlock(&lock);
+		pthread_mutex_unlock(&st->lock);
 		if (best)
 			return best->data;
 	}
-	best = buf_alloc(size);
+	best = buf_alloc(st, size);
 	return best ? best->data : NULL;
 }
 
 void cmx_staging_put(void *p)
 {
-	struct staging *s, *evict = NULL;
+	struct cmx_staging_buf *s, *evict = NULL, **cache;
+	struct cmx_staging *st;
 
 	/* A payload in a session's shared area is not ours to keep: the
 	 * guest gets the block back. */
 	if (!p || cmx_area_release(p))
 		return;
-	s = (struct staging *)((unsigned char *)p - offsetof(struct staging, data));
+	s = (struct cmx_staging_buf *)((unsigned char *)p - offsetof(struct cmx_staging_buf, data));
+	st = s->home;
+	cache = st->cache;
 	if (s->cap >= KEEP_MIN && s->cap <= KEEP_TOTAL) {
-		pthread_mutex_lock(&lock);
+		pthread_mutex_lock(&st->lock);
 		int slot = -1;
 		for (int i = 0; i < KEEP_COUNT && slot < 0; i++)
 			if (!cache[i])
@@ -121,15 +129,16 @@ void cmx_staging_put(void *p)
 			if (cache[slot]->cap >= s->cap)
 				slot = -1;
 		}
-		if (slot >= 0 && cached - (cache[slot] ? cache[slot]->cap : 0) + s->cap <= KEEP_TOTAL) {
+		if (slot >= 0 &&
+		    st->cached - (cache[slot] ? cache[slot]->cap : 0) + s->cap <= KEEP_TOTAL) {
 			evict = cache[slot];
 			if (evict)
-				cached -= evict->cap;
+				st->cached -= evict->cap;
 			cache[slot] = s;
-			cached += s->cap;
+			st->cached += s->cap;
 			s = NULL;
 		}
-		pthread_mutex_unlock(&lock);
+		pthread_mutex_unlock(&st->lock);
 	}
 	buf_free(s);
 	buf_free(evict);

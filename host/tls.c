@@ -43,6 +43,7 @@ struct cmx_tls_ctx {
  * go when the last is dropped. Only the loop thread touches it.
  */
 struct link {
+	struct cmx_server *srv;
 	struct cmx_conn *conn; /* NULL once the connection ended */
 	SSL *ssl;
 	int fd;
@@ -173,7 +174,7 @@ static void link_fail(struct link *k, const char *what)
  * nop comes back at once. */
 static void arm(struct link *k, int wr, int nop)
 {
-	struct io_uring_sqe *sqe = cmx_loop_sqe(cmx_srv->loop, wr ? &k->wr_io : &k->rd_io);
+	struct io_uring_sqe *sqe = cmx_loop_sqe(k->srv->loop, wr ? &k->wr_io : &k->rd_io);
 
 	if (nop)
 		io_uring_prep_nop(sqe);
@@ -403,6 +404,8 @@ int cmx_tls_accept(struct cmx_server *srv, int fd, const struct cmx_listener *l)
 	struct link *k = calloc(1, sizeof(*k));
 	int fl = fcntl(fd, F_GETFL), e;
 
+	if (k)
+		k->srv = srv;
 	if (!k || fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0 ||
 	    !(k->ssl = SSL_new(l->tls->ssl)) || set_bios(k->ssl, fd)) {
 		if (k)

@@ -23,6 +23,7 @@
  * objects hold a reference: a queue may outlive its context's object.
  */
 struct cmx_zero {
+	const struct cmx_server *srv;
 	atomic_int refs;
 	cl_context ctx;
 	cl_command_queue q;
@@ -50,12 +51,13 @@ static void zero_put(struct cmx_zero *z)
 	free(z);
 }
 
-void *cmx_zero_context(cl_context ctx)
+void *cmx_zero_context(const struct cmx_server *srv, cl_context ctx)
 {
 	struct cmx_zero *z = calloc(1, sizeof(*z));
 
 	if (!z)
 		return NULL;
+	z->srv = srv;
 	atomic_init(&z->refs, 1);
 	z->ctx = ctx;
 	clRetainContext(ctx);
@@ -121,7 +123,7 @@ static cl_int zero_queue_make(struct cmx_zero *z)
 	e = clGetContextInfo(z->ctx, CL_CONTEXT_DEVICES, sizeof(devs), devs, &n);
 	if (e || n < sizeof(devs[0]))
 		return e ? e : CL_INVALID_CONTEXT;
-	if (cmx_srv->platform_version >= 200)
+	if (z->srv->platform_version >= 200)
 		z->q = clCreateCommandQueueWithProperties(z->ctx, devs[0], NULL, &e);
 	else
 		z->q = clCreateCommandQueue(z->ctx, devs[0], 0, &e);
@@ -138,7 +140,7 @@ static int zero_started(struct cmx_zero *z, cl_int e, cl_event ev)
 		clReleaseEvent(z->last);
 	z->last = ev;
 	z->epoch++;
-	cmx_queue_flush(z->q);
+	cmx_queue_flush(z->srv, z->q);
 	return CL_SUCCESS;
 }
 
@@ -156,18 +158,18 @@ static struct cmx_zero *zero_ready(struct cmx_obj *ctx, cl_int *e)
 	struct cmx_zero *z = ctx ? ctx->ext : NULL;
 
 	*e = z ? CL_SUCCESS : CL_OUT_OF_HOST_MEMORY;
-	if (!z || cmx_srv->flush_runs)
+	if (!z || z->srv->flush_runs)
 		return NULL;
 	*e = zero_queue_make(z);
 	return *e ? NULL : z;
 }
 
-int cmx_zero_host(uint64_t size, const void **zeros)
+int cmx_zero_host(const struct cmx_server *srv, uint64_t size, const void **zeros)
 {
 	void *p;
 
 	*zeros = NULL;
-	if (!cmx_srv->flush_runs || !size)
+	if (!srv->flush_runs || !size)
 		return CL_SUCCESS;
 	if (size > SIZE_MAX)
 		return CL_OUT_OF_HOST_MEMORY;

@@ -8,6 +8,8 @@
 
 #include "object.h"
 
+struct cmx_server;
+
 struct cmx_call;
 
 /*
@@ -20,7 +22,7 @@ struct cmx_call;
  */
 
 /* The state of a new context object (its ext): NULL when out of memory. */
-void *cmx_zero_context(cl_context ctx);
+void *cmx_zero_context(const struct cmx_server *srv, cl_context ctx);
 /* The state of a new queue object of the context object ctx (its ext);
  * NULL when out of memory. */
 void *cmx_zero_queue(struct cmx_obj *ctx);
@@ -41,7 +43,7 @@ int cmx_zero_image(struct cmx_obj *ctx, cl_mem m, const uint64_t extent[3]);
  * memory), or NULL where fills zero the memory instead (or size is 0: the
  * driver refuses it). 0, or CL_OUT_OF_HOST_MEMORY. Any thread.
  */
-int cmx_zero_host(uint64_t size, const void **zeros);
+int cmx_zero_host(const struct cmx_server *srv, uint64_t size, const void **zeros);
 void cmx_zero_host_put(const void *zeros, uint64_t size);
 
 /* Orders a command (the call's first argument its queue) after every fill

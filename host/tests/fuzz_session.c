@@ -53,6 +53,7 @@
 
 #include "area_layout.h"
 #include "conn.h"
+#include "exec.h"
 #include "executor.h"
 #include "kprintf.h"
 #include "listener.h"
@@ -67,9 +68,9 @@
 #define CMX_FUZZ_FLIP 0
 #endif
 
-/* Defined by host/main.c, which is not part of this program. */
+/* The server this program runs; host/main.c, which is not part of it,
+ * defines cmx_main_retire(). */
 static struct cmx_server fsrv;
-struct cmx_server *cmx_srv = &fsrv;
 void cmx_main_retire(void)
 {
 }
@@ -124,12 +125,14 @@ static void *loop_main(void *arg)
 {
 	int e = cmx_loop_create(&fsrv.loop, (int)fsrv.tune.uring_coop);
 
+	if (!e)
+		cmx_exec_init(&fsrv);
 	if (e || cmx_executor_create(fsrv.loop, 16, &fsrv.exec) ||
 	    cmx_sched_create(&fsrv, CMX_SCHED_WINDOW_US)) {
 		fprintf(stderr, "fuzz: no loop\n");
 		abort();
 	}
-	if (cmx_kprintf_init(fsrv.loop))
+	if (cmx_kprintf_init(&fsrv))
 		fprintf(stderr, "fuzz: kernel printf stays on stdout\n");
 	cmx_pinned_start(fsrv.devices[0], &fsrv.tune);
 	sem_post(&ready);
@@ -220,6 +223,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 	/* A worker's tenant: bounded, so that a guest's huge buffer is
 	 * refused by the quota rather than by the allocator. */
+	cmx_staging_init(&fsrv.staging);
 	cmx_quota_unlimited(&fsrv.tenants.defaults);
 	cmx_tuning_defaults(&fsrv.tune);
 	fsrv.tenants.defaults.mem = 64ull << 20;
