@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # clmuxctl cdi: the spec a daemon's tenants make (one device per tenant
-# with a unix listener, only its socket mounted, the ICD and its libraries
+# with a unix listener, only its socket's directory mounted, read-only, and
+# no other tenant's socket in it; the ICD and its libraries
 # for every device), and the refusals that write nothing. Run from the
 # build tree (make check); make container-check runs it in podman.
 set -u
@@ -39,15 +40,17 @@ daemon() {
 }
 case $clmuxd in /*) ;; *) clmuxd=$PWD/$clmuxd ;; esac
 
-mkdir "$tmp/s" "$tmp/spec"
-daemon good --listen "unix:$tmp/s/alpha.sock,tenant=alpha" \
-	--listen "unix:$tmp/s/beta.sock,tenant=beta,mode=0600" \
-	--listen "unix:$tmp/s/beta2.sock,tenant=beta" --listen "unix:$tmp/s/shared.sock"
+# A directory per tenant (beta has two sockets in its own), the shared
+# socket beside them.
+mkdir -p "$tmp/s/alpha" "$tmp/s/beta" "$tmp/s/two" "$tmp/s/ok" "$tmp/s/b" "$tmp/spec"
+daemon good --listen "unix:$tmp/s/alpha/clmuxd.sock,tenant=alpha" \
+	--listen "unix:$tmp/s/beta/beta.sock,tenant=beta,mode=0600" \
+	--listen "unix:$tmp/s/beta/beta2.sock,tenant=beta" --listen "unix:$tmp/s/shared.sock"
 
 # list: the tenants' listeners, not the shared one, a tenant once.
 "$ctl" --admin "$tmp/good.admin" cdi list >"$tmp/list" 2>&1
 if [ "$(awk '{print $1}' "$tmp/list" | tr '\n' ' ')" = "clmux.dev/gpu=alpha clmux.dev/gpu=beta " ] &&
-	grep -q "beta  *$tmp/s/beta.sock\$" "$tmp/list"; then
+	grep -q "beta  *$tmp/s/beta/beta.sock\$" "$tmp/list"; then
 	pass "cdi list: $(awk '{print $1}' "$tmp/list" | tr '\n' ' ')"
 else
 	bad "cdi list:"
@@ -67,14 +70,17 @@ import json, os, sys
 spec, tmp, icd = sys.argv[1], sys.argv[2], sys.argv[3]
 s = json.load(open(spec))
 assert s["cdiVersion"] == "0.3.0" and s["kind"] == "clmux.dev/gpu", s
-devs = {d["name"]: d["containerEdits"]["mounts"] for d in s["devices"]}
+devs = {d["name"]: d["containerEdits"] for d in s["devices"]}
 assert sorted(devs) == ["alpha", "beta"], devs
-for name, mounts in devs.items():
-    # Only the tenant's own socket, at the path the ICD looks at.
-    assert [(m["hostPath"], m["containerPath"]) for m in mounts] == \
-        [(f"{tmp}/s/{name}.sock", "/run/clmux/clmuxd.sock")], mounts
+sock = {"alpha": "clmuxd.sock", "beta": "beta.sock"}
+for name, e in devs.items():
+    # Only the tenant's own directory, read-only, where the ICD looks;
+    # the ICD told the socket's name there, over shm.
+    assert [(m["hostPath"], m["containerPath"], "ro" in m["options"])
+            for m in e["mounts"]] == [(f"{tmp}/s/{name}", "/run/clmux", True)], e
+    assert e["env"] == ["CLMUX_SERVER=shm:/run/clmux/" + sock[name]], e
 edits = s["containerEdits"]
-assert edits["env"] == ["CLMUX_SERVER=shm:/run/clmux/clmuxd.sock"], edits["env"]
+assert "env" not in edits, edits
 got = {m["containerPath"]: m["hostPath"] for m in edits["mounts"]}
 assert os.path.samefile(got["/usr/lib/clmux/libclmux.so"], icd), got
 # What the ICD links beyond glibc comes along (OpenSSL, LZ4 here).
@@ -112,12 +118,20 @@ refused() {
 	fi
 }
 # A tenant name CDI cannot take (it must end in a letter or digit).
-daemon badname --listen "unix:$tmp/s/ok.sock,tenant=ok" --listen "unix:$tmp/s/b.sock,tenant=build-"
+daemon badname --listen "unix:$tmp/s/ok/ok.sock,tenant=ok" --listen "unix:$tmp/s/b/b.sock,tenant=build-"
 refused "tenant 'build-'" "$ctl" --admin "$tmp/badname.admin" cdi generate --output "$spec" --icd "$icd"
 # A listener at a relative path: no runtime can mount that.
 daemon relative --listen "unix:rel.sock,tenant=rel"
 refused "listener unix:rel.sock" "$ctl" --admin "$tmp/relative.admin" cdi generate --output "$spec" \
 	--icd "$icd"
+# Two tenants' sockets in one directory: a container would see both.
+daemon twodir --listen "unix:$tmp/s/two/x.sock,tenant=x" --listen "unix:$tmp/s/two/y.sock,tenant=y"
+refused "two tenants in one directory" "$ctl" --admin "$tmp/twodir.admin" cdi generate \
+	--output "$spec" --icd "$icd"
+# A tenant's socket beside the shared one (good's $tmp/s/shared.sock).
+daemon beside --listen "unix:$tmp/s/near.sock,tenant=near"
+refused "a socket beside another" "$ctl" --admin "$tmp/beside.admin" cdi generate \
+	--output "$spec" --icd "$icd"
 # No tenant with a socket of its own: nothing to offer.
 daemon shared --listen "unix:$tmp/s/only-shared.sock"
 refused "no tenant listener" "$ctl" --admin "$tmp/shared.admin" cdi generate --output "$spec" \
