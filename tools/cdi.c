@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// clmuxctl cdi: writes the Container Device Interface spec that hands a
-// container one tenant's socket and the ICD (podman --device clmux.dev/gpu=T).
+// The Container Device Interface spec that hands a container one tenant's
+// socket directory and the ICD (podman --device clmux.dev/gpu=T): written by
+// clmuxctl cdi generate, and by clmuxd where clmuxd.conf asks (cdi = PATH).
 #define _GNU_SOURCE
 #include "cdi.h"
 
@@ -20,7 +21,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CDI_DEFAULT "/var/run/cdi/clmux.json"
 #define CDI_KIND    "clmux.dev/gpu"
 /* The oldest version that holds what the spec uses (env, mounts, spec-wide
  * edits): podman 4.3 (Debian 12) reads 0.3.0 to 0.5.0, containerd 1.7 and
@@ -33,7 +33,7 @@
 #define IN_SOCKDIR  "/run/clmux"
 #define IN_LIBDIR   "/usr/lib/clmux"
 #define IN_VENDORS  "/etc/OpenCL/vendors/clmux.icd"
-#define MAX_DEVICES 1024
+#define MAX_DEVICES CMX_CDI_MAX_LISTENERS
 #define MAX_LIBS    32
 
 struct device {
@@ -41,12 +41,7 @@ struct device {
 	char *socket;
 };
 
-/* Every unix listener of the daemon, a tenant's or not: what may share a
- * directory with a device's socket. */
-struct listener {
-	char tenant[128];
-	char *path;
-};
+const char *cmx_cdi_who = "clmuxctl: cdi: ";
 
 struct lib {
 	char soname[128];
@@ -58,7 +53,7 @@ static int say(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("clmuxctl: cdi: ", stderr);
+	fputs(cmx_cdi_who, stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -89,7 +84,7 @@ static int cdi_name_ok(const char *s)
  * which a mounted socket file would never show. So the directory may hold
  * nothing but this tenant's sockets: a container sees all of it.
  */
-static int socket_ok(const char *tenant, const char *path, const struct listener *ls,
+static int socket_ok(const char *tenant, const char *path, const struct cmx_cdi_listener *ls,
 		     unsigned nls)
 {
 	char dir[PATH_MAX];
@@ -142,37 +137,12 @@ static int socket_ok(const char *tenant, const char *path, const struct listener
 
 /* The daemon's listeners: one device per tenant with a unix listener (its
  * first). 0, or 1 after saying why. */
-static int devices_get(const char *admin, struct device *dev, unsigned *ndev)
+static int devices_pick(const struct cmx_cdi_listener *ls, unsigned nls, struct device *dev,
+			unsigned *ndev)
 {
-	static struct listener ls[MAX_DEVICES];
-	char *answer, *line, *save = NULL;
-	unsigned nls = 0;
-	int e = 0, first = 1;
+	int e = 0;
 
 	*ndev = 0;
-	if (cmx_ctl_ask(admin, "listeners", &answer))
-		return 1;
-	for (line = strtok_r(answer, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char kind[16];
-		int off = 0;
-
-		/* KIND TENANT ADDRESS, the address last: it may hold spaces. */
-		if (first) {
-			first = 0;
-			continue;
-		}
-		if (nls == MAX_DEVICES) {
-			e = say("more than %d listeners", MAX_DEVICES);
-			goto out;
-		}
-		if (sscanf(line, "%15s %127s %n", kind, ls[nls].tenant, &off) != 2 || !off) {
-			e = say("unexpected line from clmuxd: %s", line);
-			goto out;
-		}
-		if (strcmp(kind, "unix"))
-			continue;
-		ls[nls++].path = line + off;
-	}
 	for (unsigned l = 0; l < nls; l++) {
 		const char *tenant = ls[l].tenant;
 		unsigned i;
@@ -199,8 +169,6 @@ static int devices_get(const char *admin, struct device *dev, unsigned *ndev)
 		}
 		(*ndev)++;
 	}
-out:
-	free(answer);
 	return e;
 }
 
@@ -410,7 +378,8 @@ static int temp_close(FILE *f, const char *tmp)
 	return e;
 }
 
-static int generate(const char *admin, const char *out, const char *icd, int list)
+int cmx_cdi_write(const struct cmx_cdi_listener *ls, unsigned nls, const char *out,
+		  const char *icd, int list)
 {
 	static struct device dev[MAX_DEVICES];
 	struct lib libs[MAX_LIBS];
@@ -422,7 +391,7 @@ static int generate(const char *admin, const char *out, const char *icd, int lis
 	FILE *f;
 	int e;
 
-	if ((e = devices_get(admin, dev, &ndev)))
+	if ((e = devices_pick(ls, nls, dev, &ndev)))
 		goto out;
 	if (list) {
 		for (unsigned i = 0; i < ndev; i++)
@@ -497,33 +466,4 @@ out:
 		free(dev[i].socket);
 	}
 	return e;
-}
-
-int cmx_cdi_main(const char *admin, int json, int argc, char **argv)
-{
-	static const struct option opts[] = {
-	    {"output", required_argument, NULL, 'o'},
-	    {"icd", required_argument, NULL, 'i'},
-	    {NULL, 0, NULL, 0},
-	};
-	const char *out = CDI_DEFAULT, *icd = CMX_LIBDIR "/libclmux.so";
-	int opt, list;
-
-	if (argc < 2 || (strcmp(argv[1], "generate") && strcmp(argv[1], "list")))
-		return say("expected 'cdi generate [--output PATH] [--icd PATH]' or 'cdi list'");
-	if (json)
-		return say("no --json form");
-	list = !strcmp(argv[1], "list");
-	optind = 2;
-	while ((opt = getopt_long(argc, argv, "o:i:", opts, NULL)) != -1) {
-		if (opt == 'o' && !list)
-			out = optarg;
-		else if (opt == 'i' && !list)
-			icd = optarg;
-		else
-			return say("cdi %s: unknown option", argv[1]);
-	}
-	if (optind != argc)
-		return say("cdi %s: unexpected argument '%s'", argv[1], argv[optind]);
-	return generate(admin, out, icd, list);
 }

@@ -2,7 +2,7 @@
 # The benchmark: the same OpenCL work natively and through clmux, one run.
 bin_PROGRAMS += tools/clmux-bench tools/clmux-sample
 sbin_PROGRAMS += tools/clmuxctl
-tools_clmuxctl_SOURCES = tools/clmuxctl.c tools/cdi.h tools/cdi.c
+tools_clmuxctl_SOURCES = tools/clmuxctl.c tools/cdi.h tools/cdi.c tools/cdictl.c
 # cdi generate loads the installed ICD to find the libraries it needs.
 tools_clmuxctl_CPPFLAGS = $(AM_CPPFLAGS) -DCMX_LIBDIR='"$(libdir)"' $(JSONC_CFLAGS)
 tools_clmuxctl_LDADD = $(JSONC_LIBS) -ldl

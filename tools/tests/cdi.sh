@@ -99,6 +99,59 @@ else
 fi
 ls -a "$tmp/spec" | grep -q '\.json\.' && bad "a temporary file was left: $(ls -a "$tmp/spec")"
 
+# The daemon keeps the spec itself where clmuxd.conf says so: written at
+# start, written again at each reload (SIGHUP), at the path the reloaded
+# file names; a spec it cannot write is logged and the daemon goes on.
+# waitfor FILE: until it exists (10 s at most).
+waitfor() {
+	for _ in $(seq 100); do
+		[ -e "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+mkdir -p "$tmp/keep" "$tmp/s/kept"
+printf '[clmuxd]\ncdi = %s\ncdi-icd = %s\n' "$tmp/keep/clmux.json" "$PWD/$icd" >"$tmp/keep.conf"
+daemon keep --config "$tmp/keep.conf" --listen "unix:$tmp/s/kept/clmuxd.sock,tenant=kept"
+keep_pid=${pids##* }
+if waitfor "$tmp/keep/clmux.json" && grep -q '"name": *"kept"' "$tmp/keep/clmux.json" &&
+	[ -e "$tmp/keep/clmux.icd" ]; then
+	pass "cdi = PATH: written at start"
+else
+	bad "cdi = PATH: not written at start"
+	cat "$tmp/keep.log"
+fi
+rm "$tmp/keep/clmux.json"
+kill -HUP "$keep_pid"
+if waitfor "$tmp/keep/clmux.json"; then
+	pass "cdi = PATH: written again at a reload"
+else
+	bad "cdi = PATH: not written at a reload"
+	cat "$tmp/keep.log"
+fi
+printf '[clmuxd]\ncdi = %s\ncdi-icd = %s\n' "$tmp/keep/other.json" "$PWD/$icd" >"$tmp/keep.conf"
+kill -HUP "$keep_pid"
+if waitfor "$tmp/keep/other.json"; then
+	pass "cdi = PATH: a reload's new path"
+else
+	bad "cdi = PATH: the reloaded path not written"
+	cat "$tmp/keep.log"
+fi
+printf '[clmuxd]\ncdi = %s\n' "$tmp/keep/none/clmux.json" >"$tmp/keep.conf"
+kill -HUP "$keep_pid"
+for _ in $(seq 100); do
+	grep -q "not written" "$tmp/keep.log" && break
+	sleep 0.1
+done
+if grep -q "clmuxd: cdi: cannot write in $tmp/keep/none" "$tmp/keep.log" &&
+	grep -q "cdi: reload: .* not written" "$tmp/keep.log" && kill -0 "$keep_pid" &&
+	[ ! -e "$tmp/keep/none" ]; then
+	pass "cdi = PATH: an unwritable spec logged, the daemon goes on"
+else
+	bad "cdi = PATH: an unwritable spec"
+	cat "$tmp/keep.log"
+fi
+
 # refused CMD... : the command fails with one clear line and the spec
 # directory is as it was.
 refused() {
