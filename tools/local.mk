@@ -41,6 +41,7 @@ container-bench: container-check
 .PHONY: container-bench
 # docs/performance.md's results: clmux-bench (latency, bandwidth by size)
 # over unix, shm, tcp and tls and tenant-bench (1, 2, 4 tenants), 3 rounds,
+# and two tenants at weights 1:3 sampled every 100 ms (their shares over time),
 # into docs/results/DEVICE-NCORESc.json (a few minutes; BENCH_FLAGS: more
 # tools/bench-results options); then tools/perf-report makes the tables and
 # plots.
