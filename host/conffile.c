@@ -159,6 +159,21 @@ static int parse_pass(char *text, struct cmx_tenants *ts, int pass, char *why, s
 				strcpy(to, b);
 				continue;
 			}
+			if (!strcmp(a, "cdi") || !strcmp(a, "cdi-icd")) {
+				int spec = !strcmp(a, "cdi");
+				char *to = spec ? ts->cdi : ts->cdi_icd;
+				size_t n = strlen(b);
+				/* The spec's own checks (a .json name, a
+				 * writable directory) come when it is written. */
+				if (b[0] != '/' || n >= sizeof(ts->cdi) || strpbrk(b, " \t,") ||
+				    (spec && (n < 6 || strcmp(b + n - 5, ".json")))) {
+					snprintf(why, whylen, "line %u: %s = an absolute path%s", lineno,
+						 a, spec ? " ending in .json" : "");
+					return -EINVAL;
+				}
+				strcpy(to, b);
+				continue;
+			}
 			if (!strcmp(a, "sandbox")) {
 				int m = cmx_sandbox_parse(b);
 				if (m < 0) {

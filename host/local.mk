@@ -19,12 +19,14 @@ host_core_sources = host/loop.h host/loop.c host/conn.h host/conn.c \
 if HAVE_LIBVIRT
 host_core_sources += host/domxml.h host/domxml.c
 endif
-host_clmuxd_SOURCES = host/main.c host/notify.h host/notify.c $(host_core_sources)
+host_clmuxd_SOURCES = host/main.c host/notify.h host/notify.c $(host_core_sources) \
+	host/cdikeep.h host/cdikeep.c tools/cdi.h tools/cdi.c
 nodist_host_clmuxd_SOURCES = host/handlers.gen.h host/handlers.gen.c
 host_clmuxd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host -I$(top_builddir)/host $(URING_CFLAGS) \
-	$(SSL_CFLAGS) $(JSONC_CFLAGS) $(LIBVIRT_CFLAGS)
+	$(SSL_CFLAGS) $(JSONC_CFLAGS) $(LIBVIRT_CFLAGS) -I$(top_srcdir)/tools -DCMX_LIBDIR='"$(libdir)"'
+# [clmuxd] cdi = PATH: the spec's code loads the ICD to find its libraries.
 host_clmuxd_LDADD = transport/libcmxtransport.la $(URING_LIBS) $(SSL_LIBS) $(JSONC_LIBS) \
-	$(OPENCL_LIBS) $(LIBVIRT_LIBS) -lpthread
+	$(OPENCL_LIBS) $(LIBVIRT_LIBS) -lpthread -ldl
 
 if HAVE_CHECK
 check_PROGRAMS += host/tests/test_auth

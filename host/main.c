@@ -15,6 +15,7 @@
 #include "addr.h"
 #include "admin.h"
 #include "buildcheck.h"
+#include "cdikeep.h"
 #include "conffile.h"
 #include "conn.h"
 #include "exec.h"
@@ -100,6 +101,8 @@ static void drain(void)
 	tick_done(&tick_io, 0, 0);
 }
 
+static int keeps_cdi; /* this process writes [clmuxd] cdi's spec (no worker does) */
+
 /* SIGHUP: the configuration file again, as far as it changes live
  * (cmx_tenants_reload()); a file with an error changes nothing. Never an
  * end: a stray HUP must not drop every tenant's sessions. */
@@ -124,6 +127,8 @@ static void reload(void)
 	n = cmx_tenants_reload(&cmx_srv->tenants, &nt, cmx_srv->front ? cmx_front_quota : NULL);
 	cmx_tenants_fini(&nt);
 	cmx_info("SIGHUP: %s read again: %u change%s", path, n, n == 1 ? "" : "s");
+	if (keeps_cdi)
+		cmx_cdikeep_write(cmx_srv, "reload");
 }
 
 static void sig_done(struct cmx_io *io, int res, unsigned flags)
@@ -435,6 +440,11 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	/* Everything that needs root is open: the loop serves as --user (a
 	 * worker started by a front end that has dropped already is that
 	 * user from the start). */
+	/* Every listener is open; the spec directory is root's. A worker's
+	 * listeners are the front end's, whose spec it is. */
+	keeps_cdi = !o->worker;
+	if (keeps_cdi)
+		cmx_cdikeep_write(srv, "start");
 	if (!user_drop(o->user))
 		return 1;
 	if (o->worker && !sandbox_enter(srv, o))
@@ -483,6 +493,9 @@ static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	/* Domains come and go from here on: the front end is ready for them. */
 	if (o->libvirt && cmx_libvirt_start(srv, o->libvirt, srv->tenants.libvirt_group))
 		return 1;
+	/* Every listener is open; the spec directory is root's. */
+	keeps_cdi = 1;
+	cmx_cdikeep_write(srv, "start");
 	if (!user_drop(o->user))
 		return 1;
 	ready();

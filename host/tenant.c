@@ -167,6 +167,12 @@ unsigned cmx_tenants_reload(struct cmx_tenants *ts, const struct cmx_tenants *nt
 		ts->defaults = nt->defaults;
 		n++;
 	}
+	/* The spec is written again after every reload (host/cdikeep.c). */
+	if (strcmp(ts->cdi, nt->cdi) || strcmp(ts->cdi_icd, nt->cdi_icd)) {
+		strcpy(ts->cdi, nt->cdi);
+		strcpy(ts->cdi_icd, nt->cdi_icd);
+		n++;
+	}
 	if (strcmp(ts->libvirt, nt->libvirt) || strcmp(ts->libvirt_group, nt->libvirt_group) ||
 	    ts->sandbox != nt->sandbox || memcmp(&ts->tune, &nt->tune, sizeof(ts->tune)))
 		cmx_warn("reload: [clmuxd] libvirt, libvirt-group, sandbox and the tuning keys "

@@ -101,6 +101,9 @@ struct cmx_tenants {
 	 * "" where not set. */
 	char libvirt[256], libvirt_group[CMX_TENANT_NAME];
 	int sandbox;			/* [clmuxd] sandbox: a cmx_sandbox_mode + 1; 0 unset */
+	/* [clmuxd] cdi = PATH and cdi-icd = PATH: the CDI spec the daemon
+	 * keeps current (host/cdikeep.c); "" where not set. */
+	char cdi[256], cdi_icd[256];
 	struct cmx_tuning tune;		/* [clmuxd] tuning keys (host/tuning.h) */
 };
 

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
-// clmuxctl cdi: writes the Container Device Interface spec that hands a
-// container one tenant's socket and the ICD (podman --device clmux.dev/gpu=T).
+// The Container Device Interface spec that hands a container one tenant's
+// socket directory and the ICD (podman --device clmux.dev/gpu=T): written by
+// clmuxctl cdi generate, and by clmuxd where clmuxd.conf asks (cdi = PATH).
 #define _GNU_SOURCE
 #include "cdi.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,25 +21,27 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define CDI_DEFAULT "/var/run/cdi/clmux.json"
 #define CDI_KIND    "clmux.dev/gpu"
 /* The oldest version that holds what the spec uses (env, mounts, spec-wide
  * edits): podman 4.3 (Debian 12) reads 0.3.0 to 0.5.0, containerd 1.7 and
  * CRI-O read it too. */
 #define CDI_VERSION "0.3.0"
-/* Where a container finds them: the socket where the ICD looks by default
- * (guest/dial.h), the ICD and its libraries in a directory of their own
- * (libclmux.so's RUNPATH is $ORIGIN), so nothing of the image is hidden. */
-#define IN_SOCKET   "/run/clmux/clmuxd.sock"
+/* Where a container finds them: the tenant's socket directory where the
+ * ICD looks by default (guest/dial.h: /run/clmux/clmuxd.sock), the ICD and
+ * its libraries in a directory of their own (libclmux.so's RUNPATH is
+ * $ORIGIN), so nothing of the image is hidden. */
+#define IN_SOCKDIR  "/run/clmux"
 #define IN_LIBDIR   "/usr/lib/clmux"
 #define IN_VENDORS  "/etc/OpenCL/vendors/clmux.icd"
-#define MAX_DEVICES 1024
+#define MAX_DEVICES CMX_CDI_MAX_LISTENERS
 #define MAX_LIBS    32
 
 struct device {
 	char *tenant;
 	char *socket;
 };
+
+const char *cmx_cdi_who = "clmuxctl: cdi: ";
 
 struct lib {
 	char soname[128];
@@ -49,7 +53,7 @@ static int say(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("clmuxctl: cdi: ", stderr);
+	fputs(cmx_cdi_who, stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
@@ -72,52 +76,78 @@ static int cdi_name_ok(const char *s)
 }
 
 /*
- * A socket a runtime can bind-mount: an absolute path, with no ".."
- * (which a runtime resolves differently), that is a socket file now (not a
- * symbolic link, which would be followed at each container's start).
+ * A socket whose directory a runtime can bind-mount: an absolute path, with
+ * no ".." (which a runtime resolves differently), that is a socket file now
+ * (not a symbolic link, which would be followed at each container's
+ * start), in a directory of its own. The directory, not the socket, goes
+ * into the container: a restarted daemon makes a new socket file there,
+ * which a mounted socket file would never show. So the directory may hold
+ * nothing but this tenant's sockets: a container sees all of it.
  */
-static int socket_ok(const char *tenant, const char *path)
+static int socket_ok(const char *tenant, const char *path, const struct cmx_cdi_listener *ls,
+		     unsigned nls)
 {
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
 	struct stat st;
+	struct dirent *de;
+	DIR *d;
+	int e = 0;
 
 	if (path[0] != '/' || strstr(path, "/../") || strstr(path, "/./") || strpbrk(path, "\n\r"))
 		return say("tenant %s: its listener unix:%s is not an absolute, plain path: a "
-			   "container can mount only a socket file named that way",
+			   "container can mount only a directory named that way",
 			   tenant, path);
 	if (lstat(path, &st))
 		return say("tenant %s: its listener unix:%s: %s", tenant, path, strerror(errno));
 	if (!S_ISSOCK(st.st_mode))
-		return say("tenant %s: its listener unix:%s is not a socket file (%s): a "
-			   "container can mount only the socket itself",
-			   tenant, path, S_ISLNK(st.st_mode) ? "a symbolic link" : "another kind");
-	return 0;
+		return say("tenant %s: its listener unix:%s is not a socket file (%s)", tenant, path,
+			   S_ISLNK(st.st_mode) ? "a symbolic link" : "another kind");
+	if (slash == path || (size_t)(slash - path) >= sizeof(dir))
+		return say("tenant %s: its listener unix:%s is not in a directory of its own: a "
+			   "container is given the socket's directory",
+			   tenant, path);
+	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (lstat(dir, &st) || !S_ISDIR(st.st_mode))
+		return say("tenant %s: the directory %s of its listener is not a directory (a "
+			   "symbolic link?): a container is given that directory",
+			   tenant, dir);
+	d = opendir(dir);
+	if (!d)
+		return say("tenant %s: %s: %s", tenant, dir, strerror(errno));
+	while (!e && (de = readdir(d))) {
+		char full[PATH_MAX + sizeof(de->d_name) + 1];
+		unsigned i;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		snprintf(full, sizeof(full), "%s/%s", dir, de->d_name);
+		for (i = 0; i < nls && (strcmp(ls[i].path, full) || strcmp(ls[i].tenant, tenant));
+		     i++)
+			;
+		if (i == nls)
+			e = say("tenant %s: the directory %s of its listener also holds %s: a "
+				"container is given the whole directory, so each tenant's socket "
+				"needs one of its own (e.g. /run/clmux/tenants/%s/clmuxd.sock)",
+				tenant, dir, de->d_name, tenant);
+	}
+	closedir(d);
+	return e;
 }
 
 /* The daemon's listeners: one device per tenant with a unix listener (its
  * first). 0, or 1 after saying why. */
-static int devices_get(const char *admin, struct device *dev, unsigned *ndev)
+static int devices_pick(const struct cmx_cdi_listener *ls, unsigned nls, struct device *dev,
+			unsigned *ndev)
 {
-	char *answer, *line, *save = NULL;
-	int e = 0, first = 1;
+	int e = 0;
 
 	*ndev = 0;
-	if (cmx_ctl_ask(admin, "listeners", &answer))
-		return 1;
-	for (line = strtok_r(answer, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char kind[16], tenant[128];
-		int off = 0;
+	for (unsigned l = 0; l < nls; l++) {
+		const char *tenant = ls[l].tenant;
 		unsigned i;
 
-		/* KIND TENANT ADDRESS, the address last: it may hold spaces. */
-		if (first) {
-			first = 0;
-			continue;
-		}
-		if (sscanf(line, "%15s %127s %n", kind, tenant, &off) != 2 || !off) {
-			e = say("unexpected line from clmuxd: %s", line);
-			break;
-		}
-		if (strcmp(kind, "unix") || !strcmp(tenant, "-"))
+		if (!strcmp(tenant, "-"))
 			continue;
 		for (i = 0; i < *ndev && strcmp(dev[i].tenant, tenant); i++)
 			;
@@ -129,21 +159,16 @@ static int devices_get(const char *admin, struct device *dev, unsigned *ndev)
 				tenant, tenant);
 			break;
 		}
-		if ((e = socket_ok(tenant, line + off)))
+		if ((e = socket_ok(tenant, ls[l].path, ls, nls)))
 			break;
-		if (*ndev == MAX_DEVICES) {
-			e = say("more than %d tenants with a unix listener", MAX_DEVICES);
-			break;
-		}
 		dev[*ndev].tenant = strdup(tenant);
-		dev[*ndev].socket = strdup(line + off);
+		dev[*ndev].socket = strdup(ls[l].path);
 		if (!dev[*ndev].tenant || !dev[*ndev].socket) {
 			e = say("out of memory");
 			break;
 		}
 		(*ndev)++;
 	}
-	free(answer);
 	return e;
 }
 
@@ -245,11 +270,14 @@ static struct json_object *mount(const char *host, const char *in, const char *c
 static struct json_object *spec_make(const struct device *dev, unsigned ndev,
 				     const struct lib *libs, unsigned nlibs, const char *vendors)
 {
-	static const char *const sock_opts[] = {"nosuid", "nodev", "noexec", "bind", NULL};
+	/* Read-only: connecting needs no write access, and a container that
+	 * could write there could put a directory where the daemon's next
+	 * start makes the socket. */
+	static const char *const dir_opts[] = {"ro", "nosuid", "nodev", "noexec", "bind", NULL};
 	static const char *const lib_opts[] = {"ro", "nosuid", "nodev", "bind", NULL};
 	static const char *const file_opts[] = {"ro", "nosuid", "nodev", "noexec", "bind", NULL};
 	struct json_object *spec = json_object_new_object(), *devs = json_object_new_array();
-	struct json_object *edits = json_object_new_object(), *env = json_object_new_array();
+	struct json_object *edits = json_object_new_object();
 	struct json_object *mounts = json_object_new_array();
 	int oom = 0;
 
@@ -257,20 +285,25 @@ static struct json_object *spec_make(const struct device *dev, unsigned ndev,
 	put(spec, "kind", json_object_new_string(CDI_KIND), &oom);
 	for (unsigned i = 0; i < ndev; i++) {
 		struct json_object *d = json_object_new_object(), *e = json_object_new_object();
-		struct json_object *m = json_object_new_array();
+		struct json_object *m = json_object_new_array(), *env = json_object_new_array();
+		const char *base = strrchr(dev[i].socket, '/');
+		char dir[PATH_MAX], server[PATH_MAX + 32];
+		snprintf(dir, sizeof(dir), "%.*s", (int)(base - dev[i].socket), dev[i].socket);
 		put(d, "name", json_object_new_string(dev[i].tenant), &oom);
-		/* The tenant's socket, and no other: whoever reaches it is
-		 * that tenant, whatever the container says. */
-		put(m, NULL, mount(dev[i].socket, IN_SOCKET, sock_opts, &oom), &oom);
+		/* The tenant's socket directory, which holds no other tenant's
+		 * socket: whoever connects there is that tenant, whatever the
+		 * container says. The ICD over the shm transport (rings in a
+		 * memfd the daemon passes on the socket). */
+		put(m, NULL, mount(dir, IN_SOCKDIR, dir_opts, &oom), &oom);
 		put(e, "mounts", m, &oom);
+		snprintf(server, sizeof(server), "CLMUX_SERVER=shm:" IN_SOCKDIR "%s", base);
+		put(env, NULL, json_object_new_string(server), &oom);
+		put(e, "env", env, &oom);
 		put(d, "containerEdits", e, &oom);
 		put(devs, NULL, d, &oom);
 	}
 	put(spec, "devices", devs, &oom);
-	/* Every device: the ICD where the image's loader looks, over the shm
-	 * transport (rings in a memfd the daemon passes on the socket). */
-	put(env, NULL, json_object_new_string("CLMUX_SERVER=shm:" IN_SOCKET), &oom);
-	put(edits, "env", env, &oom);
+	/* Every device: the ICD where the image's loader looks. */
 	for (unsigned i = 0; i < nlibs; i++) {
 		char in[sizeof(IN_LIBDIR "/") + sizeof(libs[i].soname)];
 		snprintf(in, sizeof(in), IN_LIBDIR "/%.127s", libs[i].soname);
@@ -345,7 +378,8 @@ static int temp_close(FILE *f, const char *tmp)
 	return e;
 }
 
-static int generate(const char *admin, const char *out, const char *icd, int list)
+int cmx_cdi_write(const struct cmx_cdi_listener *ls, unsigned nls, const char *out,
+		  const char *icd, int list)
 {
 	static struct device dev[MAX_DEVICES];
 	struct lib libs[MAX_LIBS];
@@ -357,7 +391,7 @@ static int generate(const char *admin, const char *out, const char *icd, int lis
 	FILE *f;
 	int e;
 
-	if ((e = devices_get(admin, dev, &ndev)))
+	if ((e = devices_pick(ls, nls, dev, &ndev)))
 		goto out;
 	if (list) {
 		for (unsigned i = 0; i < ndev; i++)
@@ -432,33 +466,4 @@ out:
 		free(dev[i].socket);
 	}
 	return e;
-}
-
-int cmx_cdi_main(const char *admin, int json, int argc, char **argv)
-{
-	static const struct option opts[] = {
-	    {"output", required_argument, NULL, 'o'},
-	    {"icd", required_argument, NULL, 'i'},
-	    {NULL, 0, NULL, 0},
-	};
-	const char *out = CDI_DEFAULT, *icd = CMX_LIBDIR "/libclmux.so";
-	int opt, list;
-
-	if (argc < 2 || (strcmp(argv[1], "generate") && strcmp(argv[1], "list")))
-		return say("expected 'cdi generate [--output PATH] [--icd PATH]' or 'cdi list'");
-	if (json)
-		return say("no --json form");
-	list = !strcmp(argv[1], "list");
-	optind = 2;
-	while ((opt = getopt_long(argc, argv, "o:i:", opts, NULL)) != -1) {
-		if (opt == 'o' && !list)
-			out = optarg;
-		else if (opt == 'i' && !list)
-			icd = optarg;
-		else
-			return say("cdi %s: unknown option", argv[1]);
-	}
-	if (optind != argc)
-		return say("cdi %s: unexpected argument '%s'", argv[1], argv[optind]);
-	return generate(admin, out, icd, list);
 }

@@ -2,7 +2,7 @@
 # The benchmark: the same OpenCL work natively and through clmux, one run.
 bin_PROGRAMS += tools/clmux-bench tools/clmux-sample
 sbin_PROGRAMS += tools/clmuxctl
-tools_clmuxctl_SOURCES = tools/clmuxctl.c tools/cdi.h tools/cdi.c
+tools_clmuxctl_SOURCES = tools/clmuxctl.c tools/cdi.h tools/cdi.c tools/cdictl.c
 # cdi generate loads the installed ICD to find the libraries it needs.
 tools_clmuxctl_CPPFLAGS = $(AM_CPPFLAGS) -DCMX_LIBDIR='"$(libdir)"' $(JSONC_CFLAGS)
 tools_clmuxctl_LDADD = $(JSONC_LIBS) -ldl
@@ -41,6 +41,7 @@ container-bench: container-check
 .PHONY: container-bench
 # docs/performance.md's results: clmux-bench (latency, bandwidth by size)
 # over unix, shm, tcp and tls and tenant-bench (1, 2, 4 tenants), 3 rounds,
+# and two tenants at weights 1:3 sampled every 100 ms (their shares over time),
 # into docs/results/DEVICE-NCORESc.json (a few minutes; BENCH_FLAGS: more
 # tools/bench-results options); then tools/perf-report makes the tables and
 # plots.

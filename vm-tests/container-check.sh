@@ -18,10 +18,11 @@ a=check$$a
 b=check$$b
 spec=/var/run/cdi/clmux-check-$$.json
 kname=clmux-check-$$-killed
+rname=clmux-check-$$-restart
 daemon_pid=""
 rl=$tmp/rootless
 cleanup() {
-	podman rm -f "$kname" >/dev/null 2>&1
+	podman rm -f "$kname" "$rname" >/dev/null 2>&1
 	# Rootless podman leaves a process holding its user namespace.
 	[ -s "$rl/run/libpod/tmp/pause.pid" ] && kill "$(cat "$rl/run/libpod/tmp/pause.pid")" 2>/dev/null
 	[ -n "$daemon_pid" ] && kill "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
@@ -49,21 +50,25 @@ if ! run --rootfs "$ROOTFS" true >"$tmp/out" 2>&1; then
 	exit 1
 fi
 
-# Two tenants with quotas, each on a socket of its own; the spec in the
-# directory podman reads.
-mkdir "$tmp/s"
+# Two tenants with quotas, each on a socket in a directory of its own
+# (a container is given the directory); the spec in the directory podman
+# reads.
+mkdir -p "$tmp/s/$a" "$tmp/s/$b"
 # A third tenant is nobody's, by uid, on a shared socket (the rootless run).
 printf '[tenant %s]\nmem = 256M\n[tenant %s]\nmem = 512M\n[tenant %s]\nuid = 65534\nmem = 128M\n' \
 	"$a" "$b" "check$$nobody" >"$tmp/clmuxd.conf"
-CLMUX_LOG=info "$CLMUXD" --config "$tmp/clmuxd.conf" --admin "$tmp/admin.sock" \
-	--listen "unix:$tmp/s/$a.sock,tenant=$a,mode=0600" \
-	--listen "unix:$tmp/s/$b.sock,tenant=$b,mode=0600" \
-	--listen "unix:$tmp/s/shared.sock,mode=0666" >"$tmp/clmuxd.log" 2>&1 &
-daemon_pid=$!
-for _ in $(seq 100); do
-	[ -S "$tmp/admin.sock" ] && break
-	sleep 0.1
-done
+daemon() {
+	CLMUX_LOG=info "$CLMUXD" --config "$tmp/clmuxd.conf" --admin "$tmp/admin.sock" \
+		--listen "unix:$tmp/s/$a/clmuxd.sock,tenant=$a,mode=0600" \
+		--listen "unix:$tmp/s/$b/clmuxd.sock,tenant=$b,mode=0600" \
+		--listen "unix:$tmp/s/shared.sock,mode=0666" >>"$tmp/clmuxd.log" 2>&1 &
+	daemon_pid=$!
+	for _ in $(seq 100); do
+		[ -S "$tmp/admin.sock" ] && break
+		sleep 0.1
+	done
+}
+daemon
 ctl() { "$CLMUXCTL" --admin "$tmp/admin.sock" "$@"; }
 if ctl cdi generate --output "$spec" --icd "$icd" >"$tmp/out" 2>&1; then
 	ok "cdi-generate"
@@ -115,7 +120,7 @@ fi
 run --device "clmux.dev/gpu=$b" --rootfs "$ROOTFS" sh -c \
 	'find / \( -path /proc -o -path /sys \) -prune -o -type s -print; busybox stat -c %i /run/clmux/clmuxd.sock' \
 	>"$tmp/out" 2>&1
-if [ "$(cat "$tmp/out")" = "$(printf '/run/clmux/clmuxd.sock\n%s' "$(stat -c %i "$tmp/s/$b.sock")")" ]; then
+if [ "$(cat "$tmp/out")" = "$(printf '/run/clmux/clmuxd.sock\n%s' "$(stat -c %i "$tmp/s/$b/clmuxd.sock")")" ]; then
 	ok "own-socket-only"
 else
 	bad "own-socket-only"
@@ -218,6 +223,34 @@ else
 		cat "$tmp/out"
 	fi
 fi
+
+# A restarted daemon makes a new socket file in the tenant's directory:
+# a running container sees it through its mount of the directory, and its
+# application's next clCreateContext connects again.
+podman run -d --name "$rname" --runtime runc --cgroup-manager cgroupfs --network none \
+	--ulimit nofile=20000:20000 --ulimit nproc=1000:1000 \
+	--device "clmux.dev/gpu=$a" --rootfs "$ROOTFS" vm-transfer reconnect >"$tmp/out" 2>&1 ||
+	cat "$tmp/out"
+for _ in $(seq 600); do
+	podman logs "$rname" 2>&1 | grep -q transferring && break
+	sleep 0.1
+done
+old=$(stat -c %i "$tmp/s/$a/clmuxd.sock")
+kill "$daemon_pid"
+wait "$daemon_pid"
+rm -f "$tmp/admin.sock"
+daemon
+rc=$(timeout 150 podman wait "$rname" 2>&1)
+new=$(stat -c %i "$tmp/s/$a/clmuxd.sock" 2>&1)
+podman logs "$rname" >"$tmp/out" 2>&1
+if [ "$rc" = 0 ] && grep -q "^lost" "$tmp/out" && grep -q "^reconnected" "$tmp/out"; then
+	ok "daemon-restart (socket inode $old, then $new; $(grep ^reconnected "$tmp/out"))"
+else
+	bad "daemon-restart (exit $rc, socket inode $old, then $new)"
+	cat "$tmp/out"
+	tail -5 "$tmp/clmuxd.log"
+fi
+podman rm -f "$rname" >/dev/null 2>&1
 
 if ! kill -0 "$daemon_pid" 2>/dev/null; then
 	bad "daemon-alive"
