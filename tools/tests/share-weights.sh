@@ -7,7 +7,7 @@
 # band (2 to 4.5) holds on a loaded 2-core machine, and an even split
 # (about 1) is far outside it.
 set -eu
-out=$(tools/tenant-bench --tenants 2 --weights 1:3 --seconds 3 --work 500 --json)
+out=$(tools/tenant-bench --tenants 2 --weights 1:3 --seconds 5 --work 500 --json)
 echo "$out"
 echo "$out" | "${PYTHON:-python3}" -c '
 import json, sys
