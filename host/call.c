@@ -312,6 +312,9 @@ void cmx_call_done(struct cmx_call *c, int status)
 {
 	struct cmx_session *s = c->s;
 
+	/* What made or changed a lasting object, for a checkpoint. */
+	if (status == CL_SUCCESS && !s->closed)
+		cmx_record_call(c);
 	if (c->sync) {
 		/* A failed call's reply carries its status and no outputs (what
 		 * a handler set may point into scratch the driver never
@@ -384,6 +387,7 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 	c->out = sync ? (char *)c + off_out : NULL;
 	c->args = (uint8_t *)c + off_args;
 	memcpy(c->args, args, h->size);
+	c->args_len = h->size;
 	if (cmx_codec_decode(oi->in, c->args, h->size, c->in)) {
 		free(c);
 		cmx_staging_put(bulk);

@@ -51,6 +51,7 @@ struct cmx_call {
 	void *ctx;    /* the handler's own state for its fin (cmx_defer_wait() takes result) */
 	void *in, *out;
 	uint8_t *args; /* the encoded arguments the decoded pointers refer to */
+	uint32_t args_len;
 };
 
 int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args);

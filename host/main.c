@@ -15,6 +15,7 @@
 #include "addr.h"
 #include "admin.h"
 #include "buildcheck.h"
+#include "checkpoint.h"
 #include "conffile.h"
 #include "conn.h"
 #include "exec.h"
@@ -78,6 +79,11 @@ static void drain(void)
 		return;
 	}
 	cmx_srv->draining = 1;
+	/* With --state-dir, the sessions are written down before they end. */
+	if (cmx_checkpoint_enabled()) {
+		struct cmx_checkpoint_stats st;
+		cmx_checkpoint_all(cmx_srv, &st);
+	}
 	cmx_admin_close(cmx_srv);
 	for (unsigned i = 0; i < nlisteners; i++)
 		cmx_listener_close(&listeners[i]);
@@ -239,6 +245,9 @@ static void usage(FILE *f)
 		   "                  where it is wrong or that it is ok, and exit (2 or 0)\n"
 		   "  --sandbox on|off|log  the workers' seccomp filter (default on; log: a call\n"
 		   "                  outside it runs and the kernel's audit log names it)\n"
+		   "  --state-dir DIR  checkpoints (clmuxctl checkpoint, and SIGTERM) write\n"
+		   "                  every session there; DIR is made 0700 and must be\n"
+		   "                  this user's alone\n"
 		   "  CLMUX_LOG=debug|info|warn|err sets the log level (default info)\n");
 }
 
@@ -261,6 +270,7 @@ static int user_drop(const char *user)
 /* What main() read from the command line. */
 struct opts {
 	const char *device, *config, *admin, *metrics, *user, *libvirt, *sandbox;
+	const char *state_dir; /* --state-dir: checkpoints (host/checkpoint.c) */
 	const char *vhost_specs[MAX_VHOST_SPECS];
 	unsigned nvhost, threads;
 	uint64_t window_us;
@@ -363,6 +373,18 @@ static int sandbox_enter(const struct cmx_server *srv, const struct opts *o)
 	return 1;
 }
 
+/* --state-dir, as the daemon's user: 1 when usable (or not asked for). */
+static int state_dir_open(const struct opts *o)
+{
+	int e = o->state_dir ? cmx_checkpoint_open(o->state_dir) : 0;
+
+	if (e)
+		cmx_err("--state-dir %s: %s", o->state_dir,
+			e == -EPERM ? "not a directory of this user's alone (mode 0700)"
+				    : strerror(-e));
+	return !e;
+}
+
 /* Every listener and the admin socket are open: a Type=notify unit's start
  * ends here, and clients ordered after it find the sockets. */
 static void ready(void)
@@ -423,6 +445,8 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	 * user from the start). */
 	if (!user_drop(o->user))
 		return 1;
+	if (!state_dir_open(o))
+		return 1;
 	if (o->worker && !sandbox_enter(srv, o))
 		return 1;
 	if (!o->worker)
@@ -448,7 +472,7 @@ static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	struct cmx_front_opts fo = { .device = o->device, .config = srv->config_path,
 				     .threads = o->threads, .window_us = o->window_us,
 				     .profile = srv->profile, .user = o->user,
-				     .sandbox = o->sandbox };
+				     .sandbox = o->sandbox, .state_dir = o->state_dir };
 	int e;
 
 	srv->front = 1;
@@ -469,7 +493,7 @@ static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	/* Domains come and go from here on: the front end is ready for them. */
 	if (o->libvirt && cmx_libvirt_start(srv, o->libvirt, srv->tenants.libvirt_group))
 		return 1;
-	if (!user_drop(o->user))
+	if (!user_drop(o->user) || !state_dir_open(o))
 		return 1;
 	ready();
 	e = cmx_loop_run(srv->loop);
@@ -491,6 +515,7 @@ int main(int argc, char **argv)
 		{ "user", required_argument, NULL, 'u' },
 		{ "libvirt", required_argument, NULL, 'L' },
 		{ "sandbox", required_argument, NULL, 'X' },
+		{ "state-dir", required_argument, NULL, 'D' },
 		{ "check-config", no_argument, NULL, 'k' },
 		/* Set by the front end when it starts a worker. */
 		{ "worker", required_argument, NULL, 'K' }, { "ctl", required_argument, NULL, 'C' },
@@ -593,6 +618,9 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			use_workers = !strcmp(optarg, "on");
+			break;
+		case 'D':
+			o.state_dir = optarg;
 			break;
 		case 'K':
 			o.worker = optarg;

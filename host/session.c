@@ -207,6 +207,7 @@ void cmx_session_release(struct cmx_session *s, uint64_t id, unsigned kind)
 	 * holds). Nobody can tell it from a set one any more, so it is set. */
 	if (kind == CMX_K_EVENT && !cmx_sched_is_held(o->h))
 		user_event_end(o);
+	cmx_record_forget(s, o);
 	free_obj(s, o);
 }
 
@@ -270,6 +271,7 @@ void cmx_session_close(struct cmx_session *s)
 		free(all);
 	}
 	cmx_objtab_fini(&s->objs);
+	cmx_record_free(s);
 	/* Blocks that commands in flight still hold keep the mapping. */
 	cmx_shm_close(s->shm);
 	s->shm = NULL;

@@ -8,6 +8,7 @@
 #include "object.h"
 #include "objtab.h"
 #include "piece.h"
+#include "record.h"
 
 struct cmx_amap;
 struct cmx_area;
@@ -35,6 +36,7 @@ struct cmx_session {
 	struct cmx_xfer *xfers;
 	unsigned nxfers;
 	struct cmx_objtab objs;
+	struct cmx_reclog log; /* what made its objects (host/record.c) */
 	struct cmx_area *area; /* shared memory (OpenArea), or NULL */
 	struct cmx_shm *shm;   /* its rings at work (shm transport), or NULL */
 	struct cmx_amap *amaps; /* area buffers' native maps (host/exec_mem.c) */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "checkpoint.h"
 #include "conn.h"
 #include "ctl.h"
 #include "log.h"
@@ -124,6 +125,11 @@ static void on_packet(void *arg)
 	case CMX_CTL_USAGE:
 		send_usage(h->seq);
 		break;
+	case CMX_CTL_CHECKPOINT: {
+		struct cmx_checkpoint_stats st;
+		cmx_checkpoint_all(wk.srv, &st);
+		break;
+	}
 	case CMX_CTL_SHARE: {
 		const struct cmx_ctl_share *m = (const void *)p->buf;
 		if (p->len == sizeof(*m) && m->mode <= CMX_SHARE_TURN &&

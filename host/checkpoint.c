@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: MIT
+// Checkpoints: every session of this process written to the state
+// directory, each as one state file (host/state.h) of the requests that
+// made its objects and the contents of its buffers.
+#define _GNU_SOURCE
+#include "checkpoint.h"
+
+#include <CL/cl.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "proto.gen.h"
+#include "record.h"
+#include "server.h"
+#include "session.h"
+#include "state.h"
+#include "tenant.h"
+
+static int state_fd = -1;
+
+int cmx_checkpoint_open(const char *path)
+{
+	int fd = cmx_state_dir_open(path);
+
+	if (fd < 0)
+		return fd;
+	if (state_fd >= 0)
+		close(state_fd);
+	state_fd = fd;
+	return 0;
+}
+
+int cmx_checkpoint_enabled(void)
+{
+	return state_fd >= 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* This process's files: "p<pid>-<tenant>-<session>.state". Session ids are
+ * a worker's own, so the pid keeps two workers' apart. */
+static void file_name(const struct cmx_session *s, char *buf, size_t len)
+{
+	char t[CMX_STATE_TENANT_MAX];
+	size_t i;
+
+	for (i = 0; s->tenant->name[i] && i + 1 < sizeof(t); i++) {
+		char ch = s->tenant->name[i];
+		t[i] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+			       (ch >= '0' && ch <= '9') || ch == '_'
+			   ? ch
+			   : '_';
+	}
+	t[i] = '\0';
+	snprintf(buf, len, "p%d-%.20s-%" PRIu64 ".state", (int)getpid(), t, s->id);
+}
+
+/* A checkpoint replaces this process's last one: its files go first, so
+ * that a session closed since is not restored. */
+static void forget_old(void)
+{
+	char prefix[24];
+	int fd = openat(state_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	snprintf(prefix, sizeof(prefix), "p%d-", (int)getpid());
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, prefix, strlen(prefix)))
+			(void)unlinkat(state_fd, e->d_name, 0);
+	closedir(d);
+}
+
+struct objs {
+	struct cmx_obj **v;
+	size_t n, cap;
+	int oom;
+};
+
+static void collect(struct cmx_obj *o, void *arg)
+{
+	struct objs *l = arg;
+
+	if (o->err || !o->h || (o->kind != CMX_K_QUEUE && o->kind != CMX_K_MEM))
+		return;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct cmx_obj **v = realloc(l->v, cap * sizeof(*v));
+		if (!v) {
+			l->oom = 1;
+			return;
+		}
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = o;
+}
+
+/* The op that made o (its records' oldest is its creation). */
+static unsigned made_by(const struct cmx_obj *o)
+{
+	const struct cmx_rec *r = o->recs;
+
+	while (r && r->onext)
+		r = r->onext;
+	return r ? r->hdr.op : 0;
+}
+
+/* A queue of context ctx: one of the session's, else one made for the
+ * checkpoint (*made set). NULL when none can be had. */
+static cl_command_queue queue_for(struct objs *l, void *ctx, int *made)
+{
+	cl_device_id dev;
+	cl_int e;
+	cl_command_queue q;
+
+	*made = 0;
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i]->kind == CMX_K_QUEUE && l->v[i]->ctx == ctx)
+			return l->v[i]->h;
+	if (clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof(dev), &dev, NULL))
+		return NULL;
+	q = clCreateCommandQueue(ctx, dev, 0, &e);
+	*made = q != NULL;
+	return q;
+}
+
+/* Buffer o's bytes into w, in pieces. */
+static int write_contents(struct cmx_state_writer *w, struct objs *l, struct cmx_obj *o,
+			  uint8_t *piece, uint64_t *bytes)
+{
+	int made;
+	cl_command_queue q = queue_for(l, o->ctx, &made);
+	int e = 0;
+
+	if (!q)
+		return -ENODEV;
+	for (uint64_t off = 0; off < o->size && !e; off += CMX_STATE_PIECE) {
+		uint64_t n = o->size - off < CMX_STATE_PIECE ? o->size - off : CMX_STATE_PIECE;
+		uint64_t head[2] = {o->id, off};
+		if (clEnqueueReadBuffer(q, o->h, CL_TRUE, off, n, piece, 0, NULL, NULL)) {
+			e = -EIO;
+			break;
+		}
+		struct iovec iov[2] = {{head, sizeof(head)}, {piece, n}};
+		cmx_state_put(w, CMX_STATE_CONTENTS, iov, 2);
+		*bytes += n;
+	}
+	if (made)
+		clReleaseCommandQueue(q);
+	return e;
+}
+
+static int write_session(struct cmx_session *s, struct cmx_state_writer *w, uint8_t *piece,
+			 struct cmx_checkpoint_stats *st)
+{
+	struct objs l = {0};
+	char name[64];
+	uint64_t bytes = 0;
+	int e;
+
+	if (s->log.lost)
+		return -ENOMEM;
+	cmx_objtab_each(&s->objs, collect, &l);
+	if (l.oom) {
+		free(l.v);
+		return -ENOMEM;
+	}
+	/* Drained: every command the guest was told of has run, so the
+	 * contents read next are what it will find. */
+	for (size_t i = 0; i < l.n; i++)
+		if (l.v[i]->kind == CMX_K_QUEUE)
+			clFinish(l.v[i]->h);
+	file_name(s, name, sizeof(name));
+	e = cmx_state_begin(w, state_fd, name, s->id, s->token, s->log.next_seq, s->tenant->name);
+	if (e) {
+		free(l.v);
+		return e;
+	}
+	st->records += cmx_record_mark(s);
+	cmx_record_write(s, w);
+	for (size_t i = 0; i < l.n && !e; i++) {
+		unsigned op = l.v[i]->kind == CMX_K_MEM ? made_by(l.v[i]) : 0;
+		/* Sub-buffers are their parent's bytes; area buffers' bytes
+		 * are the guest's shared memory. */
+		if (op == CMX_OP_CreateBuffer)
+			e = write_contents(w, &l, l.v[i], piece, &bytes);
+		else if (op == CMX_OP_CreateBufferArea || op == CMX_OP_CreateImage)
+			cmx_warn("session %" PRIu64 ": object %#" PRIx64
+				 " written without its contents (%s)",
+				 s->id, l.v[i]->id,
+				 op == CMX_OP_CreateImage ? "an image" : "area memory");
+	}
+	free(l.v);
+	if (e) {
+		cmx_state_abort(w);
+		return e;
+	}
+	e = cmx_state_commit(w);
+	if (!e)
+		st->bytes += bytes;
+	return e;
+}
+
+int cmx_checkpoint_all(struct cmx_server *srv, struct cmx_checkpoint_stats *st)
+{
+	struct cmx_state_writer *w;
+	uint8_t *piece;
+	uint64_t t0 = now_ns();
+
+	memset(st, 0, sizeof(*st));
+	if (state_fd < 0)
+		return -ENOENT;
+	w = malloc(sizeof(*w));
+	piece = malloc(CMX_STATE_PIECE);
+	if (!w || !piece) {
+		free(w);
+		free(piece);
+		return -ENOMEM;
+	}
+	forget_old();
+	for (struct cmx_session *s = srv->sessions; s; s = s->next) {
+		int e;
+		if (s->closed)
+			continue;
+		e = write_session(s, w, piece, st);
+		if (e) {
+			st->failed++;
+			cmx_err("session %" PRIu64 " (tenant %s): not checkpointed: %s", s->id,
+				s->tenant->name, strerror(-e));
+		} else {
+			st->sessions++;
+		}
+	}
+	free(piece);
+	free(w);
+	st->ns = now_ns() - t0;
+	cmx_info("checkpoint: %u session%s written (%" PRIu64 " records, %" PRIu64
+		 " buffer bytes) in %.1f ms, %u failed",
+		 st->sessions, st->sessions == 1 ? "" : "s", st->records, st->bytes,
+		 (double)st->ns / 1e6, st->failed);
+	return 0;
+}
