@@ -19,6 +19,7 @@
 #include "log.h"
 #include "proto.gen.h"
 #include "scheduler.h"
+#include "restore.h"
 #include "server.h"
 #include "session.h"
 #include "shm.h"
@@ -146,6 +147,26 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 		if (!t) {
 			cmx_warn("%s: refused: no tenant for this peer", c->peer.name);
 			return -EACCES;
+		}
+		if (in.session || in.token) {
+			/* A guest resuming a session this daemon restored
+			 * (host/restore.c): its ids are as it left them. */
+			s = cmx_restore_find(c->srv, t, in.session, in.token);
+			if (!s) {
+				cmx_warn("%s: refused: no restored session %llu of tenant %s",
+					 c->peer.name, (unsigned long long)in.session, t->name);
+				return -EPERM;
+			}
+			s->restored = 0;
+			s->conn = c;
+			c->role = CMX_ROLE_CALL;
+			c->sess = s;
+			out.session = s->id;
+			out.token = s->token;
+			reply(s, h->seq, CL_SUCCESS, &cmx_desc_Hello_out, &out, NULL, 0, NULL, NULL);
+			cmx_info("session %llu: resumed (%s), tenant %s", (unsigned long long)s->id,
+				 c->peer.name, t->name);
+			return 0;
 		}
 		if (cmx_tenant_may_open(t)) {
 			/* Answered, so that the guest can say why it has no
@@ -359,6 +380,9 @@ void cmx_call_done(struct cmx_call *c, int status)
 	free(c->handles);
 	free(c->scratch);
 	free(c);
+	/* A restore's request: the next one goes (host/restore.c). */
+	if (s->restore)
+		cmx_restore_done(s, status);
 	cmx_session_unref(s);
 }
 

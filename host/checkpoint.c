@@ -43,6 +43,11 @@ int cmx_checkpoint_enabled(void)
 	return state_fd >= 0;
 }
 
+int cmx_checkpoint_dirfd(void)
+{
+	return state_fd;
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -125,18 +130,41 @@ static unsigned made_by(const struct cmx_obj *o)
 	return r ? r->hdr.op : 0;
 }
 
-/* A queue of context ctx: one of the session's, else one made for the
- * checkpoint (*made set). NULL when none can be had. */
-static cl_command_queue queue_for(struct objs *l, void *ctx, int *made)
+struct find_queue {
+	void *ctx;
+	cl_command_queue q;
+	uint64_t id;
+};
+
+static void find_queue(struct cmx_obj *o, void *arg)
 {
+	struct find_queue *f = arg;
+
+	if (!f->q && o->kind == CMX_K_QUEUE && o->h && !o->err && o->ctx == f->ctx) {
+		f->q = o->h;
+		f->id = o->id;
+	}
+}
+
+uint64_t cmx_checkpoint_queue_id(struct cmx_session *s, void *ctx)
+{
+	struct find_queue f = { .ctx = ctx };
+
+	cmx_objtab_each(&s->objs, find_queue, &f);
+	return f.id;
+}
+
+void *cmx_checkpoint_queue(struct cmx_session *s, void *ctx, int *made)
+{
+	struct find_queue f = {.ctx = ctx};
 	cl_device_id dev;
 	cl_int e;
 	cl_command_queue q;
 
 	*made = 0;
-	for (size_t i = 0; i < l->n; i++)
-		if (l->v[i]->kind == CMX_K_QUEUE && l->v[i]->ctx == ctx)
-			return l->v[i]->h;
+	cmx_objtab_each(&s->objs, find_queue, &f);
+	if (f.q)
+		return f.q;
 	if (clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof(dev), &dev, NULL))
 		return NULL;
 	q = clCreateCommandQueue(ctx, dev, 0, &e);
@@ -145,11 +173,11 @@ static cl_command_queue queue_for(struct objs *l, void *ctx, int *made)
 }
 
 /* Buffer o's bytes into w, in pieces. */
-static int write_contents(struct cmx_state_writer *w, struct objs *l, struct cmx_obj *o,
+static int write_contents(struct cmx_session *s, struct cmx_state_writer *w, struct cmx_obj *o,
 			  uint8_t *piece, uint64_t *bytes)
 {
 	int made;
-	cl_command_queue q = queue_for(l, o->ctx, &made);
+	cl_command_queue q = cmx_checkpoint_queue(s, o->ctx, &made);
 	int e = 0;
 
 	if (!q)
@@ -203,7 +231,7 @@ static int write_session(struct cmx_session *s, struct cmx_state_writer *w, uint
 		/* Sub-buffers are their parent's bytes; area buffers' bytes
 		 * are the guest's shared memory. */
 		if (op == CMX_OP_CreateBuffer)
-			e = write_contents(w, &l, l.v[i], piece, &bytes);
+			e = write_contents(s, w, l.v[i], piece, &bytes);
 		else if (op == CMX_OP_CreateBufferArea || op == CMX_OP_CreateImage)
 			cmx_warn("session %" PRIu64 ": object %#" PRIx64
 				 " written without its contents (%s)",

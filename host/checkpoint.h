@@ -12,8 +12,14 @@ struct cmx_session;
 /* Opens (makes) the state directory for this process: 0 or -errno
  * (-EPERM: not the daemon's user's alone). */
 int cmx_checkpoint_open(const char *path);
-/* Whether a state directory was given. */
+/* Whether a state directory was given; its descriptor (-1: none). */
 int cmx_checkpoint_enabled(void);
+int cmx_checkpoint_dirfd(void);
+/* A queue of native context ctx: one of s's, else one made for the
+ * caller to release (*made set). NULL when none can be had. */
+void *cmx_checkpoint_queue(struct cmx_session *s, void *ctx, int *made);
+/* The id of a queue of s in native context ctx, or 0. */
+uint64_t cmx_checkpoint_queue_id(struct cmx_session *s, void *ctx);
 
 struct cmx_checkpoint_stats {
 	unsigned sessions, failed;

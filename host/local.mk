@@ -16,7 +16,7 @@ host_core_sources = host/loop.h host/loop.c host/conn.h host/conn.c \
 	host/privilege.h host/privilege.c host/zero.h host/zero.c host/libvirt.h host/libvirt.c \
 	host/sandbox.h host/sandbox.c host/activation.h host/activation.c \
 	host/state.h host/state.c host/record.h host/record.c \
-	host/checkpoint.h host/checkpoint.c
+	host/checkpoint.h host/checkpoint.c host/restore.h host/restore.c
 if HAVE_LIBVIRT
 host_core_sources += host/domxml.h host/domxml.c
 endif

@@ -16,6 +16,7 @@
 #include "admin.h"
 #include "buildcheck.h"
 #include "checkpoint.h"
+#include "restore.h"
 #include "conffile.h"
 #include "conn.h"
 #include "exec.h"
@@ -398,6 +399,11 @@ static void ready(void)
 		cmx_warn("cannot tell the service manager we are ready: %s", strerror(-e));
 }
 
+static void restore_start(void *arg)
+{
+	cmx_restore_all(arg, cmx_worker_serves);
+}
+
 /* A worker: the daemon's core for the tenants the front end gives it. */
 static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 {
@@ -452,6 +458,9 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	if (!o->worker)
 		ready();
 	signals_start(mask);
+	/* With --state-dir, the sessions a checkpoint left, on the loop. */
+	if (cmx_checkpoint_enabled())
+		cmx_loop_post(srv->loop, restore_start, srv);
 	e = cmx_loop_run(srv->loop);
 	if (e)
 		cmx_err("loop: %s", strerror(-e));

@@ -17,6 +17,7 @@ struct cmx_conn;
 struct cmx_server;
 struct cmx_tenant;
 struct cmx_xfer;
+struct cmx_restore;
 
 /* Commands of a session whose completion the loop looks for at once. */
 #define CMX_FENCE_PEND 32
@@ -37,6 +38,10 @@ struct cmx_session {
 	unsigned nxfers;
 	struct cmx_objtab objs;
 	struct cmx_reclog log; /* what made its objects (host/record.c) */
+	/* Restored from the state directory: being replayed (host/restore.c),
+	 * then waiting for its guest's Hello (restored, conn NULL). */
+	struct cmx_restore *restore;
+	int restored;
 	struct cmx_area *area; /* shared memory (OpenArea), or NULL */
 	struct cmx_shm *shm;   /* its rings at work (shm transport), or NULL */
 	struct cmx_amap *amaps; /* area buffers' native maps (host/exec_mem.c) */

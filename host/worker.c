@@ -53,6 +53,11 @@ static int mine(const struct cmx_tenant *t)
 	return !strcmp(key, wk.key) || !strncmp(wk.key, "l:", 2) || !strncmp(wk.key, "v:", 2);
 }
 
+int cmx_worker_serves(const struct cmx_tenant *t)
+{
+	return wk.ctl < 0 || mine(t);
+}
+
 static void send_usage(uint64_t seq)
 {
 	struct cmx_ctl_hdr end = { .op = CMX_CTL_USAGE, .len = sizeof(end), .seq = seq };

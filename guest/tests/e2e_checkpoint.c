@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "../../host/tests/adminclient.h"
+#include "../../host/tests/rawclient.h"
 #include "codec.h"
 #include "e2e.h"
 #include "proto.gen.h"
@@ -45,14 +46,17 @@ static int daemon_accepts(void)
 	return ok;
 }
 
-/* A clmuxd with --state-dir; its pid (the address in CLMUX_SERVER). */
-static pid_t daemon_start(const char *workers)
+/* A clmuxd with --state-dir (in a new directory, or the last one again);
+ * its pid (the address in CLMUX_SERVER). */
+static pid_t daemon_again(const char *workers, int fresh)
 {
 	const char *bin = getenv("CLMUXD");
 	pid_t pid;
 
 	ck_assert_msg(bin && *bin, "CLMUXD unset");
-	ck_assert_ptr_nonnull(mkdtemp(strcpy(dir, "/tmp/clmux-ckpt-XXXXXX")));
+	if (fresh)
+		ck_assert_ptr_nonnull(mkdtemp(strcpy(dir, "/tmp/clmux-ckpt-XXXXXX")));
+	unlink(sock);
 	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
 	snprintf(admin, sizeof(admin), "%s/admin.sock", dir);
 	snprintf(state, sizeof(state), "%s/state", dir);
@@ -72,6 +76,11 @@ static pid_t daemon_start(const char *workers)
 		usleep(10000);
 	ck_assert_msg(daemon_accepts(), "clmuxd did not listen on %s", sock);
 	return pid;
+}
+
+static pid_t daemon_start(const char *workers)
+{
+	return daemon_again(workers, 1);
 }
 
 static void dir_remove(void)
@@ -126,9 +135,15 @@ static void session_make(struct e2e_plat *v, const uint32_t *a)
 	E2E_OK(v, clFinish(v->queue));
 }
 
+/* What a restore test needs of a state file: the session, its token,
+ * the fixture's queue and buffer b. */
+struct ids {
+	uint64_t session, token, queue, b;
+};
+
 /* The one state file in the state directory, checked and walked: what the
  * session made, and b's bytes against want. */
-static void state_check(const uint32_t *a, const uint32_t *want)
+static void state_check(const uint32_t *a, const uint32_t *want, struct ids *ids, char *file)
 {
 	DIR *d = opendir(state);
 	struct dirent *e;
@@ -155,10 +170,28 @@ static void state_check(const uint32_t *a, const uint32_t *want)
 	ck_assert_int_eq(cmx_state_map(dfd, name, &p, &n), 0);
 	ck_assert_int_eq(cmx_state_open(&r, p, n), 0);
 	ck_assert_str_eq(r.head.tenant, "default");
+	ids->session = r.head.session;
+	ids->token = r.head.token;
+	ids->queue = ids->b = 0;
+	strcpy(file, name);
 	while (cmx_state_next(&r, &rec) == 1) {
 		if (rec.type == CMX_STATE_CALL) {
 			ck_assert_uint_lt(rec.hdr.op, 0x800);
 			creates[rec.hdr.op]++;
+			if (rec.hdr.op == CMX_OP_CreateQueue && !ids->queue) {
+				struct cmx_CreateQueue_in in;
+				ck_assert_int_eq(cmx_codec_decode(&cmx_desc_CreateQueue_in,
+								  rec.args, rec.hdr.size, &in),
+						 0);
+				ids->queue = in.queue.id;
+			}
+			if (rec.hdr.op == CMX_OP_CreateBuffer) {
+				struct cmx_CreateBuffer_in in;
+				ck_assert_int_eq(cmx_codec_decode(&cmx_desc_CreateBuffer_in,
+								  rec.args, rec.hdr.size, &in),
+						 0);
+				ids->b = in.mem.id; /* the last: b */
+			}
 			if (rec.hdr.op == CMX_OP_SetKernelArg) {
 				struct cmx_SetKernelArg_in in;
 				ck_assert_int_eq(cmx_codec_decode(&cmx_desc_SetKernelArg_in,
@@ -209,7 +242,8 @@ START_TEST(admin_checkpoint)
 	static uint32_t a[N], want[N];
 	struct e2e_plat nat, v;
 	pid_t pid = daemon_start("off");
-	char *reply;
+	char *reply, file[256];
+	struct ids ids;
 	int st;
 
 	setup_both(&nat, &v, a, want);
@@ -217,7 +251,7 @@ START_TEST(admin_checkpoint)
 	reply = ask(admin, "checkpoint\n");
 	ck_assert_msg(!strncmp(reply, "ok\n1 sessions written", 21), "checkpoint: %s", reply);
 	free(reply);
-	state_check(a, want);
+	state_check(a, want, &ids, file);
 	kill(pid, SIGTERM);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	dir_remove();
@@ -229,6 +263,8 @@ START_TEST(sigterm_checkpoint)
 	static uint32_t a[N], want[N];
 	struct e2e_plat nat, v;
 	pid_t pid = daemon_start("on");
+	struct ids ids;
+	char file[256];
 	int st;
 
 	setup_both(&nat, &v, a, want);
@@ -236,7 +272,138 @@ START_TEST(sigterm_checkpoint)
 	/* The worker writes it as it drains, before the session ends. */
 	kill(pid, SIGTERM);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	state_check(a, want);
+	state_check(a, want, &ids, file);
+	dir_remove();
+}
+END_TEST
+
+/* Hello resuming session ids on a fresh connection: its status (1: the
+ * daemon ended the connection). */
+static int resume(struct client *c, const struct ids *ids)
+{
+	struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC,
+				  .version = CMX_PROTO_VERSION,
+				  .role = CMX_ROLE_CALL,
+				  .session = ids->session,
+				  .token = ids->token};
+	struct cmx_Hello_out out = {0};
+	int e;
+
+	c->fd = dial_at(sock);
+	c->seq = 0;
+	send_msg(c, &cmx_desc_Hello_in, &in, 1, NULL, 0);
+	e = recv_reply(c, &cmx_desc_Hello_out, &out, NULL);
+	if (!e)
+		ck_assert_uint_eq(out.session, ids->session);
+	return e;
+}
+
+/* Buffer b of the resumed session, read with a blocking ReadBuffer. */
+static void read_b(struct client *c, const struct ids *ids, uint32_t *got)
+{
+	struct cmx_ReadBuffer_in in = {
+	    .queue = {.id = ids->queue}, .mem = {.id = ids->b}, .size = N * 4};
+	struct cmx_hdr h;
+	uint8_t args[64];
+	int64_t status;
+
+	send_msg(c, &cmx_desc_ReadBuffer_in, &in, 1, NULL, 0);
+	ck_assert_int_eq(recv(c->fd, &h, CMX_HDR_SIZE, MSG_WAITALL), CMX_HDR_SIZE);
+	ck_assert_uint_eq(h.op, CMX_OP_REPLY);
+	ck_assert_uint_le(h.size, sizeof(args));
+	ck_assert_int_eq(recv(c->fd, args, h.size, MSG_WAITALL), (ssize_t)h.size);
+	memcpy(&status, args, 8);
+	ck_assert_int_eq(status, CL_SUCCESS);
+	ck_assert_uint_eq(h.bulk, N * 4);
+	ck_assert_int_eq(recv(c->fd, got, N * 4, MSG_WAITALL), N * 4);
+}
+
+/* The same file for another session id: a second tenant session to
+ * restore beside the first. */
+static void file_clone(const char *from, uint64_t session)
+{
+	int dfd = open(state, O_RDONLY | O_DIRECTORY);
+	struct cmx_state_writer *w = malloc(sizeof(*w));
+	struct cmx_state_reader r;
+	struct cmx_state_rec rec;
+	const void *p;
+	size_t n;
+	char name[64];
+
+	ck_assert_int_eq(cmx_state_map(dfd, from, &p, &n), 0);
+	ck_assert_int_eq(cmx_state_open(&r, p, n), 0);
+	snprintf(name, sizeof(name), "clone-%llu.state", (unsigned long long)session);
+	ck_assert_int_eq(
+	    cmx_state_begin(w, dfd, name, session, r.head.token, r.head.next_seq, r.head.tenant),
+	    0);
+	while (cmx_state_next(&r, &rec) == 1) {
+		struct iovec iov = {(void *)rec.data, rec.len};
+		cmx_state_put(w, rec.type, &iov, 1);
+	}
+	ck_assert_int_eq(cmx_state_commit(w), 0);
+	cmx_state_unmap(p, n);
+	free(w);
+	close(dfd);
+}
+
+static int exists(const char *name)
+{
+	char path[400];
+
+	snprintf(path, sizeof(path), "%s/%s", state, name);
+	return access(path, F_OK) == 0;
+}
+
+/* The daemon stops with SIGTERM, a new one restores the session from the
+ * state directory, and a guest that says Hello with its id and token
+ * finds its buffer's bytes where its kernel left them. A second session's
+ * file, damaged, is refused (kept as .bad) while the first is restored. */
+START_TEST(restore_resume)
+{
+	static uint32_t a[N], want[N], got[N];
+	struct e2e_plat nat, v;
+	pid_t pid = daemon_start("on");
+	struct ids ids, bad;
+	struct client c = {0}, cb = {0};
+	char file[256], badfile[300];
+	int st, fd;
+
+	setup_both(&nat, &v, a, want);
+	session_make(&v, a);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	state_check(a, want, &ids, file);
+	/* A second session, its file damaged in its last bytes (b's). */
+	file_clone(file, ids.session + 1000);
+	bad = ids;
+	bad.session = ids.session + 1000;
+	snprintf(badfile, sizeof(badfile), "%s/clone-%llu.state", state,
+		 (unsigned long long)bad.session);
+	fd = open(badfile, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "\xff", 1, lseek(fd, 0, SEEK_END) - 100), 1);
+	close(fd);
+
+	pid = daemon_again("on", 0);
+	/* Restored files are used up; the damaged one is set aside. */
+	for (int i = 0; i < 3000 && exists(file); i++)
+		usleep(10000);
+	ck_assert_msg(!exists(file), "%s was not restored", file);
+	snprintf(badfile, sizeof(badfile), "clone-%llu.state.bad", (unsigned long long)bad.session);
+	ck_assert(exists(badfile));
+
+	ck_assert_int_eq(resume(&c, &ids), 0);
+	read_b(&c, &ids, got);
+	ck_assert_mem_eq(got, want, sizeof(got));
+	/* Nothing of the damaged one, and no session for a wrong token. */
+	ck_assert_int_ne(resume(&cb, &bad), 0);
+	close(cb.fd);
+	ids.token ^= 1;
+	ck_assert_int_ne(resume(&cb, &ids), 0);
+	close(cb.fd);
+	close(c.fd);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	dir_remove();
 }
 END_TEST
@@ -282,6 +449,7 @@ int main(void)
 	tcase_add_test(tc, admin_checkpoint);
 	tcase_add_test(tc, sigterm_checkpoint);
 	tcase_add_test(tc, open_dir_refused);
+	tcase_add_test(tc, restore_resume);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
