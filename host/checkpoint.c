@@ -148,7 +148,7 @@ static void find_queue(struct cmx_obj *o, void *arg)
 
 uint64_t cmx_checkpoint_queue_id(struct cmx_session *s, void *ctx)
 {
-	struct find_queue f = { .ctx = ctx };
+	struct find_queue f = {.ctx = ctx};
 
 	cmx_objtab_each(&s->objs, find_queue, &f);
 	return f.id;
