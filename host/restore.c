@@ -6,6 +6,7 @@
 #include "restore.h"
 
 #include <CL/cl.h>
+#include <liburing.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -40,7 +41,14 @@ struct cmx_restore {
 	int status;	 /* its status */
 };
 
+/* A restored session whose guest has not said Hello by then is closed:
+ * what it holds is charged to its tenant. */
+#define RESUME_WAIT_S 600
+
 static int (*serves)(const struct cmx_tenant *t);
+static struct cmx_server *wait_srv;
+static struct cmx_io wait_io;
+static struct __kernel_timespec wait_ts = {.tv_sec = RESUME_WAIT_S};
 
 static uint64_t now_ns(void)
 {
@@ -270,6 +278,24 @@ struct cmx_session *cmx_restore_find(struct cmx_server *srv, const struct cmx_te
 	return NULL;
 }
 
+static void resume_wait_over(struct cmx_io *io, int res, unsigned flags)
+{
+	struct cmx_session *s = wait_srv->sessions;
+
+	while (s) {
+		struct cmx_session *next = s->next;
+		if (s->restored && !s->restore && !s->closed) {
+			cmx_warn("session %" PRIu64
+				 " (tenant %s): restored, but no guest resumed it "
+				 "in %d s: closed",
+				 s->id, s->tenant->name, RESUME_WAIT_S);
+			/* Unlisted once unreferenced: next was read first. */
+			cmx_session_close(s);
+		}
+		s = next;
+	}
+}
+
 void cmx_restore_all(struct cmx_server *srv, int (*serves_fn)(const struct cmx_tenant *t))
 {
 	int dfd = cmx_checkpoint_dirfd(), fd;
@@ -294,4 +320,11 @@ void cmx_restore_all(struct cmx_server *srv, int (*serves_fn)(const struct cmx_t
 			restore_file(srv, dfd, e->d_name);
 	}
 	closedir(d);
+	for (struct cmx_session *s = srv->sessions; s; s = s->next)
+		if (s->restored) {
+			wait_srv = srv;
+			wait_io.cb = resume_wait_over;
+			io_uring_prep_timeout(cmx_loop_sqe(srv->loop, &wait_io), &wait_ts, 0, 0);
+			break;
+		}
 }
