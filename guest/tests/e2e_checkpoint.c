@@ -4,7 +4,8 @@
 // SIGTERM (with them). The state file is read back with the daemon's own
 // reader: the requests that made each live object in order, a kernel
 // argument's last value only, a program the application released kept
-// for the kernel made from it, a released buffer left out, and the
+// for the kernels made from it, a released buffer left out, one that a
+// live kernel's argument names kept and released again, and the
 // buffers' bytes equal to the native run's. A state directory that others
 // can read is refused at start. Over unix, and shm from e2e-shm.sh.
 #define _GNU_SOURCE
@@ -115,7 +116,8 @@ static void scramble_run(struct e2e_plat *p, const uint32_t *a, uint32_t k, uint
 
 /* The virtual platform's session: buffers a and b, a kernel from a
  * program the application has released, its last argument set twice
- * and run, and a buffer made and released. */
+ * and run, a buffer made and released, and a second kernel whose
+ * argument names a buffer released since. */
 static void session_make(struct e2e_plat *v, const uint32_t *a)
 {
 	cl_program prog = e2e_program_build(v, src, NULL);
@@ -126,8 +128,14 @@ static void session_make(struct e2e_plat *v, const uint32_t *a)
 	uint32_t k0 = 1, k = 7;
 	size_t g = N;
 
+	cl_kernel k2 = e2e_kernel_create(v, prog, "scramble");
+	cl_mem named = e2e_buffer_create(v, CL_MEM_READ_WRITE, 4096, NULL);
+
 	E2E_OK(v, clReleaseProgram(prog));
 	E2E_OK(v, clReleaseMemObject(gone));
+	/* A released buffer that a live kernel's argument still names. */
+	E2E_OK(v, clSetKernelArg(k2, 0, sizeof(named), &named));
+	E2E_OK(v, clReleaseMemObject(named));
 	E2E_OK(v, clSetKernelArg(kern, 0, sizeof(ma), &ma));
 	E2E_OK(v, clSetKernelArg(kern, 1, sizeof(mb), &mb));
 	E2E_OK(v, clSetKernelArg(kern, 2, sizeof(k0), &k0));
@@ -148,6 +156,7 @@ struct ids {
  * session made, and b's bytes against want. */
 static void state_check(const uint32_t *a, const uint32_t *want, struct ids *ids, char *file)
 {
+	uint64_t a_id = 0;
 	DIR *d = opendir(state);
 	struct dirent *e;
 	char name[256] = "";
@@ -193,8 +202,14 @@ static void state_check(const uint32_t *a, const uint32_t *want, struct ids *ids
 				ck_assert_int_eq(cmx_codec_decode(&cmx_desc_CreateBuffer_in,
 								  rec.args, rec.hdr.size, &in),
 						 0);
-				ids->b = in.mem.id; /* the last: b */
+				/* a, then b */
+				if (creates[CMX_OP_CreateBuffer] == 1)
+					a_id = in.mem.id;
+				else if (creates[CMX_OP_CreateBuffer] == 2)
+					ids->b = in.mem.id;
 			}
+			if (rec.hdr.op == CMX_OP_ReleaseMem)
+				ck_assert_uint_eq(args, 4);
 			if (rec.hdr.op == CMX_OP_SetKernelArg) {
 				struct cmx_SetKernelArg_in in;
 				ck_assert_int_eq(cmx_codec_decode(&cmx_desc_SetKernelArg_in,
@@ -213,8 +228,8 @@ static void state_check(const uint32_t *a, const uint32_t *want, struct ids *ids
 			ck_assert_uint_eq(rec.type, CMX_STATE_CONTENTS);
 			ck_assert_uint_eq(rec.offset, 0);
 			ck_assert_uint_eq(rec.len, 16 + N * 4);
-			/* a, then b, in the order they were made. */
-			ck_assert_mem_eq(rec.data + 16, contents ? want : a, N * 4);
+			ck_assert(rec.id == a_id || rec.id == ids->b);
+			ck_assert_mem_eq(rec.data + 16, rec.id == a_id ? a : want, N * 4);
 			contents++;
 		}
 	}
@@ -222,11 +237,13 @@ static void state_check(const uint32_t *a, const uint32_t *want, struct ids *ids
 	ck_assert_uint_eq(creates[CMX_OP_CreateQueue], 2); /* the fixture's two */
 	ck_assert_uint_eq(creates[CMX_OP_CreateProgramWithSource], 1);
 	ck_assert_uint_eq(creates[CMX_OP_BuildProgram], 1);
-	ck_assert_uint_eq(creates[CMX_OP_CreateKernel], 1);
-	ck_assert_uint_eq(creates[CMX_OP_CreateBuffer], 2); /* not the one released */
-	ck_assert_uint_eq(creates[CMX_OP_ReleaseMem], 0);
+	ck_assert_uint_eq(creates[CMX_OP_CreateKernel], 2);
+	/* a, b and the released one k2 names (released again once k2's
+	 * argument is set), not the other released one. */
+	ck_assert_uint_eq(creates[CMX_OP_CreateBuffer], 3);
+	ck_assert_uint_eq(creates[CMX_OP_ReleaseMem], 1);
 	ck_assert_uint_eq(creates[CMX_OP_ReleaseProgram], 0);
-	ck_assert_uint_eq(args, 3);
+	ck_assert_uint_eq(args, 4);
 	ck_assert_uint_eq(contents, 2);
 	cmx_state_unmap(p, n);
 	close(dfd);
