@@ -5,6 +5,7 @@
 #include "entry.h"
 #include "icd.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -186,15 +187,41 @@ static cl_int events_landed(cl_uint n, const cl_event *list)
 	return CL_SUCCESS;
 }
 
-/* Whether the daemon has said, in the shared area, that every command of
- * list completed (their fences, host/fence.c): then there is nothing to
- * ask it. */
+/* Whether the daemon says, in the shared area, that every command of list
+ * completed (their fences, host/fence.c): then there is nothing to ask it.
+ * It keeps looking for 50 us after it last had work of this session; so
+ * does the waiter, yielding the core, before it asks. */
+#define FENCE_SPIN_NS 50000
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static int fences_came(cl_uint n, const cl_event *list)
 {
-	for (cl_uint i = 0; i < n; i++)
-		if (!cmx_session_fenced(cmx_icd.s, list[i]->id))
+	uint64_t until = 0;
+	cl_uint done = 0;
+
+	for (;;) {
+		while (done < n && cmx_session_fenced(cmx_icd.s, list[done]->id))
+			done++;
+		if (done == n)
+			return 1;
+		/* No fence to come: no shared area, or a command the daemon
+		 * does not look at (a user event). */
+		if (!list[done]->queue || cmx_session_broken(cmx_icd.s) ||
+		    !cmx_session_has_fences(cmx_icd.s))
 			return 0;
-	return 1;
+		if (!until)
+			until = mono_ns() + FENCE_SPIN_NS;
+		else if (mono_ns() >= until)
+			return 0;
+		sched_yield();
+	}
 }
 
 cl_int cmx_clWaitForEvents(cl_uint n, const cl_event *list)

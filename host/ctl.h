@@ -103,6 +103,17 @@ struct cmx_ctl_turned {
 	uint32_t pad;
 };
 
+/* READY's flags: what the front end's arbiter needs to know of the driver. */
+enum {
+	CMX_READY_SLICES = 1, /* struct cmx_server's slices_contexts */
+};
+
+struct cmx_ctl_ready {
+	struct cmx_ctl_hdr h;
+	uint32_t flags;
+	uint32_t pad;
+};
+
 struct cmx_ctl_poisoned {
 	struct cmx_ctl_hdr h;
 	char why[128];

@@ -115,6 +115,7 @@ int cmx_device_open(struct cmx_server *srv, const char *spec)
 	srv->flush_runs = strstr(all[pick].pname, "Oclgrind") != NULL;
 	srv->submits_at_enqueue = strstr(all[pick].pname, "NVIDIA") != NULL;
 	srv->printf_trails = srv->submits_at_enqueue;
+	srv->slices_contexts = srv->submits_at_enqueue;
 	srv->short_blocking = !(all[pick].type & CL_DEVICE_TYPE_CPU) && !srv->flush_runs;
 	if (getenv("CLMUX_SHORT_BLOCKING"))
 		srv->short_blocking = atoi(getenv("CLMUX_SHORT_BLOCKING")) > 0 && !srv->flush_runs;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Completion fences (host/fence.h). A session keeps the guest ids of its
 // newest kernel launches; at the end of each loop turn that saw one go to
-// the driver, and before each reply, the loop asks the oldest for their
-// status and stores the fences of those that completed. A guest's wait
+// the driver, before each reply, and while the loop lingers before it
+// sleeps (for FENCE_LINGER_NS), the loop asks the oldest for their status
+// and stores the fences of those that completed. A guest's wait
 // for a command that finished a while ago then needs no round trip, and a
 // client that keeps a few commands in flight refills the device without
 // one. Nothing waits for a fence: a command not yet stored is answered by
@@ -22,12 +23,16 @@ static struct {
 	int posted;		    /* turn_end() is posted */
 } fs;
 
-static void turn_end(void *arg)
+/* How long the loop keeps looking for the completion of commands it
+ * tracks, once it has nothing else to do; a guest waiting for one looks
+ * for its fence as long (guest/event.c) before it asks. */
+#define FENCE_LINGER_NS 50000
+
+/* Looks at every listed session; whether any has commands still running. */
+static int poll_all(void)
 {
 	struct cmx_session **pp = &fs.listed;
 
-	(void)arg;
-	fs.posted = 0;
 	while (*pp) {
 		struct cmx_session *s = *pp;
 		cmx_fence_poll(s);
@@ -38,6 +43,15 @@ static void turn_end(void *arg)
 		*pp = s->fence_next;
 		s->fence_listed = 0;
 	}
+	return fs.listed != NULL;
+}
+
+static void turn_end(void *arg)
+{
+	(void)arg;
+	fs.posted = 0;
+	if (poll_all())
+		cmx_loop_linger_with(cmx_srv->loop, FENCE_LINGER_NS, poll_all);
 }
 
 void cmx_fence_track(struct cmx_session *s, uint64_t id)

@@ -129,6 +129,9 @@ static struct {
 	struct cmx_io share_io;
 	struct __kernel_timespec share_ts;
 	int share_armed;
+	/* A worker said its driver time-slices contexts (CMX_READY_SLICES):
+	 * busy workers take turns even at equal weights. */
+	int slices;
 } fe;
 
 static void link_recv(struct link *k);
@@ -320,10 +323,10 @@ static void share_next(void)
 	}
 	fe.turn = NULL;
 	/* Equal weights are what the driver gives processes side by side
-	 * (NVIDIA time-slices contexts evenly, the kernel's scheduler PoCL's
-	 * threads), and side by side the device stays full: turns would only
-	 * cost throughput. */
-	if (n < 2 || wmin == wmax || fe.draining)
+	 * (the kernel's scheduler shares PoCL's threads evenly), and side by
+	 * side the device stays full: turns would only cost throughput. Not
+	 * where the driver time-slices contexts (fe.slices). */
+	if (n < 2 || (wmin == wmax && !fe.slices) || fe.draining)
 		best = NULL;
 	for (struct worker *w = fe.workers; w; w = w->next) {
 		unsigned mode = best ? CMX_SHARE_HOLD : CMX_SHARE_FREE;
@@ -402,7 +405,7 @@ static void share_busy(struct worker *w)
 			wmax = wt > wmax ? wt : wmax;
 		}
 	/* Turns only between workers of different weights (share_next()). */
-	if (n < 2 || wmin == wmax)
+	if (n < 2 || (wmin == wmax && !fe.slices))
 		return;
 	for (struct worker *o = fe.workers; o; o = o->next)
 		if (o->link && !o->stuck && now - o->beat_ns < SHARE_TTL_NS) {
@@ -471,6 +474,9 @@ static void on_packet(struct link *k, size_t n)
 	switch (h->op) {
 	case CMX_CTL_READY:
 		k->ready = 1;
+		if (n == sizeof(struct cmx_ctl_ready) &&
+		    (((const struct cmx_ctl_ready *)k->buf)->flags & CMX_READY_SLICES))
+			fe.slices = 1;
 		break;
 	case CMX_CTL_USAGE: {
 		const struct cmx_ctl_usage *u = (const void *)k->buf;

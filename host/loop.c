@@ -39,6 +39,8 @@ struct cmx_loop {
 	struct post *local, **local_tail;
 	pthread_t thread;
 	uint64_t linger_until; /* CLOCK_MONOTONIC ns; 0: none */
+	/* What a linger does between its looks (cmx_loop_linger_with()). */
+	int (*linger_fn)(void);
 	uint64_t turn_ns;      /* when the current turn's completions came */
 	/* Lingers asked for (sync replies on sockets), those that ran out
 	 * with nothing to do, and the times the loop slept in the kernel. */
@@ -296,6 +298,12 @@ void cmx_loop_linger(struct cmx_loop *l, uint64_t ns)
 		l->linger_until = until;
 }
 
+void cmx_loop_linger_with(struct cmx_loop *l, uint64_t ns, int (*fn)(void))
+{
+	l->linger_fn = fn;
+	cmx_loop_linger(l, ns);
+}
+
 /* Before sleeping: submits, then looks for completions until the linger
  * time ends. Each sched_yield() enters the kernel, where the ring's pending
  * work (a socket's received bytes) becomes completions. */
@@ -307,6 +315,8 @@ static void linger(struct cmx_loop *l)
 	now = now_ns();
 	while (!io_uring_cq_ready(&l->ring) && !l->local && !atomic_load(&l->wake_pending) &&
 	       now < l->linger_until) {
+		if (l->linger_fn && !l->linger_fn())
+			l->linger_fn = NULL;
 		sched_yield();
 		now = now_ns();
 	}

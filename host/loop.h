@@ -36,6 +36,9 @@ int cmx_loop_io_ready(struct cmx_loop *l);
  * reply's guest usually calls again within microseconds, and waking the
  * loop costs more than that). Loop thread. */
 void cmx_loop_linger(struct cmx_loop *l, uint64_t ns);
+/* The same, calling fn between its looks until fn returns 0 (the
+ * completion fences of host/fence.c). Loop thread. */
+void cmx_loop_linger_with(struct cmx_loop *l, uint64_t ns, int (*fn)(void));
 
 /* When the loop last woke with completions (CLOCK_MONOTONIC ns): the
  * arrival of the calls it is handling now, for the watch's breakdown

@@ -168,6 +168,10 @@ struct cmx_sched {
 	unsigned share;
 	int turned; /* the turn is over and TURNED was sent */
 	uint64_t share_since, share_seq, share_end;
+	/* What the device did for this worker in its turn: commands finished
+	 * and their device time (the debug log's line at TURNED). */
+	uint64_t turn_done, turn_dev_ns;
+	int turn_late; /* its end came with commands on the device */
 	uint64_t beat;	    /* the last BUSY */
 	uint64_t last_work; /* the last command scheduled */
 	struct cmx_gate *ph_map[PH_BUCKETS];
@@ -641,6 +645,12 @@ static void lane_add(struct cmx_sched *sc, struct cmx_gate *g)
 	if (!l->in_order || g->exposed) {
 		if (!g->has_cb)
 			watch(g);
+		/* Its callback alone can come late: NVIDIA's for the last
+		 * command of a worker's turn on the device came 20.1 ms after
+		 * it was released (a 1.6 ms kernel), every turn, and the turn
+		 * ran that much over. */
+		if (l->in_order && !l->waiter && contended(sc))
+			lane_poll(l, g);
 		return;
 	}
 	l->dirty = 1;
@@ -1110,6 +1120,8 @@ static void account(struct cmx_sched *sc, struct cmx_gate *g, uint64_t ns, uint6
 	sc->running -= g->n;
 	t->running -= g->n;
 	sc->running_est -= g->est;
+	sc->turn_done += g->n;
+	sc->turn_dev_ns += ns;
 	/* The running average per command, as if they had come one by one
 	 * (after 16 the older value weighs 0.12: enough). */
 	for (unsigned i = 0; i < g->n && i < 16; i++)
@@ -1465,11 +1477,28 @@ void cmx_sched_end(struct cmx_sched_cmd *cmd, cl_int err, cl_event ev)
  */
 static void share_check(struct cmx_sched *sc)
 {
-	uint64_t now = cmx_now_ns(), idle_at = sc->last_work + SHARE_IDLE_NS;
+	/* Idle since its last launch or, if that came before, its turn's
+	 * start: launches held before the turn say nothing of the time since
+	 * (a tenant waiting for their completions lost its turns at once). */
+	uint64_t now = cmx_now_ns(),
+		 idle_at = (sc->last_work > sc->share_since ? sc->last_work : sc->share_since) +
+			   SHARE_IDLE_NS;
 
 	if (sc->share == CMX_SHARE_TURN && !sc->turned) {
+		if (sc->running && now >= sc->share_end && !sc->turn_late) {
+			sc->turn_late = 1;
+			cmx_dbg("sched: turn %" PRIu64 " ended with %u commands on the device, "
+				"estimated at %" PRIu64 " us",
+				sc->share_seq, sc->running, sc->running_est / 1000);
+		}
 		if (!sc->running && (now >= sc->share_end || (!sc->held && now >= idle_at))) {
 			sc->turned = 1;
+			cmx_dbg("sched: turn %" PRIu64 " over after %" PRIu64 " us (%" PRIu64
+				" us past its end): %" PRIu64 " commands, %" PRIu64
+				" us of device time",
+				sc->share_seq, (now - sc->share_since) / 1000,
+				now > sc->share_end ? (now - sc->share_end) / 1000 : 0, sc->turn_done,
+				sc->turn_dev_ns / 1000);
 			sc->share_since = now;
 			cmx_worker_turned(sc->share_seq, sc->held || now < idle_at);
 		} else if (!sc->running) {
@@ -1502,6 +1531,8 @@ void cmx_sched_share(struct cmx_server *srv, unsigned mode, uint64_t turn_ns, ui
 	sc->turned = 0;
 	sc->share_seq = seq;
 	sc->share_end = sc->share_since + turn_ns;
+	sc->turn_done = sc->turn_dev_ns = 0;
+	sc->turn_late = 0;
 	/* The next command out of a turn says BUSY at once. */
 	sc->beat = 0;
 	kick(sc);

@@ -58,6 +58,12 @@ struct cmx_server {
 	 * completion hands the wait to an executor, and clWaitForEvents
 	 * flushes. */
 	int submits_at_enqueue;
+	/* The driver time-slices the contexts of processes and gives the
+	 * device to another the moment a context's queue runs dry (NVIDIA):
+	 * workers side by side then lose the device between a completion and
+	 * the next launch, which through clmux takes a round trip, so busy
+	 * workers take turns even at equal weights (host/front.c). */
+	int slices_contexts;
 	/* The driver's blocking transfers are short (a GPU: NVIDIA's blocking
 	 * 64 B write spins ~7 us): a small blocking transfer on an idle
 	 * in-order queue runs blocking on the loop instead of being enqueued

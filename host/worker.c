@@ -195,7 +195,8 @@ static void *reader_main(void *arg)
 
 int cmx_worker_start(struct cmx_server *srv, int ctl, const char *key)
 {
-	struct cmx_ctl_hdr ready = { .op = CMX_CTL_READY, .len = sizeof(ready) };
+	struct cmx_ctl_ready ready = { .h = { .op = CMX_CTL_READY, .len = sizeof(ready) },
+				       .flags = srv->slices_contexts ? CMX_READY_SLICES : 0 };
 	int e;
 
 	wk.srv = srv;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *log_prog = "clmux";
 static int log_level = -1;
@@ -40,6 +41,15 @@ void cmx_log(enum cmx_log_level level, const char *fmt, ...)
 	if (!cmx_log_enabled(level))
 		return;
 	n = snprintf(line, sizeof(line), "%s: %s: ", log_prog, level_names[level]);
+	/* At the debug level every line says when (CLOCK_MONOTONIC, ms),
+	 * so that lines of several processes can be put in order. */
+	if (log_level == CMX_LOG_DEBUG) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "%lld.%06ld ms: ",
+			      (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+			      ts.tv_nsec % 1000000);
+	}
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
