@@ -34,7 +34,7 @@
 static const char *clmuxd;
 static char dir[64], sock[96], admin[96], state[96], logf[96];
 
-static void die(const char *what)
+__attribute__((noreturn)) static void die(const char *what)
 {
 	fprintf(stderr, "ckpt-bench: %s\n", what);
 	exit(1);
@@ -135,7 +135,7 @@ static void one(unsigned long long mib)
 	cl_platform_id plats[16];
 	cl_uint np = 0;
 	cl_platform_id plat = NULL;
-	cl_device_id dev;
+	cl_device_id dev = NULL;
 	cl_context ctx;
 	cl_command_queue q;
 	cl_int e;
