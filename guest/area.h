@@ -2,6 +2,7 @@
 // The guest's side of the session's shared data area: a ring allocator of
 // payload blocks, and a heap of buffers' storage, that the host hands back
 // through each block's done word.
+// Layer: transport, below session.c (guest/icd.h has the layers).
 #ifndef CMX_GUEST_AREA_H
 #define CMX_GUEST_AREA_H
 

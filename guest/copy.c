@@ -19,6 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "env.h"
+
 #define CMX_COPY_SPLIT (1u << 20)
 #define PIECE_MIN      (256u << 10)
 #define MAX_HELPERS    7
@@ -95,9 +97,10 @@ static void after_fork(void)
 
 static void start(void)
 {
-	const char *env = getenv("CLMUX_COPY_THREADS");
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	long want = env ? strtol(env, NULL, 10) : ncpu >= 8 ? 3 : 0;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN), want = (long)cmx_env()->copy_threads;
+
+	if (want == CMX_ENV_AUTO)
+		want = ncpu >= 8 ? 3 : 0;
 	pthread_attr_t a;
 
 	if (want > MAX_HELPERS)
@@ -166,4 +169,18 @@ void cmx_copy(void *dst, const void *src, size_t n)
 	while (call.left)
 		pthread_cond_wait(&cp.done, &cp.lock);
 	pthread_mutex_unlock(&cp.lock);
+}
+
+/* Copies the host region between the application's pitched memory and a
+ * packed buffer, in the direction `pack` says. */
+void cmx_pitched_copy(char *pitched, char *packed, size_t w, size_t rows, size_t slices,
+		      size_t row_pitch, size_t slice_pitch, int pack)
+{
+	for (size_t z = 0; z < slices; z++)
+		for (size_t y = 0; y < rows; y++) {
+			char *h = pitched + z * slice_pitch + y * row_pitch;
+			char *p = packed + (z * rows + y) * w;
+
+			memcpy(pack ? p : h, pack ? h : p, w);
+		}
 }

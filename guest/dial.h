@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // How the guest reaches clmuxd: the server address and token from the
 // environment or /etc/clmux/client.conf, and connecting one channel.
+// Layer: transport, below lane.c and session.c (guest/icd.h has the layers).
 #ifndef CMX_GUEST_DIAL_H
 #define CMX_GUEST_DIAL_H
 

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 // Every OpenCL entry point the ICD implements, as one list: declarations
-// with the exact OpenCL signatures, and the dispatch table (guest/icd.c).
+// with the exact OpenCL signatures, and the dispatch table (guest/dispatch.c).
+// Defined across the layers, named by the top one (dispatch.c; guest/icd.h).
 #ifndef CMX_GUEST_ENTRY_H
 #define CMX_GUEST_ENTRY_H
 
 #include <CL/cl.h>
 
 #define CMX_ENTRIES(X)                                                                        \
-	/* guest/icd.c */                                                                       \
+	/* guest/icd.c and context.c */                                                        \
 	X(clGetPlatformIDs) X(clGetPlatformInfo) X(clGetDeviceIDs) X(clGetDeviceInfo)          \
 	X(clCreateSubDevices) X(clRetainDevice) X(clReleaseDevice) X(clGetDeviceAndHostTimer)  \
 	X(clGetHostTimer) X(clCreateContext) X(clCreateContextFromType) X(clRetainContext)     \
@@ -17,7 +18,7 @@
 	X(clCreateCommandQueue) X(clCreateCommandQueueWithProperties) X(clRetainCommandQueue) \
 	X(clReleaseCommandQueue) X(clGetCommandQueueInfo) X(clSetCommandQueueProperty)        \
 	X(clSetDefaultDeviceCommandQueue) X(clFlush) X(clFinish)                               \
-	/* guest/mem.c */                                                                       \
+	/* guest/mem.c, transfer.c, rect.c, map.c and image.c */                                \
 	X(clCreateBuffer) X(clCreateBufferWithProperties) X(clCreateSubBuffer)                 \
 	X(clRetainMemObject) X(clReleaseMemObject) X(clGetMemObjectInfo)                       \
 	X(clSetMemObjectDestructorCallback) X(clEnqueueReadBuffer) X(clEnqueueWriteBuffer)     \

@@ -144,35 +144,12 @@ cl_int cmx_clSetUserEventStatus(cl_event e, cl_int status)
 	return CL_SUCCESS;
 }
 
-/* Sleeps until the notification thread lands some data. A broken session
- * lands nothing more: the waits below re-check it every 100 ms. */
-static void wait_landing(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += 100 * 1000 * 1000;
-	if (ts.tv_nsec >= 1000000000) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000;
-	}
-	pthread_cond_timedwait(&cmx_icd.wait_cond, &cmx_icd.wait_lock, &ts);
-}
-
 void cmx_events_wait_data(cl_uint n, const cl_event *list)
 {
 	pthread_mutex_lock(&cmx_icd.wait_lock);
 	for (cl_uint i = 0; i < n; i++)
 		while (atomic_load(&list[i]->data_pending) && !cmx_icd_lost(list[i]->id))
-			wait_landing();
-	pthread_mutex_unlock(&cmx_icd.wait_lock);
-}
-
-void cmx_queue_wait_data(cl_command_queue q)
-{
-	pthread_mutex_lock(&cmx_icd.wait_lock);
-	while (atomic_load(&q->pending) && !cmx_icd_lost(q->id))
-		wait_landing();
+			cmx_icd_wait_landing();
 	pthread_mutex_unlock(&cmx_icd.wait_lock);
 }
 

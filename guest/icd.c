@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The ICD's front door: loader entry points, the dispatch table, the
-// platform, its devices (cached info) and contexts.
+// The platform: the loader's entry point, the devices (cached info) and
+// sub-devices, the session (a new one when it ended) and new contexts.
 #include "config.h"
 #include "icd.h"
 
@@ -13,89 +13,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "buf.h"
 #include "dial.h"
+#include "env.h"
 #include "log.h"
 
 #define CMX_EXPORT __attribute__((visibility("default")))
 #define PLATFORM_VERSION "OpenCL 3.0 clmux " PACKAGE_VERSION
 
-struct cmx_icd cmx_icd = {
-	.next_id = CMX_FIRST_GUEST_ID,
-	.floor = CMX_FIRST_GUEST_ID,
-	.wait_lock = PTHREAD_MUTEX_INITIALIZER,
-	.wait_cond = PTHREAD_COND_INITIALIZER,
-};
-
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_err;
-
-cl_int cmx_info_copy(size_t size, void *value, size_t *size_ret, const void *src, size_t n)
-{
-	if (value) {
-		if (size < n)
-			return CL_INVALID_VALUE;
-		if (n)
-			memcpy(value, src, n);
-	}
-	if (size_ret)
-		*size_ret = n;
-	return CL_SUCCESS;
-}
-
-cl_int cmx_info_str(size_t size, void *value, size_t *size_ret, const char *s)
-{
-	return cmx_info_copy(size, value, size_ret, s, strlen(s) + 1);
-}
-
-void *cmx_object_new(size_t size, uint32_t magic)
-{
-	struct _cl_platform_id *o = calloc(1, size);
-
-	if (!o)
-		return NULL;
-	o->dispatch = &cmx_dispatch;
-	o->magic = magic;
-	atomic_init(&o->refs, 1);
-	o->id = cmx_new_id();
-	return o;
-}
-
-cl_int cmx_wait_ids(cl_uint n, const cl_event *list, cl_context ctx, uint64_t *ids)
-{
-	if ((n && !list) || (!n && list))
-		return CL_INVALID_EVENT_WAIT_LIST;
-	for (cl_uint i = 0; i < n; i++) {
-		if (!CMX_IS(list[i], CMX_MAGIC_EVENT))
-			return CL_INVALID_EVENT_WAIT_LIST;
-		if (ctx && list[i]->ctx != ctx)
-			return CL_INVALID_CONTEXT;
-		ids[i] = list[i]->id;
-	}
-	return CL_SUCCESS;
-}
-
-cl_int cmx_waitlist_init(struct cmx_waitlist *w, cl_uint n, const cl_event *list, cl_context ctx)
-{
-	cl_int e;
-
-	w->n = n;
-	w->ids = n <= 32 ? w->small : malloc(n * sizeof(uint64_t));
-	if (!w->ids)
-		return CL_OUT_OF_HOST_MEMORY;
-	e = cmx_wait_ids(n, list, ctx, w->ids);
-	if (e)
-		cmx_waitlist_fini(w);
-	return e;
-}
-
-void cmx_waitlist_fini(struct cmx_waitlist *w)
-{
-	if (w->ids != w->small)
-		free(w->ids);
-	w->ids = w->small;
-	w->n = 0;
-}
 
 /* ---- devices --------------------------------------------------------- */
 
@@ -322,8 +248,6 @@ static int device_load(struct cmx_session *s, cl_device_id d, uint64_t id, cl_de
 	struct cmx_GetDeviceInfoAll_in in = { .device = { .id = id } };
 	struct cmx_GetDeviceInfoAll_out out;
 	struct cmx_reply r;
-	struct cmx_reader rd;
-	size_t cap = 0;
 	int e = cmx_rpc_GetDeviceInfoAll(s, &in, &out, &r);
 
 	if (e || r.status) {
@@ -335,24 +259,20 @@ static int device_load(struct cmx_session *s, cl_device_id d, uint64_t id, cl_de
 	d->id = id;
 	d->parent = parent;
 	atomic_init(&d->refs, 1);
-	/* The reply's buffer becomes the device's cache. */
+	/* The reply's buffer becomes the device's cache: the values point
+	 * into it; the records' array goes with the reply. */
 	d->info_blob = r.buf;
-	cmx_reader_init(&rd, out.info.ptr, out.info.len);
-	while (rd.left && !rd.bad) {
-		uint64_t param = cmx_reader_u64(&rd), len;
-		const void *v = cmx_reader_bytes(&rd, CMX_MAX_DEVINFO, &len);
-		if (rd.bad)
-			break;
-		if (d->ninfo == cap) {
-			struct cmx_devinfo *n = realloc(d->info, (cap = cap ? cap * 2 : 128) * sizeof(*n));
-			if (!n)
-				return -ENOMEM;
-			d->info = n;
-		}
-		d->info[d->ninfo++] = (struct cmx_devinfo){ (uint32_t)param, (uint32_t)len, v };
+	r.buf = NULL;
+	d->info = out.info.n ? calloc(out.info.n, sizeof(*d->info)) : NULL;
+	if (out.info.n && !d->info) {
+		cmx_reply_fini(&r);
+		return -ENOMEM;
 	}
-	if (rd.bad)
-		return -EBADMSG;
+	for (uint64_t k = 0; k < out.info.n; k++)
+		d->info[d->ninfo++] = (struct cmx_devinfo){(uint32_t)out.info.v[k].param,
+							   (uint32_t)out.info.v[k].value.len,
+							   out.info.v[k].value.ptr};
+	cmx_reply_fini(&r);
 	qsort(d->info, d->ninfo, sizeof(*d->info), info_cmp);
 	device_overrides(d);
 	info_scalar(d, CL_DEVICE_TYPE, &d->type, sizeof(d->type));
@@ -418,7 +338,7 @@ static void icd_init(void)
 	cmx_log_init("clmux", CMX_LOG_WARN);
 	cmx_icd.platform.dispatch = &cmx_dispatch;
 	cmx_icd.platform.magic = CMX_MAGIC_PLATFORM;
-	if (getenv("CLMUX_DISABLE")) {
+	if (cmx_env()->disable) {
 		init_err = -ENODEV;
 		return;
 	}
@@ -710,24 +630,6 @@ cl_int cmx_clGetDeviceInfo(cl_device_id d, cl_device_info param, size_t size, vo
 	return cmx_info_copy(size, value, size_ret, i->value, i->size);
 }
 
-/* A sub-device's memory; its daemon id is released by the caller. */
-static void subdevice_free(cl_device_id d)
-{
-	d->magic = 0;
-	for (size_t k = 0; k < sizeof(d->owned) / sizeof(*d->owned); k++)
-		free(d->owned[k]);
-	free(d->info);
-	free(d->info_blob);
-	free(d);
-}
-
-static void subdevice_release_id(uint64_t id)
-{
-	struct cmx_ReleaseDevice_in in = { .device.id = id };
-
-	(void)CMX_SEND(ReleaseDevice, &in);
-}
-
 /* The partition list's entries, its terminating 0 included (BY_COUNTS
  * holds its own 0 first: CL_DEVICE_PARTITION_BY_COUNTS_LIST_END); 0 when
  * it is longer than the wire takes. */
@@ -789,12 +691,12 @@ cl_int cmx_clCreateSubDevices(cl_device_id d, const cl_device_partition_property
 		if (le) {
 			/* The daemon made them all; none reaches the application. */
 			if (sd)
-				subdevice_free(sd);
+				cmx_subdevice_free(sd);
 			for (cl_uint k = 0; k < count; k++) {
 				if (k < i)
 					cmx_clReleaseDevice(out[k]);
 				else
-					subdevice_release_id(in.devices.id + k);
+					cmx_subdevice_release_id(in.devices.id + k);
 			}
 			return le == -ENOMEM ? CL_OUT_OF_HOST_MEMORY : CL_OUT_OF_RESOURCES;
 		}
@@ -805,29 +707,6 @@ cl_int cmx_clCreateSubDevices(cl_device_id d, const cl_device_partition_property
 	if (num)
 		*num = count;
 	return CL_SUCCESS;
-}
-
-cl_int cmx_clRetainDevice(cl_device_id d)
-{
-	if (!device_valid(d))
-		return CL_INVALID_DEVICE;
-	if (d->parent)
-		atomic_fetch_add(&d->refs, 1);
-	return CL_SUCCESS;
-}
-
-cl_int cmx_clReleaseDevice(cl_device_id d)
-{
-	cl_device_id parent;
-
-	if (!device_valid(d))
-		return CL_INVALID_DEVICE;
-	if (!d->parent || atomic_fetch_sub(&d->refs, 1) != 1)
-		return CL_SUCCESS;
-	parent = d->parent;
-	subdevice_release_id(d->id);
-	subdevice_free(d);
-	return cmx_clReleaseDevice(parent);
 }
 
 cl_int cmx_clGetDeviceAndHostTimer(cl_device_id d, cl_ulong *dev, cl_ulong *host)
@@ -841,41 +720,6 @@ cl_int cmx_clGetHostTimer(cl_device_id d, cl_ulong *host)
 }
 
 /* ---- contexts -------------------------------------------------------- */
-
-cl_int cmx_clRetainContext(cl_context c)
-{
-	if (!CMX_IS(c, CMX_MAGIC_CONTEXT))
-		return CL_INVALID_CONTEXT;
-	atomic_fetch_add(&c->refs, 1);
-	return CL_SUCCESS;
-}
-
-cl_int cmx_clReleaseContext(cl_context c)
-{
-	struct cmx_ReleaseContext_in in;
-
-	if (!CMX_IS(c, CMX_MAGIC_CONTEXT))
-		return CL_INVALID_CONTEXT;
-	if (atomic_fetch_sub(&c->refs, 1) != 1)
-		return CL_SUCCESS;
-	in.context.id = c->id;
-	CMX_SEND(ReleaseContext, &in);
-	/* Destructor callbacks run last-registered first (spec 5.2). */
-	for (struct cmx_destructor *d = c->destructors, *next; d; d = next) {
-		next = d->next;
-		d->fn(c, d->user_data);
-		free(d);
-	}
-	c->magic = 0;
-	cmx_image_formats_free(c);
-	pthread_mutex_destroy(&c->lock);
-	for (cl_uint i = 0; i < c->ndevices; i++)
-		cmx_clReleaseDevice(c->devices[i]);
-	free(c->devices);
-	free(c->props);
-	free(c);
-	return CL_SUCCESS;
-}
 
 static cl_context context_create(const cl_context_properties *props, cl_uint ndev,
 				 const cl_device_id *devs,
@@ -1016,106 +860,3 @@ cl_context cmx_clCreateContextFromType(const cl_context_properties *props,
 	}
 	return context_create(props, n < 64 ? n : 64, devs, notify, user_data, errcode);
 }
-
-cl_int cmx_clGetContextInfo(cl_context c, cl_context_info param, size_t size, void *value,
-				   size_t *size_ret)
-{
-	cl_uint refs;
-
-	if (!CMX_IS(c, CMX_MAGIC_CONTEXT))
-		return CL_INVALID_CONTEXT;
-	switch (param) {
-	case CL_CONTEXT_REFERENCE_COUNT:
-		refs = atomic_load(&c->refs);
-		return cmx_info_copy(size, value, size_ret, &refs, sizeof(refs));
-	case CL_CONTEXT_NUM_DEVICES:
-		return cmx_info_copy(size, value, size_ret, &c->ndevices, sizeof(c->ndevices));
-	case CL_CONTEXT_DEVICES:
-		return cmx_info_copy(size, value, size_ret, c->devices,
-				     c->ndevices * sizeof(*c->devices));
-	case CL_CONTEXT_PROPERTIES:
-		return cmx_info_copy(size, value, size_ret, c->props, c->nprops * sizeof(*c->props));
-	}
-	return CL_INVALID_VALUE;
-}
-
-cl_int cmx_clSetContextDestructorCallback(cl_context c,
-						 void(CL_CALLBACK *fn)(cl_context, void *),
-						 void *user_data)
-{
-	struct cmx_destructor *d;
-
-	if (!CMX_IS(c, CMX_MAGIC_CONTEXT))
-		return CL_INVALID_CONTEXT;
-	if (!fn)
-		return CL_INVALID_VALUE;
-	d = malloc(sizeof(*d));
-	if (!d)
-		return CL_OUT_OF_HOST_MEMORY;
-	d->fn = (void(CL_CALLBACK *)(void *, void *))fn;
-	d->user_data = user_data;
-	pthread_mutex_lock(&c->lock);
-	d->next = c->destructors;
-	c->destructors = d;
-	pthread_mutex_unlock(&c->lock);
-	return CL_SUCCESS;
-}
-
-/* ---- extensions ------------------------------------------------------ */
-
-/* clmux's own extension: the session's transport counters, for tools and
- * tests that prove calls are batched (docs/protocol.md). */
-struct cmx_stats_clmux {
-	cl_ulong messages, round_trips, writes, bytes, notifications;
-	cl_ulong fences; /* 1: the daemon says which commands completed in shared memory */
-};
-
-static cl_int CL_API_CALL clGetSessionStatsCLMUX(cl_platform_id p, struct cmx_stats_clmux *out)
-{
-	struct cmx_session_stats st;
-
-	if (p != &cmx_icd.platform || !out)
-		return CL_INVALID_VALUE;
-	if (cmx_icd_init())
-		return CL_INVALID_PLATFORM;
-	cmx_session_get_stats(cmx_icd.s, &st);
-	out->messages = st.messages;
-	out->round_trips = st.round_trips;
-	out->writes = st.writes;
-	out->bytes = st.bytes;
-	out->notifications = st.notifications;
-	out->fences = (cl_ulong)cmx_session_has_fences(cmx_icd.s);
-	return CL_SUCCESS;
-}
-
-/* Called by name inside the library too: an application's loader exports
- * clGetExtensionFunctionAddress as well, and a call through the symbol
- * would reach the loader's (which finds a KHR function in no platform). */
-static void *extension_function(const char *name)
-{
-	if (!name)
-		return NULL;
-	if (!strcmp(name, "clIcdGetPlatformIDsKHR"))
-		return (void *)clIcdGetPlatformIDsKHR;
-	if (!strcmp(name, "clGetSessionStatsCLMUX"))
-		return (void *)clGetSessionStatsCLMUX;
-	return cmx_cmdbuf_function(name);
-}
-
-CMX_EXPORT void *clGetExtensionFunctionAddress(const char *name)
-{
-	return extension_function(name);
-}
-
-void *cmx_clGetExtensionFunctionAddressForPlatform(cl_platform_id p, const char *name)
-{
-	return p == &cmx_icd.platform ? extension_function(name) : NULL;
-}
-
-/* ---- the dispatch table ---------------------------------------------- */
-
-#define CMX_SLOT(name) .name = cmx_##name,
-const struct _cl_icd_dispatch cmx_dispatch = {
-	CMX_ENTRIES(CMX_SLOT)
-	.clGetExtensionFunctionAddress = clGetExtensionFunctionAddress,
-};

@@ -1,5 +1,18 @@
 // SPDX-License-Identifier: MIT
 // The clmux ICD's objects and the helpers every entry point shares.
+//
+// The files of guest/ lie in layers, each using only those below it
+// (guest/tests/layers.sh checks the built objects), bottom first: the
+// transport (copy.c, area.c, ivshmem.c, tls.c, dial.c, lane.c, session.c);
+// objects (object.c: ids, wait lists, queries; context.c; track.c: what
+// waits for a notification); queues and events (queue.c, event.c);
+// commands (command.c: wait list, event, pending reads); buffer memory
+// (mapping.c, mem.c, transfer.c, rect.c); the notification thread
+// (notify.c); the platform and its devices (icd.c); images (image.c);
+// maps (map.c); programs and kernels (include.c, program.c, kernel.c,
+// cmdbuf.c); and at the top the loader's table (dispatch.c), which every
+// object points to. Each declaration below names the file defining it
+// where that is not the section's.
 #ifndef CMX_GUEST_ICD_H
 #define CMX_GUEST_ICD_H
 
@@ -72,6 +85,16 @@ struct _cl_device_id {
 	int gone;
 };
 
+/* One clGetSupportedImageFormats answer, cached on its context (made by
+ * guest/image.c, freed with the context by guest/context.c). */
+struct cmx_formats {
+	struct cmx_formats *next;
+	cl_mem_flags flags;
+	cl_mem_object_type type;
+	cl_uint n;
+	cl_image_format v[];
+};
+
 struct _cl_context {
 	CMX_OBJECT_HEAD;
 	cl_uint ndevices;
@@ -100,7 +123,7 @@ struct _cl_command_queue {
 	atomic_uint finish_seq, finished_upto;
 };
 
-struct cmx_mapping; /* guest/mem.c */
+struct cmx_mapping; /* guest/mem.h */
 
 struct _cl_mem {
 	CMX_OBJECT_HEAD;
@@ -163,7 +186,7 @@ struct cmx_kinfo {
 	cl_uint nargs;
 	struct cmx_arginfo *args;
 	/* CL_KERNEL_COMPILE_WORK_GROUP_SIZE from the daemon; reqd_known 0
-	 * (an older daemon): read from the attributes. */
+	 * (a KernelInfo record without it): read from the attributes. */
 	size_t reqd[3];
 	int reqd_known;
 };
@@ -342,8 +365,11 @@ cl_event cmx_event_for(cl_event *want, cl_command_queue q, cl_command_type type,
 void cmx_event_discard(cl_event e);
 /* Blocks until every listed event's data has landed (guest/event.c). */
 void cmx_events_wait_data(cl_uint n, const cl_event *list);
-/* Blocks until q's non-blocking reads have landed. */
+/* Blocks until q's non-blocking reads have landed (guest/queue.c). */
 void cmx_queue_wait_data(cl_command_queue q);
+/* Sleeps, wait_lock held, until the notification thread lands some data
+ * or 100 ms pass (a broken session lands nothing more; guest/object.c). */
+void cmx_icd_wait_landing(void);
 /* The notification thread's entry (guest/notify.c). */
 extern const struct cmx_notify_ops cmx_notify_ops;
 
@@ -368,6 +394,8 @@ int cmx_track_send(struct cmx_track *t, void (*lost)(struct cmx_track *),
 		   uint64_t *area_off);
 /* t's notification arrived (or it was never sent): unlists it. */
 void cmx_track_end(struct cmx_track *t);
+/* Session s has ended: settles every record sent on it (lost()). */
+void cmx_track_sweep(struct cmx_session *s);
 
 /* A pending non-blocking read: its tag on the wire is this struct's address. */
 struct cmx_pending_read {
@@ -383,7 +411,8 @@ struct cmx_pending_read {
 	void (*finish)(struct cmx_pending_read *r, int status); /* optional */
 	void *arg;
 };
-/* Called by the notification thread when a read's data has landed. */
+/* Called by the notification thread when a read's data has landed
+ * (guest/command.c). */
 void cmx_read_landed(struct cmx_pending_read *r, int status);
 void cmx_event_data_done(cl_event e, int status);
 
@@ -391,10 +420,14 @@ void cmx_event_data_done(cl_event e, int status);
 cl_int cmx_clRetainEvent(cl_event e);
 cl_int cmx_clReleaseEvent(cl_event e);
 
+/* A sub-device's memory, and the release of its daemon id (guest/context.c). */
+void cmx_subdevice_free(cl_device_id d);
+void cmx_subdevice_release_id(uint64_t id);
+
 /* Device info lookup in the cache: NULL when the device has no such query. */
 const struct cmx_devinfo *cmx_device_info(cl_device_id d, cl_uint param);
 
-/* ---- guest/mem.c, shared with guest/image.c ---- */
+/* ---- guest/mem.c, command.c and rect.c, shared with guest/image.c ---- */
 
 /* One command: its wait list and the event it returns. */
 struct cmx_cmd {
@@ -443,10 +476,6 @@ cl_int cmx_mem_flags_check(cl_mem_flags f);
 cl_int cmx_mem_host_access(cl_mem m, int reads, int writes);
 cl_mem cmx_mem_new(cl_context ctx, cl_mem_flags flags, size_t size);
 void cmx_mem_free(cl_mem m);
-/* Copies w-byte rows between pitched memory and packed rows (pack: into
- * packed). */
-void cmx_pitched_copy(char *pitched, char *packed, size_t w, size_t rows, size_t slices,
-		      size_t row_pitch, size_t slice_pitch, int pack);
 
 /* ---- guest/image.c ---- */
 
@@ -465,8 +494,6 @@ cl_int cmx_image_read_packed(cl_command_queue q, cl_mem m, cl_bool blocking, con
 			     void (*finish)(struct cmx_pending_read *, int), void *arg);
 cl_int cmx_image_write_packed(cl_command_queue q, cl_mem m, cl_bool blocking, const uint64_t o[3],
 			      const uint64_t r[3], const void *data, size_t len, struct cmx_cmd *c);
-/* A context's cached format lists, freed with it. */
-void cmx_image_formats_free(cl_context ctx);
 
 /* Build options as the daemon gets them (guest/include.c): each -I DIR
  * names a directory whose headers were just sent for p. *wire: malloc'd. */

@@ -6,17 +6,9 @@
 #include <string.h>
 
 #include "clcheck.h"
+#include "copy.h"
 #include "entry.h"
 #include "icd.h"
-
-/* One clGetSupportedImageFormats answer. */
-struct cmx_formats {
-	struct cmx_formats *next;
-	cl_mem_flags flags;
-	cl_mem_object_type type;
-	cl_uint n;
-	cl_image_format v[];
-};
 
 static int is_image_type(cl_mem_object_type t)
 {
@@ -385,15 +377,6 @@ cl_mem cmx_clCreateImage3D(cl_context ctx, cl_mem_flags flags, const cl_image_fo
 
 /* ---- formats: asked once per context, flags and type ---- */
 
-void cmx_image_formats_free(cl_context ctx)
-{
-	for (struct cmx_formats *f = ctx->formats, *next; f; f = next) {
-		next = f->next;
-		free(f);
-	}
-	ctx->formats = NULL;
-}
-
 static cl_int formats_load(cl_context ctx, cl_mem_flags flags, cl_mem_object_type type,
 			   struct cmx_formats **out)
 {
@@ -652,7 +635,7 @@ out_tmp:
 }
 
 /* Reads the packed region into dst: blocking, it is there on return;
- * otherwise finish(arg) runs when it lands (guest/mem.c's image maps). */
+ * otherwise finish(arg) runs when it lands (guest/map.c's image maps). */
 cl_int cmx_image_read_packed(cl_command_queue q, cl_mem m, cl_bool blocking, const size_t *origin,
 			     const size_t *region, void *dst, struct cmx_cmd *c,
 			     void (*finish)(struct cmx_pending_read *, int), void *arg)

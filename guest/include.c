@@ -20,11 +20,22 @@
 #define INC_MAX_DEPTH 8
 #define INC_MAX_NAME 1024
 
+/* What a directory brings: IncludeFiles' payload, each path and each
+ * file's bytes malloc'd. */
 struct walk {
-	struct cmx_buf b;
-	size_t files, total;
-	int truncated;
+	struct cmx_IncludeFile *files;
+	size_t nfiles, total;
+	int truncated, oom;
 };
+
+static void walk_fini(struct walk *w)
+{
+	for (size_t i = 0; i < w->nfiles; i++) {
+		free((void *)w->files[i].path.ptr);
+		free((void *)w->files[i].data.ptr);
+	}
+	free(w->files);
+}
 
 /* Files a kernel may include: headers and OpenCL C sources. */
 static int header_like(const char *name)
@@ -44,22 +55,32 @@ static int header_like(const char *name)
 static void file_add(struct walk *w, const char *path, const char *rel, size_t size)
 {
 	FILE *f;
-	char *data;
+	char *data, *name;
 
-	if (w->files >= INC_MAX_FILES || size > INC_MAX_TOTAL - w->total ||
+	if (w->nfiles >= INC_MAX_FILES || size > INC_MAX_TOTAL - w->total ||
 	    strlen(rel) > INC_MAX_NAME) {
 		w->truncated = 1;
 		return;
 	}
+	if (!w->files && !(w->files = calloc(INC_MAX_FILES, sizeof(*w->files)))) {
+		w->oom = 1;
+		return;
+	}
 	f = fopen(path, "rbe");
 	data = malloc(size ? size : 1);
-	if (f && data && fread(data, 1, size, f) == size) {
-		cmx_buf_put_bytes(&w->b, rel, strlen(rel));
-		cmx_buf_put_bytes(&w->b, data, size);
-		w->files++;
+	name = strdup(rel);
+	if (!data || !name)
+		w->oom = 1;
+	if (f && data && name && fread(data, 1, size, f) == size) {
+		w->files[w->nfiles++] = (struct cmx_IncludeFile){
+		    .path = {name, strlen(name)},
+		    .data = {data, size},
+		};
 		w->total += size;
+	} else {
+		free(data);
+		free(name);
 	}
-	free(data);
 	if (f)
 		fclose(f);
 }
@@ -118,23 +139,27 @@ static const char *token(const char *s, char *out, size_t outsz)
 static cl_int dir_send(cl_program p, unsigned k, const char *dir)
 {
 	struct cmx_IncludeFiles_in in = {.program = {p->id}, .dir = k};
+	struct cmx_IncludeFiles_bulk bulk;
 	struct walk w = {0};
 	cl_int e;
 
-	cmx_buf_init(&w.b);
 	dir_walk(&w, dir, "", 0);
 	if (w.truncated) {
 		cmx_warn("-I %s: more headers than clmux ships (%u files, %u bytes in all, names of "
 			 "%u bytes): CL_OUT_OF_RESOURCES",
 			 dir, INC_MAX_FILES, INC_MAX_TOTAL, INC_MAX_NAME);
-		cmx_buf_fini(&w.b);
+		walk_fini(&w);
 		return CL_OUT_OF_RESOURCES;
 	}
-	e = w.b.oom ? CL_OUT_OF_HOST_MEMORY : CMX_SEND(IncludeFiles, &in, w.b.data, w.b.len);
-	/* The daemon looks for printf in the headers too (guest/kernel.c). */
-	if (!e && cmx_may_print(w.b.data, w.b.len))
-		p->may_print = 1;
-	cmx_buf_fini(&w.b);
+	bulk.files = (struct cmx_IncludeFile_array){w.files, w.nfiles};
+	e = w.oom ? CL_OUT_OF_HOST_MEMORY : CMX_SEND(IncludeFiles, &in, &bulk);
+	/* The daemon looks for printf in the headers too (guest/kernel.c),
+	 * file by file, in names and contents. */
+	for (size_t i = 0; !e && i < w.nfiles; i++)
+		if (cmx_may_print(w.files[i].path.ptr, w.files[i].path.len) ||
+		    cmx_may_print(w.files[i].data.ptr, w.files[i].data.len))
+			p->may_print = 1;
+	walk_fini(&w);
 	return e;
 }
 

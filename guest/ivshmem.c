@@ -18,11 +18,12 @@
 #include <unistd.h>
 
 #include "area_layout.h"
+#include "env.h"
 #include "log.h"
 
 #define MIN_NAP_NS 10000ull
 #define MAX_NAP_NS 1000000ull
-#define DEF_SPIN_US 50
+#define SPIN_US	   50
 #define BEAT_MS 100
 #define READY_MS 5000	  /* the daemon has this long to make the session */
 #define NO_DAEMON_MS 1000 /* ... and must be seen polling within this */
@@ -287,17 +288,15 @@ static int beat_start(struct cmx_givs *v)
 
 int cmx_givs_open(const char *spec, struct cmx_givs *v)
 {
-	const char *path = spec + strlen("ivshmem"), *env = getenv("CLMUX_IVSHMEM_POLL_US");
+	const char *path = spec + strlen("ivshmem");
+	int64_t poll_us = cmx_env()->ivshmem_poll_us;
 	char found[320];
 	int e;
 
 	memset(v, 0, sizeof(*v));
 	v->fd = -1;
-	v->max_nap_ns = MAX_NAP_NS;
-	if (env && strtoull(env, NULL, 10))
-		v->max_nap_ns = strtoull(env, NULL, 10) * 1000ull;
-	env = getenv("CLMUX_IVSHMEM_SPIN_US");
-	v->spin_ns = (env ? strtoull(env, NULL, 10) : DEF_SPIN_US) * 1000ull;
+	v->max_nap_ns = poll_us == CMX_ENV_AUTO ? MAX_NAP_NS : (uint64_t)poll_us * 1000ull;
+	v->spin_ns = SPIN_US * 1000ull;
 	if (*path == ':')
 		path++;
 	if (!*path) {

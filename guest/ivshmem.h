@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The guest's side of an ivshmem region: the BAR mapped from user space, a
 // slot taken, the session handshake, and polling with growing naps.
+// Layer: transport, below dial.c and session.c (guest/icd.h has the layers).
 #ifndef CMX_GUEST_IVSHMEM_H
 #define CMX_GUEST_IVSHMEM_H
 

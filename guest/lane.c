@@ -13,6 +13,7 @@
 
 #include "codec.h"
 #include "dial.h"
+#include "env.h"
 #include "log.h"
 #include "proto.gen.h"
 #include "wire.h"
@@ -46,14 +47,13 @@ struct cmx_lanes {
 
 unsigned cmx_lanes_wanted(void)
 {
-	const char *env = getenv("CLMUX_LANES");
-	long n = env && *env ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN);
+	long n = (long)cmx_env()->lanes;
 
-	if (!env || !*env)
-		n = n < 4 ? n : 4;
-	if (n < 0)
-		n = 0;
-	return n > (long)CMX_LANES_MAX ? CMX_LANES_MAX : (unsigned)n;
+	if (n == CMX_ENV_AUTO) {
+		n = sysconf(_SC_NPROCESSORS_ONLN);
+		n = n < 0 ? 0 : n < 4 ? n : 4;
+	}
+	return (unsigned)n;
 }
 
 /* One piece: its header, arguments and payload. */

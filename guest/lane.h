@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Bulk lanes of a guest session: extra connections, a thread each, that move
 // the pieces of a large blocking transfer side by side.
+// Layer: transport, below session.c (guest/icd.h has the layers).
 #ifndef CMX_GUEST_LANE_H
 #define CMX_GUEST_LANE_H
 

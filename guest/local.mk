@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: MIT
 # libclmux: the vendor ICD the loader opens (clmux.icd names it).
 lib_LTLIBRARIES += guest/libclmux.la
-guest_libclmux_la_SOURCES = guest/icd.h guest/icd.c guest/entry.h guest/session.h \
-	guest/session.c guest/lane.h guest/lane.c guest/queue.c guest/event.c guest/notify.c guest/mem.c guest/image.c guest/include.c \
+guest_libclmux_la_SOURCES = guest/icd.h guest/object.c guest/context.c guest/track.c guest/icd.c \
+	guest/dispatch.c guest/entry.h guest/session.h \
+	guest/session.c guest/lane.h guest/lane.c guest/queue.c guest/event.c guest/notify.c guest/mem.h guest/mem.c \
+	guest/command.c guest/mapping.c guest/transfer.c guest/rect.c guest/map.c guest/image.c guest/include.c \
 	guest/program.c guest/kernel.c guest/cmdbuf.c guest/dial.h guest/dial.c guest/area.h guest/area.c \
 	guest/tls.h guest/tls.c guest/ivshmem.h guest/ivshmem.c guest/copy.h guest/copy.c
+guest_libclmux_la_SOURCES += guest/env.h guest/env.c
 nodist_guest_libclmux_la_SOURCES = guest/stubs.gen.h
 guest_libclmux_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/guest -I$(top_builddir)/guest \
 	$(SSL_CFLAGS) $(LZ4_CFLAGS)
@@ -88,6 +91,9 @@ if HAVE_CHECK
 TESTS += guest/tests/e2e-ivshmem.sh
 endif
 EXTRA_DIST += guest/tests/e2e-ivshmem.sh
+# The files of the ICD in layers, none calling up (guest/tests/layers.sh).
+TESTS += guest/tests/layers.sh
+EXTRA_DIST += guest/tests/layers.sh
 # And through the GPU paths, forced on (guest/tests/e2e-pinned.sh).
 if HAVE_CHECK
 TESTS += guest/tests/e2e-pinned.sh

@@ -7,14 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
 #include "clcheck.h"
 #include "log.h"
 
 /* Devices one call may name (the schema's max for id[]:device). */
 #define PROGRAM_MAX_DEVICES 64
-/* Strings inside the kernel info blob: bounded by the reply alone. */
-#define KINFO_MAX_STR CMX_MAX_ARGS
 
 /*
  * Every program is made here, so its object carries what only this file
@@ -52,17 +49,10 @@ static void program_kernels_drop(cl_program p)
 	p->nkernels = 0;
 }
 
-/* A NUL-terminated string of the blob, or NULL when it is not one. */
-static const char *kinfo_str(struct cmx_reader *r)
+/* A string of the kernel info: the decoder has checked its one NUL. */
+static const char *kinfo_str(const struct cmx_blob *b)
 {
-	uint64_t len;
-	const char *s = cmx_reader_bytes(r, KINFO_MAX_STR, &len);
-
-	if (r->bad)
-		return NULL;
-	if (!len)
-		return "";
-	return s[len - 1] == '\0' ? s : NULL;
+	return b->len ? b->ptr : "";
 }
 
 static size_t program_addr_bytes(cl_program p)
@@ -77,84 +67,56 @@ static size_t program_addr_bytes(cl_program p)
 }
 
 /*
- * Parses a build's kernel info. The blob is copied (the reply's buffer goes
- * away) and the kernels' strings point into the copy. Every count is
- * checked against the bytes left before anything is allocated for it.
+ * The guest's view of a build's kernel info (KernelInfo records, decoded
+ * and bounds-checked by the codec). The strings point into the reply's
+ * buffer, which the program keeps as kernels_blob.
  */
-static cl_int kinfo_parse(cl_program p, const void *data, size_t len, struct cmx_kinfo **out,
-			  cl_uint *nout, void **blob_out)
+static cl_int kinfo_parse(cl_program p, const struct cmx_KernelInfo_array *in,
+			  struct cmx_kinfo **out, cl_uint *nout)
 {
 	size_t addr_bytes = program_addr_bytes(p);
-	struct cmx_kinfo *ks = NULL;
-	struct cmx_reader r;
-	uint64_t n;
-	void *blob;
+	struct cmx_kinfo *ks;
 
 	*out = NULL;
 	*nout = 0;
-	*blob_out = NULL;
-	blob = malloc(len ? len : 1);
-	if (!blob)
+	if (!in->n)
+		return CL_SUCCESS;
+	if (!(ks = calloc(in->n, sizeof(*ks))))
 		return CL_OUT_OF_HOST_MEMORY;
-	if (len)
-		memcpy(blob, data, len);
-	cmx_reader_init(&r, blob, len);
-	n = cmx_reader_u64(&r);
-	/* A kernel takes at least three u64s: two empty strings and nargs. */
-	if (r.bad || n > r.left / 24)
-		goto bad;
-	if (n && !(ks = calloc(n, sizeof(*ks)))) {
-		free(blob);
-		return CL_OUT_OF_HOST_MEMORY;
-	}
-	for (uint64_t i = 0; i < n; i++) {
-		uint64_t nargs;
+	for (uint64_t i = 0; i < in->n; i++) {
+		const struct cmx_KernelInfo *ki = &in->v[i];
 
-		ks[i].name = kinfo_str(&r);
-		ks[i].attributes = kinfo_str(&r);
-		nargs = cmx_reader_u64(&r);
-		/* An argument takes at least five u64s. */
-		if (!ks[i].name || !ks[i].attributes || r.bad || nargs > r.left / 40)
-			goto bad;
-		ks[i].nargs = (cl_uint)nargs;
-		if (nargs && !(ks[i].args = calloc(nargs, sizeof(*ks[i].args)))) {
-			kinfo_free(ks, (cl_uint)n);
-			free(blob);
+		ks[i].name = kinfo_str(&ki->name);
+		ks[i].attributes = kinfo_str(&ki->attributes);
+		ks[i].nargs = (cl_uint)ki->args.n;
+		if (ki->args.n && !(ks[i].args = calloc(ki->args.n, sizeof(*ks[i].args)))) {
+			kinfo_free(ks, (cl_uint)in->n);
 			return CL_OUT_OF_HOST_MEMORY;
 		}
-		for (uint64_t a = 0; a < nargs; a++) {
+		for (uint64_t a = 0; a < ki->args.n; a++) {
+			const struct cmx_KernelArg *ka = &ki->args.v[a];
 			struct cmx_arginfo *ai = &ks[i].args[a];
 
-			ai->address = (cl_kernel_arg_address_qualifier)cmx_reader_u64(&r);
-			ai->access = (cl_kernel_arg_access_qualifier)cmx_reader_u64(&r);
-			ai->type_qual = (cl_kernel_arg_type_qualifier)cmx_reader_u64(&r);
-			ai->type_name = kinfo_str(&r);
-			ai->name = kinfo_str(&r);
-			if (!ai->type_name || !ai->name || r.bad)
-				goto bad;
+			ai->address = (cl_kernel_arg_address_qualifier)ka->address;
+			ai->access = (cl_kernel_arg_access_qualifier)ka->access;
+			ai->type_qual = (cl_kernel_arg_type_qualifier)ka->type_qual;
+			ai->type_name = kinfo_str(&ka->type_name);
+			ai->name = kinfo_str(&ka->name);
 			if (ai->address == CL_KERNEL_ARG_ADDRESS_PRIVATE &&
 			    strcmp(ai->type_name, "sampler_t") != 0)
 				ai->value_size = cmx_cl_type_size(ai->type_name, addr_bytes);
 		}
-	}
-	/* Then each kernel's compile work-group size (absent from an older
-	 * daemon). */
-	if (n && r.left / 24 >= n) {
-		for (uint64_t i = 0; i < n; i++) {
+		/* Without it (the driver was not asked): read from the
+		 * attributes. */
+		if (ki->reqd.n == 3) {
 			for (int d = 0; d < 3; d++)
-				ks[i].reqd[d] = (size_t)cmx_reader_u64(&r);
+				ks[i].reqd[d] = (size_t)ki->reqd.v[d];
 			ks[i].reqd_known = 1;
 		}
 	}
 	*out = ks;
-	*nout = (cl_uint)n;
-	*blob_out = blob;
+	*nout = (cl_uint)in->n;
 	return CL_SUCCESS;
-bad:
-	cmx_warn("program %llu: malformed kernel info from the daemon", (unsigned long long)p->id);
-	kinfo_free(ks, (cl_uint)n);
-	free(blob);
-	return CL_OUT_OF_RESOURCES;
 }
 
 /* ---- helpers ---- */
@@ -596,8 +558,12 @@ cl_int CL_API_CALL cmx_clBuildProgram(cl_program program, cl_uint num_devices,
 	} else {
 		e = reply.status;
 		if (e == CL_SUCCESS)
-			e = kinfo_parse(program, out.kernels.ptr, out.kernels.len, &ks, &nks,
-					&blob);
+			e = kinfo_parse(program, &out.kernels, &ks, &nks);
+		/* The kernels' strings point into the reply's buffer. */
+		if (e == CL_SUCCESS) {
+			blob = reply.buf;
+			reply.buf = NULL;
+		}
 		cmx_reply_fini(&reply);
 	}
 
@@ -802,7 +768,11 @@ cl_program CL_API_CALL cmx_clLinkProgram(cl_context context, cl_uint num_devices
 	}
 	e = reply.status;
 	if (e == CL_SUCCESS)
-		e = kinfo_parse(p, out.kernels.ptr, out.kernels.len, &ks, &nks, &blob);
+		e = kinfo_parse(p, &out.kernels, &ks, &nks);
+	if (e == CL_SUCCESS) {
+		blob = reply.buf;
+		reply.buf = NULL;
+	}
 	cmx_reply_fini(&reply);
 	if (e) {
 		/* The daemon holds our id after every link: the program a

@@ -215,3 +215,11 @@ cl_int cmx_clFinish(cl_command_queue q)
 		;
 	return r.status;
 }
+
+void cmx_queue_wait_data(cl_command_queue q)
+{
+	pthread_mutex_lock(&cmx_icd.wait_lock);
+	while (atomic_load(&q->pending) && !cmx_icd_lost(q->id))
+		cmx_icd_wait_landing();
+	pthread_mutex_unlock(&cmx_icd.wait_lock);
+}

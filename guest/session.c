@@ -22,6 +22,7 @@
 #include "copy.h"
 #include "ivshmem.h"
 #include "lane.h"
+#include "env.h"
 #include "log.h"
 #include "proto.gen.h"
 #include "ring.h"
@@ -65,6 +66,29 @@ struct waiter {
 	struct waiter *next;
 };
 
+/*
+ * How calls leave and replies and notifications come: chan_sock (the two
+ * sockets), chan_shm (rings in shared memory, a doorbell and futexes) or
+ * chan_ivshmem (rings in a PCI BAR, both sides polling). A session's is
+ * chosen once, when its channels are set up.
+ */
+struct chan_ops {
+	/* Writes all of iov towards the daemon: 0 or -errno. */
+	int (*send)(struct cmx_session *s, struct iovec *iov, int n);
+	/* recv() from one channel: what is there, or with `all` len bytes. */
+	ssize_t (*recv)(struct rx *r, void *buf, size_t len, int all);
+	/* A ring waiter whose spin is over sleeps (*nap: its last nap, 0 at
+	 * first): 0 to look again, or -errno. NULL: no rings. */
+	int (*sleep)(struct cmx_session *s, struct cmx_ring *r, int producer, uint64_t *nap);
+	/* Wakes this process's sleepers on the rings (the session is over). */
+	void (*wake)(struct cmx_session *s);
+	/* Each message is published at once (the daemon may be spinning on
+	 * the ring): there is no write to save by batching. */
+	int eager;
+	/* A producer facing a full ring spins too (nobody would wake it). */
+	int producer_spins;
+};
+
 struct cmx_session {
 	int fd, nfd;
 	uint64_t id, token;
@@ -97,9 +121,11 @@ struct cmx_session {
 	struct cmx_garea area; /* base NULL: none, payloads go in the stream */
 	int lz4; /* Compress granted: large payloads in the stream may go compressed */
 
-	/* shm: calls go into cmd, replies and notifications come from rep and
-	 * ntf; the sockets stay open only to tell that the daemon lives. */
-	int shm;
+	/* shm and ivshmem: calls go into cmd, replies and notifications come
+	 * from rep and ntf; shm's sockets stay open only to tell that the
+	 * daemon lives. */
+	const struct chan_ops *chan;
+	uint64_t spin_ns; /* a ring waiter spins this long before it sleeps */
 	struct cmx_ring cmd, rep, ntf;
 	int bell; /* the daemon's doorbell (eventfd), -1 for ivshmem */
 	/* ivshmem: the rings lie in a slot of a PCI BAR; there is no socket
@@ -140,10 +166,11 @@ static int peer_alive(int fd)
  * sleep() are the consumer's or the producer's side. 0 or -errno. */
 static int ring_wait(struct cmx_session *s, struct cmx_ring *r, int producer)
 {
-	uint64_t until = now_ns() + (s->ivs.map ? s->ivs.spin_ns : SPIN_NS), nap = 0;
+	uint64_t until = now_ns() + s->spin_ns, nap = 0;
 
 	for (unsigned i = 0;; i++) {
 		long ready = producer ? cmx_ring_room(r, 1) : cmx_ring_readable(r);
+		int e;
 
 		if (ready < 0)
 			return (int)ready;
@@ -155,31 +182,43 @@ static int ring_wait(struct cmx_session *s, struct cmx_ring *r, int producer)
 		 * daemon: room comes back only after it has run many of them,
 		 * so the producer sleeps at once (the daemon's consume wakes
 		 * it) instead of spinning on the core they run on. */
-		if (!nap && !(producer && !s->ivs.map) && ((i & 63) || now_ns() < until)) {
+		if (!nap && !(producer && !s->chan->producer_spins) &&
+		    ((i & 63) || now_ns() < until)) {
 			sched_yield(); /* lets a runnable thread of this core (the driver's) go first */
 			continue;
 		}
-		if (s->ivs.map) {
-			/* Nobody rings an ivshmem doorbell: naps, longer each time. */
-			int e = cmx_givs_nap(&s->ivs, &nap);
-			if (e)
-				return e;
-			continue;
-		}
-		if (producer ? cmx_ring_sleep_producer(r, 1) : cmx_ring_sleep_consumer(r)) {
-			/* The word we sleep on is the peer's index that would
-			 * end the wait; futex checks it against what we saw. */
-			int e = cmx_ring_futex_wait(producer ? &r->ctl->tail : &r->ctl->head, r->peer,
-						    SLEEP_MS);
-			if (producer)
-				cmx_ring_wake_producer(r);
-			else
-				cmx_ring_wake_consumer(r);
-			if (e == -ETIMEDOUT && !peer_alive(s->fd))
-				return -ECONNRESET;
-		}
+		e = s->chan->sleep(s, r, producer, &nap);
+		if (e)
+			return e;
 		until = now_ns() + SPIN_NS;
 	}
+}
+
+/* shm: sleeps on the ring word until the daemon's doorbell side wakes it. */
+static int futex_sleep(struct cmx_session *s, struct cmx_ring *r, int producer, uint64_t *nap)
+{
+	(void)nap;
+	if (producer ? cmx_ring_sleep_producer(r, 1) : cmx_ring_sleep_consumer(r)) {
+		/* The word we sleep on is the peer's index that would end the
+		 * wait; futex checks it against what we saw. */
+		int e = cmx_ring_futex_wait(producer ? &r->ctl->tail : &r->ctl->head, r->peer,
+					    SLEEP_MS);
+		if (producer)
+			cmx_ring_wake_producer(r);
+		else
+			cmx_ring_wake_consumer(r);
+		if (e == -ETIMEDOUT && !peer_alive(s->fd))
+			return -ECONNRESET;
+	}
+	return 0;
+}
+
+/* ivshmem: nobody rings a doorbell: naps, longer each time. */
+static int ivs_sleep(struct cmx_session *s, struct cmx_ring *r, int producer, uint64_t *nap)
+{
+	(void)r;
+	(void)producer;
+	return cmx_givs_nap(&s->ivs, nap);
 }
 
 /* Writes the whole of iov into the command ring, publishing each piece. */
@@ -212,28 +251,31 @@ static int ring_send(struct cmx_session *s, struct iovec *iov, int n)
 	return 0;
 }
 
-/* recv() from a channel: its socket, or its ring in shm mode. */
-static ssize_t chan_recv(struct rx *r, void *buf, size_t len, int all)
+/* recv() from a channel's socket. */
+static ssize_t sock_recv(struct rx *r, void *buf, size_t len, int all)
+{
+	/* The call channel's reply is often microseconds away: look for it a
+	 * little (yielding the core) before sleeping on the socket, whose
+	 * wake-up costs more than the wait. */
+	uint64_t until = r->spin ? now_ns() + SOCK_SPIN_NS : 0;
+	ssize_t n;
+
+	while (!all && until) {
+		n = cmx_dial_recv(r->fd, buf, len, MSG_DONTWAIT);
+		if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+			return n;
+		if (now_ns() >= until)
+			break;
+		sched_yield();
+	}
+	return cmx_dial_recv(r->fd, buf, len, all ? MSG_WAITALL : 0);
+}
+
+/* recv() from a channel's ring (shm, ivshmem). */
+static ssize_t ring_recv(struct rx *r, void *buf, size_t len, int all)
 {
 	size_t got = 0;
 
-	if (!r->ring) {
-		/* The call channel's reply is often microseconds away: look
-		 * for it a little (yielding the core) before sleeping on the
-		 * socket, whose wake-up costs more than the wait. */
-		uint64_t until = r->spin ? now_ns() + SOCK_SPIN_NS : 0;
-		ssize_t n;
-
-		while (!all && until) {
-			n = cmx_dial_recv(r->fd, buf, len, MSG_DONTWAIT);
-			if (n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-				return n;
-			if (now_ns() >= until)
-				break;
-			sched_yield();
-		}
-		return cmx_dial_recv(r->fd, buf, len, all ? MSG_WAITALL : 0);
-	}
 	do {
 		int e = ring_wait(r->s, r->ring, 0);
 
@@ -248,10 +290,39 @@ static ssize_t chan_recv(struct rx *r, void *buf, size_t len, int all)
 	return (ssize_t)got;
 }
 
+static ssize_t chan_recv(struct rx *r, void *buf, size_t len, int all)
+{
+	return r->s->chan->recv(r, buf, len, all);
+}
+
 static int write_all(int fd, struct iovec *iov, int n, uint64_t *writes)
 {
 	return cmx_dial_send_all(fd, iov, n, writes);
 }
+
+static int sock_send(struct cmx_session *s, struct iovec *iov, int n)
+{
+	return write_all(s->fd, iov, n, &s->stats.writes);
+}
+
+static void sock_wake(struct cmx_session *s)
+{
+	(void)s;
+}
+
+static void ring_wake(struct cmx_session *s);
+
+static const struct chan_ops chan_sock = {
+	.send = sock_send, .recv = sock_recv, .wake = sock_wake,
+};
+static const struct chan_ops chan_shm = {
+	.send = ring_send, .recv = ring_recv, .sleep = futex_sleep, .wake = ring_wake,
+	.eager = 1,
+};
+static const struct chan_ops chan_ivshmem = {
+	.send = ring_send, .recv = ring_recv, .sleep = ivs_sleep, .wake = ring_wake,
+	.eager = 1, .producer_spins = 1,
+};
 
 /* Makes at least n bytes readable at r->buf + r->pos (n <= RX_SIZE). */
 static int rx_need(struct rx *r, size_t n)
@@ -331,7 +402,6 @@ static int rx_message(struct rx *r, struct cmx_hdr *h, uint8_t **args)
 	return e;
 }
 
-static void wake_sleepers(struct cmx_session *s);
 
 static void session_break(struct cmx_session *s, int err)
 {
@@ -342,7 +412,7 @@ static void session_break(struct cmx_session *s, int err)
 	shutdown(s->fd, SHUT_RDWR);
 	shutdown(s->nfd, SHUT_RDWR);
 	cmx_lanes_shutdown(s->lanes);
-	wake_sleepers(s);
+	s->chan->wake(s);
 }
 
 void cmx_session_fail(struct cmx_session *s, int err)
@@ -391,7 +461,7 @@ static int flush_locked(struct cmx_session *s, const void *bulk, uint64_t bulk_l
 		return 0;
 	if (atomic_load(&s->broken))
 		return -ECONNRESET;
-	e = s->shm ? ring_send(s, iov, n) : write_all(s->fd, iov, n, &s->stats.writes);
+	e = s->chan->send(s, iov, n);
 	s->stats.bytes += s->batch_len + bulk_len;
 	s->batch_len = 0;
 	if (e)
@@ -429,8 +499,7 @@ static int append_locked(struct cmx_session *s, const struct cmx_msgdesc *d, con
 			return -ENOMEM;
 		put_header(m, d, (uint32_t)size, flags, seq, bulk_len, area_off);
 		cmx_codec_encode(d, in, m + CMX_HDR_SIZE);
-		e = s->shm ? ring_send(s, iov, bulk ? 2 : 1)
-			   : write_all(s->fd, iov, bulk ? 2 : 1, &s->stats.writes);
+		e = s->chan->send(s, iov, bulk ? 2 : 1);
 		s->stats.bytes += CMX_HDR_SIZE + size + bulk_len;
 		free(m);
 		if (e)
@@ -506,9 +575,7 @@ int cmx_session_send(struct cmx_session *s, const struct cmx_msgdesc *d, const v
 		packed = squeeze(s, &bulk, &bulk_len, &flags);
 	pthread_mutex_lock(&s->send_lock);
 	e = append_locked(s, d, in, flags, 0, bulk, bulk_len, off, off ? bulk_len : 0);
-	/* shm: each message is published at once (the daemon may be spinning
-	 * on the ring); there is no write to save. */
-	if (!e && s->shm)
+	if (!e && s->chan->eager)
 		e = flush_locked(s, NULL, 0);
 	pthread_mutex_unlock(&s->send_lock);
 	free(packed);
@@ -526,7 +593,7 @@ int cmx_session_send_block(struct cmx_session *s, const struct cmx_msgdesc *d, c
 		return -ESTALE;
 	pthread_mutex_lock(&s->send_lock);
 	e = append_locked(s, d, in, 0, 0, NULL, 0, off, off ? len : 0);
-	if (!e && s->shm)
+	if (!e && s->chan->eager)
 		e = flush_locked(s, NULL, 0);
 	pthread_mutex_unlock(&s->send_lock);
 	return e;
@@ -696,6 +763,8 @@ int cmx_session_call(struct cmx_session *s, const struct cmx_msgdesc *din, const
 
 	r->buf = NULL;
 	r->status = 0;
+	r->dout = NULL;
+	r->out = NULL;
 	if (atomic_load(&s->broken))
 		return -ECONNRESET;
 	if (stale(s, din, in))
@@ -739,11 +808,18 @@ int cmx_session_call(struct cmx_session *s, const struct cmx_msgdesc *din, const
 		cmx_reply_fini(r);
 		return -EBADMSG;
 	}
+	if (dout->flags & CMX_D_OWNS) {
+		r->dout = dout;
+		r->out = out;
+	}
 	return 0;
 }
 
 void cmx_reply_fini(struct cmx_reply *r)
 {
+	if (r->dout)
+		cmx_codec_release(r->dout, r->out);
+	r->dout = NULL;
 	free(r->buf);
 	r->buf = NULL;
 }
@@ -764,7 +840,7 @@ static void notify_loop(struct cmx_session *s)
 			return;
 		}
 		oi = cmx_op_info(h.op);
-		if (!oi || !(oi->flags & CMX_OPF_NOTIFY) || h.op == CMX_OP_LanePiece ||
+		if (!oi || !(oi->flags & CMX_OPF_NOTIFY) || (oi->flags & CMX_OPF_LANE) ||
 		    oi->in->size > sizeof(in) ||
 		    cmx_codec_decode(oi->in, args, h.size, in)) {
 			free(args);
@@ -955,14 +1031,16 @@ static int bind_rings(struct cmx_session *s)
  * an error; shm needs all of it. */
 static int open_area(struct cmx_session *s, int rings)
 {
-	const char *env = getenv("CLMUX_AREA_MB"), *henv = getenv("CLMUX_HEAP_MB");
+	const struct cmx_env *env = cmx_env();
 	struct cmx_OpenArea_in in = { .size = AREA_DEFAULT, .flags = rings ? CMX_AREA_RINGS : 0 };
 	struct cmx_OpenArea_out out;
-	uint64_t ring_len, heap = henv ? strtoull(henv, NULL, 10) << 20 : HEAP_DEFAULT;
+	uint64_t ring_len, heap = HEAP_DEFAULT;
 	int fd[SETUP_FDS] = { -1, -1 }, e;
 
-	if (env)
-		in.size = strtoull(env, NULL, 10) << 20;
+	if (env->heap_mb != CMX_ENV_AUTO)
+		heap = (uint64_t)env->heap_mb << 20;
+	if (env->area_mb != CMX_ENV_AUTO)
+		in.size = (uint64_t)env->area_mb << 20;
 	if (!in.size && !rings)
 		return 0;
 	/* The heap (buffers created with CL_MEM_ALLOC_HOST_PTR) is the part
@@ -1033,10 +1111,8 @@ static int compress_ask(struct cmx_session *s)
 }
 
 /* Wakes this process's own sleepers on the rings (the session is over). */
-static void wake_sleepers(struct cmx_session *s)
+static void ring_wake(struct cmx_session *s)
 {
-	if (!s->shm)
-		return;
 	cmx_ring_futex_wake(&s->rep.ctl->head);
 	cmx_ring_futex_wake(&s->ntf.ctl->head);
 	cmx_ring_futex_wake(&s->cmd.ctl->tail);
@@ -1063,7 +1139,8 @@ static int ivs_connect(struct cmx_session *s, const char *spec)
 	}
 	s->rx.ring = &s->rep;
 	s->nrx.ring = &s->ntf;
-	s->shm = 1;
+	s->chan = &chan_ivshmem;
+	s->spin_ns = s->ivs.spin_ns;
 	/* Hello is seq 0, as on a socket: the next call is 1. */
 	s->seq = UINT32_MAX;
 	e = cmx_session_call(s, &cmx_desc_Hello_in, &in, NULL, 0, &cmx_desc_Hello_out, &out, &r,
@@ -1140,7 +1217,7 @@ static int sock_connect(struct cmx_session *s, const char *spec)
 		/* From here on the daemon answers on the rings. */
 		s->rx.ring = &s->rep;
 		s->nrx.ring = &s->ntf;
-		s->shm = 1;
+		s->chan = &chan_shm;
 	}
 	if (!e && a.type == CMX_ADDR_TCP && !a.tls)
 		lanes_open(s, &a);
@@ -1175,6 +1252,8 @@ int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *c
 	s->rx.fd = s->nrx.fd = -1;
 	s->rx.s = s->nrx.s = s;
 	s->rx.spin = 1;
+	s->chan = &chan_sock;
+	s->spin_ns = SPIN_NS;
 	s->ops = ops;
 	s->ctx = ctx;
 	pthread_mutex_init(&s->send_lock, NULL);
@@ -1207,7 +1286,7 @@ void cmx_session_close(struct cmx_session *s)
 		shutdown(s->fd, SHUT_RDWR);
 	if (s->nfd >= 0)
 		shutdown(s->nfd, SHUT_RDWR);
-	wake_sleepers(s);
+	s->chan->wake(s);
 	pthread_join(s->notify_thread, NULL);
 	session_free(s);
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // A guest session: the call channel with its batch, and the notification channel.
+// Layer: the top of the transport, below every object (guest/icd.h).
 #ifndef CMX_GUEST_SESSION_H
 #define CMX_GUEST_SESSION_H
 
@@ -11,10 +12,14 @@
 struct cmx_session;
 struct cmx_garea;
 
-/* A sync call's reply: status, and the buffer the decoded outputs point into. */
+/* A sync call's reply: status, and the buffer the decoded outputs point into;
+ * the outputs' record arrays (rec[] fields) are their own memory, released
+ * with the reply, so the outputs must outlive it. */
 struct cmx_reply {
 	int32_t status;
 	void *buf;
+	const struct cmx_msgdesc *dout; /* the outputs, where they own records */
+	void *out;
 };
 
 /* Notifications run on the session's own thread. `bulk_dst` says where a

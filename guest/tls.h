@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The guest's TLS client (OpenSSL): one per connected channel of a tls:
 // server; reads and writes from several threads, like a socket's.
+// Layer: transport, below dial.c (guest/icd.h has the layers).
 #ifndef CMX_GUEST_TLS_H
 #define CMX_GUEST_TLS_H
 

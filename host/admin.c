@@ -7,6 +7,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <json.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,13 +35,24 @@
 
 struct endpoint {
 	struct cmx_io io;
+	struct cmx_server *srv;
 	int fd;
 	int metrics;
 	char path[108]; /* unix: unlinked at close */
 };
 
+/* The server's admin socket and metrics endpoint (srv->admin): made at the
+ * first listen, freed once the loop is gone (cmx_admin_destroy()). */
+struct cmx_admin {
+	struct endpoint admin, metrics;
+	/* --admin PATH,group=NAME: that group's members may use the admin
+	 * socket too (-1: root only). */
+	long gid;
+};
+
 struct client {
 	struct cmx_io io;
+	struct cmx_server *srv;
 	int fd;
 	int metrics;
 	int sending;
@@ -50,14 +62,28 @@ struct client {
 	size_t sent;
 };
 
-static struct endpoint admin_ep = {.fd = -1}, metrics_ep = {.fd = -1, .metrics = 1};
-/* --admin PATH,group=NAME: that group's members may use the admin socket
- * too (-1: root only). */
-static long admin_gid = -1;
+static struct cmx_admin *admin_get(struct cmx_server *srv)
+{
+	struct cmx_admin *a = srv->admin;
+
+	if (a || !(a = calloc(1, sizeof(*a))))
+		return a;
+	a->admin = (struct endpoint){.srv = srv, .fd = -1};
+	a->metrics = (struct endpoint){.srv = srv, .fd = -1, .metrics = 1};
+	a->gid = -1;
+	srv->admin = a;
+	return a;
+}
+
+void cmx_admin_destroy(struct cmx_server *srv)
+{
+	free(srv->admin);
+	srv->admin = NULL;
+}
 
 /* Root, or a member of the admin group (primary or supplementary, as the
  * kernel saw the peer's credentials at connect). */
-static int admin_peer_ok(int fd)
+static int admin_peer_ok(long admin_gid, int fd)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
@@ -121,15 +147,47 @@ static uint64_t json_limit(uint64_t v)
 	return v == CMX_UNLIMITED ? 0 : v;
 }
 
+void cmx_admin_json(struct cmx_text *out, struct json_object *o)
+{
+	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+							      JSON_C_TO_STRING_NOSLASHESCAPE);
+
+	if (!o || !s)
+		out->oom = 1;
+	else
+		cmx_text_add(out, "%s\n", s);
+	json_object_put(o);
+}
+
+void cmx_json_add(struct json_object *o, const char *key, struct json_object *v)
+{
+	if (!o || json_object_object_add(o, key, v))
+		json_object_put(v);
+}
+
+static void add_u64(struct json_object *o, const char *key, uint64_t v)
+{
+	cmx_json_add(o, key, json_object_new_uint64(v));
+}
+
+/* A number with `digits` decimals (json-c alone would write 17 digits). */
+static void add_fixed(struct json_object *o, const char *key, int digits, double v)
+{
+	char s[48];
+
+	snprintf(s, sizeof(s), "%.*f", digits, v);
+	cmx_json_add(o, key, json_object_new_double_s(v, s));
+}
+
 static void tenants_table(struct cmx_server *srv, int json, struct cmx_text *out)
 {
 	uint64_t now = cmx_now_ns(), total = 0;
-	const char *sep = "";
+	struct json_object *arr = NULL;
 
 	for (struct cmx_tenant *t = srv->tenants.list; t; t = t->next)
 		total += cmx_tenant_minute_ns(t, now);
 	if (json)
-		cmx_text_add(out, "[");
+		arr = json_object_new_array();
 	else
 		cmx_text_add(out, "%-16s %8s %21s %15s %15s %6s %7s\n", "TENANT", "SESSIONS",
 			     "MEMORY", "OBJECTS", "INFLIGHT", "WEIGHT", "SHARE1M");
@@ -137,21 +195,25 @@ static void tenants_table(struct cmx_server *srv, int json, struct cmx_text *out
 		uint64_t m = cmx_tenant_minute_ns(t, now);
 		double share = total ? 100.0 * (double)m / (double)total : 0;
 		if (json) {
-			cmx_text_add(out,
-				     "%s{\"name\":\"%s\",\"sessions\":%" PRIu64 ",\"mem\":%" PRIu64
-				     ",\"mem_quota\":%" PRIu64 ",\"objects\":%" PRIu64
-				     ",\"objects_quota\":%" PRIu64 ",\"inflight\":%" PRIu64
-				     ",\"inflight_quota\":%" PRIu64 ",\"weight\":%" PRIu64
-				     ",\"cap\":%" PRIu64 ",\"device_ns_1m\":%" PRIu64
-				     ",\"share_1m\":%.4f,\"completed\":%" PRIu64
-				     ",\"sessions_quota\":%" PRIu64 ",\"output\":%" PRIu64
-				     ",\"backlogged\":%" PRIu64 "}",
-				     sep, t->name, t->sessions, t->bytes, json_limit(t->q.mem),
-				     t->objects, json_limit(t->q.objects), t->inflight,
-				     json_limit(t->q.inflight), t->q.weight, t->q.cap, m,
-				     share / 100.0, t->completed, json_limit(t->q.sessions),
-				     t->output, t->backlogged);
-			sep = ",";
+			struct json_object *o = json_object_new_object();
+			cmx_json_add(o, "name", json_object_new_string(t->name));
+			add_u64(o, "sessions", t->sessions);
+			add_u64(o, "mem", t->bytes);
+			add_u64(o, "mem_quota", json_limit(t->q.mem));
+			add_u64(o, "objects", t->objects);
+			add_u64(o, "objects_quota", json_limit(t->q.objects));
+			add_u64(o, "inflight", t->inflight);
+			add_u64(o, "inflight_quota", json_limit(t->q.inflight));
+			add_u64(o, "weight", t->q.weight);
+			add_u64(o, "cap", t->q.cap);
+			add_u64(o, "device_ns_1m", m);
+			add_fixed(o, "share_1m", 4, share / 100.0);
+			add_u64(o, "completed", t->completed);
+			add_u64(o, "sessions_quota", json_limit(t->q.sessions));
+			add_u64(o, "output", t->output);
+			add_u64(o, "backlogged", t->backlogged);
+			if (!arr || json_object_array_add(arr, o))
+				json_object_put(o);
 			continue;
 		}
 		char mu[24], mq[24], oq[24], iq[24], mem[56], obj[56], inf[56];
@@ -166,24 +228,24 @@ static void tenants_table(struct cmx_server *srv, int json, struct cmx_text *out
 			     t->name, t->sessions, mem, obj, inf, t->q.weight, share);
 	}
 	if (json)
-		cmx_text_add(out, "]\n");
+		cmx_admin_json(out, arr);
 }
 
 static void quota_show(const struct cmx_tenant *t, int json, struct cmx_text *out)
 {
+	struct json_object *o = json ? json_object_new_object() : NULL;
 	char v[64];
 
-	if (json)
-		cmx_text_add(out, "{\"name\":\"%s\"", t->name);
+	cmx_json_add(o, "name", json_object_new_string(t->name));
 	for (unsigned k = 0; k < CMX_QUOTA_KEYS; k++) {
-		cmx_quota_format(&t->q, cmx_quota_keys[k], v, sizeof(v));
+		cmx_quota_format(&t->q, cmx_quota_keys[k].name, v, sizeof(v));
 		if (json)
-			cmx_text_add(out, ",\"%s\":\"%s\"", cmx_quota_keys[k], v);
+			cmx_json_add(o, cmx_quota_keys[k].name, json_object_new_string(v));
 		else
-			cmx_text_add(out, "%-9s %s\n", cmx_quota_keys[k], v);
+			cmx_text_add(out, "%-9s %s\n", cmx_quota_keys[k].name, v);
 	}
 	if (json)
-		cmx_text_add(out, "}\n");
+		cmx_admin_json(out, o);
 }
 
 static void stats_show(struct cmx_server *srv, int json, struct cmx_text *out)
@@ -210,13 +272,18 @@ static void stats_show(struct cmx_server *srv, int json, struct cmx_text *out)
 		inflight += t->inflight;
 	}
 	if (json) {
-		cmx_text_add(out,
-			     "{\"uptime_s\":%.1f,\"tenants\":%u,\"sessions\":%" PRIu64
-			     ",\"objects\":%" PRIu64 ",\"mem\":%" PRIu64 ",\"inflight\":%" PRIu64
-			     ",\"launched\":%" PRIu64 ",\"completed\":%" PRIu64
-			     ",\"refused\":%" PRIu64 ",\"device_s\":%.3f}\n",
-			     up, srv->tenants.count, sessions, objects, bytes, inflight, launched,
-			     completed, refused, (double)ns / 1e9);
+		struct json_object *o = json_object_new_object();
+		add_fixed(o, "uptime_s", 1, up);
+		add_u64(o, "tenants", srv->tenants.count);
+		add_u64(o, "sessions", sessions);
+		add_u64(o, "objects", objects);
+		add_u64(o, "mem", bytes);
+		add_u64(o, "inflight", inflight);
+		add_u64(o, "launched", launched);
+		add_u64(o, "completed", completed);
+		add_u64(o, "refused", refused);
+		add_fixed(o, "device_s", 3, (double)ns / 1e9);
+		cmx_admin_json(out, o);
 		return;
 	}
 	cmx_text_add(out,
@@ -226,21 +293,6 @@ static void stats_show(struct cmx_server *srv, int json, struct cmx_text *out)
 		     "\ncompleted   %" PRIu64 "\nrefused     %" PRIu64 "\ndevice time %.3f s\n",
 		     up, srv->tenants.count, sessions, objects, bytes, inflight, launched,
 		     completed, refused, (double)ns / 1e9);
-}
-
-/* Unix paths may hold any byte but NUL: quoted for JSON. */
-static void json_string(struct cmx_text *out, const char *s)
-{
-	cmx_text_add(out, "\"");
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			cmx_text_add(out, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			cmx_text_add(out, "\\u%04x", (unsigned char)*s);
-		else
-			cmx_text_add(out, "%c", *s);
-	}
-	cmx_text_add(out, "\"");
 }
 
 /*
@@ -256,10 +308,13 @@ static void listeners_table(struct cmx_server *srv, int json, struct cmx_text *o
 	    [CMX_ADDR_VSOCK_UDS] = "vsock-uds",
 	    [CMX_ADDR_TCP] = "tcp",
 	};
-	const char *sep = "";
+	struct json_object *arr = NULL, *o;
 	char buf[160];
 
-	cmx_text_add(out, json ? "[" : "%-10s %-16s %s\n", "KIND", "TENANT", "ADDRESS");
+	if (json)
+		arr = json_object_new_array();
+	else
+		cmx_text_add(out, "%-10s %-16s %s\n", "KIND", "TENANT", "ADDRESS");
 	for (unsigned i = 0; i < srv->nlisteners; i++) {
 		const struct cmx_listener *l = &srv->listeners[i];
 		const char *kind = l->addr.tls ? "tls" : kinds[l->addr.type];
@@ -270,14 +325,16 @@ static void listeners_table(struct cmx_server *srv, int json, struct cmx_text *o
 				     addr);
 			continue;
 		}
-		cmx_text_add(out, "%s{\"kind\":\"%s\",\"tenant\":\"%s\",\"address\":", sep, kind,
-			     l->tenant);
-		json_string(out, addr);
-		cmx_text_add(out, "}");
-		sep = ",";
+		/* Unix paths may hold any byte but NUL. */
+		o = json_object_new_object();
+		cmx_json_add(o, "kind", json_object_new_string(kind));
+		cmx_json_add(o, "tenant", json_object_new_string(l->tenant));
+		cmx_json_add(o, "address", json_object_new_string(addr));
+		if (!arr || json_object_array_add(arr, o))
+			json_object_put(o);
 	}
 	if (json)
-		cmx_text_add(out, "]\n");
+		cmx_admin_json(out, arr);
 }
 
 unsigned cmx_admin_evict(struct cmx_server *srv, struct cmx_tenant *t)
@@ -359,21 +416,30 @@ static void checkpoint(struct cmx_server *srv, int json, struct cmx_text *out)
 	if (srv->front) {
 		unsigned k = cmx_front_checkpoint();
 		cmx_text_add(out, "ok\n");
-		cmx_text_add(out, json ? "{\"workers\":%u}\n" : "%u workers asked\n", k);
+		if (json) {
+			struct json_object *o = json_object_new_object();
+			add_u64(o, "workers", k);
+			cmx_admin_json(out, o);
+		} else {
+			cmx_text_add(out, "%u workers asked\n", k);
+		}
 		return;
 	}
 	cmx_checkpoint_all(srv, &st);
 	cmx_text_add(out, "ok\n");
-	if (json)
-		cmx_text_add(out,
-			     "{\"sessions\":%u,\"failed\":%u,\"records\":%llu,\"bytes\":%llu,"
-			     "\"ms\":%.3f}\n",
-			     st.sessions, st.failed, (unsigned long long)st.records,
-			     (unsigned long long)st.bytes, (double)st.ns / 1e6);
-	else
+	if (json) {
+		struct json_object *o = json_object_new_object();
+		add_u64(o, "sessions", st.sessions);
+		add_u64(o, "failed", st.failed);
+		add_u64(o, "records", st.records);
+		add_u64(o, "bytes", st.bytes);
+		add_fixed(o, "ms", 3, (double)st.ns / 1e6);
+		cmx_admin_json(out, o);
+	} else {
 		cmx_text_add(out, "%u sessions written (%llu buffer bytes) in %.1f ms, %u failed\n",
 			     st.sessions, (unsigned long long)st.bytes, (double)st.ns / 1e6,
 			     st.failed);
+	}
 }
 
 void cmx_admin_exec(struct cmx_server *srv, char *line, struct cmx_text *out)
@@ -398,7 +464,13 @@ void cmx_admin_exec(struct cmx_server *srv, char *line, struct cmx_text *out)
 			return;
 		}
 		cmx_text_add(out, "ok\n");
-		cmx_front_workers(json, out);
+		if (json) {
+			struct json_object *arr = json_object_new_array();
+			cmx_front_workers(arr, out);
+			cmx_admin_json(out, arr);
+		} else {
+			cmx_front_workers(NULL, out);
+		}
 	} else if (!strcmp(w[i], "listeners") && n == i + 1) {
 		cmx_text_add(out, "ok\n");
 		listeners_table(srv, json, out);
@@ -421,9 +493,11 @@ void cmx_admin_exec(struct cmx_server *srv, char *line, struct cmx_text *out)
 		}
 		unsigned k = srv->front ? cmx_front_evict(t) : cmx_admin_evict(srv, t);
 		cmx_text_add(out, "ok\n");
-		if (json)
-			cmx_text_add(out, "{\"evicted\":%u}\n", k);
-		else
+		if (json) {
+			struct json_object *o = json_object_new_object();
+			add_u64(o, "evicted", k);
+			cmx_admin_json(out, o);
+		} else
 			cmx_text_add(out, "%u session%s of %s closed\n", k, k == 1 ? "" : "s",
 				     t->name);
 	} else if (!strcmp(w[i], "checkpoint") && n == i + 1) {
@@ -487,7 +561,7 @@ static void client_io(struct cmx_io *io, int res, unsigned flags);
 
 static void client_send(struct client *c)
 {
-	struct io_uring_sqe *sqe = cmx_loop_sqe(cmx_srv->loop, &c->io);
+	struct io_uring_sqe *sqe = cmx_loop_sqe(c->srv->loop, &c->io);
 
 	c->sending = 1;
 	io_uring_prep_send(sqe, c->fd, c->out.s + c->sent, c->out.len - c->sent, MSG_NOSIGNAL);
@@ -495,7 +569,7 @@ static void client_send(struct client *c)
 
 static void client_recv(struct client *c)
 {
-	struct io_uring_sqe *sqe = cmx_loop_sqe(cmx_srv->loop, &c->io);
+	struct io_uring_sqe *sqe = cmx_loop_sqe(c->srv->loop, &c->io);
 
 	io_uring_prep_recv(sqe, c->fd, c->req + c->len, sizeof(c->req) - 1 - c->len, 0);
 }
@@ -504,7 +578,7 @@ static void client_answer(struct client *c)
 {
 	if (c->metrics) {
 		struct cmx_text body = {0};
-		cmx_metrics_write(cmx_srv, &body);
+		cmx_metrics_write(c->srv, &body);
 		/* Plain text for a unix socket reader; HTTP for a scraper. */
 		if (!strncmp(c->req, "GET ", 4))
 			cmx_text_add(
@@ -517,7 +591,7 @@ static void client_answer(struct client *c)
 	} else {
 		/* The request is the first line; a NUL ends it sooner. */
 		*(char *)memchr(c->req, '\n', c->len) = '\0';
-		cmx_admin_exec(cmx_srv, c->req, &c->out);
+		cmx_admin_exec(c->srv, c->req, &c->out);
 	}
 	if (c->out.oom || !c->out.len) {
 		client_end(c);
@@ -551,7 +625,7 @@ static void client_io(struct cmx_io *io, int res, unsigned flags)
 	/* Admin: one line. Metrics: whatever arrives first (a scrape's GET). */
 	if (c->metrics || memchr(c->req, '\n', c->len)) {
 		/* The front end answers from the workers' latest figures. */
-		if (cmx_srv->front)
+		if (c->srv->front)
 			cmx_front_refresh((void (*)(void *))client_answer, c);
 		else
 			client_answer(c);
@@ -577,12 +651,13 @@ static void accept_done(struct cmx_io *io, int res, unsigned flags)
 
 		/* The admin socket answers root and the admin group only,
 		 * whatever its file mode. */
-		if (!ep->metrics && !admin_peer_ok(res)) {
+		if (!ep->metrics && !admin_peer_ok(ep->srv->admin->gid, res)) {
 			getsockopt(res, SOL_SOCKET, SO_PEERCRED, &cred, &len);
 			cmx_warn("admin: refused a peer with uid %u", cred.uid);
 			send(res, refused, sizeof(refused) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 			close(res);
 		} else if ((c = calloc(1, sizeof(*c)))) {
+			c->srv = ep->srv;
 			c->fd = res;
 			c->metrics = ep->metrics;
 			c->io.cb = client_io;
@@ -591,14 +666,14 @@ static void accept_done(struct cmx_io *io, int res, unsigned flags)
 			close(res);
 		}
 	}
-	if (!(flags & IORING_CQE_F_MORE) && ep->fd >= 0 && !cmx_srv->draining)
+	if (!(flags & IORING_CQE_F_MORE) && ep->fd >= 0 && !ep->srv->draining)
 		endpoint_accept(ep);
 }
 
 static void endpoint_accept(struct endpoint *ep)
 {
 	ep->io.cb = accept_done;
-	io_uring_prep_multishot_accept(cmx_loop_sqe(cmx_srv->loop, &ep->io), ep->fd, NULL, NULL,
+	io_uring_prep_multishot_accept(cmx_loop_sqe(ep->srv->loop, &ep->io), ep->fd, NULL, NULL,
 				       SOCK_CLOEXEC);
 }
 
@@ -608,9 +683,12 @@ int cmx_admin_listen(struct cmx_server *srv, const char *spec)
 	struct cmx_addr a = {.type = CMX_ADDR_UNIX, .opts = ",mode=0600"};
 	const char *comma = strchr(spec, ',');
 	size_t n = comma ? (size_t)(comma - spec) : strlen(spec);
+	struct cmx_admin *adm = admin_get(srv);
 	struct cmx_addr_perm perm;
 	int fd;
 
+	if (!adm)
+		return -ENOMEM;
 	if (n >= sizeof(a.path))
 		return -ENAMETOOLONG;
 	memcpy(a.path, spec, n);
@@ -623,14 +701,14 @@ int cmx_admin_listen(struct cmx_server *srv, const char *spec)
 		snprintf(a.opts, sizeof(a.opts), ",mode=0660%s", comma);
 		if (cmx_addr_perm(&a, &perm, NULL, 0) || perm.gid < 0)
 			return -EINVAL;
-		admin_gid = perm.gid;
+		adm->gid = perm.gid;
 	}
 	/* The service manager's socket (its file is the manager's), or one
 	 * of our own; another daemon's live socket is left alone. */
 	fd = cmx_activation_take(&a);
 	if (fd >= 0) {
-		admin_ep.fd = fd;
-		endpoint_accept(&admin_ep);
+		adm->admin.fd = fd;
+		endpoint_accept(&adm->admin);
 		return 0;
 	}
 	fd = cmx_addr_connect(&a);
@@ -641,15 +719,21 @@ int cmx_admin_listen(struct cmx_server *srv, const char *spec)
 	fd = cmx_addr_listen(&a);
 	if (fd < 0)
 		return fd;
-	admin_ep.fd = fd;
-	strcpy(admin_ep.path, a.path);
-	endpoint_accept(&admin_ep);
+	adm->admin.fd = fd;
+	strcpy(adm->admin.path, a.path);
+	endpoint_accept(&adm->admin);
 	return 0;
 }
 
 int cmx_metrics_listen(struct cmx_server *srv, const char *spec, char *why, size_t whylen)
 {
+	struct cmx_admin *adm = admin_get(srv);
 	int fd;
+
+	if (!adm) {
+		snprintf(why, whylen, "out of memory");
+		return -ENOMEM;
+	}
 
 	if (!strncmp(spec, "tcp:", 4)) {
 		struct sockaddr_in sin = {.sin_family = AF_INET};
@@ -709,18 +793,21 @@ int cmx_metrics_listen(struct cmx_server *srv, const char *spec, char *why, size
 				snprintf(why, whylen, "%s", strerror(-fd));
 				return fd;
 			}
-			strcpy(metrics_ep.path, a.path);
+			strcpy(adm->metrics.path, a.path);
 		}
 	}
-	metrics_ep.fd = fd;
-	endpoint_accept(&metrics_ep);
+	adm->metrics.fd = fd;
+	endpoint_accept(&adm->metrics);
 	return 0;
 }
 
 void cmx_admin_close(struct cmx_server *srv)
 {
-	struct endpoint *eps[2] = {&admin_ep, &metrics_ep};
+	struct cmx_admin *adm = srv->admin;
+	struct endpoint *eps[2] = {adm ? &adm->admin : NULL, adm ? &adm->metrics : NULL};
 
+	if (!adm)
+		return;
 	for (int i = 0; i < 2; i++) {
 		if (eps[i]->fd < 0)
 			continue;

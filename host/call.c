@@ -6,6 +6,8 @@
 #include <CL/cl.h>
 #include <CL/cl_ext.h>
 #include <errno.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -329,6 +331,22 @@ static void notify_failure(struct cmx_call *c, int status)
 		cmx_session_notify(c->s, c->oi->answer, &n, NULL, 0, NULL);
 }
 
+struct call_block {
+	struct call_block *next;
+	max_align_t data[];
+};
+
+void *cmx_call_alloc(struct cmx_call *c, size_t size)
+{
+	struct call_block *b;
+
+	if (size > SIZE_MAX - sizeof(*b) || !(b = calloc(1, sizeof(*b) + size)))
+		return NULL;
+	b->next = c->blocks;
+	c->blocks = b;
+	return b->data;
+}
+
 void cmx_call_done(struct cmx_call *c, int status)
 {
 	struct cmx_session *s = c->s;
@@ -379,6 +397,11 @@ void cmx_call_done(struct cmx_call *c, int status)
 			close(c->rfd[i]);
 	free(c->handles);
 	free(c->scratch);
+	for (struct call_block *b = c->blocks, *next; b; b = next) {
+		next = b->next;
+		free(b);
+	}
+	cmx_codec_release(c->oi->in, c->in);
 	free(c);
 	/* A restore's request: the next one goes (host/restore.c). */
 	if (s->restore)

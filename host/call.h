@@ -43,6 +43,7 @@ struct cmx_call {
 	int rfd[2]; /* file descriptors the reply passes (OpenArea), or -1 */
 	void **handles; /* resolved id[] arrays */
 	void *scratch;	/* freed with the call: outputs that point into it */
+	void *blocks;	/* cmx_call_alloc()'s, freed with the call */
 	/* Deferred completion (host/exec.h). */
 	int (*work)(struct cmx_call *c);
 	void (*fin)(struct cmx_call *c, int status);
@@ -65,6 +66,10 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 /* Finishes a call: replies (sync calls) or records the failure of an async
  * one, then frees it. Runs on the loop. */
 void cmx_call_done(struct cmx_call *c, int status);
+/* Zeroed memory that lives as long as the call: for outputs that point
+ * into more than one block (record arrays and their strings). NULL when
+ * none is left. Only the call's owner at the time allocates. */
+void *cmx_call_alloc(struct cmx_call *c, size_t size);
 /* The tag the call's answer= notification answers (schema/README.md), 0
  * when it has none. */
 uint64_t cmx_call_tag(const struct cmx_call *c);

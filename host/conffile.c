@@ -1,5 +1,13 @@
 // SPDX-License-Identifier: MIT
 // clmuxd.conf: an INI-style file of sections and "key = value" lines.
+//
+// A parser of its own rather than a library's: libinih only reads, and
+// GLib's GKeyFile, which keeps comments and saves atomically, takes only
+// '#' comments (a ';' line is an error), keeps the last of repeated keys
+// (uid =, gid = and cid = lines add up here) and writes the whole file
+// back in its own layout. cmx_config_edit() rewrites only one tenant's
+// quota lines and leaves every other byte, and cmx_config_save() renames
+// a complete, synced temporary over the file.
 #define _GNU_SOURCE
 #include "conffile.h"
 
@@ -160,6 +168,13 @@ static int parse_pass(char *text, struct cmx_tenants *ts, int pass, char *why, s
 				ts->sandbox = m + 1;
 				continue;
 			}
+			int knob = cmx_tuning_set(&ts->tune, a, b, err, sizeof(err));
+			if (knob < 0) {
+				snprintf(why, whylen, "line %u: %s", lineno, err);
+				return -EINVAL;
+			}
+			if (knob)
+				continue;
 			snprintf(why, whylen, "line %u: unknown key '%s' in [clmuxd]", lineno, a);
 			return -EINVAL;
 		}
@@ -204,6 +219,7 @@ static int parse_pass(char *text, struct cmx_tenants *ts, int pass, char *why, s
 
 int cmx_config_parse(const char *text, struct cmx_tenants *ts, char *why, size_t whylen)
 {
+	cmx_tuning_defaults(&ts->tune);
 	for (int pass = 0; pass < 2; pass++) {
 		char *copy = strdup(text);
 		int e;
@@ -281,7 +297,7 @@ char *cmx_config_edit(const char *text, const char *tenant, const struct cmx_quo
 			if (in_sec) /* leaving it: add what it lacked */
 				for (unsigned k = 0; k < CMX_QUOTA_KEYS; k++)
 					if (!(done & 1u << k))
-						put_quota_line(&b, q, cmx_quota_keys[k]);
+						put_quota_line(&b, q, cmx_quota_keys[k].name);
 			done = (1u << CMX_QUOTA_KEYS) - 1;
 			in_sec = name && !strcmp(name, tenant);
 			if (in_sec) {
@@ -290,7 +306,7 @@ char *cmx_config_edit(const char *text, const char *tenant, const struct cmx_quo
 			}
 		} else if (kind == 2 && in_sec) {
 			for (unsigned k = 0; k < CMX_QUOTA_KEYS; k++)
-				if (!strcmp(a, cmx_quota_keys[k])) {
+				if (!strcmp(a, cmx_quota_keys[k].name)) {
 					if (!(done & 1u << k))
 						put_quota_line(&b, q, a);
 					done |= 1u << k;
@@ -308,11 +324,11 @@ char *cmx_config_edit(const char *text, const char *tenant, const struct cmx_quo
 	if (in_sec)
 		for (unsigned k = 0; k < CMX_QUOTA_KEYS; k++)
 			if (!(done & 1u << k))
-				put_quota_line(&b, q, cmx_quota_keys[k]);
+				put_quota_line(&b, q, cmx_quota_keys[k].name);
 	if (!found) {
 		cmx_text_add(&b, "%s[tenant %s]\n", b.len ? "\n" : "", tenant);
 		for (unsigned k = 0; k < CMX_QUOTA_KEYS; k++)
-			put_quota_line(&b, q, cmx_quota_keys[k]);
+			put_quota_line(&b, q, cmx_quota_keys[k].name);
 	}
 	cmx_text_put(&b, "", 0);
 	if (b.oom) {

@@ -54,9 +54,8 @@
  * under it (back-pressure instead of growth). Everything queued is charged
  * to the tenant meanwhile (struct cmx_tenant's `output`). */
 #define TX_CAP (64ull << 20)
-/* A connection over TX_CAP that has read none of its output for this long
- * is taken for dead, and its session ends (CLMUX_UNREAD_S overrides). */
-#define UNREAD_S 60
+/* A connection over TX_CAP that has read none of its output for the
+ * unread-s key's seconds (60) is taken for dead, and its session ends. */
 /* Why a connection takes no input for now (struct cmx_conn's `stall`). */
 #define STALL_RATE   0x1u /* its tenant's rate: until rate_io fires */
 #define STALL_OUTPUT 0x2u /* its session's unread output: until it drains */
@@ -85,15 +84,9 @@ static int rx_finish(struct cmx_conn *c, int e);
 static void output_drained(struct cmx_session *s);
 static void unread_arm(struct cmx_conn *c);
 
-static int unread_s(void)
+static int unread_s(const struct cmx_conn *c)
 {
-	static int s = -1;
-
-	if (s < 0) {
-		const char *env = getenv("CLMUX_UNREAD_S");
-		s = env && atoi(env) > 0 ? atoi(env) : UNREAD_S;
-	}
-	return s;
+	return (int)c->srv->tune.unread_s;
 }
 
 /* A segment joins the queue: counted, and charged to the tenant of the
@@ -406,7 +399,7 @@ static void unread_check(struct cmx_io *io, int res, unsigned flags)
 			cmx_warn("session %llu: %s read none of its %llu bytes of output in %d s: "
 				 "closed",
 				 s ? (unsigned long long)s->id : 0ull, c->peer.name,
-				 (unsigned long long)c->tx_bytes_queued, unread_s());
+				 (unsigned long long)c->tx_bytes_queued, unread_s(c));
 			/* The session ends with either of its channels. */
 			if (s && c->role == CMX_ROLE_NOTIFY && s->conn)
 				cmx_conn_kill(s->conn, NULL);
@@ -424,7 +417,7 @@ static void unread_arm(struct cmx_conn *c)
 
 	if (c->unread_armed || c->dead)
 		return;
-	ts.tv_sec = unread_s();
+	ts.tv_sec = unread_s(c);
 	c->unread_mark = c->tx_sent;
 	c->unread_io.cb = unread_check;
 	io_uring_prep_timeout(cmx_loop_sqe(c->srv->loop, &c->unread_io), &ts, 0, 0);

@@ -117,8 +117,8 @@ int cmx_device_open(struct cmx_server *srv, const char *spec)
 	srv->printf_trails = srv->submits_at_enqueue;
 	srv->slices_contexts = srv->submits_at_enqueue;
 	srv->short_blocking = !(all[pick].type & CL_DEVICE_TYPE_CPU) && !srv->flush_runs;
-	if (getenv("CLMUX_SHORT_BLOCKING"))
-		srv->short_blocking = atoi(getenv("CLMUX_SHORT_BLOCKING")) > 0 && !srv->flush_runs;
+	if (srv->tune.short_blocking != CMX_TUNE_AUTO)
+		srv->short_blocking = srv->tune.short_blocking && !srv->flush_runs;
 	cmx_info("serving %s / %s (%s)", all[pick].pname, all[pick].dname, ver);
 	return 0;
 }

@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
 #include "log.h"
 #include "tenant.h"
 #include "zero.h"
@@ -61,10 +60,16 @@ static const struct {
 int cmx_h_GetDeviceInfoAll(struct cmx_call *c, struct cmx_GetDeviceInfoAll_in *in,
 			   struct cmx_GetDeviceInfoAll_out *out)
 {
+	static const unsigned cb[] = {CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR,
+				      CL_DEVICE_COMMAND_BUFFER_REQUIRED_QUEUE_PROPERTIES_KHR};
 	cl_device_id dev = in->device.h;
-	struct cmx_buf b;
+	struct cmx_DeviceInfo *rec;
+	size_t n = 0, room = sizeof(cb) / sizeof(cb[0]);
 
-	cmx_buf_init(&b);
+	for (size_t r = 0; r < sizeof(info_ranges) / sizeof(info_ranges[0]); r++)
+		room += info_ranges[r].last - info_ranges[r].first + 1;
+	if (!(c->scratch = rec = calloc(room, sizeof(*rec))))
+		return CL_OUT_OF_HOST_MEMORY;
 	for (size_t r = 0; r < sizeof(info_ranges) / sizeof(info_ranges[0]); r++) {
 		for (unsigned p = info_ranges[r].first; p <= info_ranges[r].last; p++) {
 			size_t size = 0;
@@ -75,39 +80,29 @@ int cmx_h_GetDeviceInfoAll(struct cmx_call *c, struct cmx_GetDeviceInfoAll_in *i
 			/* An empty answer (NVIDIA's *_WITH_VERSION lists): a second
 			 * query with a 0-byte buffer may fail, so none is made. */
 			if (!size) {
-				cmx_buf_put_u64(&b, p);
-				cmx_buf_put_bytes(&b, "", 0);
+				rec[n++] = (struct cmx_DeviceInfo){.param = p};
 				continue;
 			}
-			v = calloc(1, size);
-			if (v && clGetDeviceInfo(dev, p, size, v, NULL) == CL_SUCCESS) {
+			if (!(v = cmx_call_alloc(c, size)))
+				return CL_OUT_OF_HOST_MEMORY;
+			if (clGetDeviceInfo(dev, p, size, v, NULL) == CL_SUCCESS) {
 				tenant_view(c, p, v, size);
-				cmx_buf_put_u64(&b, p);
-				cmx_buf_put_bytes(&b, v, size);
+				rec[n++] = (struct cmx_DeviceInfo){.param = p, .value = {v, size}};
 			}
-			free(v);
 		}
 	}
 	/* Outside the ranges: cl_khr_command_buffer's, where it is forwarded
 	 * (the guest offers the extension only with them). */
-	if (cmx_cmdbuf_supported(dev)) {
-		static const unsigned cb[] = {CL_DEVICE_COMMAND_BUFFER_CAPABILITIES_KHR,
-					      CL_DEVICE_COMMAND_BUFFER_REQUIRED_QUEUE_PROPERTIES_KHR};
-		for (size_t k = 0; k < sizeof(cb) / sizeof(cb[0]); k++) {
-			cl_bitfield v = 0;
-			if (clGetDeviceInfo(dev, cb[k], sizeof(v), &v, NULL) == CL_SUCCESS) {
-				cmx_buf_put_u64(&b, cb[k]);
-				cmx_buf_put_bytes(&b, &v, sizeof(v));
-			}
-		}
+	for (size_t k = 0; cmx_cmdbuf_supported(dev) && k < sizeof(cb) / sizeof(cb[0]); k++) {
+		cl_bitfield *v = cmx_call_alloc(c, sizeof(*v));
+		if (!v)
+			return CL_OUT_OF_HOST_MEMORY;
+		if (clGetDeviceInfo(dev, cb[k], sizeof(*v), v, NULL) == CL_SUCCESS)
+			rec[n++] =
+			    (struct cmx_DeviceInfo){.param = cb[k], .value = {v, sizeof(*v)}};
 	}
-	if (b.oom) {
-		cmx_buf_fini(&b);
-		return CL_OUT_OF_HOST_MEMORY;
-	}
-	c->scratch = b.data;
-	out->info.ptr = b.data;
-	out->info.len = b.len;
+	out->info.v = rec;
+	out->info.n = n;
 	return CL_SUCCESS;
 }
 

@@ -19,27 +19,27 @@
 #include "staging.h"
 
 /* Slots one transfer holds at most. */
-#define LANES 4
+#define COPY_STREAMS 4
 
 /*
  * The slots of one transfer of n chunks of a slot each (the last maybe
- * shorter): lane i serves chunks i, i + count, ... Fixed before the first
+ * shorter): stream i serves chunks i, i + count, ... Fixed before the first
  * chunk's callback can run: the callbacks read it.
  */
-struct lanes {
+struct copy_streams {
 	uint64_t size, n;
 	unsigned count;
-	void *slot[LANES];
+	void *slot[COPY_STREAMS];
 };
 
-static uint64_t chunk_len(const struct lanes *l, uint64_t k)
+static uint64_t chunk_len(const struct copy_streams *l, uint64_t k)
 {
 	uint64_t at = k * CMX_PINNED_SLOT;
 
 	return l->size - at < CMX_PINNED_SLOT ? l->size - at : CMX_PINNED_SLOT;
 }
 
-static void *chunk_slot(const struct lanes *l, uint64_t k)
+static void *chunk_slot(const struct copy_streams *l, uint64_t k)
 {
 	return l->slot[k % l->count];
 }
@@ -47,7 +47,7 @@ static void *chunk_slot(const struct lanes *l, uint64_t k)
 /* Takes the slots of a transfer of size bytes on q: 0, or CMX_PINNED_NO
  * where none is free, or for several chunks on an out-of-order queue
  * (they keep their order only on an in-order one). */
-static int lanes_take(struct lanes *l, cl_command_queue q, uint64_t size)
+static int streams_take(struct copy_streams *l, cl_command_queue q, uint64_t size)
 {
 	cl_command_queue_properties props = 0;
 
@@ -59,7 +59,7 @@ static int lanes_take(struct lanes *l, cl_command_queue q, uint64_t size)
 						NULL) ||
 			  (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE))))
 		return CMX_PINNED_NO;
-	while (l->count < LANES && l->count < l->n &&
+	while (l->count < COPY_STREAMS && l->count < l->n &&
 	       (l->slot[l->count] = cmx_pinned_get(chunk_len(l, l->count))))
 		l->count++;
 	return l->count ? 0 : CMX_PINNED_NO;
@@ -77,9 +77,9 @@ static cl_int gates_make(cl_event *gates, uint64_t from, uint64_t n, cl_command_
 }
 
 /* Only the first `done` chunks were enqueued: the gates from `first` of
- * those that were not are set (nobody waits for them), and the lanes past
- * them give their slots back (every lane when done is 0). */
-static void lanes_trim(struct lanes *l, cl_event *gates, uint64_t first, uint64_t done)
+ * those that were not are set (nobody waits for them), and the streams past
+ * them give their slots back (every stream when done is 0). */
+static void streams_trim(struct copy_streams *l, cl_event *gates, uint64_t first, uint64_t done)
 {
 	for (uint64_t k = done > first ? done : first; gates && k < l->n; k++)
 		if (gates[k]) {
@@ -94,9 +94,9 @@ static void lanes_trim(struct lanes *l, cl_event *gates, uint64_t first, uint64_
 }
 
 /*
- * A write of n chunks. Chunk k's native write goes from its lane's slot
+ * A write of n chunks. Chunk k's native write goes from its stream's slot
  * behind its own user event, set when the copy threads have copied it in;
- * when that write completes, the lane's next chunk is copied into the
+ * when that write completes, the stream's next chunk is copied into the
  * same slot. One reference per copy and per native write still to come:
  * the last frees it.
  */
@@ -106,7 +106,7 @@ struct chunk {
 };
 
 struct pinned_write {
-	struct lanes l;
+	struct copy_streams l;
 	void *payload; /* the call's bulk: an area block or staging */
 	uint64_t off;
 	atomic_uint copies; /* chunks not yet copied: the last gives the payload back */
@@ -143,7 +143,7 @@ static void chunk_copy(struct pinned_write *w, uint64_t k)
 }
 
 /* Loop thread (host/complete.c): chunk k is on the device, or failed; its
- * slot takes the lane's next chunk, or goes back to the pool. */
+ * slot takes the stream's next chunk, or goes back to the pool. */
 static void chunk_written(void *arg, cl_int status)
 {
 	struct chunk *ch = arg;
@@ -181,7 +181,7 @@ static uint64_t chunks_enqueue(struct pinned_write *w, cl_command_queue q, cl_me
 		 * whose wait list failed, and the slot would never come back;
 		 * host/complete.c finds those. */
 		if (cmx_complete_when(e, chunk_written, &w->chunks[k])) {
-			/* Without word of its end nothing would copy the lane's
+			/* Without word of its end nothing would copy the stream's
 			 * next chunk: this one is let go uncopied (the call
 			 * fails) and counts as never enqueued. */
 			clSetUserEventStatus(w->gates[k], CL_COMPLETE);
@@ -203,12 +203,12 @@ int cmx_pinned_write(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t 
 	struct pinned_write *w;
 	cl_event *list = NULL;
 	uint64_t done;
-	unsigned lanes;
+	unsigned streams;
 	cl_int e;
 
 	if (!c->bulk || c->bulk_len != size || !(w = calloc(1, sizeof(*w))))
 		return CMX_PINNED_NO;
-	if (lanes_take(&w->l, q, size)) {
+	if (streams_take(&w->l, q, size)) {
 		free(w);
 		return CMX_PINNED_NO;
 	}
@@ -222,7 +222,7 @@ int cmx_pinned_write(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t 
 	free(list);
 	/* What was enqueued runs to its end (a failure after the first
 	 * chunk still fails the call). */
-	lanes_trim(&w->l, w->gates, 0, done);
+	streams_trim(&w->l, w->gates, 0, done);
 	if (!done) {
 		free(w->gates);
 		free(w->chunks);
@@ -233,18 +233,18 @@ int cmx_pinned_write(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t 
 	c->bulk = NULL;
 	atomic_init(&w->copies, (unsigned)done);
 	atomic_init(&w->refs, (unsigned)(2 * done));
-	/* Once the last lane's copy is posted, w may be gone (its chunks
+	/* Once the last stream's copy is posted, w may be gone (its chunks
 	 * copied, written and freed on other threads): not read again. */
-	lanes = w->l.count;
-	for (unsigned k = 0; k < lanes; k++)
+	streams = w->l.count;
+	for (unsigned k = 0; k < streams; k++)
 		chunk_copy(w, k);
 	return e;
 }
 
 /*
  * A read of n chunks. Every chunk's native read is enqueued at once, into
- * its lane's slot; a chunk past the first of each lane waits behind a
- * user event of its own, set when the lane's previous chunk has been
+ * its stream's slot; a chunk past the first of each stream waits behind a
+ * user event of its own, set when the stream's previous chunk has been
  * copied out of the slot (an in-order queue runs them in order anyway:
  * the gate only keeps a slot from being overwritten before its copy). The
  * copy threads move each landed chunk into the reply; the last copy
@@ -256,7 +256,7 @@ struct rchunk {
 };
 
 struct pinned_read {
-	struct lanes l;
+	struct copy_streams l;
 	struct cmx_call *c;
 	cl_event *gates; /* [k] for k >= l.count */
 	struct rchunk *chunks;
@@ -264,7 +264,7 @@ struct pinned_read {
 	atomic_int status; /* the first failure */
 };
 
-/* Chunk k is out of its slot (or failed): the slot takes the lane's next
+/* Chunk k is out of its slot (or failed): the slot takes the stream's next
  * chunk, or goes back; the last one finishes the call. Any thread. */
 static void rchunk_done(struct pinned_read *r, uint64_t k)
 {
@@ -318,7 +318,7 @@ static uint64_t rchunks_enqueue(struct pinned_read *r, cl_command_queue q, cl_me
 	uint64_t k;
 
 	for (k = 0; k < r->l.n; k++) {
-		/* In order: the first carries the wait list, a later lane's
+		/* In order: the first carries the wait list, a later stream's
 		 * chunk its slot's gate. */
 		cl_uint nl = k ? (k >= r->l.count) : nwait;
 		const cl_event *wl = k ? &r->gates[k] : wait;
@@ -342,7 +342,7 @@ int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t o
 	uint64_t done;
 	cl_int e;
 
-	if (!r || lanes_take(&r->l, q, size)) {
+	if (!r || streams_take(&r->l, q, size)) {
 		free(r);
 		return CMX_PINNED_NO;
 	}
@@ -356,7 +356,7 @@ int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t o
 	done = e ? 0 : rchunks_enqueue(r, q, m, off, nwait, wait, evs, &e);
 	/* What was enqueued runs to its end, and a failure after the first
 	 * chunk fails the call. */
-	lanes_trim(&r->l, r->gates, r->l.count, done);
+	streams_trim(&r->l, r->gates, r->l.count, done);
 	if (!done) {
 		cmx_staging_put(c->rbulk);
 		c->rbulk = NULL;

@@ -7,10 +7,10 @@
 #include "incdir.h"
 #include "kprintf.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
 #include "tenant.h"
 
 int cmx_h_CreateProgramWithSource(struct cmx_call *c, struct cmx_CreateProgramWithSource_in *in)
@@ -112,7 +112,7 @@ int cmx_h_ReleaseProgram(struct cmx_call *c, struct cmx_ReleaseProgram_in *in)
  * sent as the one byte NUL; bytes without their NUL (Oclgrind 21.10's
  * attributes) are cut at the first NUL or ended with one.
  */
-static void put_kernel_str(struct cmx_buf *b, cl_kernel k, long arg, cl_uint param)
+static struct cmx_blob kernel_str(struct cmx_call *c, cl_kernel k, long arg, cl_uint param)
 {
 	size_t len = 0;
 	char *s = NULL;
@@ -120,25 +120,16 @@ static void put_kernel_str(struct cmx_buf *b, cl_kernel k, long arg, cl_uint par
 
 	e = arg < 0 ? clGetKernelInfo(k, param, 0, NULL, &len)
 		    : clGetKernelArgInfo(k, (cl_uint)arg, param, 0, NULL, &len);
-	if (e == CL_SUCCESS && len && len < CMX_MAX_ARGS && (s = malloc(len + 1))) {
+	if (e == CL_SUCCESS && len && len < CMX_MAX_ARGS && (s = cmx_call_alloc(c, len + 1))) {
 		e = arg < 0 ? clGetKernelInfo(k, param, len, s, NULL)
 			    : clGetKernelArgInfo(k, (cl_uint)arg, param, len, s, NULL);
 		s[len] = 0;
 	}
 	if (e == CL_SUCCESS && s)
-		cmx_buf_put_bytes(b, s, strlen(s) + 1);
-	else
-		cmx_buf_put_bytes(b, "", 1);
-	free(s);
+		return (struct cmx_blob){s, strlen(s) + 1};
+	return (struct cmx_blob){"", 1};
 }
 
-/*
- * Kernel info (docs/protocol.md): u64 count, then per kernel: bytes name,
- * bytes attributes, u64 nargs, then per argument: u64 address qualifier,
- * u64 access qualifier, u64 type qualifier, bytes type name, bytes name
- * (0 qualifiers and empty names where the driver has no argument info);
- * then per kernel its CL_KERNEL_COMPILE_WORK_GROUP_SIZE, three u64.
- */
 /*
  * Every kernel of the program, by name, leaving out those the driver fails
  * to create: Oclgrind's clCreateKernelsInProgram hands out a kernel it could
@@ -209,34 +200,41 @@ static cl_device_id first_device(cl_program p)
 	return d;
 }
 
-static void describe_kernels(cl_program p, struct cmx_buf *b)
+/*
+ * The kernel info records (schema/program.schema, KernelInfo) of every
+ * kernel of p, in memory that lives as long as the call c. Fails only for
+ * want of memory.
+ */
+static cl_int describe_kernels(struct cmx_call *c, cl_program p, struct cmx_KernelInfo_array *out)
 {
 	cl_kernel *ks = NULL;
 	cl_uint n = create_kernels(p, &ks);
 	cl_device_id dev = first_device(p);
-	size_t(*reqd)[3];
+	struct cmx_KernelInfo *ki = n ? cmx_call_alloc(c, n * sizeof(*ki)) : NULL;
+	cl_int e = n && !ki ? CL_OUT_OF_HOST_MEMORY : CL_SUCCESS;
 
-	if (!n || !(reqd = calloc(n, sizeof(*reqd)))) {
-		for (cl_uint k = 0; k < n; k++)
-			clReleaseKernel(ks[k]);
-		free(ks);
-		cmx_buf_put_u64(b, 0);
-		return;
-	}
-	cmx_buf_put_u64(b, n);
-	for (cl_uint k = 0; k < n; k++) {
+	for (cl_uint k = 0; k < n && !e; k++) {
+		struct cmx_KernelArg *args = NULL;
+		uint64_t *reqd = cmx_call_alloc(c, 3 * sizeof(*reqd));
+		size_t wg[3] = {0, 0, 0};
 		cl_uint nargs = 0;
 
-		put_kernel_str(b, ks[k], -1, CL_KERNEL_FUNCTION_NAME);
-		put_kernel_str(b, ks[k], -1, CL_KERNEL_ATTRIBUTES);
+		clGetKernelInfo(ks[k], CL_KERNEL_NUM_ARGS, sizeof(nargs), &nargs, NULL);
+		if (!reqd || (nargs && !(args = cmx_call_alloc(c, nargs * sizeof(*args))))) {
+			e = CL_OUT_OF_HOST_MEMORY;
+			break;
+		}
+		ki[k].name = kernel_str(c, ks[k], -1, CL_KERNEL_FUNCTION_NAME);
+		ki[k].attributes = kernel_str(c, ks[k], -1, CL_KERNEL_ATTRIBUTES);
 		/* What reqd_work_group_size says, which the guest checks launches
 		 * against: from the driver's own answer, not the attributes'
 		 * text (Oclgrind's is garbage). */
 		if (!dev || clGetKernelWorkGroupInfo(ks[k], dev, CL_KERNEL_COMPILE_WORK_GROUP_SIZE,
-						     sizeof(reqd[k]), reqd[k], NULL) != CL_SUCCESS)
-			memset(reqd[k], 0, sizeof(reqd[k]));
-		clGetKernelInfo(ks[k], CL_KERNEL_NUM_ARGS, sizeof(nargs), &nargs, NULL);
-		cmx_buf_put_u64(b, nargs);
+						     sizeof(wg), wg, NULL) != CL_SUCCESS)
+			memset(wg, 0, sizeof(wg));
+		for (int d = 0; d < 3; d++)
+			reqd[d] = wg[d];
+		ki[k].reqd = (struct cmx_u64s){reqd, 3};
 		for (cl_uint a = 0; a < nargs; a++) {
 			cl_kernel_arg_address_qualifier aq = 0;
 			cl_kernel_arg_access_qualifier acc = 0;
@@ -247,19 +245,21 @@ static void describe_kernels(cl_program p, struct cmx_buf *b)
 					   &acc, NULL);
 			clGetKernelArgInfo(ks[k], a, CL_KERNEL_ARG_TYPE_QUALIFIER, sizeof(tq), &tq,
 					   NULL);
-			cmx_buf_put_u64(b, aq);
-			cmx_buf_put_u64(b, acc);
-			cmx_buf_put_u64(b, tq);
-			put_kernel_str(b, ks[k], a, CL_KERNEL_ARG_TYPE_NAME);
-			put_kernel_str(b, ks[k], a, CL_KERNEL_ARG_NAME);
+			args[a] = (struct cmx_KernelArg){
+			    .address = aq,
+			    .access = acc,
+			    .type_qual = tq,
+			    .type_name = kernel_str(c, ks[k], a, CL_KERNEL_ARG_TYPE_NAME),
+			    .name = kernel_str(c, ks[k], a, CL_KERNEL_ARG_NAME),
+			};
 		}
-		clReleaseKernel(ks[k]);
+		ki[k].args = (struct cmx_KernelArg_array){args, nargs};
 	}
 	for (cl_uint k = 0; k < n; k++)
-		for (int d = 0; d < 3; d++)
-			cmx_buf_put_u64(b, reqd[k][d]);
-	free(reqd);
+		clReleaseKernel(ks[k]);
 	free(ks);
+	*out = e ? (struct cmx_KernelInfo_array){NULL, 0} : (struct cmx_KernelInfo_array){ki, n};
+	return e;
 }
 
 /* Argument info is what the guest checks clSetKernelArg against; some
@@ -451,7 +451,6 @@ static int build_work(struct cmx_call *c)
 	char *given = cmx_incdir_options(c->s->id, in->program.id,
 					 in->options.len ? in->options.ptr : NULL);
 	char *opts = given ? with_arg_info(given) : NULL;
-	struct cmx_buf b;
 	cl_int e;
 
 	if (!opts) {
@@ -474,18 +473,9 @@ static int build_work(struct cmx_call *c)
 	cmx_incdir_drop(c->s->id, in->program.id);
 	if (e)
 		return e;
-	cmx_buf_init(&b);
 	/* Under the build's own reference: a guest that released the program
 	 * (or ended its session) meanwhile holds none. */
-	describe_kernels(in->program.h, &b);
-	if (b.oom) {
-		cmx_buf_fini(&b);
-		return CL_OUT_OF_HOST_MEMORY;
-	}
-	c->scratch = b.data;
-	out->kernels.ptr = b.data;
-	out->kernels.len = b.len;
-	return CL_SUCCESS;
+	return describe_kernels(c, in->program.h, &out->kernels);
 }
 
 int cmx_h_BuildProgram(struct cmx_call *c, struct cmx_BuildProgram_in *in,
@@ -602,7 +592,6 @@ static int link_work(struct cmx_call *c)
 	struct cmx_LinkProgram_in *in = c->in;
 	struct cmx_LinkProgram_out *out = c->out;
 	char *opts = with_arg_info(in->options.len ? in->options.ptr : NULL);
-	struct cmx_buf b;
 	cl_program p;
 	cl_int e;
 
@@ -630,12 +619,7 @@ static int link_work(struct cmx_call *c)
 	c->result = p;
 	if (e)
 		return e;
-	cmx_buf_init(&b);
-	describe_kernels(p, &b);
-	c->scratch = b.data;
-	out->kernels.ptr = b.data;
-	out->kernels.len = b.len;
-	return b.oom ? CL_OUT_OF_HOST_MEMORY : CL_SUCCESS;
+	return describe_kernels(c, p, &out->kernels);
 }
 
 static void link_done(struct cmx_call *c, int status)
@@ -693,6 +677,7 @@ int cmx_h_LinkProgram(struct cmx_call *c, struct cmx_LinkProgram_in *in,
 
 int cmx_h_IncludeFiles(struct cmx_call *c, struct cmx_IncludeFiles_in *in)
 {
+	struct cmx_IncludeFiles_bulk files;
 	void *blob;
 	int e;
 
@@ -700,15 +685,26 @@ int cmx_h_IncludeFiles(struct cmx_call *c, struct cmx_IncludeFiles_in *in)
 	 * guest thread can rewrite between two looks: the printf scan and the
 	 * file writer would see different names and bytes. Both work from one
 	 * private copy (docs/protocol.md, "Shared memory is read once"). */
-	if (!c->bulk_len)
-		return cmx_incdir_write(c->s->id, in->program.id, in->dir, NULL, 0);
-	blob = malloc(c->bulk_len);
+	blob = malloc(c->bulk_len ? c->bulk_len : 1);
 	if (!blob)
 		return CL_OUT_OF_HOST_MEMORY;
-	memcpy(blob, c->bulk, c->bulk_len);
-	/* A header the program includes may print. */
-	cmx_kprintf_program(c->s, in->program.id, blob, c->bulk_len);
-	e = cmx_incdir_write(c->s->id, in->program.id, in->dir, blob, c->bulk_len);
+	if (c->bulk_len)
+		memcpy(blob, c->bulk, c->bulk_len);
+	e = cmx_codec_decode(&cmx_desc_IncludeFiles_bulk, blob, c->bulk_len, &files);
+	if (e) {
+		free(blob);
+		return e == -ENOMEM ? CL_OUT_OF_HOST_MEMORY : CL_INVALID_VALUE;
+	}
+	/* A header the program includes may print (as the guest judges it:
+	 * guest/include.c). */
+	for (uint64_t i = 0; i < files.files.n; i++) {
+		cmx_kprintf_program(c->s, in->program.id, files.files.v[i].path.ptr,
+				    files.files.v[i].path.len);
+		cmx_kprintf_program(c->s, in->program.id, files.files.v[i].data.ptr,
+				    files.files.v[i].data.len);
+	}
+	e = cmx_incdir_write(c->s->id, in->program.id, in->dir, &files.files);
+	cmx_codec_release(&cmx_desc_IncludeFiles_bulk, &files);
 	free(blob);
 	return e;
 }

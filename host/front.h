@@ -12,6 +12,7 @@ struct cmx_listener;
 struct cmx_server;
 struct cmx_tenant;
 struct cmx_text;
+struct json_object;
 
 /* What every worker is started with (the daemon's own options). */
 struct cmx_front_opts {
@@ -73,8 +74,9 @@ int cmx_front_device_add(struct cmx_tenant *t, const char *spec, int fd);
 /* The device is gone (its domain stopped): the worker that served it ends,
  * and is started again only for the listeners and devices it still has. */
 void cmx_front_device_remove(const char *spec);
-/* clmuxctl workers: each worker process, its state and its tenants. */
-void cmx_front_workers(int json, struct cmx_text *out);
+/* clmuxctl workers: each worker process, its state and its tenants, as
+ * objects added to arr (json), or as a table in out where arr is NULL. */
+void cmx_front_workers(struct json_object *arr, struct cmx_text *out);
 /* SIGTERM: every worker is asked to stop, and killed after a grace time;
  * the loop stops once none is left. */
 void cmx_front_drain(void);

@@ -126,12 +126,10 @@ static int file_write(const char *path, const void *data, size_t len)
 	return close(fd);
 }
 
-int cmx_incdir_write(uint64_t session, uint64_t program, uint64_t dir, const void *blob,
-		     size_t len)
+int cmx_incdir_write(uint64_t session, uint64_t program, uint64_t dir,
+		     const struct cmx_IncludeFile_array *files)
 {
 	char base[512], path[512 + CMX_INCDIR_MAX_NAME + 2];
-	struct cmx_reader r;
-	unsigned files = 0;
 	size_t blen;
 
 	if (dir >= CMX_INCDIR_MAX_DIRS)
@@ -141,27 +139,27 @@ int cmx_incdir_write(uint64_t session, uint64_t program, uint64_t dir, const voi
 	    path_of(base, sizeof(base), session, program, (int64_t)dir) || mkdir_ok(base))
 		return CL_OUT_OF_RESOURCES;
 	blen = strlen(base);
-	cmx_reader_init(&r, blob, len);
-	while (r.left && !r.bad) {
-		uint64_t nlen, dlen;
-		const char *name = cmx_reader_bytes(&r, CMX_INCDIR_MAX_NAME, &nlen);
-		const void *data = cmx_reader_bytes(&r, len, &dlen);
+	/* The schema bounds both; checked again, as the buffers here need. */
+	if (files->n > CMX_INCDIR_MAX_FILES)
+		return CL_INVALID_VALUE;
+	for (uint64_t i = 0; i < files->n; i++) {
+		const struct cmx_IncludeFile *f = &files->v[i];
+		size_t nlen = f->path.len;
 
-		if (r.bad || ++files > CMX_INCDIR_MAX_FILES || nlen > CMX_INCDIR_MAX_NAME)
+		if (nlen > CMX_INCDIR_MAX_NAME)
 			return CL_INVALID_VALUE;
-		/* The blob may be guest-shared memory (the data area) that the
-		 * guest rewrites while we look: the name is copied once, and
-		 * only the copy is checked and used. */
+		/* The name is copied once, and only the copy is checked and
+		 * used (the caller's bytes are its own copy too). */
 		memcpy(path, base, blen);
 		path[blen] = '/';
-		memcpy(path + blen + 1, name, nlen);
+		memcpy(path + blen + 1, f->path.ptr, nlen);
 		path[blen + 1 + nlen] = '\0';
 		if (!name_ok(path + blen + 1, nlen))
 			return CL_INVALID_VALUE;
-		if (parents_make(path, blen) || file_write(path, data, dlen))
+		if (parents_make(path, blen) || file_write(path, f->data.ptr, f->data.len))
 			return CL_OUT_OF_RESOURCES;
 	}
-	return r.bad ? CL_INVALID_VALUE : CL_SUCCESS;
+	return CL_SUCCESS;
 }
 
 char *cmx_incdir_options(uint64_t session, uint64_t program, const char *options)

@@ -8,16 +8,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proto.gen.h"
+
 /* Limits on what one guest directory may bring. */
 #define CMX_INCDIR_MAX_DIRS 64u
 #define CMX_INCDIR_MAX_FILES 4096u
 #define CMX_INCDIR_MAX_NAME 1024u
 
-/* Writes the records of `blob` as directory `dir` of (session, program).
- * 0, or a cl_int error: a path that is absolute, climbs (..), or is
- * malformed writes nothing more. */
-int cmx_incdir_write(uint64_t session, uint64_t program, uint64_t dir, const void *blob,
-		     size_t len);
+/* Writes the files (IncludeFiles' payload, decoded) as directory `dir` of
+ * (session, program). 0, or a cl_int error: a path that is absolute,
+ * climbs (..), or is malformed writes nothing more. */
+int cmx_incdir_write(uint64_t session, uint64_t program, uint64_t dir,
+		     const struct cmx_IncludeFile_array *files);
 /* The options with every "-I cmx-include:N" that names a directory written
  * for (session, program) turned into its host path; malloc'd, NULL when out
  * of memory. */

@@ -68,12 +68,17 @@ struct region {
 	uint64_t busy_ns; /* when a call came in or a reply went out, last */
 	unsigned nslots;
 	int stopped;
+	struct cmx_server *srv;
 	struct slot slot[CMX_IVS_MAX_SLOTS];
 };
 
-static struct region regions[MAX_REGIONS];
-static unsigned nregions; /* written by the loop, read by the beat thread */
-static pthread_t beat_thread;
+/* The server's regions (srv->ivshmem), made at the first listen. The beat
+ * thread reads them until the process ends: never freed. */
+struct cmx_ivshmem {
+	struct region r[MAX_REGIONS];
+	unsigned n; /* written by the loop, read by the beat thread */
+	pthread_t beat;
+};
 
 int cmx_ivshmem_is_spec(const char *spec)
 {
@@ -123,7 +128,7 @@ static struct cmx_conn *slot_chan(void *arg, int ntf)
 
 static struct cmx_conn *conn_for(struct slot *sl, const struct cmx_conn_mover *m)
 {
-	struct cmx_conn *c = cmx_conn_create_moved(cmx_srv, m, sl, CMX_PEER_CID_NONE,
+	struct cmx_conn *c = cmx_conn_create_moved(sl->r->srv, m, sl, CMX_PEER_CID_NONE,
 						   sl->r->tenant[0] ? sl->r->tenant : NULL);
 
 	if (c)
@@ -237,8 +242,8 @@ static int slot_turn(struct slot *sl, uint64_t now)
 		cmx_info("%s: gone: the guest stopped polling for %u ms (VM killed?); returned "
 			 "%llu objects, %llu bytes; daemon holds %llu objects, %llu bytes",
 			 sl->name, CMX_IVS_DEAD_MS, (unsigned long long)objs,
-			 (unsigned long long)bytes, (unsigned long long)cmx_srv->objects,
-			 (unsigned long long)cmx_srv->bytes);
+			 (unsigned long long)bytes, (unsigned long long)sl->r->srv->objects,
+			 (unsigned long long)sl->r->srv->bytes);
 	}
 	return took;
 }
@@ -247,7 +252,7 @@ static void region_arm(struct region *r)
 {
 	r->ts.tv_sec = (long long)(r->sleep_ns / 1000000000ull);
 	r->ts.tv_nsec = (long long)(r->sleep_ns % 1000000000ull);
-	io_uring_prep_timeout(cmx_loop_sqe(cmx_srv->loop, &r->io), &r->ts, 0, 0);
+	io_uring_prep_timeout(cmx_loop_sqe(r->srv->loop, &r->io), &r->ts, 0, 0);
 }
 
 static void region_tick(struct cmx_io *io, int res, unsigned flags)
@@ -278,14 +283,15 @@ static void region_tick(struct cmx_io *io, int res, unsigned flags)
  * a loop held up by the driver for a while does not look like a death. */
 static void *beat_main(void *arg)
 {
+	struct cmx_ivshmem *iv = arg;
 	struct timespec ts = { 0, BEAT_NS };
 
 	for (;;) {
-		unsigned n = __atomic_load_n(&nregions, __ATOMIC_ACQUIRE);
+		unsigned n = __atomic_load_n(&iv->n, __ATOMIC_ACQUIRE);
 		uint64_t now = cmx_now_ns();
 
 		for (unsigned i = 0; i < n; i++) {
-			struct region *r = &regions[i];
+			struct region *r = &iv->r[i];
 			if (__atomic_load_n(&r->stopped, __ATOMIC_RELAXED))
 				continue;
 			for (unsigned k = 0; k < r->nslots; k++)
@@ -452,12 +458,19 @@ int cmx_ivshmem_create(struct cmx_server *srv, const char *spec, char *err, size
 
 int cmx_ivshmem_listen(struct cmx_server *srv, const char *spec, char *err, size_t errlen)
 {
-	struct region *r = &regions[nregions];
+	struct cmx_ivshmem *iv = srv->ivshmem ? srv->ivshmem : calloc(1, sizeof(*iv));
+	struct region *r;
 	struct cmx_ivs_hdr *h;
 	uint64_t slot_size;
 	int e;
 
-	if (nregions == MAX_REGIONS) {
+	if (!iv) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	srv->ivshmem = iv;
+	r = &iv->r[iv->n];
+	if (iv->n == MAX_REGIONS) {
 		snprintf(err, errlen, "too many ivshmem regions");
 		return -EINVAL;
 	}
@@ -489,11 +502,12 @@ int cmx_ivshmem_listen(struct cmx_server *srv, const char *spec, char *err, size
 	/* The magic last: a guest checks it before anything else. */
 	__atomic_store_n(&h->magic, CMX_IVS_MAGIC, __ATOMIC_RELEASE);
 	r->slot_size = slot_size;
+	r->srv = srv;
 	r->io.cb = region_tick;
 	r->sleep_ns = r->max_sleep_ns;
 	/* Release pairs with the beat thread's acquire: the region is set up. */
-	__atomic_store_n(&nregions, nregions + 1, __ATOMIC_RELEASE);
-	if (nregions == 1 && pthread_create(&beat_thread, NULL, beat_main, NULL)) {
+	__atomic_store_n(&iv->n, iv->n + 1, __ATOMIC_RELEASE);
+	if (iv->n == 1 && pthread_create(&iv->beat, NULL, beat_main, iv)) {
 		snprintf(err, errlen, "cannot start the beat thread");
 		return -EAGAIN;
 	}
@@ -504,10 +518,10 @@ int cmx_ivshmem_listen(struct cmx_server *srv, const char *spec, char *err, size
 	return 0;
 }
 
-void cmx_ivshmem_drain(void)
+void cmx_ivshmem_drain(struct cmx_server *srv)
 {
-	for (unsigned i = 0; i < nregions; i++) {
-		struct region *r = &regions[i];
+	for (unsigned i = 0; srv->ivshmem && i < srv->ivshmem->n; i++) {
+		struct region *r = &srv->ivshmem->r[i];
 		__atomic_store_n(&r->stopped, 1, __ATOMIC_RELAXED);
 		for (unsigned k = 0; k < r->nslots; k++) {
 			struct slot *sl = &r->slot[k];

@@ -19,6 +19,6 @@ int cmx_ivshmem_create(struct cmx_server *srv, const char *spec, char *err, size
  * loop. 0, or -errno with a reason in err. */
 int cmx_ivshmem_listen(struct cmx_server *srv, const char *spec, char *err, size_t errlen);
 /* Stops polling; every slot's session ends and the guests see CLOSED. */
-void cmx_ivshmem_drain(void);
+void cmx_ivshmem_drain(struct cmx_server *srv);
 
 #endif

@@ -61,17 +61,19 @@ struct sent {
 	cl_event gate; /* user event the unmap waits for */
 };
 
+/* Process-wide, not the server's: sent_done() gets only the payload's
+ * pointer from whoever frees it, and finds its entry here. */
 static pthread_mutex_t sent_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sent *sent_list;
 
 /* The queue's device is a CPU, whose maps are the buffer's own memory, and
  * not one that runs its queue only inside clFlush or a wait (Oclgrind). */
-static int on_cpu(cl_command_queue q)
+static int on_cpu(const struct cmx_server *srv, cl_command_queue q)
 {
 	cl_device_id d;
 	cl_device_type t;
 
-	if (cmx_srv->flush_runs ||
+	if (srv->flush_runs ||
 	    clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof(d), &d, NULL) != CL_SUCCESS ||
 	    clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof(t), &t, NULL) != CL_SUCCESS)
 		return 0;
@@ -127,7 +129,7 @@ struct cmx_land *cmx_land_open(struct cmx_conn *c, const struct cmx_hdr *h, cons
 		if (!ev || !ev->h || !done(ev->h))
 			goto busy;
 	}
-	if (!on_cpu(q->h))
+	if (!on_cpu(c->srv, q->h))
 		return NULL;
 	l = malloc(sizeof(*l));
 	if (!l)
@@ -250,7 +252,7 @@ int cmx_land_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t off
 	cl_context ctx;
 	cl_int e;
 
-	if (size < CMX_LAND_MIN || c->area_out || !on_cpu(q) ||
+	if (size < CMX_LAND_MIN || c->area_out || !on_cpu(c->s->srv, q) ||
 	    clGetCommandQueueInfo(q, CL_QUEUE_CONTEXT, sizeof(ctx), &ctx, NULL) != CL_SUCCESS ||
 	    !(t = calloc(1, sizeof(*t))))
 		return -1;

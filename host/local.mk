@@ -15,6 +15,7 @@ host_core_sources = host/loop.h host/loop.c host/conn.h host/conn.c \
 	host/ctl.h host/ctl.c host/front.h host/front.c host/worker.h host/worker.c \
 	host/privilege.h host/privilege.c host/zero.h host/zero.c host/libvirt.h host/libvirt.c \
 	host/sandbox.h host/sandbox.c host/activation.h host/activation.c \
+	host/tuning.h host/tuning.c \
 	host/state.h host/state.c host/record.h host/record.c \
 	host/checkpoint.h host/checkpoint.c host/restore.h host/restore.c
 if HAVE_LIBVIRT
@@ -23,9 +24,9 @@ endif
 host_clmuxd_SOURCES = host/main.c host/notify.h host/notify.c $(host_core_sources)
 nodist_host_clmuxd_SOURCES = host/handlers.gen.h host/handlers.gen.c
 host_clmuxd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host -I$(top_builddir)/host $(URING_CFLAGS) \
-	$(SSL_CFLAGS) $(LIBVIRT_CFLAGS)
-host_clmuxd_LDADD = transport/libcmxtransport.la $(URING_LIBS) $(SSL_LIBS) $(OPENCL_LIBS) \
-	$(LIBVIRT_LIBS) -lpthread
+	$(SSL_CFLAGS) $(JSONC_CFLAGS) $(LIBVIRT_CFLAGS)
+host_clmuxd_LDADD = transport/libcmxtransport.la $(URING_LIBS) $(SSL_LIBS) $(JSONC_LIBS) \
+	$(OPENCL_LIBS) $(LIBVIRT_LIBS) -lpthread
 
 if HAVE_CHECK
 check_PROGRAMS += host/tests/test_auth
@@ -37,6 +38,7 @@ host_tests_test_auth_LDADD = $(CHECK_LIBS) $(SSL_LIBS)
 check_PROGRAMS += host/tests/test_config
 TESTS += host/tests/test_config
 host_tests_test_config_SOURCES = host/tests/test_config.c host/conffile.c host/tenant.c host/text.c \
+	host/tuning.c \
 	host/sandbox.c
 host_tests_test_config_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host
 host_tests_test_config_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
@@ -102,7 +104,7 @@ nodist_host_libcmxfuzzcore_la_SOURCES = host/handlers.gen.h host/handlers.gen.c 
 	transport/proto.gen.h transport/proto.gen.c
 host_libcmxfuzzcore_la_CPPFLAGS = $(host_clmuxd_CPPFLAGS)
 host_libcmxfuzzcore_la_CFLAGS = $(AM_CFLAGS) $(LZ4_CFLAGS) -fsanitize=fuzzer-no-link
-fuzz_session_ldadd = host/libcmxfuzzcore.la $(LZ4_LIBS) $(URING_LIBS) $(SSL_LIBS) $(OPENCL_LIBS) \
+fuzz_session_ldadd = host/libcmxfuzzcore.la $(LZ4_LIBS) $(URING_LIBS) $(SSL_LIBS) $(JSONC_LIBS) $(OPENCL_LIBS) \
 	$(LIBVIRT_LIBS) -lpthread
 noinst_PROGRAMS += host/tests/fuzz_session host/tests/fuzz_area host/tests/fuzz_seeds
 host_tests_fuzz_seeds_SOURCES = host/tests/fuzz_seeds.c

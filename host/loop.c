@@ -172,7 +172,7 @@ static int ring_restrict(struct io_uring *ring)
 	return 0;
 }
 
-int cmx_loop_create(struct cmx_loop **out)
+int cmx_loop_create(struct cmx_loop **out, int coop)
 {
 	struct cmx_loop *l = calloc(1, sizeof(*l));
 	int e;
@@ -183,10 +183,10 @@ int cmx_loop_create(struct cmx_loop **out)
 	 * then waits for the loop's next system call instead of interrupting
 	 * it: the loop makes one on every look while it watches or lingers
 	 * (sched_yield()), and the interrupt costs a virtual machine an exit.
-	 * CLMUX_URING_COOP=0 turns it off; a kernel without it (before 5.19)
+	 * uring-coop = off turns it off; a kernel without it (before 5.19)
 	 * gets the default. */
 	e = -EINVAL;
-	if (!getenv("CLMUX_URING_COOP") || atoi(getenv("CLMUX_URING_COOP")) > 0)
+	if (coop)
 		e = io_uring_queue_init(RING_ENTRIES, &l->ring,
 					IORING_SETUP_COOP_TASKRUN | IORING_SETUP_R_DISABLED);
 	if (e == -EINVAL)

@@ -14,8 +14,9 @@ struct cmx_io {
 	void (*cb)(struct cmx_io *io, int res, unsigned flags);
 };
 
-/* Made on the thread that will run it. */
-int cmx_loop_create(struct cmx_loop **out);
+/* Made on the thread that will run it; coop: with io_uring's
+ * COOP_TASKRUN where the kernel has it (the uring-coop key). */
+int cmx_loop_create(struct cmx_loop **out, int coop);
 void cmx_loop_destroy(struct cmx_loop *l);
 
 /* A free submission slot bound to io (submitted at the next turn). */

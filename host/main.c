@@ -88,8 +88,8 @@ static void drain(void)
 	cmx_admin_close(cmx_srv);
 	for (unsigned i = 0; i < nlisteners; i++)
 		cmx_listener_close(&listeners[i]);
-	cmx_vhost_drain();
-	cmx_ivshmem_drain();
+	cmx_vhost_drain(cmx_srv);
+	cmx_ivshmem_drain(cmx_srv);
 	/* Ending each call channel releases its session's objects. */
 	while (cmx_srv->sessions) {
 		struct cmx_session *s = cmx_srv->sessions;
@@ -161,6 +161,7 @@ static int tenants_setup(struct cmx_server *srv, const char *config)
 	srv->listeners = listeners;
 	srv->nlisteners = nlisteners;
 	cmx_quota_unlimited(&srv->tenants.defaults);
+	cmx_tuning_defaults(&srv->tenants.tune);
 	if (config || !access(CMX_CONFIG_DEFAULT, F_OK)) {
 		const char *path = config ? config : CMX_CONFIG_DEFAULT;
 		if (cmx_config_load(path, &srv->tenants, why, sizeof(why))) {
@@ -171,6 +172,13 @@ static int tenants_setup(struct cmx_server *srv, const char *config)
 	} else {
 		strcpy(srv->tenants.fallback, "default");
 		cmx_tenant_get(&srv->tenants, "default");
+	}
+	/* The knobs: the file's, then the environment's overrides; each
+	 * checked here, once. */
+	srv->tune = srv->tenants.tune;
+	if (cmx_tuning_env(&srv->tune, why, sizeof(why))) {
+		fprintf(stderr, "clmuxd: %s\n", why);
+		return -EINVAL;
 	}
 	for (unsigned i = 0; i < nlisteners; i++) {
 		struct cmx_listener *l = &listeners[i];
@@ -333,6 +341,8 @@ static int stopped(struct cmx_server *srv, int e)
 	for (unsigned i = 0; i < nlisteners; i++)
 		cmx_listener_fini(&listeners[i]);
 	cmx_tenants_fini(&srv->tenants);
+	cmx_admin_destroy(srv);
+	cmx_vhost_destroy(srv);
 	cmx_info("stopped");
 	return e ? 1 : 0;
 }
@@ -416,7 +426,7 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	/* Builds' pre-flight children open the same device, in the same
 	 * sandbox. */
 	cmx_buildcheck_init(o->device, o->worker ? sandbox_mode(srv, o) : CMX_SANDBOX_OFF);
-	e = cmx_loop_create(&srv->loop);
+	e = cmx_loop_create(&srv->loop, (int)srv->tune.uring_coop);
 	if (e || cmx_executor_create(srv->loop, o->threads, &srv->exec) ||
 	    cmx_sched_create(srv, o->window_us)) {
 		cmx_err("cannot start the io_uring loop: %s", strerror(-e));
@@ -427,7 +437,7 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	if (e)
 		cmx_warn("kernel printf output stays on stdout: %s", strerror(-e));
 	/* A GPU's large transfers go through pinned staging (host/pinned.c). */
-	if (cmx_pinned_start(srv->devices[0]))
+	if (cmx_pinned_start(srv->devices[0], &srv->tune))
 		cmx_warn("no copy threads: transfers stay pageable");
 	for (unsigned i = 0; i < nlisteners; i++)
 		if (cmx_listener_start(&listeners[i]))
@@ -487,7 +497,7 @@ static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	srv->front = 1;
 	sigaddset(mask, SIGCHLD);
 	pthread_sigmask(SIG_BLOCK, mask, NULL);
-	e = cmx_loop_create(&srv->loop);
+	e = cmx_loop_create(&srv->loop, (int)srv->tune.uring_coop);
 	if (e) {
 		cmx_err("cannot start the io_uring loop: %s", strerror(-e));
 		return 1;
@@ -535,7 +545,8 @@ int main(int argc, char **argv)
 	};
 	struct opts o = { .threads = 64, .window_us = CMX_SCHED_WINDOW_US, .ctl = -1,
 			  .profile = -1 };
-	struct cmx_server srv = { 0 };
+	/* Static: what hangs off it stays reachable until exit (LeakSanitizer). */
+	static struct cmx_server srv;
 	int use_workers = 1;
 	sigset_t mask;
 	int opt;

@@ -20,11 +20,11 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "tuning.h"
 
 #define SLOTS	    8
 #define MAX_THREADS 4
 #define PIECE_MIN   (256u << 10) /* smaller copies are not split */
-#define PINNED_MIN  (1u << 20)	 /* default: smaller transfers stay pageable */
 
 struct piece {
 	void *dst;
@@ -165,19 +165,17 @@ static void *copier(void *arg)
 	return NULL;
 }
 
-int cmx_pinned_start(cl_device_id dev)
+int cmx_pinned_start(cl_device_id dev, const struct cmx_tuning *tune)
 {
-	const char *env = getenv("CLMUX_PINNED"), *min = getenv("CLMUX_PINNED_MIN");
 	cl_device_type type = 0;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 
 	clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof(type), &type, NULL);
-	if (env ? strcmp(env, "1") != 0 : (type & CL_DEVICE_TYPE_CPU) != 0)
-		return 0; /* a CPU driver's host memory is the storage: nothing to gain */
+	/* A CPU driver's host memory is the storage: nothing to gain. */
+	if (tune->pinned == CMX_TUNE_AUTO ? (type & CL_DEVICE_TYPE_CPU) != 0 : !tune->pinned)
+		return 0;
 	pn.dev = dev;
-	pn.min = min ? strtoull(min, NULL, 0) : PINNED_MIN;
-	if (!pn.min)
-		pn.min = 1;
+	pn.min = (uint64_t)tune->pinned_min;
 	/* A quarter of the cores, 1 to MAX_THREADS: the guests copy too. */
 	pn.nthreads = ncpu >= 4 * MAX_THREADS ? MAX_THREADS : ncpu >= 8 ? (unsigned)ncpu / 4 : 1;
 	pn.tail = &pn.head;

@@ -9,11 +9,14 @@
 /* The size of one staging slot: the guest's chunk (guest/mem.c CHUNK). */
 #define CMX_PINNED_SLOT (4u << 20)
 
+struct cmx_tuning;
+
 /* Starts the pool for dev, in the background: a driver that pins the
  * memory of a CL_MEM_ALLOC_HOST_PTR buffer (a GPU's) DMAs from it several
  * times faster than from pageable memory. Off for a CPU device, unless
- * CLMUX_PINNED=1 (tests); CLMUX_PINNED=0 turns it off. 0 or -errno. */
-int cmx_pinned_start(cl_device_id dev);
+ * the pinned key is on (tests); off turns it off; transfers from
+ * pinned-min bytes take it. 0 or -errno. */
+int cmx_pinned_start(cl_device_id dev, const struct cmx_tuning *tune);
 /* Waits for the copies under way, frees the pool. */
 void cmx_pinned_stop(void);
 /* A free slot for a transfer of size bytes, or NULL (no pool, not ready

@@ -47,15 +47,28 @@
  */
 #define TURN_LEN   4
 #define TURN_DEPTH 2
+/* A turn's holder refilling its queue, where the driver slices contexts
+ * (turn_over()). */
+#define REFILL_SLICED_NS (150ull * 1000)
 /*
  * The arbiter between workers (host/ctl.h): a turn ends once nothing was
- * launched for SHARE_IDLE_NS and nothing is on the device (a tenant that
- * waits for each command is not idle between them). A worker held for
+ * launched for share_idle_ns() and nothing is on the device (a tenant that
+ * waits for each command is not idle between them). Where the driver
+ * time-slices contexts (NVIDIA) a client refills its queue within tens of
+ * us of a completion, and a turn held by a tenant that launches once a
+ * millisecond idled the device for the others: a probe beside 8 busy
+ * tenants waited a median 185 ms with 5 ms here. A worker held for
  * SHARE_HOLD_MAX_NS without a word from the front end launches at will
  * again: a lost packet must not stall it.
  */
-#define SHARE_IDLE_NS	  (5ull * 1000 * 1000)
+#define SHARE_IDLE_NS	     (5ull * 1000 * 1000)
+#define SHARE_IDLE_SLICED_NS (500ull * 1000)
 #define SHARE_HOLD_MAX_NS (5ull * 1000 * 1000 * 1000)
+
+static uint64_t share_idle_ns(const struct cmx_server *srv)
+{
+	return srv->slices_contexts ? SHARE_IDLE_SLICED_NS : SHARE_IDLE_NS;
+}
 /* Buckets of the placeholder and kernel maps (powers of two). */
 #define PH_BUCKETS 1024
 #define K_BUCKETS  256
@@ -69,14 +82,14 @@
  * (at once, with a callback of its own, when something native waits on ph:
  * `exposed`).
  *
- * A lone tenant's launches that go straight to the driver share one gate
+ * A lone tenant's launches that go straight to the driver share one ticket
  * per in-order queue and loop turn (`n` commands, `done` the newest): they
- * finish in order, and a gate per launch cost each launch an allocation,
+ * finish in order, and a ticket per launch cost each launch an allocation,
  * an accounting and its event's last release on the loop, a large part of
- * what an empty kernel costs PoCL. The gate takes launches until its
+ * what an empty kernel costs PoCL. The ticket takes launches until its
  * completion is watched (flush_post()).
  */
-struct cmx_gate {
+struct cmx_ticket {
 	struct cmx_tenant *t;
 	uint64_t session, event_id, queue_id;
 	struct cmx_sched_op *op; /* while held */
@@ -87,10 +100,10 @@ struct cmx_gate {
 	uint64_t released, est; /* when it went on the device; charged estimate */
 	unsigned n;		/* commands it stands for: done and those before it */
 	cl_command_queue queue;
-	struct lane *lane;	    /* its queue's */
-	struct cmx_gate *next_held; /* while held: the tenant's FIFO; then its lane */
-	struct cmx_gate *next_q;    /* while held: its lane's held list */
-	struct cmx_gate *next_ph;   /* the placeholder map's chain */
+	struct runlist *runlist;	    /* its queue's */
+	struct cmx_ticket *next_held; /* while held: the tenant's FIFO; then its runlist */
+	struct cmx_ticket *next_q;    /* while held: its runlist's held list */
+	struct cmx_ticket *next_ph;   /* the placeholder map's chain */
 	int has_cb;		    /* a completion callback is set on it */
 	unsigned reports;	    /* completion reports (callback, poller) to come */
 	int finished;		    /* accounted: freed once its reports have come */
@@ -110,16 +123,16 @@ struct cmx_gate {
  * all: it is set once per loop turn, not per command (callbacks are what a
  * driver makes expensive).
  */
-struct lane {
+struct runlist {
 	cl_command_queue queue;
 	uint64_t session;
 	int in_order, dirty;
 	int unflushed; /* released into since the last clFlush */
-	struct cmx_gate *waiter; /* the command its poller watches */
-	struct cmx_gate *head, **tail;	   /* on the device */
-	struct cmx_gate *held, *held_last; /* held, oldest first */
+	struct cmx_ticket *waiter; /* the command its poller watches */
+	struct cmx_ticket *head, **tail;	   /* on the device */
+	struct cmx_ticket *held, *held_last; /* held, oldest first */
 	uint64_t dog_seq, dog_since; /* its oldest unfinished command, since when */
-	struct lane *next;
+	struct runlist *next;
 };
 
 /* A kernel with held launches: clSetKernelArg on it clones it first. */
@@ -144,7 +157,7 @@ struct cmx_sched {
 	unsigned running, held;
 	unsigned busy; /* tenants with commands in flight (inflight > 0) */
 	unsigned phs;  /* placeholders in the map */
-	unsigned unflushed; /* lanes released into since the last flush */
+	unsigned unflushed; /* runlists released into since the last flush */
 	uint64_t vclock;	  /* virtual time of the last command released */
 	uint64_t last_done;	  /* when the device last finished a command */
 	struct cmx_tenant *turn;  /* who holds the turn, if anybody */
@@ -152,7 +165,7 @@ struct cmx_sched {
 	uint64_t turn_idle;	  /* when its holder last ran out of commands */
 	int turn_fresh;		  /* its holder came back from idle for it */
 	struct cmx_tenant *ready; /* tenants with held commands */
-	struct lane *lanes;
+	struct runlist *runlists;
 	struct kept *kept;
 	int flush_posted;
 	struct cmx_io timer_io, update_io;
@@ -174,7 +187,7 @@ struct cmx_sched {
 	int turn_late; /* its end came with commands on the device */
 	uint64_t beat;	    /* the last BUSY */
 	uint64_t last_work; /* the last command scheduled */
-	struct cmx_gate *ph_map[PH_BUCKETS];
+	struct cmx_ticket *ph_map[PH_BUCKETS];
 	struct kheld *k_map[K_BUCKETS];
 };
 
@@ -204,11 +217,14 @@ static void inflight_dec(struct cmx_sched *sc, struct cmx_tenant *t)
 	inflight_sub(sc, t, 1);
 }
 
-/* Several tenants have commands on the device, or some wait in the
- * daemon: quick completion reports (a lane's poller) are worth a core. */
+/* Several tenants have commands on the device, some wait in the daemon,
+ * or the arbiter between workers is on (a turn ends when what it let on
+ * has finished, and NVIDIA's callback for a lone 1-item kernel came 20 ms
+ * late: a probe's turns ran their whole length): quick completion reports
+ * (a runlist's poller) are worth a core. */
 static int contended(const struct cmx_sched *sc)
 {
-	return sc->busy > 1 || sc->held;
+	return sc->busy > 1 || sc->held || sc->share != CMX_SHARE_FREE;
 }
 
 /* Cleared once the daemon has stopped its loop: a driver thread's late
@@ -222,9 +238,9 @@ static unsigned hash_ptr(const void *p, unsigned buckets)
 	return (unsigned)(x >> 40) & (buckets - 1);
 }
 
-static struct cmx_gate *ph_find(struct cmx_sched *sc, cl_event e)
+static struct cmx_ticket *ph_find(struct cmx_sched *sc, cl_event e)
 {
-	struct cmx_gate *g;
+	struct cmx_ticket *g;
 
 	if (!sc->phs || !e)
 		return NULL;
@@ -233,18 +249,18 @@ static struct cmx_gate *ph_find(struct cmx_sched *sc, cl_event e)
 	return g;
 }
 
-static void ph_add(struct cmx_sched *sc, struct cmx_gate *g)
+static void ph_add(struct cmx_sched *sc, struct cmx_ticket *g)
 {
-	struct cmx_gate **b = &sc->ph_map[hash_ptr(g->ph, PH_BUCKETS)];
+	struct cmx_ticket **b = &sc->ph_map[hash_ptr(g->ph, PH_BUCKETS)];
 
 	g->next_ph = *b;
 	*b = g;
 	sc->phs++;
 }
 
-static void ph_del(struct cmx_sched *sc, struct cmx_gate *g)
+static void ph_del(struct cmx_sched *sc, struct cmx_ticket *g)
 {
-	struct cmx_gate **pp = &sc->ph_map[hash_ptr(g->ph, PH_BUCKETS)];
+	struct cmx_ticket **pp = &sc->ph_map[hash_ptr(g->ph, PH_BUCKETS)];
 
 	while (*pp && *pp != g)
 		pp = &(*pp)->next_ph;
@@ -354,8 +370,15 @@ static uint64_t turn_over(const struct cmx_sched *sc, int cut)
 		return 0;
 	if (!h->inflight) {
 		/* A busy holder out of commands is refilling: it keeps the
-		 * turn a quarter window. One back from idle is done. */
-		uint64_t grace = sc->turn_fresh ? 0 : sc->window_ns / 4;
+		 * turn a quarter window. One back from idle is done. Where
+		 * the driver time-slices contexts every holder keeps it for
+		 * a refill's round trip: each hand-over is a context switch,
+		 * and 8 tenants with 4 short kernels in flight each, all back
+		 * from idle at every turn, changed turns every 0.6 ms and
+		 * got 0.14 of 8 native processes (0.22 with it). */
+		uint64_t grace = sc->srv->slices_contexts ? REFILL_SLICED_NS
+				 : sc->turn_fresh	  ? 0
+							  : sc->window_ns / 4;
 		if (sc->turn_idle + grace < end)
 			end = sc->turn_idle + grace;
 	}
@@ -423,7 +446,7 @@ int cmx_sched_busy(struct cmx_server *srv)
 {
 	struct cmx_sched *sc = srv->sched;
 
-	return sc && (sc->running || sc->held || sc->lanes);
+	return sc && (sc->running || sc->held || sc->runlists);
 }
 
 int cmx_sched_alone(const struct cmx_tenant *t)
@@ -456,7 +479,7 @@ static int cap_ok(struct cmx_tenant *t, uint64_t now)
 
 /* A head whose guest user events are not all set would hold a device slot
  * without running: it waits its turn until they are. */
-static int deps_done(struct cmx_gate *g)
+static int deps_done(struct cmx_ticket *g)
 {
 	while (g->ndeps) {
 		cl_int st = CL_COMPLETE;
@@ -473,9 +496,9 @@ static void done_settled(void *arg, cl_int status);
 static void done_post(void *arg);
 
 /* A completion slot (host/complete.c), not a bare callback: PoCL never
- * calls back for a launch that failed through its wait list, whose gate
- * would then hold its lane, and count as in flight, for ever. */
-static void watch(struct cmx_gate *g)
+ * calls back for a launch that failed through its wait list, whose ticket
+ * would then hold its runlist, and count as in flight, for ever. */
+static void watch(struct cmx_ticket *g)
 {
 	g->has_cb = 1;
 	g->reports++;
@@ -489,15 +512,13 @@ static void watch(struct cmx_gate *g)
  * 2 us on the loop, and the callback comes back through the eventfd, a
  * loop turn more, often during the guest's next call. Returns 1 when it
  * did. */
-static int report_done(struct cmx_gate *g)
+static int report_done(struct cmx_ticket *g)
 {
-	static int peek = -1;
 	cl_int st = CL_QUEUED;
 
-	if (peek < 0)
-		peek = !getenv("CLMUX_SCHED_PEEK") || atoi(getenv("CLMUX_SCHED_PEEK")) > 0;
-	if (!peek || clGetEventInfo(g->done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
-				    NULL) != CL_SUCCESS ||
+	if (!cmx_srv->tune.sched_peek ||
+	    clGetEventInfo(g->done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL) !=
+		CL_SUCCESS ||
 	    st > CL_COMPLETE)
 		return 0;
 	g->has_cb = 1; /* closed: no launch joins it */
@@ -507,22 +528,22 @@ static int report_done(struct cmx_gate *g)
 }
 
 /*
- * The poller: an executor thread that watches an in-order lane's newest
+ * The poller: an executor thread that watches an in-order runlist's newest
  * command until it completes (or a callback reported it first), then reports
  * it like the callback. Some drivers call callbacks late: NVIDIA's came
  * milliseconds after its 19 us kernels, which, counted as device time, let
  * one kernel onto the device at a time. A status query sees the completion
  * within the poll period (10 us, doubling to 1 ms while it waits). One per
- * lane at a time, and for at most POLL_NS: a command that waits for what
+ * runlist at a time, and for at most POLL_NS: a command that waits for what
  * nobody sets must not hold an executor thread (nor the daemon's exit);
- * the lane's callbacks report it, and its next completion restarts the
+ * the runlist's callbacks report it, and its next completion restarts the
  * poller.
  */
 #define POLL_NS (200ull * 1000 * 1000)
 
 static void poll_work(void *arg)
 {
-	struct cmx_gate *g = arg;
+	struct cmx_ticket *g = arg;
 	uint64_t until = cmx_now_ns() + POLL_NS;
 	long ns = 10000;
 
@@ -545,7 +566,7 @@ static void poll_work(void *arg)
 
 static void poll_done(void *arg)
 {
-	struct cmx_gate *g = arg;
+	struct cmx_ticket *g = arg;
 
 	if (!cmx_srv->sched)
 		return;
@@ -553,53 +574,53 @@ static void poll_done(void *arg)
 		done_post(g);
 		return;
 	}
-	/* Gave up: g is still on its lane, which waits for its callbacks. */
+	/* Gave up: g is still on its runlist, which waits for its callbacks. */
 	g->reports--;
-	if (g->lane->waiter == g)
-		g->lane->waiter = NULL;
+	if (g->runlist->waiter == g)
+		g->runlist->waiter = NULL;
 }
 
-static void lane_poll(struct lane *l, struct cmx_gate *g)
+static void runlist_poll(struct runlist *l, struct cmx_ticket *g)
 {
 	g->reports++;
 	l->waiter = g;
 	cmx_executor_run(cmx_srv->exec, poll_work, poll_done, g);
 }
 
-/* Once per loop turn: a callback on each in-order lane's newest command. */
+/* Once per loop turn: a callback on each in-order runlist's newest command. */
 static void flush_post(void *arg)
 {
 	struct cmx_sched *sc = arg;
 
 	sc->flush_posted = 0;
-	for (struct lane *l = sc->lanes; l; l = l->next) {
-		struct cmx_gate *last;
+	for (struct runlist *l = sc->runlists; l; l = l->next) {
+		struct cmx_ticket *last;
 		if (!l->dirty || !l->head)
 			continue;
 		l->dirty = 0;
-		last = (struct cmx_gate *)((char *)l->tail - offsetof(struct cmx_gate, next_held));
+		last = (struct cmx_ticket *)((char *)l->tail - offsetof(struct cmx_ticket, next_held));
 		/* Quick completion reports matter when tenants contend; a
 		 * lone tenant's callbacks do, and a poller would take a core
 		 * from its enqueueing on a small machine. */
 		if (!l->waiter && contended(sc))
-			lane_poll(l, last);
+			runlist_poll(l, last);
 		if (!last->has_cb && !report_done(last))
 			watch(last);
 	}
 }
 
-static struct lane *lane_find(struct cmx_sched *sc, cl_command_queue q)
+static struct runlist *runlist_find(struct cmx_sched *sc, cl_command_queue q)
 {
-	struct lane *l;
+	struct runlist *l;
 
-	for (l = sc->lanes; l && l->queue != q; l = l->next)
+	for (l = sc->runlists; l && l->queue != q; l = l->next)
 		;
 	return l;
 }
 
-static struct lane *lane_get(struct cmx_sched *sc, struct cmx_gate *g)
+static struct runlist *runlist_get(struct cmx_sched *sc, struct cmx_ticket *g)
 {
-	struct lane *l = lane_find(sc, g->queue);
+	struct runlist *l = runlist_find(sc, g->queue);
 
 	if (l)
 		return l;
@@ -610,15 +631,15 @@ static struct lane *lane_get(struct cmx_sched *sc, struct cmx_gate *g)
 	l->session = g->session;
 	l->in_order = g->in_order;
 	l->tail = &l->head;
-	l->next = sc->lanes;
-	sc->lanes = l;
+	l->next = sc->runlists;
+	sc->runlists = l;
 	return l;
 }
 
 /* Frees l once nothing of its queue is held or on the device. */
-static void lane_put(struct cmx_sched *sc, struct lane *l)
+static void runlist_put(struct cmx_sched *sc, struct runlist *l)
 {
-	struct lane **lp = &sc->lanes;
+	struct runlist **lp = &sc->runlists;
 
 	if (l->head || l->held)
 		return;
@@ -630,11 +651,11 @@ static void lane_put(struct cmx_sched *sc, struct lane *l)
 	free(l);
 }
 
-static void lane_add(struct cmx_sched *sc, struct cmx_gate *g)
+static void runlist_add(struct cmx_sched *sc, struct cmx_ticket *g)
 {
-	struct lane *l = g->lane ? g->lane : lane_get(sc, g);
+	struct runlist *l = g->runlist ? g->runlist : runlist_get(sc, g);
 
-	g->lane = l;
+	g->runlist = l;
 	if (!l) {
 		watch(g);
 		return;
@@ -650,7 +671,7 @@ static void lane_add(struct cmx_sched *sc, struct cmx_gate *g)
 		 * it was released (a 1.6 ms kernel), every turn, and the turn
 		 * ran that much over. */
 		if (l->in_order && !l->waiter && contended(sc))
-			lane_poll(l, g);
+			runlist_poll(l, g);
 		return;
 	}
 	l->dirty = 1;
@@ -664,7 +685,7 @@ static void lane_add(struct cmx_sched *sc, struct cmx_gate *g)
  * The kernel-time watchdog. OpenCL cannot stop a running kernel; only the
  * end of the process that owns its context does. Four times a second,
  * while a tenant with a kernel-time has commands on the device, each
- * lane's oldest unfinished command is found by asking its status; one
+ * runlist's oldest unfinished command is found by asking its status; one
  * that has stayed the oldest and on the device (running, or submitted
  * with no wait list, as NVIDIA reports a running kernel) past its
  * tenant's kernel-time has the front end end this worker: its tenants'
@@ -687,7 +708,7 @@ static void dog_arm(struct cmx_sched *sc)
 
 /* 1: g is on the device unfinished; 0: it waits for others; -1: it has
  * finished (or cannot be asked). */
-static int dog_state(const struct cmx_gate *g)
+static int dog_state(const struct cmx_ticket *g)
 {
 	cl_int st = CL_COMPLETE;
 
@@ -719,8 +740,8 @@ static void watchdog(struct cmx_io *io, int res, unsigned flags)
 	if (!atomic_load(&alive))
 		return;
 	sc->dog_armed = 0;
-	for (struct lane *l = sc->lanes; l; l = l->next) {
-		struct cmx_gate *g;
+	for (struct runlist *l = sc->runlists; l; l = l->next) {
+		struct cmx_ticket *g;
 		int on = -1;
 		for (g = l->head; g && (on = dog_state(g)) < 0; g = g->next_held)
 			;
@@ -738,7 +759,7 @@ static void watchdog(struct cmx_io *io, int res, unsigned flags)
 		dog_arm(sc);
 }
 
-static void charge_start(struct cmx_sched *sc, struct cmx_gate *g, uint64_t now)
+static void charge_start(struct cmx_sched *sc, struct cmx_ticket *g, uint64_t now)
 {
 	struct cmx_tenant *t = g->t;
 
@@ -758,7 +779,7 @@ static void charge_start(struct cmx_sched *sc, struct cmx_gate *g, uint64_t now)
 	if (t->q.kernel_time != CMX_UNLIMITED)
 		dog_arm(sc);
 	/* Last: when no callback can be set, this completes (and frees) g. */
-	lane_add(sc, g);
+	runlist_add(sc, g);
 }
 
 static void ready_add(struct cmx_sched *sc, struct cmx_tenant *t)
@@ -807,7 +828,7 @@ static void timer_arm(struct cmx_sched *sc, uint64_t ns)
 
 static int session_holds(struct cmx_sched *sc, uint64_t session)
 {
-	for (struct lane *l = sc->lanes; l; l = l->next)
+	for (struct runlist *l = sc->runlists; l; l = l->next)
 		if (l->held && l->session == session)
 			return 1;
 	return 0;
@@ -859,19 +880,19 @@ void cmx_sched_keep(struct cmx_session *s, unsigned kind, void *h)
 	sc->kept = k;
 }
 
-/* Takes g off its tenant's FIFO head and its lane's held list (whose head
+/* Takes g off its tenant's FIFO head and its runlist's held list (whose head
  * it is: a queue's commands are held in its tenant's order). */
-static void unhold(struct cmx_sched *sc, struct cmx_gate *g)
+static void unhold(struct cmx_sched *sc, struct cmx_ticket *g)
 {
-	struct lane *l = g->lane;
-	struct cmx_gate **pp = &l->held;
+	struct runlist *l = g->runlist;
+	struct cmx_ticket **pp = &l->held;
 
 	while (*pp != g)
 		pp = &(*pp)->next_q;
 	*pp = g->next_q;
 	if (l->held_last == g) {
 		l->held_last = NULL;
-		for (struct cmx_gate *x = l->held; x; x = x->next_q)
+		for (struct cmx_ticket *x = l->held; x; x = x->next_q)
 			l->held_last = x;
 	}
 	sc->held--;
@@ -883,7 +904,7 @@ static void unhold(struct cmx_sched *sc, struct cmx_gate *g)
 
 /* The guest's names for a placeholder (its event id, its queue's last
  * command) name the command's own event from now on. */
-static void swap_names(struct cmx_gate *g)
+static void swap_names(struct cmx_ticket *g)
 {
 	struct cmx_session *s;
 	struct cmx_obj *o;
@@ -907,7 +928,7 @@ static void swap_names(struct cmx_gate *g)
 }
 
 /* The placeholder takes its command's final status. */
-static void ph_complete(struct cmx_sched *sc, struct cmx_gate *g, cl_int status)
+static void ph_complete(struct cmx_sched *sc, struct cmx_ticket *g, cl_int status)
 {
 	if (!g->ph)
 		return;
@@ -918,7 +939,7 @@ static void ph_complete(struct cmx_sched *sc, struct cmx_gate *g, cl_int status)
 	g->ph = NULL;
 }
 
-static void gate_free(struct cmx_gate *g)
+static void ticket_free(struct cmx_ticket *g)
 {
 	for (unsigned i = 0; i < g->ndeps; i++)
 		clReleaseEvent(g->deps[i]);
@@ -933,18 +954,18 @@ static void gate_free(struct cmx_gate *g)
 
 /* A held command's turn: its native enqueue, behind the wait list it was
  * given, placeholders of commands enqueued since replaced by their events. */
-static void release(struct cmx_sched *sc, struct cmx_gate *g, uint64_t now)
+static void release(struct cmx_sched *sc, struct cmx_ticket *g, uint64_t now)
 {
 	cl_event stack[16], *wait = g->nwait <= 16 ? stack : malloc(g->nwait * sizeof(cl_event));
-	struct lane *l = g->lane;
+	struct runlist *l = g->runlist;
 	cl_event ev = NULL;
 	cl_int e = CL_OUT_OF_HOST_MEMORY;
 
-	cmx_dbg("sched: release gate %p ph %p", (void *)g, (void *)g->ph);
+	cmx_dbg("sched: release ticket %p ph %p", (void *)g, (void *)g->ph);
 	if (wait) {
 		e = CL_SUCCESS;
 		for (cl_uint i = 0; i < g->nwait; i++) {
-			struct cmx_gate *d = ph_find(sc, g->wait_buf[i]);
+			struct cmx_ticket *d = ph_find(sc, g->wait_buf[i]);
 			cl_int st = CL_COMPLETE;
 			wait[i] = d && d->done ? d->done : g->wait_buf[i];
 			/* Behind an event that has failed already, a driver may
@@ -968,10 +989,10 @@ static void release(struct cmx_sched *sc, struct cmx_gate *g, uint64_t now)
 		ph_complete(sc, g, e < 0 ? e : CL_OUT_OF_RESOURCES);
 		inflight_dec(sc, g->t);
 		g->t->completed++;
-		g->lane = NULL;
+		g->runlist = NULL;
 		kept_put(sc, g->session);
-		lane_put(sc, l);
-		gate_free(g);
+		runlist_put(sc, l);
+		ticket_free(g);
 		return;
 	}
 	g->done = ev;
@@ -987,7 +1008,7 @@ static void release(struct cmx_sched *sc, struct cmx_gate *g, uint64_t now)
  * back (NVIDIA does). */
 static void flush_released(struct cmx_sched *sc)
 {
-	for (struct lane *l = sc->lanes; l && sc->unflushed; l = l->next)
+	for (struct runlist *l = sc->runlists; l && sc->unflushed; l = l->next)
 		if (l->unflushed) {
 			l->unflushed = 0;
 			sc->unflushed--;
@@ -1063,7 +1084,7 @@ static void kick_once(struct cmx_sched *sc)
 		if (!room_turn(sc, best, estimate(sc, best)) ||
 		    !share_open(sc, now, estimate(sc, best)))
 			return;
-		struct cmx_gate *g = best->held;
+		struct cmx_ticket *g = best->held;
 		best->held = g->next_held;
 		if (!best->held) {
 			best->held_tail = &best->held;
@@ -1078,11 +1099,11 @@ static void kick_once(struct cmx_sched *sc)
  * waits for those now): g's tenant's held commands up to g. For what cannot
  * wait behind them in the daemon (a read, a marker on g's queue) or must
  * change under them (a kernel the driver cannot clone). */
-static void release_upto(struct cmx_sched *sc, struct cmx_gate *g)
+static void release_upto(struct cmx_sched *sc, struct cmx_ticket *g)
 {
 	struct cmx_tenant *t = g->t;
 	uint64_t now = cmx_now_ns();
-	struct cmx_gate *x;
+	struct cmx_ticket *x;
 
 	do {
 		x = t->held;
@@ -1103,13 +1124,13 @@ static void release_upto(struct cmx_sched *sc, struct cmx_gate *g)
  * profile leaves out what the device spends between commands: switching
  * between tenants' contexts cost the H100 milliseconds, which, counted,
  * made every estimate larger than the window. */
-static void account(struct cmx_sched *sc, struct cmx_gate *g, uint64_t ns, uint64_t now)
+static void account(struct cmx_sched *sc, struct cmx_ticket *g, uint64_t ns, uint64_t now)
 {
 	struct cmx_tenant *t = g->t;
 	uint64_t undo = g->est / t->q.weight;
 	cl_ulong start = 0, end = 0;
 
-	/* A gate of several commands has the profile of its newest only. */
+	/* A ticket of several commands has the profile of its newest only. */
 	if (g->n == 1 &&
 	    !clGetEventProfilingInfo(g->done, CL_PROFILING_COMMAND_START, sizeof(start), &start,
 				     NULL) &&
@@ -1142,26 +1163,26 @@ static void account(struct cmx_sched *sc, struct cmx_gate *g, uint64_t ns, uint6
 }
 
 /* x is accounted: freed now, or by the last of its reports still to come. */
-static void finish(struct cmx_gate *x)
+static void finish(struct cmx_ticket *x)
 {
 	x->finished = 1;
 	atomic_store(&x->accounted, 1);
 	if (!x->reports)
-		gate_free(x);
+		ticket_free(x);
 }
 
-/* g completed: so did everything before it in its in-order lane. */
+/* g completed: so did everything before it in its in-order runlist. */
 static void done_post(void *arg)
 {
-	struct cmx_gate *g = arg, *x;
+	struct cmx_ticket *g = arg, *x;
 	struct cmx_sched *sc = cmx_srv->sched;
-	struct lane *l = g->lane;
-	uint64_t now = cmx_now_ns(), from, total, k = g->n, gates = 1;
+	struct runlist *l = g->runlist;
+	uint64_t now = cmx_now_ns(), from, total, k = g->n, tickets = 1;
 
 	g->reports--;
 	if (g->finished) {
 		if (!g->reports)
-			gate_free(g);
+			ticket_free(g);
 		return;
 	}
 	if (!l) {
@@ -1174,7 +1195,7 @@ static void done_post(void *arg)
 	}
 	if (l->in_order)
 		for (x = l->head; x != g; x = x->next_held) {
-			gates++;
+			tickets++;
 			k += x->n;
 		}
 	/* The device's time since it last finished something, or since the
@@ -1184,8 +1205,8 @@ static void done_post(void *arg)
 	from = x->released > sc->last_done ? x->released : sc->last_done;
 	total = now > from ? now - from : 0;
 	sc->last_done = now;
-	for (uint64_t i = 0; i < gates; i++) {
-		struct cmx_gate **pp = &l->head;
+	for (uint64_t i = 0; i < tickets; i++) {
+		struct cmx_ticket **pp = &l->head;
 		if (!l->in_order)
 			while (*pp != g)
 				pp = &(*pp)->next_held;
@@ -1201,9 +1222,9 @@ static void done_post(void *arg)
 	/* The poller goes on with what was enqueued since (only while tenants
 	 * contend, as in flush_post()). */
 	if (l->head && l->in_order && !l->waiter && contended(sc))
-		lane_poll(l, (struct cmx_gate *)((char *)l->tail -
-						 offsetof(struct cmx_gate, next_held)));
-	lane_put(sc, l);
+		runlist_poll(l, (struct cmx_ticket *)((char *)l->tail -
+						 offsetof(struct cmx_ticket, next_held)));
+	runlist_put(sc, l);
 	kick(sc);
 }
 
@@ -1226,7 +1247,7 @@ static void CL_CALLBACK dep_cb(cl_event e, cl_int status, void *arg)
 		cmx_loop_post(cmx_srv->loop, kick_post, NULL);
 }
 
-static void gate_abandon(struct cmx_gate *g)
+static void ticket_abandon(struct cmx_ticket *g)
 {
 	for (unsigned i = 0; i < g->ndeps; i++)
 		clReleaseEvent(g->deps[i]);
@@ -1247,16 +1268,16 @@ static int alone(const struct cmx_sched *sc, const struct cmx_tenant *t)
 	return cmx_srv->shared_context || sc->busy == (t->inflight ? 1u : 0u);
 }
 
-/* The gate a lone tenant's next launch on l may join: l's newest, while
+/* The ticket a lone tenant's next launch on l may join: l's newest, while
  * nothing watches it yet (flush_post() closes it once per loop turn) and
  * it stands only for commands that went straight to the driver. */
-static struct cmx_gate *open_gate(struct lane *l, const struct cmx_tenant *t)
+static struct cmx_ticket *open_ticket(struct runlist *l, const struct cmx_tenant *t)
 {
-	struct cmx_gate *g;
+	struct cmx_ticket *g;
 
 	if (!l || !l->in_order || !l->dirty || !l->head)
 		return NULL;
-	g = (struct cmx_gate *)((char *)l->tail - offsetof(struct cmx_gate, next_held));
+	g = (struct cmx_ticket *)((char *)l->tail - offsetof(struct cmx_ticket, next_held));
 	if (g->has_cb || g->exposed || g->ph || g->op || g->finished || l->waiter == g ||
 	    g->t != t)
 		return NULL;
@@ -1270,8 +1291,8 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	struct cmx_obj *q = cmx_session_obj(c->s, cmx_call_queue(c)->id, CMX_K_QUEUE);
 	int holdable = !!(c->oi->flags & CMX_OPF_HOLDABLE), after_held = 0, open;
 	uint64_t now;
-	struct cmx_gate *g;
-	struct lane *l;
+	struct cmx_ticket *g;
+	struct runlist *l;
 
 	cmd->nwait = nwait;
 	cmd->wait = (const cl_event *)wait;
@@ -1295,12 +1316,12 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	}
 	open = share_open(sc, now, estimate(sc, t));
 	/* Alone, uncapped, nothing held and nothing to wait for: straight to
-	 * the driver, in the gate of the launches before it. */
-	/* (Not with a kernel-time: the watchdog needs a gate per command.) */
+	 * the driver, in the ticket of the launches before it. */
+	/* (Not with a kernel-time: the watchdog needs a ticket per command.) */
 	if (holdable && !nwait && !t->q.cap && t->q.kernel_time == CMX_UNLIMITED && open &&
 	    ((!sc->held && alone(sc, t)) ||
 	     (holds_turn(sc, t, now) && room_turn(sc, t, estimate(sc, t)))) &&
-	    (cmd->join = open_gate(sc->lanes ? lane_find(sc, q->h) : NULL, t)))
+	    (cmd->join = open_ticket(sc->runlists ? runlist_find(sc, q->h) : NULL, t)))
 		return CL_SUCCESS;
 	g = calloc(1, sizeof(*g) + nwait * sizeof(cl_event));
 	if (!g)
@@ -1313,7 +1334,7 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	for (cl_uint i = 0; i < nwait; i++) {
 		cl_command_type type = 0;
 		cl_int st = CL_COMPLETE;
-		struct cmx_gate *d = ph_find(sc, wait[i]);
+		struct cmx_ticket *d = ph_find(sc, wait[i]);
 		g->wait_buf[i] = wait[i];
 		if (d) {
 			/* An earlier held command of this tenant: it goes first. */
@@ -1333,7 +1354,7 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	cmd->g = g;
 	/* An in-order queue's commands keep their order: after a held one,
 	 * every command of the queue is held. */
-	l = sc->held ? lane_find(sc, g->queue) : NULL;
+	l = sc->held ? runlist_find(sc, g->queue) : NULL;
 	after_held |= l && l->held;
 	/* The device has room and nobody waits, or the tenant is alone with
 	 * work (nobody to be fair to) and uncapped, or it holds the turn and
@@ -1355,12 +1376,12 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	 * those complete with their commands, and this one is not counted on
 	 * the device (it would take the room the held ones need to go). */
 	for (cl_uint i = 0; i < nwait; i++) {
-		struct cmx_gate *d = ph_find(sc, wait[i]);
+		struct cmx_ticket *d = ph_find(sc, wait[i]);
 		if (d)
 			d->exposed = 1;
 	}
 	cmd->g = NULL;
-	gate_abandon(g);
+	ticket_abandon(g);
 	return CL_SUCCESS;
 }
 
@@ -1368,10 +1389,10 @@ int cmx_sched_hold(struct cmx_sched_cmd *cmd, struct cmx_call *c, const struct c
 		   struct cmx_sched_op *op)
 {
 	struct cmx_sched *sc = cmx_srv->sched;
-	struct cmx_gate *g = cmd->g;
+	struct cmx_ticket *g = cmd->g;
 	struct cmx_tenant *t = g->t;
 	struct cmx_obj *q = cmx_session_obj(c->s, cmx_call_queue(c)->id, CMX_K_QUEUE);
-	struct lane *l = lane_get(sc, g);
+	struct runlist *l = runlist_get(sc, g);
 	cl_int e = CL_OUT_OF_HOST_MEMORY;
 
 	cmd->g = NULL;
@@ -1381,13 +1402,13 @@ int cmx_sched_hold(struct cmx_sched_cmd *cmd, struct cmx_call *c, const struct c
 		if (l && op->kernel)
 			k_unhold(sc, op->kernel);
 		if (l)
-			lane_put(sc, l);
+			runlist_put(sc, l);
 		op->destroy(op);
-		gate_abandon(g);
+		ticket_abandon(g);
 		return e ? e : CL_OUT_OF_RESOURCES;
 	}
 	g->op = op;
-	g->lane = l;
+	g->runlist = l;
 	g->event_id = ev->id;
 	g->queue_id = q->id;
 	clRetainCommandQueue(g->queue);
@@ -1419,7 +1440,7 @@ int cmx_sched_hold(struct cmx_sched_cmd *cmd, struct cmx_call *c, const struct c
 	/* The guest's event and the queue's last command: the placeholder
 	 * (its own reference), until the release names the real event. */
 	clRetainEvent(g->ph);
-	cmx_dbg("sched: hold gate %p ph %p ndeps %u", (void *)g, (void *)g->ph, g->ndeps);
+	cmx_dbg("sched: hold ticket %p ph %p ndeps %u", (void *)g, (void *)g->ph, g->ndeps);
 	cmx_event_bind(c, ev, g->ph);
 	kick(sc);
 	return CL_SUCCESS;
@@ -1428,12 +1449,12 @@ int cmx_sched_hold(struct cmx_sched_cmd *cmd, struct cmx_call *c, const struct c
 void cmx_sched_end(struct cmx_sched_cmd *cmd, cl_int err, cl_event ev)
 {
 	struct cmx_sched *sc = cmx_srv->sched;
-	struct cmx_gate *g = cmd->g;
+	struct cmx_ticket *g = cmd->g;
 	struct cmx_tenant *t;
 	uint64_t est;
 
 	if (cmd->join && !err) {
-		/* Its gate now ends with it (see struct cmx_gate). */
+		/* Its ticket now ends with it (see struct cmx_ticket). */
 		g = cmd->join;
 		t = g->t;
 		clRetainEvent(ev);
@@ -1455,7 +1476,7 @@ void cmx_sched_end(struct cmx_sched_cmd *cmd, cl_int err, cl_event ev)
 		return;
 	t = g->t;
 	if (err) {
-		gate_abandon(g);
+		ticket_abandon(g);
 		return;
 	}
 	/* Its guest user events are the driver's business now. */
@@ -1470,7 +1491,7 @@ void cmx_sched_end(struct cmx_sched_cmd *cmd, cl_int err, cl_event ev)
 
 /*
  * The arbiter's side in this worker: once the turn is over (its time, or
- * nothing launched for SHARE_IDLE_NS) and what it let onto the device has
+ * nothing launched for share_idle_ns()) and what it let onto the device has
  * finished, TURNED; the front end's timer, not this one, decides what a
  * worker that never says so costs the others. Called after every kick
  * while not free.
@@ -1482,7 +1503,7 @@ static void share_check(struct cmx_sched *sc)
 	 * (a tenant waiting for their completions lost its turns at once). */
 	uint64_t now = cmx_now_ns(),
 		 idle_at = (sc->last_work > sc->share_since ? sc->last_work : sc->share_since) +
-			   SHARE_IDLE_NS;
+			   share_idle_ns(sc->srv);
 
 	if (sc->share == CMX_SHARE_TURN && !sc->turned) {
 		if (sc->running && now >= sc->share_end && !sc->turn_late) {
@@ -1541,11 +1562,11 @@ void cmx_sched_share(struct cmx_server *srv, unsigned mode, uint64_t turn_ns, ui
 void cmx_sched_release_queue(struct cmx_call *c)
 {
 	struct cmx_sched *sc = cmx_srv->sched;
-	struct lane *l;
+	struct runlist *l;
 
 	if (!sc || !sc->held)
 		return;
-	l = lane_find(sc, cmx_call_queue(c)->h);
+	l = runlist_find(sc, cmx_call_queue(c)->h);
 	if (l && l->held_last)
 		release_upto(sc, l->held_last);
 }
@@ -1554,7 +1575,7 @@ int cmx_sched_resolve(struct cmx_call *c)
 {
 	struct cmx_sched *sc = cmx_srv->sched;
 	const struct cmx_msgdesc *d = c->oi->in;
-	struct lane *l = NULL;
+	struct runlist *l = NULL;
 	int enqueue = 0;
 
 	/* Held commands of this session, hence placeholders, exist only while
@@ -1562,7 +1583,7 @@ int cmx_sched_resolve(struct cmx_call *c)
 	if (!sc || !sc->held || (c->oi->flags & CMX_OPF_HOLDABLE))
 		return 0;
 	if (c->oi->queue >= 0)
-		l = lane_find(sc, cmx_call_queue(c)->h);
+		l = runlist_find(sc, cmx_call_queue(c)->h);
 	for (unsigned i = 0; i < d->nfields; i++) {
 		const struct cmx_field *f = &d->fields[i];
 		void *p = (char *)c->in + f->offset;
@@ -1570,13 +1591,13 @@ int cmx_sched_resolve(struct cmx_call *c)
 		if (f->flags & CMX_F_PEEK)
 			continue;
 		if (f->type == CMX_T_ID && f->kind == CMX_K_EVENT) {
-			struct cmx_gate *g = ph_find(sc, ((struct cmx_ref *)p)->h);
+			struct cmx_ticket *g = ph_find(sc, ((struct cmx_ref *)p)->h);
 			if (g)
 				g->exposed = 1;
 		} else if (f->type == CMX_T_IDS && f->kind == CMX_K_EVENT) {
 			struct cmx_refs *r = p;
 			for (uint64_t k = 0; k < r->n; k++) {
-				struct cmx_gate *g = ph_find(sc, r->h[k]);
+				struct cmx_ticket *g = ph_find(sc, r->h[k]);
 				if (g)
 					g->exposed = 1;
 			}
@@ -1610,9 +1631,9 @@ void cmx_sched_kernel_arg(struct cmx_call *c, uint64_t id, cl_kernel *k)
 	if (cmx_srv->platform_version >= 210)
 		clone = clCloneKernel(*k, &e);
 	if (!clone || e) {
-		struct cmx_gate *last = NULL;
+		struct cmx_ticket *last = NULL;
 		cmx_dbg("sched: no clone of kernel %p (%d): its launches go now", (void *)*k, e);
-		for (struct cmx_gate *g = c->s->tenant->held; g; g = g->next_held)
+		for (struct cmx_ticket *g = c->s->tenant->held; g; g = g->next_held)
 			if (g->op->kernel == *k)
 				last = g;
 		if (last)
@@ -1628,12 +1649,12 @@ void cmx_sched_kernel_arg(struct cmx_call *c, uint64_t id, cl_kernel *k)
 void cmx_sched_finished(cl_command_queue q)
 {
 	struct cmx_sched *sc = cmx_srv->sched;
-	struct lane *l = sc && sc->lanes ? lane_find(sc, q) : NULL;
+	struct runlist *l = sc && sc->runlists ? runlist_find(sc, q) : NULL;
 
 	/* Its newest command on the device, if it has completed: a later one
 	 * (another thread's, since the wait) is left to its reports. */
 	if (l && l->in_order && l->head)
-		report_done((struct cmx_gate *)((char *)l->tail - offsetof(struct cmx_gate, next_held)));
+		report_done((struct cmx_ticket *)((char *)l->tail - offsetof(struct cmx_ticket, next_held)));
 }
 
 void cmx_sched_poke(struct cmx_server *srv)
@@ -1645,7 +1666,7 @@ void cmx_sched_poke(struct cmx_server *srv)
 int cmx_sched_is_held(cl_event e)
 {
 	struct cmx_sched *sc = cmx_srv->sched;
-	struct cmx_gate *g = sc ? ph_find(sc, e) : NULL;
+	struct cmx_ticket *g = sc ? ph_find(sc, e) : NULL;
 
 	return g && g->op;
 }
@@ -1654,14 +1675,14 @@ void cmx_sched_drop(struct cmx_session *s)
 {
 	struct cmx_sched *sc = cmx_srv->sched;
 	struct cmx_tenant *t = s->tenant;
-	struct cmx_gate **pp = &t->held;
+	struct cmx_ticket **pp = &t->held;
 
 	if (!sc)
 		return;
 	/* Never enqueued: the driver has nothing of them; the charges go. */
 	while (*pp) {
-		struct cmx_gate *g = *pp;
-		struct lane *l = g->lane;
+		struct cmx_ticket *g = *pp;
+		struct runlist *l = g->runlist;
 		if (g->session != s->id) {
 			pp = &g->next_held;
 			continue;
@@ -1671,9 +1692,9 @@ void cmx_sched_drop(struct cmx_session *s)
 		ph_complete(sc, g, CL_OUT_OF_RESOURCES);
 		inflight_dec(sc, g->t);
 		g->t->completed++;
-		g->lane = NULL;
-		lane_put(sc, l);
-		gate_free(g);
+		g->runlist = NULL;
+		runlist_put(sc, l);
+		ticket_free(g);
 	}
 	t->held_tail = &t->held;
 	while (*t->held_tail)

@@ -11,7 +11,7 @@ struct cmx_call;
 struct cmx_ref;
 struct cmx_server;
 struct cmx_session;
-struct cmx_gate;
+struct cmx_ticket;
 struct cmx_tenant;
 
 /* How much estimated device time the scheduler lets onto the device at
@@ -50,8 +50,8 @@ struct cmx_sched_op {
 struct cmx_sched_cmd {
 	cl_uint nwait;
 	const cl_event *wait;
-	struct cmx_gate *g;
-	struct cmx_gate *join; /* or: the command joins this gate (a lone tenant's) */
+	struct cmx_ticket *g;
+	struct cmx_ticket *join; /* or: the command joins this ticket (a lone tenant's) */
 	int hold;	       /* the command must wait in the daemon for its turn */
 };
 

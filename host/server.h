@@ -8,7 +8,11 @@
 
 #include "loop.h"
 #include "tenant.h"
+#include "tuning.h"
 
+struct cmx_admin;
+struct cmx_vhost;
+struct cmx_ivshmem;
 struct cmx_session;
 struct cmx_executor;
 struct cmx_listener;
@@ -43,6 +47,9 @@ struct cmx_server {
 	 * (NULL: none, quota changes live only in memory). */
 	struct cmx_tenants tenants;
 	const char *config_path;
+	/* The knobs this process runs with: the file's [clmuxd] keys, then
+	 * the environment's overrides (host/tuning.h). */
+	struct cmx_tuning tune;
 	/* Native queues profile, for the scheduler's device time: only where
 	 * several tenants can share the device (NVIDIA: enqueue rate 0.47 of
 	 * native with every queue profiling, 0.76 without). */
@@ -68,8 +75,8 @@ struct cmx_server {
 	 * 64 B write spins ~7 us): a small blocking transfer on an idle
 	 * in-order queue runs blocking on the loop instead of being enqueued
 	 * and watched (cmx_exec_block_short()). Off on a CPU device, whose
-	 * blocking calls wake a waiting thread (PoCL); CLMUX_SHORT_BLOCKING=0/1
-	 * overrides. */
+	 * blocking calls wake a waiting thread (PoCL); the short-blocking
+	 * key overrides. */
 	int short_blocking;
 	/* The driver may still be writing a kernel's printf output when its
 	 * completion is seen (NVIDIA: a line cut in two was seen, its rest
@@ -83,6 +90,13 @@ struct cmx_server {
 	 * tenant's unix socket. */
 	const struct cmx_listener *listeners;
 	unsigned nlisteners;
+	/* The admin socket and metrics endpoint (host/admin.c); NULL in a
+	 * worker. */
+	struct cmx_admin *admin;
+	/* The vhost-user-vsock sockets (host/vhost.c); NULL without any. */
+	struct cmx_vhost *vhost;
+	/* The ivshmem regions (host/ivshmem.c); NULL without any. */
+	struct cmx_ivshmem *ivshmem;
 };
 
 extern struct cmx_server *cmx_srv;

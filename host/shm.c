@@ -28,20 +28,18 @@
 
 /* How long to look after a sync call: 0 on a small machine, where the
  * spinning would take the core that produces the reply (the driver's
- * threads), SYNC_SPIN_NS with SYNC_SPIN_CORES or more;
- * CLMUX_SHM_SYNC_SPIN_US overrides. */
+ * threads), SYNC_SPIN_NS with SYNC_SPIN_CORES or more; the
+ * shm-sync-spin-us key overrides. */
 static uint64_t sync_spin_ns(void)
 {
 	static int64_t ns = -1;
 
 	if (ns < 0) {
-		const char *env = getenv("CLMUX_SHM_SYNC_SPIN_US");
-		if (env)
-			ns = (int64_t)atoi(env) * 1000;
+		int64_t us = cmx_srv->tune.shm_sync_spin_us;
+		if (us != CMX_TUNE_AUTO)
+			ns = us * 1000;
 		else
 			ns = sysconf(_SC_NPROCESSORS_ONLN) >= SYNC_SPIN_CORES ? SYNC_SPIN_NS : 0;
-		if (ns < 0)
-			ns = 0;
 	}
 	return (uint64_t)ns;
 }

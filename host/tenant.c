@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,10 +19,6 @@
 
 #define WIN_SLOTS   6
 #define WIN_SLOT_NS (10ull * 1000 * 1000 * 1000)
-
-const char *const cmx_quota_keys[CMX_QUOTA_KEYS] = {"mem", "objects", "inflight", "weight",
-						    "cap", "rate",    "sessions", "build-mem",
-						    "build-time", "builds",  "kernel-time"};
 
 uint64_t cmx_now_ns(void)
 {
@@ -171,9 +168,9 @@ unsigned cmx_tenants_reload(struct cmx_tenants *ts, const struct cmx_tenants *nt
 		n++;
 	}
 	if (strcmp(ts->libvirt, nt->libvirt) || strcmp(ts->libvirt_group, nt->libvirt_group) ||
-	    ts->sandbox != nt->sandbox)
-		cmx_warn("reload: [clmuxd] libvirt, libvirt-group and sandbox change at a "
-			 "restart; they keep their running values");
+	    ts->sandbox != nt->sandbox || memcmp(&ts->tune, &nt->tune, sizeof(ts->tune)))
+		cmx_warn("reload: [clmuxd] libvirt, libvirt-group, sandbox and the tuning keys "
+			 "change at a restart; they keep their running values");
 	return n;
 }
 
@@ -284,72 +281,65 @@ static int parse_uint(const char *s, uint64_t *out)
 	return errno || *end ? -EINVAL : 0;
 }
 
-int cmx_quota_set(struct cmx_quota *q, const char *key, const char *value, char *why, size_t whylen)
+/*
+ * Each quota's parser gets the value with its unit suffix ("/s", "%", "s")
+ * already cut where the key has one, and `none` set where the value was
+ * "none" or "unlimited"; each formatter writes what its parser reads back.
+ */
+static int parse_count(char *s, int none, uint64_t *v)
 {
-	char buf[64];
-	uint64_t v;
-	size_t n = strlen(value);
-	int none = !strcmp(value, "none") || !strcmp(value, "unlimited");
-
-	if (n >= sizeof(buf))
-		goto bad;
-	strcpy(buf, value);
-	if (!strcmp(key, "mem")) {
-		if (none)
-			q->mem = CMX_UNLIMITED;
-		else if (cmx_size_parse(buf, &q->mem))
-			goto bad;
-	} else if (!strcmp(key, "build-mem")) {
-		if (none)
-			q->build_mem = CMX_UNLIMITED;
-		else if (cmx_size_parse(buf, &q->build_mem) || q->build_mem < (64ull << 20))
-			goto bad; /* below 64M no driver even loads */
-	} else if (!strcmp(key, "objects") || !strcmp(key, "inflight") ||
-		   !strcmp(key, "sessions") || !strcmp(key, "build-time") || !strcmp(key, "builds") ||
-		   !strcmp(key, "kernel-time")) {
-		uint64_t *to = !strcmp(key, "objects")	     ? &q->objects
-			       : !strcmp(key, "inflight")    ? &q->inflight
-			       : !strcmp(key, "build-time")  ? &q->build_time
-			       : !strcmp(key, "kernel-time") ? &q->kernel_time
-			       : !strcmp(key, "builds")	     ? &q->builds
-							     : &q->sessions;
-		if (n > 1 && strstr(key, "-time") && buf[n - 1] == 's')
-			buf[n - 1] = '\0';
-		if (!none && (parse_uint(buf, &v) || !v))
-			goto bad;
-		*to = none ? CMX_UNLIMITED : v;
-	} else if (!strcmp(key, "weight")) {
-		if (parse_uint(buf, &v) || !v || v > 1000)
-			goto bad;
-		q->weight = v;
-	} else if (!strcmp(key, "cap")) {
-		if (n && buf[n - 1] == '%')
-			buf[n - 1] = '\0';
-		if (none) {
-			q->cap = 0;
-		} else {
-			if (parse_uint(buf, &v) || !v || v > 100)
-				goto bad;
-			q->cap = v == 100 ? 0 : v;
-		}
-	} else if (!strcmp(key, "rate")) {
-		if (n > 2 && !strcmp(buf + n - 2, "/s"))
-			buf[n - 2] = '\0';
-		if (none)
-			q->rate = CMX_UNLIMITED;
-		else if (cmx_size_parse(buf, &q->rate) || !q->rate)
-			goto bad;
-	} else {
-		snprintf(why, whylen,
-			 "unknown quota '%s' (mem, objects, inflight, weight, cap, rate, sessions, "
-			 "build-mem, build-time, builds, kernel-time)",
-			 key);
-		return -EINVAL;
+	if (none) {
+		*v = CMX_UNLIMITED;
+		return 0;
 	}
+	return parse_uint(s, v) || !*v ? -EINVAL : 0;
+}
+
+static int parse_size(char *s, int none, uint64_t *v)
+{
+	if (none) {
+		*v = CMX_UNLIMITED;
+		return 0;
+	}
+	return cmx_size_parse(s, v) ? -EINVAL : 0;
+}
+
+static int parse_build_mem(char *s, int none, uint64_t *v)
+{
+	/* Below 64M no driver even loads. */
+	return parse_size(s, none, v) || *v < (64ull << 20) ? -EINVAL : 0;
+}
+
+static int parse_rate(char *s, int none, uint64_t *v)
+{
+	return parse_size(s, none, v) || !*v ? -EINVAL : 0;
+}
+
+static int parse_weight(char *s, int none, uint64_t *v)
+{
+	(void)none;
+	return parse_uint(s, v) || !*v || *v > 1000 ? -EINVAL : 0;
+}
+
+static int parse_cap(char *s, int none, uint64_t *v)
+{
+	if (none) {
+		*v = 0;
+		return 0;
+	}
+	if (parse_uint(s, v) || !*v || *v > 100)
+		return -EINVAL;
+	if (*v == 100)
+		*v = 0;
 	return 0;
-bad:
-	snprintf(why, whylen, "bad value '%s' for %s", value, key);
-	return -EINVAL;
+}
+
+static void format_count(uint64_t v, char *out, size_t len)
+{
+	if (v == CMX_UNLIMITED)
+		snprintf(out, len, "none");
+	else
+		snprintf(out, len, "%" PRIu64, v);
 }
 
 static void format_size(uint64_t v, char *out, size_t len)
@@ -357,6 +347,10 @@ static void format_size(uint64_t v, char *out, size_t len)
 	static const char units[] = "KMGT";
 	int u = -1;
 
+	if (v == CMX_UNLIMITED) {
+		snprintf(out, len, "none");
+		return;
+	}
 	while (u < 3 && v && v % 1024 == 0) {
 		v /= 1024;
 		u++;
@@ -367,48 +361,100 @@ static void format_size(uint64_t v, char *out, size_t len)
 		snprintf(out, len, "%" PRIu64 "%c", v, units[u]);
 }
 
+static void format_rate(uint64_t v, char *out, size_t len)
+{
+	format_size(v, out, len);
+	if (v != CMX_UNLIMITED && strlen(out) + 3 <= len)
+		strcat(out, "/s");
+}
+
+static void format_weight(uint64_t v, char *out, size_t len)
+{
+	snprintf(out, len, "%" PRIu64, v);
+}
+
+static void format_cap(uint64_t v, char *out, size_t len)
+{
+	if (v)
+		snprintf(out, len, "%" PRIu64 "%%", v);
+	else
+		snprintf(out, len, "none");
+}
+
+#define QUOTA(key, field, suffix, parse, format)                                                   \
+	{                                                                                          \
+		key, offsetof(struct cmx_quota, field), suffix, parse_##parse, format_##format     \
+	}
+
+/* In the order clmuxctl, the admin socket and a saved file list them. */
+const struct cmx_quota_key cmx_quota_keys[CMX_QUOTA_KEYS] = {
+    QUOTA("mem", mem, NULL, size, size),
+    QUOTA("objects", objects, NULL, count, count),
+    QUOTA("inflight", inflight, NULL, count, count),
+    QUOTA("weight", weight, NULL, weight, weight),
+    QUOTA("cap", cap, "%", cap, cap),
+    QUOTA("rate", rate, "/s", rate, rate),
+    QUOTA("sessions", sessions, NULL, count, count),
+    QUOTA("build-mem", build_mem, NULL, build_mem, size),
+    QUOTA("build-time", build_time, "s", count, count),
+    QUOTA("builds", builds, NULL, count, count),
+    QUOTA("kernel-time", kernel_time, "s", count, count),
+};
+
+const struct cmx_quota_key *cmx_quota_key_find(const char *key)
+{
+	for (unsigned k = 0; k < CMX_QUOTA_KEYS; k++)
+		if (!strcmp(cmx_quota_keys[k].name, key))
+			return &cmx_quota_keys[k];
+	return NULL;
+}
+
+int cmx_quota_set(struct cmx_quota *q, const char *key, const char *value, char *why, size_t whylen)
+{
+	const struct cmx_quota_key *k;
+	char buf[64];
+	uint64_t v;
+	size_t n = strlen(value), sn;
+	int none = !strcmp(value, "none") || !strcmp(value, "unlimited");
+
+	if (n >= sizeof(buf))
+		goto bad;
+	k = cmx_quota_key_find(key);
+	if (!k) {
+		snprintf(why, whylen, "unknown quota '%s' (", key);
+		for (unsigned i = 0; i < CMX_QUOTA_KEYS; i++) {
+			size_t used = strlen(why);
+			snprintf(why + used, whylen - used, "%s%s", i ? ", " : "",
+				 cmx_quota_keys[i].name);
+		}
+		if (strlen(why) + 2 <= whylen)
+			strcat(why, ")");
+		return -EINVAL;
+	}
+	strcpy(buf, value);
+	sn = k->suffix ? strlen(k->suffix) : 0;
+	if (sn && n > sn && !strcmp(buf + n - sn, k->suffix))
+		buf[n - sn] = '\0';
+	if (k->parse(buf, none, &v))
+		goto bad;
+	memcpy((char *)q + k->off, &v, sizeof(v));
+	return 0;
+bad:
+	snprintf(why, whylen, "bad value '%s' for %s", value, key);
+	return -EINVAL;
+}
+
 void cmx_quota_format(const struct cmx_quota *q, const char *key, char *out, size_t len)
 {
-	uint64_t v = 0;
+	const struct cmx_quota_key *k = cmx_quota_key_find(key);
+	uint64_t v;
 
-	if (!strcmp(key, "weight")) {
-		snprintf(out, len, "%" PRIu64, q->weight);
+	if (!k) {
+		snprintf(out, len, "?");
 		return;
 	}
-	if (!strcmp(key, "cap")) {
-		if (q->cap)
-			snprintf(out, len, "%" PRIu64 "%%", q->cap);
-		else
-			snprintf(out, len, "none");
-		return;
-	}
-	if (!strcmp(key, "mem"))
-		v = q->mem;
-	else if (!strcmp(key, "objects"))
-		v = q->objects;
-	else if (!strcmp(key, "inflight"))
-		v = q->inflight;
-	else if (!strcmp(key, "rate"))
-		v = q->rate;
-	else if (!strcmp(key, "sessions"))
-		v = q->sessions;
-	else if (!strcmp(key, "build-mem"))
-		v = q->build_mem;
-	else if (!strcmp(key, "build-time"))
-		v = q->build_time;
-	else if (!strcmp(key, "builds"))
-		v = q->builds;
-	else if (!strcmp(key, "kernel-time"))
-		v = q->kernel_time;
-	if (v == CMX_UNLIMITED) {
-		snprintf(out, len, "none");
-	} else if (!strcmp(key, "mem") || !strcmp(key, "rate") || !strcmp(key, "build-mem")) {
-		format_size(v, out, len);
-		if (!strcmp(key, "rate") && strlen(out) + 3 <= len)
-			strcat(out, "/s");
-	} else {
-		snprintf(out, len, "%" PRIu64, v);
-	}
+	memcpy(&v, (const char *)q + k->off, sizeof(v));
+	k->format(v, out, len);
 }
 
 uint64_t cmx_tenant_rx_wait(struct cmx_tenant *t, uint64_t now)

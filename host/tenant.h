@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "tuning.h"
+
 #define CMX_TENANT_NAME	   64
 #define CMX_TENANT_MAX_IDS 16
 #define CMX_UNLIMITED	   UINT64_MAX
@@ -63,7 +65,7 @@ struct cmx_tenant {
 	uint64_t cap_stamp;  /* when cap_tokens was last refilled */
 	int64_t rate_tokens; /* bytes it may still send (rate) */
 	uint64_t rate_stamp;
-	struct cmx_gate *held, **held_tail; /* commands waiting for the device */
+	struct cmx_ticket *held, **held_tail; /* commands waiting for the device */
 	struct cmx_tenant *next_ready;	    /* on the scheduler's list */
 	int ready;
 	int overtime;	  /* its worker was told to end for kernel-time */
@@ -99,6 +101,7 @@ struct cmx_tenants {
 	 * "" where not set. */
 	char libvirt[256], libvirt_group[CMX_TENANT_NAME];
 	int sandbox;			/* [clmuxd] sandbox: a cmx_sandbox_mode + 1; 0 unset */
+	struct cmx_tuning tune;		/* [clmuxd] tuning keys (host/tuning.h) */
 };
 
 /* No limits but the compiler's (build-mem 4G, build-time 60, builds 2),
@@ -152,15 +155,31 @@ void cmx_tenant_account(struct cmx_tenant *t, uint64_t ns, uint64_t now);
 /* Device time in the last minute. */
 uint64_t cmx_tenant_minute_ns(const struct cmx_tenant *t, uint64_t now);
 
-/* "key=value" quota settings (clmuxctl, config): mem=2G objects=10000
- * inflight=256 weight=3 cap=50% rate=1G/s sessions=8 build-mem=4G
- * build-time=60 builds=2; "none" or "unlimited" lifts a limit. 0, or -EINVAL with a reason in why. */
+/*
+ * The quota keys, one row each: its name, where it lives in struct
+ * cmx_quota, a unit suffix the value may carry ("/s", "%", "s"), and how
+ * its value is read and written as text. mem=2G objects=10000 inflight=256
+ * weight=3 cap=50% rate=1G/s sessions=8 build-mem=4G build-time=60 builds=2
+ * kernel-time=30s; "none" or "unlimited" lifts a limit.
+ */
+struct cmx_quota_key {
+	const char *name;
+	size_t off;
+	const char *suffix;
+	/* 0 or -EINVAL; `none`: the value was "none" or "unlimited". */
+	int (*parse)(char *value, int none, uint64_t *v);
+	void (*format)(uint64_t v, char *out, size_t len);
+};
+#define CMX_QUOTA_KEYS 11
+extern const struct cmx_quota_key cmx_quota_keys[CMX_QUOTA_KEYS];
+const struct cmx_quota_key *cmx_quota_key_find(const char *key);
+
+/* One "key=value" quota setting (clmuxctl, config): 0, or -EINVAL with a
+ * reason in why. */
 int cmx_quota_set(struct cmx_quota *q, const char *key, const char *value, char *why,
 		  size_t whylen);
 /* The value of one quota as text, as cmx_quota_set reads it back. */
 void cmx_quota_format(const struct cmx_quota *q, const char *key, char *out, size_t len);
-#define CMX_QUOTA_KEYS 11
-extern const char *const cmx_quota_keys[CMX_QUOTA_KEYS];
 
 /* Charges n bytes received from the tenant to its rate quota; returns how
  * long (ns) to wait before reading more from that connection, or 0. */

@@ -38,6 +38,14 @@ struct vlistener {
 	char tenant[64];
 	int inherited; /* fd=: the front end made the socket and keeps its file */
 	struct vm *vm;
+	struct cmx_server *srv;
+};
+
+/* The server's vhost-user sockets (srv->vhost): made at the first listen,
+ * freed once the loop is gone (cmx_vhost_destroy()). */
+struct cmx_vhost {
+	struct vlistener l[MAX_VHOST];
+	unsigned n;
 };
 
 /* A read in flight on a kick eventfd; stale once gen moves on. */
@@ -71,8 +79,6 @@ struct vm {
 	int refs, dead_vm, busy;
 };
 
-static struct vlistener vlisteners[MAX_VHOST];
-static unsigned nvlisteners;
 
 int cmx_vhost_is_spec(const char *spec)
 {
@@ -145,7 +151,7 @@ static long chan_write(void *ctx, const struct iovec *iov, int n)
 		vm_signal(ch->vm);
 		if (ch->vm->vsock.broken && !ch->vm->dead_vm) {
 			ch->vm->refs++;
-			cmx_loop_post(cmx_srv->loop, vm_destroy_posted, ch->vm);
+			cmx_loop_post(ch->vm->l->srv->loop, vm_destroy_posted, ch->vm);
 		}
 	}
 	return w;
@@ -201,14 +207,14 @@ static int vs_accept(void *ctx, struct cmx_vsock_stream *st)
 	struct vm *vm = ctx;
 	struct chan *ch;
 
-	if (st->host_port != vm->l->port || cmx_srv->draining)
+	if (st->host_port != vm->l->port || vm->l->srv->draining)
 		return -ECONNREFUSED;
 	ch = calloc(1, sizeof(*ch));
 	if (!ch)
 		return -ENOMEM;
 	ch->vm = vm;
 	ch->st = st;
-	ch->conn = cmx_conn_create_moved(cmx_srv, &chan_mover, ch, (uint32_t)vm->l->cid,
+	ch->conn = cmx_conn_create_moved(vm->l->srv, &chan_mover, ch, (uint32_t)vm->l->cid,
 					  vm->l->tenant[0] ? vm->l->tenant : NULL);
 	if (!ch->conn) {
 		chan_free(ch);
@@ -298,7 +304,7 @@ static const struct cmx_vsock_ops vs_ops = {
 
 static void kick_arm(struct vm *vm, struct kick *k)
 {
-	struct io_uring_sqe *sqe = cmx_loop_sqe(cmx_srv->loop, &k->io);
+	struct io_uring_sqe *sqe = cmx_loop_sqe(vm->l->srv->loop, &k->io);
 
 	io_uring_prep_read(sqe, vm->vhu.vring[k->idx].kick_fd, &k->val, sizeof(k->val), 0);
 	vm->refs++;
@@ -338,7 +344,7 @@ static void vhu_queue_state(struct cmx_vhu_dev *d, unsigned idx, int running)
 	vm->kick_gen[idx]++;
 	if (vm->kick[idx]) {
 		/* Its completion (-ECANCELED) frees it. */
-		io_uring_prep_cancel64(cmx_loop_sqe(cmx_srv->loop, NULL),
+		io_uring_prep_cancel64(cmx_loop_sqe(vm->l->srv->loop, NULL),
 				       (uint64_t)(uintptr_t)&vm->kick[idx]->io, 0);
 		vm->kick[idx] = NULL;
 	}
@@ -377,7 +383,7 @@ static const struct cmx_vhu_ops vhu_ops = { .queue_state = vhu_queue_state,
 
 static void sock_arm(struct vm *vm)
 {
-	io_uring_prep_poll_add(cmx_loop_sqe(cmx_srv->loop, &vm->sock_io), vm->vhu.fd, POLLIN);
+	io_uring_prep_poll_add(cmx_loop_sqe(vm->l->srv->loop, &vm->sock_io), vm->vhu.fd, POLLIN);
 	vm->refs++;
 }
 
@@ -405,7 +411,7 @@ static void sock_done(struct cmx_io *io, int res, unsigned flags)
 
 static void vm_destroy(struct vm *vm, const char *why)
 {
-	uint64_t objects = cmx_srv->objects, bytes = cmx_srv->bytes;
+	uint64_t objects = vm->l->srv->objects, bytes = vm->l->srv->bytes;
 
 	if (vm->dead_vm)
 		return;
@@ -414,7 +420,7 @@ static void vm_destroy(struct vm *vm, const char *why)
 	vm->busy = 1;
 	/* Every session of the VM closes and returns what it held. */
 	cmx_vsock_dev_fini(&vm->vsock);
-	io_uring_prep_cancel64(cmx_loop_sqe(cmx_srv->loop, NULL), (uint64_t)(uintptr_t)&vm->sock_io,
+	io_uring_prep_cancel64(cmx_loop_sqe(vm->l->srv->loop, NULL), (uint64_t)(uintptr_t)&vm->sock_io,
 			       0);
 	cmx_vhu_dev_fini(&vm->vhu); /* cancels the kick reads through queue_state */
 	vm->busy = 0;
@@ -426,8 +432,8 @@ static void vm_destroy(struct vm *vm, const char *why)
 	/* Its sessions are closed: what they held is returned by now. */
 	cmx_info("vhost-user-vsock %s: VM with CID %" PRIu64 " gone: %s; its sessions returned %" PRIu64
 		 " objects, %" PRIu64 " bytes; daemon holds %" PRIu64 " objects, %" PRIu64 " bytes",
-		 vm->l->path, vm->l->cid, why, objects - cmx_srv->objects, bytes - cmx_srv->bytes,
-		 cmx_srv->objects, cmx_srv->bytes);
+		 vm->l->path, vm->l->cid, why, objects - vm->l->srv->objects, bytes - vm->l->srv->bytes,
+		 vm->l->srv->objects, vm->l->srv->bytes);
 	vm_put(vm);
 }
 
@@ -438,7 +444,7 @@ static void accept_done(struct cmx_io *io, int res, unsigned flags)
 	struct vm *vm;
 
 	if (res >= 0) {
-		if (cmx_srv->draining || l->vm || !(vm = calloc(1, sizeof(*vm)))) {
+		if (l->srv->draining || l->vm || !(vm = calloc(1, sizeof(*vm)))) {
 			cmx_warn("vhost-user-vsock %s: %s", l->path,
 				 l->vm ? "a VM already uses this socket" : "refusing a VMM");
 			close(res);
@@ -457,20 +463,27 @@ static void accept_done(struct cmx_io *io, int res, unsigned flags)
 			sock_arm(vm);
 		}
 	}
-	if (!(flags & IORING_CQE_F_MORE) && !cmx_srv->draining && l->fd >= 0)
-		io_uring_prep_multishot_accept(cmx_loop_sqe(cmx_srv->loop, &l->io), l->fd, NULL, NULL,
+	if (!(flags & IORING_CQE_F_MORE) && !l->srv->draining && l->fd >= 0)
+		io_uring_prep_multishot_accept(cmx_loop_sqe(l->srv->loop, &l->io), l->fd, NULL, NULL,
 					       SOCK_CLOEXEC);
 }
 
 int cmx_vhost_listen(struct cmx_server *srv, const char *spec, char *err, size_t errlen)
 {
-	struct vlistener *l = &vlisteners[nvlisteners];
+	struct cmx_vhost *vh = srv->vhost ? srv->vhost : calloc(1, sizeof(*vh));
+	struct vlistener *l;
 	struct cmx_addr a;
 	struct cmx_addr_perm perm;
 	char val[64], unix_spec[300];
 	char *end;
 
-	if (nvlisteners == MAX_VHOST) {
+	if (!vh) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	srv->vhost = vh;
+	l = &vh->l[vh->n];
+	if (vh->n == MAX_VHOST) {
 		snprintf(err, errlen, "too many vhost-user-vsock listeners");
 		return -EINVAL;
 	}
@@ -533,8 +546,9 @@ int cmx_vhost_listen(struct cmx_server *srv, const char *spec, char *err, size_t
 		return l->fd;
 	}
 	strcpy(l->path, a.path);
+	l->srv = srv;
 	l->io.cb = accept_done;
-	nvlisteners++;
+	vh->n++;
 	io_uring_prep_multishot_accept(cmx_loop_sqe(srv->loop, &l->io), l->fd, NULL, NULL,
 				       SOCK_CLOEXEC);
 	cmx_info("listening on vhost-user-vsock:%s (guest CID %" PRIu64 ", port %u)", l->path,
@@ -542,13 +556,13 @@ int cmx_vhost_listen(struct cmx_server *srv, const char *spec, char *err, size_t
 	return 0;
 }
 
-void cmx_vhost_drain(void)
+void cmx_vhost_drain(struct cmx_server *srv)
 {
-	for (unsigned i = 0; i < nvlisteners; i++) {
-		struct vlistener *l = &vlisteners[i];
+	for (unsigned i = 0; srv->vhost && i < srv->vhost->n; i++) {
+		struct vlistener *l = &srv->vhost->l[i];
 		if (l->fd < 0)
 			continue;
-		io_uring_prep_cancel_fd(cmx_loop_sqe(cmx_srv->loop, NULL), l->fd, 0);
+		io_uring_prep_cancel_fd(cmx_loop_sqe(l->srv->loop, NULL), l->fd, 0);
 		close(l->fd);
 		if (!l->inherited)
 			unlink(l->path);
@@ -556,4 +570,10 @@ void cmx_vhost_drain(void)
 		if (l->vm)
 			vm_destroy(l->vm, "daemon stopping");
 	}
+}
+
+void cmx_vhost_destroy(struct cmx_server *srv)
+{
+	free(srv->vhost);
+	srv->vhost = NULL;
 }

@@ -12,6 +12,8 @@ int cmx_vhost_is_spec(const char *spec);
  * is the front end's. 0, or -errno with a reason in err. */
 int cmx_vhost_listen(struct cmx_server *srv, const char *spec, char *err, size_t errlen);
 /* Stops listening and ends every VM's device (their sessions close). */
-void cmx_vhost_drain(void);
+void cmx_vhost_drain(struct cmx_server *srv);
+/* Frees the listeners (srv->vhost), once the loop is gone. */
+void cmx_vhost_destroy(struct cmx_server *srv);
 
 #endif

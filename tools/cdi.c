@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <json.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <link.h>
@@ -214,56 +215,94 @@ static int icd_libraries(const char *icd, struct lib *libs, unsigned *nlibs)
 	return 0;
 }
 
-static void json_str(FILE *f, const char *s)
+/* Adds v to the container c (an object where key is set, else an array);
+ * where either is missing (out of memory) or the add fails, drops v and
+ * marks *oom. */
+static void put(struct json_object *c, const char *key, struct json_object *v, int *oom)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(f, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(f, "\\u%04x", (unsigned char)*s);
-		else
-			fputc(*s, f);
+	int e = !c || !v || (key ? json_object_object_add(c, key, v) : json_object_array_add(c, v));
+
+	if (e) {
+		json_object_put(v);
+		*oom = 1;
 	}
-	fputc('"', f);
 }
 
-static void json_mount(FILE *f, const char *host, const char *in, const char *opts, const char *sep)
+static struct json_object *mount(const char *host, const char *in, const char *const *opts,
+				 int *oom)
 {
-	fprintf(f, "%s\n\t\t\t{\"hostPath\": ", sep);
-	json_str(f, host);
-	fprintf(f, ", \"containerPath\": ");
-	json_str(f, in);
-	fprintf(f, ", \"options\": [%s]}", opts);
+	struct json_object *m = json_object_new_object(), *o = json_object_new_array();
+
+	put(m, "hostPath", json_object_new_string(host), oom);
+	put(m, "containerPath", json_object_new_string(in), oom);
+	for (; *opts; opts++)
+		put(o, NULL, json_object_new_string(*opts), oom);
+	put(m, "options", o, oom);
+	return m;
 }
 
-static void spec_write(FILE *f, const struct device *dev, unsigned ndev, const struct lib *libs,
-		       unsigned nlibs, const char *vendors)
+/* The spec as a runtime reads it; NULL when memory is short. */
+static struct json_object *spec_make(const struct device *dev, unsigned ndev,
+				     const struct lib *libs, unsigned nlibs, const char *vendors)
 {
-	fprintf(f, "{\n\t\"cdiVersion\": \"" CDI_VERSION "\",\n\t\"kind\": \"" CDI_KIND
-		   "\",\n\t\"devices\": [");
+	static const char *const sock_opts[] = {"nosuid", "nodev", "noexec", "bind", NULL};
+	static const char *const lib_opts[] = {"ro", "nosuid", "nodev", "bind", NULL};
+	static const char *const file_opts[] = {"ro", "nosuid", "nodev", "noexec", "bind", NULL};
+	struct json_object *spec = json_object_new_object(), *devs = json_object_new_array();
+	struct json_object *edits = json_object_new_object(), *env = json_object_new_array();
+	struct json_object *mounts = json_object_new_array();
+	int oom = 0;
+
+	put(spec, "cdiVersion", json_object_new_string(CDI_VERSION), &oom);
+	put(spec, "kind", json_object_new_string(CDI_KIND), &oom);
 	for (unsigned i = 0; i < ndev; i++) {
-		fprintf(f, "%s\n\t\t{\"name\": \"%s\", \"containerEdits\": {\"mounts\": [",
-			i ? "," : "", dev[i].tenant);
+		struct json_object *d = json_object_new_object(), *e = json_object_new_object();
+		struct json_object *m = json_object_new_array();
+		put(d, "name", json_object_new_string(dev[i].tenant), &oom);
 		/* The tenant's socket, and no other: whoever reaches it is
 		 * that tenant, whatever the container says. */
-		json_mount(f, dev[i].socket, IN_SOCKET,
-			   "\"nosuid\", \"nodev\", \"noexec\", \"bind\"", "");
-		fprintf(f, "]}}");
+		put(m, NULL, mount(dev[i].socket, IN_SOCKET, sock_opts, &oom), &oom);
+		put(e, "mounts", m, &oom);
+		put(d, "containerEdits", e, &oom);
+		put(devs, NULL, d, &oom);
 	}
+	put(spec, "devices", devs, &oom);
 	/* Every device: the ICD where the image's loader looks, over the shm
 	 * transport (rings in a memfd the daemon passes on the socket). */
-	fprintf(f, "\n\t],\n\t\"containerEdits\": {\n\t\t\"env\": [\"CLMUX_SERVER=shm:" IN_SOCKET
-		   "\"],\n\t\t\"mounts\": [");
+	put(env, NULL, json_object_new_string("CLMUX_SERVER=shm:" IN_SOCKET), &oom);
+	put(edits, "env", env, &oom);
 	for (unsigned i = 0; i < nlibs; i++) {
 		char in[sizeof(IN_LIBDIR "/") + sizeof(libs[i].soname)];
 		snprintf(in, sizeof(in), IN_LIBDIR "/%.127s", libs[i].soname);
-		json_mount(f, libs[i].path, in, "\"ro\", \"nosuid\", \"nodev\", \"bind\"",
-			   i ? "," : "");
+		put(mounts, NULL, mount(libs[i].path, in, lib_opts, &oom), &oom);
 	}
-	json_mount(f, vendors, IN_VENDORS, "\"ro\", \"nosuid\", \"nodev\", \"noexec\", \"bind\"",
-		   ",");
-	fprintf(f, "\n\t\t]\n\t}\n}\n");
+	put(mounts, NULL, mount(vendors, IN_VENDORS, file_opts, &oom), &oom);
+	put(edits, "mounts", mounts, &oom);
+	put(spec, "containerEdits", edits, &oom);
+	if (oom) {
+		json_object_put(spec);
+		return NULL;
+	}
+	return spec;
+}
+
+static int spec_write(FILE *f, const struct device *dev, unsigned ndev, const struct lib *libs,
+		      unsigned nlibs, const char *vendors)
+{
+	struct json_object *spec = spec_make(dev, ndev, libs, nlibs, vendors);
+	const char *text = spec ? json_object_to_json_string_ext(
+				      spec, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_PRETTY_TAB |
+						JSON_C_TO_STRING_NOSLASHESCAPE)
+				: NULL;
+	int e = 0;
+
+	/* A write error shows at temp_close() (ferror). */
+	if (text)
+		fprintf(f, "%s\n", text);
+	else
+		e = say("out of memory; nothing written");
+	json_object_put(spec);
+	return e;
 }
 
 /* Writes path by a temporary file in its directory, renamed over it once
@@ -369,7 +408,12 @@ static int generate(const char *admin, const char *out, const char *icd, int lis
 		unlink(tvend);
 		goto out;
 	}
-	spec_write(f, dev, ndev, libs, nlibs, vendors);
+	if (spec_write(f, dev, ndev, libs, nlibs, vendors)) {
+		fclose(f);
+		unlink(tspec);
+		unlink(tvend);
+		goto out;
+	}
 	if (temp_close(f, tspec)) {
 		unlink(tvend);
 		goto out;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-# cmxgen: turns the wire schema (schema/*.schema) into C codec tables, guest
-# stubs and host dispatch shells, and guards the locked opcode list.
+# cmxgen: turns the wire schema (schema/*.schema) into C codec tables (calls
+# and the records they carry), guest stubs and host dispatch shells, and
+# guards the locked ABI.
 """usage: cmxgen.py --schema DIR|FILE... --out-proto-h F --out-proto-c F
                   --out-guest-h F --out-host-h F --out-host-c F
                   [--lock schema/abi.lock [--update-lock]]
@@ -30,8 +31,10 @@ QUEUE_USES = ["enqueue", "control", "finish"]
 
 # Call attributes (CMX_OPF_*): holdable: the scheduler may hold the
 # command back (a kernel launch); keepouts: a failed reply still carries its
-# outputs.
-CALL_ATTRS = {"holdable": "CMX_OPF_HOLDABLE", "keepouts": "CMX_OPF_KEEPOUTS"}
+# outputs; lane: a notification that travels on bulk lanes only, never on
+# the notification channel.
+CALL_ATTRS = {"holdable": "CMX_OPF_HOLDABLE", "keepouts": "CMX_OPF_KEEPOUTS",
+              "lane": "CMX_OPF_LANE"}
 
 GEN_NOTE = "/* generated from schema/ by tools/cmxgen.py: do not edit */\n"
 
@@ -48,10 +51,14 @@ class Field:
         self.queue = None     # queue=USE: the call's queue, and what it does there
         self.answer = None    # answer=Notify: the tag that notification answers
         self.attrs = []       # what abi.lock records beside the type
-        m = re.fullmatch(r"(u64|i64|bytes|str\??|u64\[\]|(new)?id(\?)?:(\w+)|id\[\]:(\w+))", spec)
+        self.rec = None       # rec[]:NAME: the record's name
+        m = re.fullmatch(r"(u64|i64|bytes|str\??|u64\[\]|(new)?id(\?)?:(\w+)|id\[\]:(\w+)|"
+                         r"rec\[\]:([A-Z]\w*))", spec)
         if not m:
             raise SyntaxError(f"{where}: bad type '{spec}'")
-        if spec.startswith("newid"):
+        if spec.startswith("rec[]:"):
+            self.type, self.rec = "RECS", m.group(6)
+        elif spec.startswith("newid"):
             self.type, self.kind = "NEWID", m.group(4)
             if m.group(3):
                 self.flags.append("CMX_F_NULLOK")
@@ -74,6 +81,8 @@ class Field:
             k, _, v = o.partition("=")
             if k == "max":
                 self.max = int(v, 0)
+                if not 0 < self.max < 2**32:
+                    raise SyntaxError(f"{where}: bad max '{v}'")
             elif k == "err" and v in CL_ERRORS:
                 self.err = CL_ERRORS[v]
             elif k == "enum" and v and self.type == "U64":
@@ -102,6 +111,8 @@ class Field:
         return "/".join([self.spec] + self.attrs)
 
     def ctype(self):
+        if self.type == "RECS":
+            return f"struct cmx_{self.rec}_array"
         return {"U64": "uint64_t", "I64": "int64_t", "ID": "struct cmx_ref",
                 "NEWID": "struct cmx_ref", "BYTES": "struct cmx_blob",
                 "STR": "struct cmx_blob", "U64S": "struct cmx_u64s",
@@ -119,6 +130,7 @@ class Call:
         self.bulk_in = False
         self.bulk_out = False
         self.bulk_area = False    # an async read whose data may land in the area
+        self.bulk_rec = None      # bulk in NAME rec[]:R: the payload is records
         self.attrs = []
         self.where = where
 
@@ -127,6 +139,8 @@ class Call:
         outs = ",".join(f.lock_spec() for f in self.outs) or "-"
         bulk = ("I" if self.bulk_in else "") + ("O" if self.bulk_out else "") + \
             ("A" if self.bulk_area else "") or "-"
+        if self.bulk_rec:
+            bulk += ":" + self.bulk_rec.spec
         mode = ",".join([self.mode] + self.attrs)
         return f"0x{self.op:04x} {self.kind} {self.name} {mode} bulk={bulk} in={ins} out={outs}"
 
@@ -147,7 +161,22 @@ class Schema:
     def __init__(self):
         self.version = None       # the protocol version (`version N`)
         self.enums = {}
+        self.records = {}         # in the order defined: a record names earlier ones
         self.calls = []
+
+
+class Record:
+    """A named list of typed fields, carried in rec[]:NAME arrays."""
+    def __init__(self, name, where):
+        self.name = name
+        self.fields = []
+        self.where = where
+
+    def owns(self, sch):
+        return any(f.type == "RECS" for f in self.fields)
+
+    def lock_line(self):
+        return f"record {self.name} " + ",".join(f"{f.name}={f.lock_spec()}" for f in self.fields)
 
 
 class Enum:
@@ -168,7 +197,7 @@ def parse(paths):
         else:
             files.append(p)
     sch = Schema()
-    calls, byop, byname, enums = sch.calls, {}, {}, sch.enums
+    calls, byop, byname, enums, records = sch.calls, {}, {}, sch.enums, sch.records
     for path in files:
         cur = None
         with open(path, encoding="utf-8") as fh:
@@ -187,6 +216,22 @@ def parse(paths):
                     if words[1] in enums or not re.fullmatch(r"[a-z][a-z0-9_]*", words[1]):
                         raise SyntaxError(f"{where}: bad or duplicate enum '{words[1]}'")
                     cur = enums[words[1]] = Enum(words[1], where)
+                elif words[0] == "record" and len(words) == 2 and not raw[0].isspace():
+                    if words[1] in records or words[1] in byname or \
+                            not re.fullmatch(r"[A-Z][A-Za-z0-9]*", words[1]):
+                        raise SyntaxError(f"{where}: bad or duplicate record '{words[1]}'")
+                    cur = records[words[1]] = Record(words[1], where)
+                elif isinstance(cur, Record) and raw[0].isspace():
+                    if len(words) < 2 or any(f.name == words[0] for f in cur.fields):
+                        raise SyntaxError(f"{where}: expected 'NAME TYPE' in record {cur.name}")
+                    f = Field("rec", words[0], words[1], words[2:], where)
+                    if f.type not in ("U64", "I64", "BYTES", "STR", "U64S", "RECS") or \
+                            f.attrs:
+                        raise SyntaxError(f"{where}: a record holds no ids or attributes")
+                    # Only an earlier record: no cycles, so decoding ends.
+                    if f.rec and f.rec not in records:
+                        raise SyntaxError(f"{where}: no record '{f.rec}' defined before")
+                    cur.fields.append(f)
                 elif words[0] in ("call", "notify") and not raw[0].isspace():
                     if len(words) < 4 or words[3] not in ("async", "sync", "both"):
                         raise SyntaxError(f"{where}: expected '{words[0]} OPCODE Name "
@@ -194,13 +239,14 @@ def parse(paths):
                     op = int(words[1], 0)
                     if not 0x10 <= op < 0x8000:
                         raise SyntaxError(f"{where}: opcode out of range")
-                    if op in byop or words[2] in byname:
+                    if op in byop or words[2] in byname or words[2] in records:
                         raise SyntaxError(f"{where}: duplicate opcode or name")
                     cur = Call(words[0], op, words[2], words[3], where)
                     if cur.kind == "notify" and cur.mode != "async":
                         raise SyntaxError(f"{where}: notifications are async")
                     for a in words[4:]:
-                        if a not in CALL_ATTRS or a in cur.attrs:
+                        if a not in CALL_ATTRS or a in cur.attrs or \
+                                (a == "lane" and cur.kind != "notify"):
                             raise SyntaxError(f"{where}: bad call attribute '{a}'")
                         cur.attrs.append(a)
                     calls.append(cur)
@@ -210,16 +256,30 @@ def parse(paths):
                             words[0] in dict(cur.values):
                         raise SyntaxError(f"{where}: expected 'NAME NUMBER' in enum {cur.name}")
                     cur.values.append((words[0], int(words[1], 0)))
-                elif cur is None or isinstance(cur, Enum):
+                elif cur is None or isinstance(cur, (Enum, Record)):
                     raise SyntaxError(f"{where}: field outside a call")
                 elif words[0] == "bulk" and len(words) == 2 and words[1] in ("in", "out", "area"):
                     setattr(cur, "bulk_" + words[1], True)
+                elif words[0] == "bulk" and len(words) >= 4 and words[1] == "in" and \
+                        words[3].startswith("rec[]:"):
+                    # A payload of records: encoded as an argument would be.
+                    cur.bulk_in = True
+                    cur.bulk_rec = Field("in", words[2], words[3], words[4:], where)
                 elif words[0] in ("in", "out") and len(words) >= 3:
                     f = Field(words[0], words[1], words[2], words[3:], where)
                     (cur.ins if words[0] == "in" else cur.outs).append(f)
                 else:
                     raise SyntaxError(f"{where}: cannot parse '{line}'")
+    for r in records.values():
+        if not r.fields:
+            raise SyntaxError(f"{r.where}: record {r.name} has no fields")
     for c in calls:
+        for f in c.ins + c.outs + ([c.bulk_rec] if c.bulk_rec else []):
+            if f.rec and f.rec not in records:
+                raise SyntaxError(f"{c.where}: {c.name}.{f.name}: no record '{f.rec}'")
+            # A notification's decoder allocates nothing (guest/session.c).
+            if f.rec and c.kind == "notify":
+                raise SyntaxError(f"{c.where}: {c.name}: a notification carries no records")
         if c.mode == "async" and (c.outs or c.bulk_out):
             raise SyntaxError(f"{c.where}: async call {c.name} cannot have outputs")
         if any(f.type == "NEWID" for f in c.outs):
@@ -260,9 +320,26 @@ def fieldtab(cname, fields):
     rows = []
     for f in fields:
         flags = "|".join(f.flags) or "0"
+        rec = f"&cmx_desc_{f.rec}" if f.rec else "NULL"
         rows.append(f'\t{{ "{f.name}", CMX_T_{f.type}, CMX_K_{f.kind.upper()}, {flags}, '
-                    f"offsetof(struct {cname}, {f.name}), {f.max}, {f.err} }},\n")
+                    f"offsetof(struct {cname}, {f.name}), {f.max}, {f.err}, {rec} }},\n")
     return f"static const struct cmx_field cmx_fields_{cname}[] = {{\n{''.join(rows)}}};\n"
+
+
+def msgdesc(dname, label, op, cname, fields):
+    """The descriptor of a message's arguments or of a record."""
+    owns = "CMX_D_OWNS" if any(f.type == "RECS" for f in fields) else "0"
+    return (fieldtab(cname, fields) +
+            f"const struct cmx_msgdesc cmx_desc_{dname} = {{ \"{label}\", 0x{op:04x}, "
+            f"{len(fields)}, sizeof(struct {cname}), cmx_fields_{cname}, {owns} }};\n\n")
+
+
+def gen_record_h(r):
+    return (f"struct cmx_{r.name} {{\n" +
+            "".join(f"\t{f.ctype()} {f.name};\n" for f in r.fields) + "};\n\n"
+            f"/* rec[]:{r.name} in C structs: the typed twin of struct cmx_recs. */\n"
+            f"struct cmx_{r.name}_array {{\n\tconst struct cmx_{r.name} *v;\n\tuint64_t n;\n}};\n"
+            f"extern const struct cmx_msgdesc cmx_desc_{r.name};\n\n")
 
 
 def gen_enum(e):
@@ -282,6 +359,7 @@ def gen_proto_h(sch):
     if sch.version:
         out.append(f"#define CMX_PROTO_VERSION {sch.version}u\n\n")
     out += [gen_enum(e) for e in sch.enums.values()]
+    out += [gen_record_h(r) for r in sch.records.values()]
     out += ["enum cmx_op {\n", "\tCMX_OP_REPLY = 0x0001,\n"]
     out += [f"\tCMX_OP_{c.name} = 0x{c.op:04x},\n" for c in calls]
     out.append("};\n\n")
@@ -293,6 +371,10 @@ def gen_proto_h(sch):
         out.append(f"extern const struct cmx_msgdesc cmx_desc_{c.name}_in;\n")
         if c.can_sync():
             out.append(f"extern const struct cmx_msgdesc cmx_desc_{c.name}_out;\n")
+        if c.bulk_rec:
+            out.append(f"/* The payload: cmx_codec_*(&cmx_desc_{c.name}_bulk, ...). */\n")
+            out.append(struct(f"cmx_{c.name}_bulk", [c.bulk_rec]))
+            out.append(f"extern const struct cmx_msgdesc cmx_desc_{c.name}_bulk;\n")
         out.append("\n")
     out.append("""#define CMX_OPF_SYNC 0x1u	/* may be sent sync (CMX_HDR_SYNC): it has a reply */
 #define CMX_OPF_ASYNC 0x80u	/* may be sent async: no reply */
@@ -302,6 +384,7 @@ def gen_proto_h(sch):
 #define CMX_OPF_BULK_AREA 0x10u /* an async read whose data may land in an area block */
 #define CMX_OPF_HOLDABLE 0x20u	/* the scheduler may hold the command back */
 #define CMX_OPF_KEEPOUTS 0x40u	/* a failed reply still carries the outputs */
+#define CMX_OPF_LANE 0x100u	/* a notification of bulk lanes only */
 
 /* What a call does on its queue (the field with the queue= attribute). */
 enum cmx_queue_use {
@@ -349,13 +432,16 @@ def gen_proto_c(sch):
                    f"\t       offsetof(struct cmx_{name}_in, status) == "
                    f"offsetof(struct cmx_answer, status),\n\t       \"{name} answers a tag\");\n")
     out.append("\n")
+    for r in sch.records.values():
+        out.append(f"_Static_assert(sizeof(struct cmx_{r.name}_array) == sizeof(struct cmx_recs) &&\n"
+                   f"\t       offsetof(struct cmx_{r.name}_array, n) == offsetof(struct cmx_recs, n),\n"
+                   f"\t       \"{r.name}_array is a cmx_recs\");\n")
+        out.append(msgdesc(r.name, r.name, 0, f"cmx_{r.name}", r.fields))
     for c in calls:
-        dirs = [("in", c.ins)] + ([("out", c.outs)] if c.can_sync() else [])
+        dirs = [("in", c.ins)] + ([("out", c.outs)] if c.can_sync() else []) + \
+            ([("bulk", [c.bulk_rec])] if c.bulk_rec else [])
         for d, fields in dirs:
-            cname = f"cmx_{c.name}_{d}"
-            out.append(fieldtab(cname, fields))
-            out.append(f"const struct cmx_msgdesc cmx_desc_{c.name}_{d} = {{ \"{c.name}\", "
-                       f"0x{c.op:04x}, {len(fields)}, sizeof(struct {cname}), cmx_fields_{cname} }};\n\n")
+            out.append(msgdesc(f"{c.name}_{d}", c.name, c.op, f"cmx_{c.name}_{d}", fields))
     out.append("const struct cmx_opinfo cmx_ops[CMX_OP_LIMIT] = {\n")
     for c in calls:
         flags = []
@@ -388,9 +474,46 @@ def gen_guest_h(sch):
     flush the batch and wait for the reply."""
     calls = sch.calls
     out = [GEN_NOTE, "#ifndef CMX_STUBS_GEN_H\n#define CMX_STUBS_GEN_H\n\n",
+           '#include <errno.h>\n#include <stdlib.h>\n\n'
            '#include "proto.gen.h"\n#include "session.h"\n\n']
+    chan = [c for c in calls if c.kind == "notify" and "lane" not in c.attrs]
+    if chan:
+        out.append("/* The guest's handler of each notification of the notification channel\n"
+                   " * (guest/notify.c), on the session's notification thread; one with a\n"
+                   " * payload first says where its len bytes land (NULL: dropped). */\n")
+    for c in chan:
+        if c.bulk_in:
+            out.append(f"void *cmx_nbulk_{c.name}(const struct cmx_{c.name}_in *in, uint64_t len);\n")
+        out.append(f"void cmx_n_{c.name}(const struct cmx_{c.name}_in *in);\n")
+    if chan:
+        out.append("\nstatic inline void *cmx_notify_bulk_dst(unsigned op, const void *in, "
+                   "uint64_t len)\n{\n\tswitch (op) {\n")
+        for c in chan:
+            if c.bulk_in:
+                out.append(f"\tcase CMX_OP_{c.name}:\n\t\treturn cmx_nbulk_{c.name}(in, len);\n")
+        out.append("\tdefault:\n\t\treturn NULL;\n\t}\n}\n\n")
+        out.append("/* 0, or -1 for an opcode that is no notification of the channel. */\n"
+                   "static inline int cmx_notify_dispatch(unsigned op, const void *in)\n{\n"
+                   "\tswitch (op) {\n")
+        for c in chan:
+            out.append(f"\tcase CMX_OP_{c.name}:\n\t\tcmx_n_{c.name}(in);\n\t\treturn 0;\n")
+        out.append("\tdefault:\n\t\treturn -1;\n\t}\n}\n\n")
     for c in calls:
         if c.kind == "notify":
+            continue
+        if c.bulk_rec:
+            # A payload of records: encoded here, sent as any payload.
+            if c.can_sync():
+                raise SyntaxError(f"{c.where}: a payload of records is for async calls")
+            out.append(f"static inline int cmx_send_{c.name}(struct cmx_session *s, "
+                       f"const struct cmx_{c.name}_in *in,\n\t\t\t\t"
+                       f"const struct cmx_{c.name}_bulk *bulk)\n{{\n"
+                       f"\tsize_t len = cmx_codec_size(&cmx_desc_{c.name}_bulk, bulk);\n"
+                       f"\tuint8_t *p = malloc(len);\n\tint e;\n\n"
+                       f"\tif (!p)\n\t\treturn -ENOMEM;\n"
+                       f"\tcmx_codec_encode(&cmx_desc_{c.name}_bulk, bulk, p);\n"
+                       f"\te = cmx_session_send(s, &cmx_desc_{c.name}_in, in, p, len);\n"
+                       f"\tfree(p);\n\treturn e;\n}}\n\n")
             continue
         bulk = ", const void *bulk, uint64_t bulk_len" if c.bulk_in else ""
         bargs = "bulk, bulk_len" if c.bulk_in else "NULL, 0"
@@ -443,13 +566,14 @@ def gen_host_c(sch):
 
 
 def lock_entries(sch):
-    lines = [e.lock_line() for e in sch.enums.values()] + [c.lock_line() for c in sch.calls]
+    lines = [e.lock_line() for e in sch.enums.values()] + \
+        [r.lock_line() for r in sch.records.values()] + [c.lock_line() for c in sch.calls]
     return {lock_key(v): v for v in lines}
 
 
 def lock_key(line):
     w = line.split()
-    return w[0] + ":" + w[1] if w[0] == "enum" else w[0]
+    return w[0] + ":" + w[1] if w[0] in ("enum", "record") else w[0]
 
 
 def check_lock(sch, lockpath, update):

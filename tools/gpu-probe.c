@@ -812,7 +812,7 @@ static void CL_CALLBACK on_nothing(cl_event e, cl_int s, void *arg)
 /* tools/tenant-bench's short-kernel client for 2 s: K kernels in flight,
  * the oldest waited for, each launch flushed. every: a no-op completion
  * callback on every every-th launch (0: none); late: on the launch before
- * the newest, after the newest is enqueued (the daemon's gate callback at
+ * the newest, after the newest is enqueued (the daemon's ticket callback at
  * the end of a loop turn); poll: the newest's status asked after each
  * launch. Kernels per second. */
 static double stall_run(cl_kernel k, unsigned inflight, unsigned every, int late, int poll)

@@ -4,8 +4,8 @@ bin_PROGRAMS += tools/clmux-bench tools/clmux-sample
 sbin_PROGRAMS += tools/clmuxctl
 tools_clmuxctl_SOURCES = tools/clmuxctl.c tools/cdi.h tools/cdi.c
 # cdi generate loads the installed ICD to find the libraries it needs.
-tools_clmuxctl_CPPFLAGS = $(AM_CPPFLAGS) -DCMX_LIBDIR='"$(libdir)"'
-tools_clmuxctl_LDADD = -ldl
+tools_clmuxctl_CPPFLAGS = $(AM_CPPFLAGS) -DCMX_LIBDIR='"$(libdir)"' $(JSONC_CFLAGS)
+tools_clmuxctl_LDADD = $(JSONC_LIBS) -ldl
 if HAVE_LIBVIRT
 tools_clmuxctl_SOURCES += host/domxml.h host/domxml.c
 tools_clmuxctl_CPPFLAGS += -I$(top_srcdir)/host $(LIBVIRT_CFLAGS)
@@ -74,17 +74,19 @@ noinst_PROGRAMS += tools/clmux-loopback-bench
 tools_clmux_loopback_bench_SOURCES = tools/loopback-bench.c
 tools_clmux_loopback_bench_LDADD = -lpthread
 
-TESTS += tools/tests/test_cmxgen.sh tools/compat-clinfo.sh tools/compat-pyopencl.sh \
+TESTS += tools/tests/test_cmxgen.sh tools/tests/test_adding_call.sh tools/compat-clinfo.sh tools/compat-pyopencl.sh \
 	tools/tests/transports.sh tools/tests/tenant-bench-slice.sh tools/tests/tls.sh \
-	tools/tests/cdi.sh tools/tests/perf-report.sh tools/tests/activation.sh
+	tools/tests/cdi.sh tools/tests/perf-report.sh tools/tests/activation.sh \
+	tools/tests/admin-json.sh
 EXTRA_DIST += tools/tests/perf-report.sh tools/bench-results tools/perf-report \
  tools/tests/test_cmxgen.sh tools/tests/golden.schema \
+	tools/tests/test_adding_call.sh tools/tests/adding_call.c \
 	tools/tests/golden/proto.gen.h.expected tools/tests/golden/proto.gen.c.expected \
 	tools/tests/golden/stubs.gen.h.expected tools/tests/golden/handlers.gen.h.expected \
 	tools/tests/golden/handlers.gen.c.expected tools/demo tools/check tools/setup.sh \
 	tools/compat-clinfo.sh tools/compat-pyopencl.sh tools/tests/compat_pyopencl.py \
 	tools/tests/compat-env.sh tools/tests/transports.sh tools/tests/tenant-bench-slice.sh \
-	tools/tests/tls.sh tools/tests/cdi.sh tools/tests/activation.sh \
+	tools/tests/tls.sh tools/tests/cdi.sh tools/tests/activation.sh tools/tests/admin-json.sh \
 	tools/compat-oclgrind.sh tools/compat-piglit.sh tools/compat-apps.sh \
 	tools/compat-oclgrind-suites.sh \
 	tools/gpu-bundle tools/gpu-check tools/transport-bench tools/seccomp-trace.py \

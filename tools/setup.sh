@@ -8,7 +8,7 @@ PACKAGES="build-essential autoconf automake libtool pkg-config python3 opencl-he
 ocl-icd-opencl-dev ocl-icd-libopencl1 liburing-dev check pocl-opencl-icd clinfo clang
 libclang-rt-14-dev python3-pyopencl python3-numpy oclgrind piglit
 qemu-system-x86 xz-utils libssl-dev liblz4-dev openssl clpeak hashcat
-libvirt-dev libxml2-dev libvirt-daemon-system libvirt-clients podman runc python3-matplotlib
+libjson-c-dev libvirt-dev libxml2-dev libvirt-daemon-system libvirt-clients podman runc python3-matplotlib
 debhelper lintian systemd"
 
 missing=""

@@ -4,6 +4,7 @@
 #include "wire.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 static inline size_t pad8(size_t n)
@@ -35,6 +36,13 @@ size_t cmx_codec_size(const struct cmx_msgdesc *d, const void *args)
 		case CMX_T_IDS:
 			n += 8 + 8 * ((const struct cmx_refs *)p)->n;
 			break;
+		case CMX_T_RECS: {
+			const struct cmx_recs *a = p;
+			n += 8;
+			for (uint64_t k = 0; k < a->n; k++)
+				n += cmx_codec_size(f->rec, (const char *)a->v + k * f->rec->size);
+			break;
+		}
 		default:
 			n += 8;
 		}
@@ -59,7 +67,7 @@ static uint8_t *put_array(uint8_t *out, const void *src, uint64_t n, size_t elem
 	return out + pad8(len);
 }
 
-void cmx_codec_encode(const struct cmx_msgdesc *d, const void *args, uint8_t *out)
+static uint8_t *encode(const struct cmx_msgdesc *d, const void *args, uint8_t *out)
 {
 	for (unsigned i = 0; i < d->nfields; i++) {
 		const struct cmx_field *f = &d->fields[i];
@@ -90,8 +98,21 @@ void cmx_codec_encode(const struct cmx_msgdesc *d, const void *args, uint8_t *ou
 			out = put_array(out, a->v, a->n, 8);
 			break;
 		}
+		case CMX_T_RECS: {
+			const struct cmx_recs *a = p;
+			out = put_u64(out, a->n);
+			for (uint64_t k = 0; k < a->n; k++)
+				out = encode(f->rec, (const char *)a->v + k * f->rec->size, out);
+			break;
+		}
 		}
 	}
+	return out;
+}
+
+void cmx_codec_encode(const struct cmx_msgdesc *d, const void *args, uint8_t *out)
+{
+	encode(d, args, out);
 }
 
 uint64_t cmx_codec_min_id(const struct cmx_msgdesc *d, const void *args, uint64_t from)
@@ -127,7 +148,9 @@ static int get_array(const uint8_t **in, size_t *left, const struct cmx_field *f
 	uint64_t count, limit = elem == 1 ? CMX_MAX_ARGS : CMX_MAX_ARRAY;
 	size_t len;
 
-	if (f->max && f->max < limit)
+	/* The schema's max=, where it gives one, is the field's own limit: a
+	 * message's arguments stay within CMX_MAX_ARGS whatever it says. */
+	if (f->max)
 		limit = f->max;
 	if (*left < 8)
 		return -EBADMSG;
@@ -146,11 +169,49 @@ static int get_array(const uint8_t **in, size_t *left, const struct cmx_field *f
 	return 0;
 }
 
-int cmx_codec_decode(const struct cmx_msgdesc *d, const uint8_t *in, size_t len, void *args)
+static int decode(const struct cmx_msgdesc *d, const uint8_t **in, size_t *left, void *args);
+
+/*
+ * An array of records: the count is read once, checked against the field's
+ * limit and against the bytes left (every field of a record takes at least
+ * 8 of them) before the C structs are allocated, zeroed, so that a failure
+ * half-way leaves nothing cmx_codec_release() cannot walk.
+ */
+static int get_records(const uint8_t **in, size_t *left, const struct cmx_field *f,
+		       struct cmx_recs *a)
 {
-	if (len & 7)
+	const struct cmx_msgdesc *r = f->rec;
+	uint64_t count, limit = f->max ? f->max : CMX_MAX_ARRAY;
+	char *v;
+
+	if (*left < 8)
 		return -EBADMSG;
-	memset(args, 0, d->size);
+	memcpy(&count, *in, 8);
+	*in += 8;
+	*left -= 8;
+	if (count > limit || !r->nfields || count > *left / (8u * r->nfields))
+		return -EBADMSG;
+	if (!count)
+		return 0;
+	v = calloc((size_t)count, r->size);
+	if (!v)
+		return -ENOMEM;
+	a->v = v;
+	a->n = count;
+	for (uint64_t k = 0; k < count; k++) {
+		int e = decode(r, in, left, v + k * r->size);
+		if (e)
+			return e;
+	}
+	return 0;
+}
+
+/* Records are allocated zeroed, so only the top level clears its struct. */
+static int decode(const struct cmx_msgdesc *d, const uint8_t **inp, size_t *leftp, void *args)
+{
+	const uint8_t *in = *inp;
+	size_t len = *leftp;
+
 	for (unsigned i = 0; i < d->nfields; i++) {
 		const struct cmx_field *f = &d->fields[i];
 		void *p = field_ptr(args, f);
@@ -197,10 +258,50 @@ int cmx_codec_decode(const struct cmx_msgdesc *d, const uint8_t *in, size_t len,
 				return r;
 			break;
 		}
+		case CMX_T_RECS:
+			r = get_records(&in, &len, f, p);
+			if (r)
+				return r;
+			break;
 		default:
 			return -EBADMSG;
 		}
 	}
+	*inp = in;
+	*leftp = len;
+	return 0;
+}
+
+int cmx_codec_decode(const struct cmx_msgdesc *d, const uint8_t *in, size_t len, void *args)
+{
+	int e;
+
+	if (len & 7)
+		return -EBADMSG;
+	memset(args, 0, d->size);
+	e = decode(d, &in, &len, args);
 	/* Trailing bytes are a malformed message, not padding. */
-	return len ? -EBADMSG : 0;
+	if (!e && len)
+		e = -EBADMSG;
+	if (e)
+		cmx_codec_release(d, args);
+	return e;
+}
+
+void cmx_codec_release(const struct cmx_msgdesc *d, void *args)
+{
+	if (!(d->flags & CMX_D_OWNS))
+		return;
+	for (unsigned i = 0; i < d->nfields; i++) {
+		const struct cmx_field *f = &d->fields[i];
+		struct cmx_recs *a = field_ptr(args, f);
+
+		if (f->type != CMX_T_RECS)
+			continue;
+		for (uint64_t k = 0; k < a->n; k++)
+			cmx_codec_release(f->rec, (char *)a->v + k * f->rec->size);
+		free((void *)a->v);
+		a->v = NULL;
+		a->n = 0;
+	}
 }

@@ -12,8 +12,11 @@
  *   bytes, str          u64 length, then the bytes, zero-padded to 8
  *                       (a str's length counts its terminating NUL)
  *   u64[], id[]         u64 count, then count * 8 bytes
+ *   rec[]:NAME          u64 count, then count records, each its fields in
+ *                       this same encoding (a record of the schema)
  * Everything stays 8-byte aligned, so decoded arrays point into the receive
- * buffer without copies.
+ * buffer without copies. Only record arrays are decoded into memory of
+ * their own (an array of C structs), which cmx_codec_release() frees.
  */
 enum cmx_ftype {
 	CMX_T_U64,
@@ -24,6 +27,7 @@ enum cmx_ftype {
 	CMX_T_STR,
 	CMX_T_U64S,
 	CMX_T_IDS,
+	CMX_T_RECS, /* an array of records (struct cmx_recs) */
 };
 
 #define CMX_F_NULLOK 0x1u /* id 0 (or an empty str) means "none" */
@@ -40,15 +44,21 @@ struct cmx_field {
 	uint32_t offset; /* of the value in the C struct */
 	uint32_t max;	 /* bytes or elements; 0 = the global limit */
 	int32_t err;	 /* OpenCL error for a bad id here; 0 = the kind's */
+	const struct cmx_msgdesc *rec; /* CMX_T_RECS: the record's layout */
 };
 
+/* A message's arguments, or one record's fields. */
 struct cmx_msgdesc {
 	const char *name;
-	uint16_t op;
-	uint16_t nfields;
-	uint32_t size; /* sizeof the C struct */
+	uint16_t op;	  /* 0 for a record */
+	uint16_t nfields; /* a record has at least one */
+	uint32_t size;	  /* sizeof the C struct */
 	const struct cmx_field *fields;
+	uint32_t flags; /* CMX_D_* */
 };
+
+/* Decoding allocates (record arrays, at any depth): release what it made. */
+#define CMX_D_OWNS 0x1u
 
 /* In C structs: bytes and str fields. */
 struct cmx_blob {
@@ -75,6 +85,13 @@ struct cmx_refs {
 	void **h;
 };
 
+/* In C structs: rec[] fields, n records of the field's rec->size bytes each
+ * (the generator declares a typed twin, struct cmx_NAME_array). */
+struct cmx_recs {
+	const void *v;
+	uint64_t n;
+};
+
 size_t cmx_codec_size(const struct cmx_msgdesc *d, const void *args);
 /* Writes exactly cmx_codec_size() bytes to out. */
 void cmx_codec_encode(const struct cmx_msgdesc *d, const void *args, uint8_t *out);
@@ -82,8 +99,14 @@ void cmx_codec_encode(const struct cmx_msgdesc *d, const void *args, uint8_t *ou
  * fields), or UINT64_MAX: the guest's check that a call names no object of
  * an earlier session. */
 uint64_t cmx_codec_min_id(const struct cmx_msgdesc *d, const void *args, uint64_t from);
-/* 0, or -EBADMSG when the bytes are not a well-formed message for d. Pointers
- * in args refer into in[]; in must be 8-byte aligned. */
+/* 0, or -EBADMSG when the bytes are not a well-formed message for d (-ENOMEM:
+ * no memory for its records). Pointers in args refer into in[]; in must be
+ * 8-byte aligned. Each byte of in[] is read once, so that a checked length
+ * is the length used. With CMX_D_OWNS in d->flags, a successful decode is
+ * undone by cmx_codec_release(); a failed one has released already. */
 int cmx_codec_decode(const struct cmx_msgdesc *d, const uint8_t *in, size_t len, void *args);
+/* Frees the record arrays cmx_codec_decode() made in args (no-op without
+ * CMX_D_OWNS); never for arrays the sender built itself. */
+void cmx_codec_release(const struct cmx_msgdesc *d, void *args);
 
 #endif

@@ -488,18 +488,17 @@ static void seed_image(const char *dir)
 	save(dir, "image_pitch");
 }
 
-/* IncludeFiles' payload: records of name and contents. */
+/* IncludeFiles' payload: one IncludeFile record, of name and contents. */
 static size_t include_blob(unsigned char *b, const char *name, const char *data)
 {
-	size_t k = 0, nl = strlen(name), dl = strlen(data);
+	struct cmx_IncludeFile f = {.path = {name, strlen(name)}, .data = {data, strlen(data)}};
+	struct cmx_IncludeFiles_bulk files = {.files = {&f, 1}};
+	size_t len = cmx_codec_size(&cmx_desc_IncludeFiles_bulk, &files);
 
-	memset(b, 0, 256);
-	memcpy(b, &(uint64_t){nl}, 8);
-	memcpy(b + 8, name, nl);
-	k = 8 + ((nl + 7) & ~(size_t)7);
-	memcpy(b + k, &(uint64_t){dl}, 8);
-	memcpy(b + k + 8, data, dl);
-	return k + 8 + ((dl + 7) & ~(size_t)7);
+	if (len > 256)
+		abort();
+	cmx_codec_encode(&cmx_desc_IncludeFiles_bulk, &files, b);
+	return len;
 }
 
 static void open_area(uint64_t flags)
@@ -553,7 +552,7 @@ static void seed_include(const char *sdir, const char *adir)
 	msg(CMX_OP_CreateProgramWithSource, &cp, NULL, 0);
 	put_u(1, 1); /* flip */
 	put_u(0, 1); /* from the next area payload */
-	put_u(8, 2); /* the name, after its length */
+	put_u(16, 2); /* the name, after the count and its length */
 	put_u(12, 1);
 	put("../../../../", 12);
 	msgx(CMX_OP_IncludeFiles, &inc, F_AREA, blob, bl, 3);

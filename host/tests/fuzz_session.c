@@ -122,7 +122,7 @@ static uint64_t now_ms(void)
 
 static void *loop_main(void *arg)
 {
-	int e = cmx_loop_create(&fsrv.loop);
+	int e = cmx_loop_create(&fsrv.loop, (int)fsrv.tune.uring_coop);
 
 	if (e || cmx_executor_create(fsrv.loop, 16, &fsrv.exec) ||
 	    cmx_sched_create(&fsrv, CMX_SCHED_WINDOW_US)) {
@@ -131,7 +131,7 @@ static void *loop_main(void *arg)
 	}
 	if (cmx_kprintf_init(fsrv.loop))
 		fprintf(stderr, "fuzz: kernel printf stays on stdout\n");
-	cmx_pinned_start(fsrv.devices[0]);
+	cmx_pinned_start(fsrv.devices[0], &fsrv.tune);
 	sem_post(&ready);
 	cmx_loop_run(fsrv.loop);
 	return NULL;
@@ -221,6 +221,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	/* A worker's tenant: bounded, so that a guest's huge buffer is
 	 * refused by the quota rather than by the allocator. */
 	cmx_quota_unlimited(&fsrv.tenants.defaults);
+	cmx_tuning_defaults(&fsrv.tune);
 	fsrv.tenants.defaults.mem = 64ull << 20;
 	fsrv.tenants.defaults.objects = 4096;
 	fsrv.tenants.defaults.inflight = 256;

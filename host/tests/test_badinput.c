@@ -17,7 +17,6 @@
 
 #include "../../guest/tests/e2e.h"
 #include "addr.h"
-#include "buf.h"
 #include "proto.gen.h"
 
 #include "rawclient.h"
@@ -391,13 +390,23 @@ START_TEST(lying_programs)
 	send_msg(&c, &cmx_desc_CreateProgramWithSource_in, &ps, 0, NULL, 0);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++) {
 		struct cmx_IncludeFiles_in inc = { .program = { 0x10301 }, .dir = 0 };
-		struct cmx_buf b;
+		struct cmx_IncludeFile f = { .path = { bad[i], strlen(bad[i]) },
+					     .data = { "#error\n", 7 } };
+		struct cmx_IncludeFiles_bulk files = { .files = { &f, 1 } };
+		uint64_t b[64];
+		size_t n = cmx_codec_size(&cmx_desc_IncludeFiles_bulk, &files);
 
-		cmx_buf_init(&b);
-		cmx_buf_put_bytes(&b, bad[i], strlen(bad[i]));
-		cmx_buf_put_bytes(&b, "#error\n", 7);
-		send_msg(&c, &cmx_desc_IncludeFiles_in, &inc, 0, b.data, b.len);
-		cmx_buf_fini(&b);
+		ck_assert_uint_le(n, sizeof(b));
+		cmx_codec_encode(&cmx_desc_IncludeFiles_bulk, &files, (uint8_t *)b);
+		send_msg(&c, &cmx_desc_IncludeFiles_in, &inc, 0, b, n);
+	}
+	{
+		/* A payload that claims 2^40 files in 16 bytes: refused before
+		 * anything is allocated for them. */
+		struct cmx_IncludeFiles_in inc = { .program = { 0x10301 }, .dir = 0 };
+		uint64_t lie[2] = { 1ull << 40, 0 };
+
+		send_msg(&c, &cmx_desc_IncludeFiles_in, &inc, 0, lie, sizeof(lie));
 	}
 	send_msg(&c, &cmx_desc_CompileProgram_in, &comp, 1, NULL, 0);
 	ck_assert_int_ne(recv_reply(&c, &cmx_desc_CompileProgram_out, &cout, NULL), CL_SUCCESS);
@@ -416,7 +425,7 @@ START_TEST(lying_programs)
 	send_msg(&c, &cmx_desc_GetStats_in, &sin, 1, NULL, 0);
 	ck_assert_int_eq(recv_reply(&c, &cmx_desc_GetStats_out, &sout, &keep), 0);
 	/* Every lying IncludeFiles failed; the release did not. */
-	ck_assert_uint_eq(sout.counters.v[5], sizeof(bad) / sizeof(*bad));
+	ck_assert_uint_eq(sout.counters.v[5], sizeof(bad) / sizeof(*bad) + 1);
 	free(keep);
 	ck_assert_int_ne(access("/tmp/e2e-escaped.h", F_OK), 0);
 	ck_assert_int_ne(system("ls /tmp/clmuxd.*/escaped.h /tmp/clmuxd.*/s*/escaped.h "
@@ -531,6 +540,7 @@ static void printing_setup(struct client *c, uint64_t base)
 	send_msg(c, &cmx_desc_CreateProgramWithSource_in, &ps, 0, NULL, 0);
 	send_msg(c, &cmx_desc_BuildProgram_in, &b, 1, NULL, 0);
 	ck_assert_int_eq(recv_reply(c, &cmx_desc_BuildProgram_out, &bout, &keep), CL_SUCCESS);
+	cmx_codec_release(&cmx_desc_BuildProgram_out, &bout);
 	free(keep);
 	send_msg(c, &cmx_desc_CreateKernel_in, &k, 0, NULL, 0);
 	send_msg(c, &cmx_desc_SetKernelArg_in, &arg, 0, NULL, 0);

@@ -2,6 +2,7 @@
 // Unit tests: clmuxd.conf parsing, quota values, identity lookup, and the
 // comment-keeping edit that saves a changed quota.
 #include <check.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -145,6 +146,106 @@ START_TEST(quota_values)
 }
 END_TEST
 
+/* Every key of the quota table reads back what it writes, with and without
+ * its unit, and refuses what its range excludes. */
+START_TEST(quota_table_round_trip)
+{
+	static const struct {
+		const char *key, *in, *out;
+	} ok[] = {
+	    {"mem", "2G", "2G"},	 {"objects", "10000", "10000"},
+	    {"inflight", "256", "256"},	 {"weight", "3", "3"},
+	    {"cap", "50%", "50%"},	 {"cap", "50", "50%"},
+	    {"cap", "100%", "none"},	 {"cap", "unlimited", "none"},
+	    {"rate", "1G/s", "1G/s"},	 {"rate", "1G", "1G/s"},
+	    {"sessions", "8", "8"},	 {"build-mem", "4G", "4G"},
+	    {"build-time", "60s", "60"}, {"builds", "2", "2"},
+	    {"kernel-time", "30", "30"}, {"kernel-time", "none", "none"},
+	};
+	static const struct {
+		const char *key, *in;
+	} bad[] = {
+	    {"weight", "0"},	 {"weight", "1001"}, {"weight", "none"}, {"cap", "101%"},
+	    {"cap", "%"},	 {"rate", "0/s"},    {"rate", "/s"},	 {"build-mem", "32M"},
+	    {"build-time", "s"}, {"objects", "0"},   {"mem", "none%"},	 {"builds", "nones"},
+	};
+	struct cmx_quota q;
+	char why[200], v[64];
+
+	for (unsigned i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		cmx_quota_unlimited(&q);
+		ck_assert_msg(!cmx_quota_set(&q, ok[i].key, ok[i].in, why, sizeof(why)),
+			      "%s=%s: %s", ok[i].key, ok[i].in, why);
+		cmx_quota_format(&q, ok[i].key, v, sizeof(v));
+		ck_assert_str_eq(v, ok[i].out);
+	}
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cmx_quota_unlimited(&q);
+		ck_assert_msg(cmx_quota_set(&q, bad[i].key, bad[i].in, why, sizeof(why)) == -EINVAL,
+			      "%s=%s accepted", bad[i].key, bad[i].in);
+		ck_assert_ptr_nonnull(strstr(why, "bad value"));
+	}
+	ck_assert_int_eq(cmx_quota_set(&q, "memory", "1G", why, sizeof(why)), -EINVAL);
+	ck_assert_str_eq(why, "unknown quota 'memory' (mem, objects, inflight, weight, cap, rate, "
+			      "sessions, build-mem, build-time, builds, kernel-time)");
+	for (unsigned k = 0; k < CMX_QUOTA_KEYS; k++)
+		ck_assert_ptr_eq(cmx_quota_key_find(cmx_quota_keys[k].name), &cmx_quota_keys[k]);
+}
+END_TEST
+
+/* The [clmuxd] tuning keys: defaults, values in range, a clear refusal
+ * out of it, and the environment's overrides checked the same way. */
+START_TEST(tuning_keys)
+{
+	struct cmx_tenants ts;
+	struct cmx_tuning t;
+	char why[200];
+
+	load(&ts, "[clmuxd]\nshort-blocking = on\nshm-sync-spin-us = 20\npinned = off\n"
+		  "pinned-min = 64K\nunread-s = 20\n");
+	ck_assert_int_eq(ts.tune.short_blocking, 1);
+	ck_assert_int_eq(ts.tune.shm_sync_spin_us, 20);
+	ck_assert_int_eq(ts.tune.pinned, 0);
+	ck_assert_int_eq(ts.tune.pinned_min, 64 << 10);
+	ck_assert_int_eq(ts.tune.unread_s, 20);
+	ck_assert_int_eq(ts.tune.sched_peek, 1);
+	ck_assert_int_eq(ts.tune.uring_coop, 1);
+	cmx_tenants_fini(&ts);
+	load(&ts, "[clmuxd]\nshort-blocking = auto\n");
+	ck_assert_int_eq(ts.tune.short_blocking, CMX_TUNE_AUTO);
+	ck_assert_int_eq(ts.tune.shm_sync_spin_us, CMX_TUNE_AUTO);
+	ck_assert_int_eq(ts.tune.unread_s, 60);
+	cmx_tenants_fini(&ts);
+
+	memset(&ts, 0, sizeof(ts));
+	ck_assert_int_eq(cmx_config_parse("[clmuxd]\n\nunread-s = 0\n", &ts, why, sizeof(why)),
+			 -EINVAL);
+	ck_assert_str_eq(why, "line 3: unread-s = '0': expected 1 to 86400");
+	ck_assert_int_eq(cmx_config_parse("[clmuxd]\nsched-peek = auto\n", &ts, why, sizeof(why)),
+			 -EINVAL);
+	ck_assert_str_eq(why, "line 2: sched-peek = 'auto': expected on, off");
+	ck_assert_int_eq(cmx_config_parse("[clmuxd]\nshm-sync-spin-us = 5x\n", &ts, why,
+					  sizeof(why)),
+			 -EINVAL);
+	cmx_tenants_fini(&ts);
+
+	cmx_tuning_defaults(&t);
+	setenv("CLMUX_SHORT_BLOCKING", "1", 1);
+	setenv("CLMUX_UNREAD_S", "20", 1);
+	ck_assert_int_eq(cmx_tuning_env(&t, why, sizeof(why)), 0);
+	ck_assert_int_eq(t.short_blocking, 1);
+	ck_assert_int_eq(t.unread_s, 20);
+	setenv("CLMUX_UNREAD_S", "20s", 1);
+	ck_assert_int_eq(cmx_tuning_env(&t, why, sizeof(why)), -EINVAL);
+	ck_assert_str_eq(why, "CLMUX_UNREAD_S='20s': expected 1 to 86400");
+	unsetenv("CLMUX_UNREAD_S");
+	setenv("CLMUX_SHORT_BLOCKING", "yes", 1);
+	ck_assert_int_eq(cmx_tuning_env(&t, why, sizeof(why)), -EINVAL);
+	ck_assert_str_eq(why, "CLMUX_SHORT_BLOCKING='yes': expected on, off or auto");
+	unsetenv("CLMUX_SHORT_BLOCKING");
+}
+END_TEST
+
 START_TEST(edit_keeps_the_rest)
 {
 	struct cmx_tenants ts;
@@ -193,6 +294,8 @@ int main(void)
 	tcase_add_test(tc, errors);
 	tcase_add_test(tc, lookup);
 	tcase_add_test(tc, quota_values);
+	tcase_add_test(tc, quota_table_round_trip);
+	tcase_add_test(tc, tuning_keys);
 	tcase_add_test(tc, edit_keeps_the_rest);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

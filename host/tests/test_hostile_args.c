@@ -110,6 +110,7 @@ static void program_kernel(struct client *c, uint64_t ctx, uint64_t id, const ch
 	send_msg(c, &cmx_desc_CreateProgramWithSource_in, &ps, 0, NULL, 0);
 	send_msg(c, &cmx_desc_BuildProgram_in, &b, 1, NULL, 0);
 	ck_assert_int_eq(recv_reply(c, &cmx_desc_BuildProgram_out, &bout, &keep), CL_SUCCESS);
+	cmx_codec_release(&cmx_desc_BuildProgram_out, &bout);
 	free(keep);
 	send_msg(c, &cmx_desc_CreateKernel_in, &k, 0, NULL, 0);
 }

@@ -21,7 +21,6 @@
 
 #include "../../guest/tests/e2e.h"
 #include "area_layout.h"
-#include "buf.h"
 #include "proto.gen.h"
 #include "rawclient.h"
 #include "ring.h"
@@ -633,7 +632,10 @@ START_TEST(area_include_race)
 	struct flipper f = {0};
 	struct client c;
 	struct shared sh;
-	struct cmx_buf b;
+	struct cmx_IncludeFile file = {.path = {RACE_GOOD, sizeof(RACE_GOOD) - 1},
+				       .data = {"#define X 1\n", 12}};
+	struct cmx_IncludeFiles_bulk files = {.files = {&file, 1}};
+	size_t len = cmx_codec_size(&cmx_desc_IncludeFiles_bulk, &files);
 	pthread_t th;
 	uint32_t off;
 
@@ -643,18 +645,15 @@ START_TEST(area_include_race)
 	open_area(&c, 0, &sh);
 	send_msg(&c, &cmx_desc_CreateContext_in, &ctx, 0, NULL, 0);
 	send_msg(&c, &cmx_desc_CreateProgramWithSource_in, &ps, 0, NULL, 0);
-	/* One record: the name (u64 length, bytes, padded) then the file. */
-	cmx_buf_init(&b);
-	cmx_buf_put_bytes(&b, RACE_GOOD, sizeof(RACE_GOOD) - 1);
-	cmx_buf_put_bytes(&b, "#define X 1\n", 12);
-	ck_assert(!b.oom);
+	/* One record: the count, the name (u64 length, bytes, padded), then
+	 * the file. */
 	off = (uint32_t)sh.h.data_off + CMX_AREA_BLK;
-	memcpy(sh.base + off, b.data, b.len);
-	f.name = (volatile char *)(sh.base + off + 8);
+	cmx_codec_encode(&cmx_desc_IncludeFiles_bulk, &files, (uint8_t *)sh.base + off);
+	f.name = (volatile char *)(sh.base + off + 16);
 	ck_assert_int_eq(pthread_create(&th, NULL, flip_main, &f), 0);
 	for (int n = 0; n < RACE_CALLS && !race_escapes; n += RACE_BATCH) {
 		for (int i = 0; i < RACE_BATCH; i++)
-			send_area(&c, &cmx_desc_IncludeFiles_in, &inc, 0, off, b.len);
+			send_area(&c, &cmx_desc_IncludeFiles_in, &inc, 0, off, len);
 		ping_ok(&c); /* every call of the batch has been handled */
 		ck_assert_int_eq(nftw(tmp, race_look, 16, FTW_PHYS), 0);
 	}
@@ -664,7 +663,6 @@ START_TEST(area_include_race)
 	/* Names that passed were written: the race was run. */
 	ck_assert_int_gt(race_inside, 0);
 	ping_ok(&c);
-	cmx_buf_fini(&b);
 	close(c.fd);
 }
 END_TEST

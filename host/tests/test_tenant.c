@@ -195,6 +195,7 @@ static void kernel_setup(struct client *c, const char *src, const char *name)
 	send_msg(c, &cmx_desc_CreateProgramWithSource_in, &pr, 0, NULL, 0);
 	send_msg(c, &cmx_desc_BuildProgram_in, &bu, 1, NULL, 0);
 	ck_assert_int_eq(recv_reply(c, &cmx_desc_BuildProgram_out, &bout, NULL), 0);
+	cmx_codec_release(&cmx_desc_BuildProgram_out, &bout);
 	send_msg(c, &cmx_desc_CreateKernel_in, &kn, 0, NULL, 0);
 }
 
@@ -668,7 +669,7 @@ START_TEST(cap_quota)
 }
 END_TEST
 
-/* A lone tenant's launches without events share the scheduler's gates
+/* A lone tenant's launches without events share the scheduler's tickets
  * (one per queue and loop turn, host/scheduler.c): each one is still
  * counted as launched and as completed, and nothing stays in flight. */
 START_TEST(lone_launches_counted)

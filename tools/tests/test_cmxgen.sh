@@ -31,7 +31,14 @@ printf 'call 0x0030 A async\n  in q id:queue\n' >"$tmp/bad5.schema"
 printf 'call 0x0030 A async\n  in t u64 answer=B\nnotify 0x0800 B async\n  in t u64\n' >"$tmp/bad6.schema"
 printf 'call 0x0030 A async\n  in k u64 enum=nope\n' >"$tmp/bad7.schema"
 printf 'call 0x0030 A async\n  in k u64 poisoned\n' >"$tmp/bad8.schema"
-for i in 1 2 3 4 5 6 7 8; do
+# Records: one naming a record defined after it (no cycles), one holding
+# an id, one empty, and a call naming no record.
+printf 'record A\n  b rec[]:B\nrecord B\n  x u64\n' >"$tmp/bad9.schema"
+printf 'record A\n  q id:queue\n' >"$tmp/bad10.schema"
+printf 'record A\ncall 0x0030 B async\n  in x u64\n' >"$tmp/bad11.schema"
+printf 'call 0x0030 A sync\n  out x rec[]:Nope\n' >"$tmp/bad12.schema"
+printf 'record R\n  x u64\nnotify 0x0800 N async\n  in r rec[]:R\n' >"$tmp/bad13.schema"
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13; do
 	if $gen --schema "$tmp/bad$i.schema" 2>"$tmp/err" ; then bad "bad schema $i refused"
 	elif grep -q "bad$i.schema:" "$tmp/err"; then ok "bad schema $i refused"
 	else bad "bad schema $i names its line"; fi
@@ -44,7 +51,8 @@ else bad "abi.lock matches"; fi
 # So do a dropped attribute, a call attribute and a renumbered enum value.
 for edit in 's/^  in  offset    u64$/  in  offset    i64/' 's/^call 0x0318 CopyBuffer/call 0x0398 CopyBuffer/' \
 	'/^call 0x031a FillBuffer/,/^$/d' 's/^  in  mem       id:mem  poisoned$/  in  mem       id:mem/' \
-	's/^  bulk area$//' 's/^  local   2$/  local   5/'; do
+	's/^  bulk area$//' 's/^  local   2$/  local   5/' 's/^  access    u64$/  access    i64/' \
+	's/^  out info      rec\[\]:DeviceInfo/  out info      bytes/'; do
 	mkdir -p "$tmp/s"; rm -f "$tmp"/s/*
 	cp "$srcdir"/schema/*.schema "$tmp/s/"
 	sed -i "$edit" "$tmp"/s/*.schema

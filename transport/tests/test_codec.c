@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
 #include "frame.h"
 #include "proto.gen.h"
 
@@ -129,29 +128,110 @@ START_TEST(strings_must_be_terminated)
 }
 END_TEST
 
-START_TEST(reader_bounds)
+/* Records: a build's kernel info crosses as KernelInfo records, each with
+ * an array of KernelArg records, and comes back field for field. */
+START_TEST(records_roundtrip)
 {
-	struct cmx_buf b;
-	struct cmx_reader r;
-	uint64_t len;
+	const struct cmx_KernelArg args[2] = {
+	    {.address = 0x119b, .access = 0x11a3, .type_qual = 1,
+	     .type_name = {"float*", 7}, .name = {"out", 4}},
+	    {.address = 0x119e, .type_name = {"uint", 5}, .name = {"n", 2}},
+	};
+	const uint64_t reqd[3] = {64, 1, 1};
+	const struct cmx_KernelInfo ks[2] = {
+	    {.name = {"scale", 6}, .attributes = {"", 1}, .args = {args, 2},
+	     .reqd = {reqd, 3}},
+	    {.name = {"empty", 6}, .attributes = {"", 1}},
+	};
+	struct cmx_BuildProgram_out out = {.kernels = {ks, 2}}, back;
+	size_t n = cmx_codec_size(&cmx_desc_BuildProgram_out, &out);
+	uint64_t buf[64];
 
-	cmx_buf_init(&b);
-	cmx_buf_put_u64(&b, 42);
-	cmx_buf_put_bytes(&b, "hello", 6);
-	cmx_reader_init(&r, b.data, b.len);
-	ck_assert_uint_eq(cmx_reader_u64(&r), 42);
-	ck_assert_str_eq(cmx_reader_bytes(&r, 64, &len), "hello");
-	ck_assert_uint_eq(len, 6);
-	ck_assert_int_eq(r.bad, 0);
-	cmx_reader_u64(&r);
-	ck_assert_int_eq(r.bad, 1);
-	/* A length beyond the limit, and one beyond the data. */
-	cmx_reader_init(&r, b.data + 8, b.len - 8);
-	ck_assert_ptr_null(cmx_reader_bytes(&r, 3, &len));
-	ck_assert_int_eq(r.bad, 1);
-	cmx_reader_init(&r, b.data + 8, 12);
-	ck_assert_ptr_null(cmx_reader_bytes(&r, 64, &len));
-	cmx_buf_fini(&b);
+	/* count; per kernel: name, attributes, args count, reqd count. */
+	ck_assert_uint_le(n, sizeof(buf));
+	ck_assert(cmx_desc_BuildProgram_out.flags & CMX_D_OWNS);
+	cmx_codec_encode(&cmx_desc_BuildProgram_out, &out, (uint8_t *)buf);
+	ck_assert_uint_eq(buf[0], 2);
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_BuildProgram_out, (uint8_t *)buf, n, &back), 0);
+	ck_assert_uint_eq(back.kernels.n, 2);
+	ck_assert_str_eq(back.kernels.v[0].name.ptr, "scale");
+	ck_assert_uint_eq(back.kernels.v[0].args.n, 2);
+	ck_assert_uint_eq(back.kernels.v[0].args.v[0].access, 0x11a3);
+	ck_assert_str_eq(back.kernels.v[0].args.v[1].type_name.ptr, "uint");
+	ck_assert_uint_eq(back.kernels.v[0].reqd.n, 3);
+	ck_assert_uint_eq(back.kernels.v[0].reqd.v[0], 64);
+	ck_assert_uint_eq(back.kernels.v[1].args.n, 0);
+	ck_assert_ptr_null(back.kernels.v[1].args.v);
+	ck_assert_uint_eq(back.kernels.v[1].reqd.n, 0);
+	cmx_codec_release(&cmx_desc_BuildProgram_out, &back);
+	ck_assert_ptr_null(back.kernels.v);
+
+	/* Every truncation fails, and frees what it had decoded (ASan). */
+	for (size_t cut = 8; cut < n; cut += 8)
+		ck_assert_int_eq(cmx_codec_decode(&cmx_desc_BuildProgram_out, (uint8_t *)buf, cut,
+						  &back), -EBADMSG);
+}
+END_TEST
+
+/* A count is checked against the bytes there before anything is
+ * allocated, and against the schema's max; a bad field deep inside fails
+ * the whole message. */
+START_TEST(records_bounds)
+{
+	uint64_t msg[16] = {0};
+	struct cmx_BuildProgram_out k;
+	struct cmx_GetDeviceInfoAll_out di;
+	struct cmx_IncludeFiles_bulk inc;
+	static char longpath[1025];
+	struct cmx_IncludeFile f = {.path = {longpath, sizeof(longpath)}, .data = {"x", 1}};
+	struct cmx_IncludeFiles_bulk big = {.files = {&f, 1}};
+	static uint64_t enc[256];
+
+	/* 2^40 kernels in 8 bytes: refused without allocating. */
+	msg[0] = 1ull << 40;
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_BuildProgram_out, (uint8_t *)msg, 8, &k),
+			 -EBADMSG);
+	/* One kernel takes at least 4 * 8 bytes. */
+	msg[0] = 2;
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_BuildProgram_out, (uint8_t *)msg, 8 * 8, &k),
+			 -EBADMSG);
+	/* One kernel: name "k", attributes "", no args, reqd of 4 (max 3). */
+	msg[0] = 1;
+	msg[1] = 2;
+	memcpy(&msg[2], "k", 2);
+	msg[3] = 1;
+	msg[4] = 0;
+	msg[5] = 0;
+	msg[6] = 4;
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_BuildProgram_out, (uint8_t *)msg, 11 * 8, &k),
+			 -EBADMSG);
+	msg[6] = 0;
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_BuildProgram_out, (uint8_t *)msg, 7 * 8, &k), 0);
+	cmx_codec_release(&cmx_desc_BuildProgram_out, &k);
+	/* A kernel name without its NUL. */
+	memcpy(&msg[2], "kk", 2);
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_BuildProgram_out, (uint8_t *)msg, 7 * 8, &k),
+			 -EBADMSG);
+	/* A device info value over its 1 MiB. */
+	msg[0] = 1;
+	msg[1] = 0x1000;
+	msg[2] = (1u << 20) + 1;
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_GetDeviceInfoAll_out, (uint8_t *)msg, 3 * 8,
+					  &di), -EBADMSG);
+	/* An include path over the schema's 1024 bytes. */
+	ck_assert_uint_le(cmx_codec_size(&cmx_desc_IncludeFiles_bulk, &big), sizeof(enc));
+	cmx_codec_encode(&cmx_desc_IncludeFiles_bulk, &big, (uint8_t *)enc);
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_IncludeFiles_bulk, (uint8_t *)enc,
+					  cmx_codec_size(&cmx_desc_IncludeFiles_bulk, &big), &inc),
+			 -EBADMSG);
+	f.path.len = 1024;
+	cmx_codec_encode(&cmx_desc_IncludeFiles_bulk, &big, (uint8_t *)enc);
+	ck_assert_int_eq(cmx_codec_decode(&cmx_desc_IncludeFiles_bulk, (uint8_t *)enc,
+					  cmx_codec_size(&cmx_desc_IncludeFiles_bulk, &big), &inc),
+			 0);
+	ck_assert_uint_eq(inc.files.n, 1);
+	ck_assert_uint_eq(inc.files.v[0].data.len, 1);
+	cmx_codec_release(&cmx_desc_IncludeFiles_bulk, &inc);
 }
 END_TEST
 
@@ -348,7 +428,8 @@ int main(void)
 	tcase_add_test(tc, truncated_and_trailing);
 	tcase_add_test(tc, absurd_counts);
 	tcase_add_test(tc, strings_must_be_terminated);
-	tcase_add_test(tc, reader_bounds);
+	tcase_add_test(tc, records_roundtrip);
+	tcase_add_test(tc, records_bounds);
 	tcase_add_test(tc, op_table);
 	tcase_add_test(tc, sync_bit);
 	tcase_add_test(tc, doc_wire_example);
