@@ -352,8 +352,7 @@ void cmx_call_done(struct cmx_call *c, int status)
 	struct cmx_session *s = c->s;
 
 	/* What made or changed a lasting object, for a checkpoint. */
-	if (status == CL_SUCCESS && !s->closed)
-		cmx_record_call(c);
+	cmx_record_done(c, status);
 	if (c->sync) {
 		/* A failed call's reply carries its status and no outputs (what
 		 * a handler set may point into scratch the driver never
@@ -459,6 +458,9 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 		s->sync_calls++;
 	cmx_session_ref(s);
 	status = resolve_all(c);
+	/* Its record for a checkpoint, charged before anything is made. */
+	if (status == CL_SUCCESS)
+		status = cmx_record_prepare(c);
 	/* Commands held by the scheduler: ordering behind them (host/scheduler.c). */
 	if (status == CL_SUCCESS)
 		status = cmx_sched_resolve(c);

@@ -16,6 +16,8 @@ struct cmx_session;
 /* Returned by a handler that finishes its call later (cmx_call_done()). */
 #define CMX_DEFER 1
 
+struct cmx_rec;
+
 struct cmx_call {
 	struct cmx_session *s;
 	const struct cmx_opinfo *oi;
@@ -53,6 +55,7 @@ struct cmx_call {
 	void *in, *out;
 	uint8_t *args; /* the encoded arguments the decoded pointers refer to */
 	uint32_t args_len;
+	struct cmx_rec *rec; /* its record, kept when it succeeds (host/record.c) */
 };
 
 int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args);

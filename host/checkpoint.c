@@ -120,14 +120,10 @@ static void collect(struct cmx_obj *o, void *arg)
 	l->v[l->n++] = o;
 }
 
-/* The op that made o (its records' oldest is its creation). */
+/* The op that made o (its records' first is its creation). */
 static unsigned made_by(const struct cmx_obj *o)
 {
-	const struct cmx_rec *r = o->recs;
-
-	while (r && r->onext)
-		r = r->onext;
-	return r ? r->hdr.op : 0;
+	return o->recs ? o->recs->hdr.op : 0;
 }
 
 struct find_queue {
@@ -206,8 +202,6 @@ static int write_session(struct cmx_session *s, struct cmx_state_writer *w, uint
 	uint64_t bytes = 0;
 	int e;
 
-	if (s->log.lost)
-		return -ENOMEM;
 	cmx_objtab_each(&s->objs, collect, &l);
 	if (l.oom) {
 		free(l.v);

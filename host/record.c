@@ -4,17 +4,23 @@
 // "Restarting the daemon").
 #include "record.h"
 
+#include <CL/cl.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "call.h"
+#include "checkpoint.h"
 #include "codec.h"
+#include "log.h"
 #include "proto.gen.h"
+#include "server.h"
 #include "session.h"
 #include "state.h"
+#include "tenant.h"
 
-/* Released objects' records are dropped, all at once, when there are this
- * many more of them than of live ones. */
+/* Released objects' records that a cycle of names keeps (a program
+ * compiled with another as its header, and that one with it) are dropped,
+ * all at once, when there are this many more of them than of live ones. */
 #define COMPACT_SLACK 256
 
 static int kept_kind(unsigned kind)
@@ -26,6 +32,11 @@ static int kept_kind(unsigned kind)
 static uint64_t *rec_refs(struct cmx_rec *r)
 {
 	return (uint64_t *)(r->data + ((r->hdr.size + r->hdr.bulk + 7) & ~7ull));
+}
+
+static struct cmx_rec **rec_named(struct cmx_rec *r)
+{
+	return (struct cmx_rec **)(rec_refs(r) + r->nrefs);
 }
 
 static int named(uint64_t id, uint64_t owner)
@@ -60,6 +71,28 @@ static uint32_t refs_of(const struct cmx_call *c, uint64_t owner, uint64_t *refs
 	return n;
 }
 
+/* Memory the daemon holds for the tenant, as its buffers' is. */
+static void charge(struct cmx_session *s, int64_t n)
+{
+	s->bytes += (uint64_t)n;
+	s->srv->bytes += (uint64_t)n;
+	s->tenant->bytes += (uint64_t)n;
+}
+
+static void free_rec(struct cmx_session *s, struct cmx_rec *r);
+
+/* A record that named n's object is gone: a released object nothing
+ * names any more goes with its records. */
+static void unname(struct cmx_session *s, struct cmx_rec *n)
+{
+	if (!n || --n->named || !n->dead)
+		return;
+	for (struct cmx_rec *r = n, *next; r; r = next) {
+		next = r->onext;
+		free_rec(s, r);
+	}
+}
+
 static void unlink_rec(struct cmx_reclog *log, struct cmx_rec *r)
 {
 	*(r->prev ? &r->prev->next : &log->head) = r->next;
@@ -71,65 +104,88 @@ static void unlink_rec(struct cmx_reclog *log, struct cmx_rec *r)
 		log->live--;
 }
 
-void cmx_record_call(struct cmx_call *c)
+/* A record no one keeps (unlinked from its object's list by the caller,
+ * or going with the whole list): its charge back, its names dropped. */
+static void free_rec(struct cmx_session *s, struct cmx_rec *r)
+{
+	if (r->prev || r->next || s->log.head == r)
+		unlink_rec(&s->log, r);
+	charge(s, -(int64_t)r->charge);
+	for (uint32_t k = 0; k < r->nrefs; k++)
+		unname(s, rec_named(r)[k]);
+	free(r);
+}
+
+/* The object a call makes or changes, and its kind; 0 when none kept. */
+static uint64_t owner_of(const struct cmx_call *c, unsigned *kind, uint64_t *index,
+			 uint64_t *bulk, int *made)
+{
+	const struct cmx_msgdesc *d = c->oi->in;
+
+	*index = *bulk = 0;
+	*made = 0;
+	for (unsigned i = 0; i < d->nfields; i++)
+		if (d->fields[i].type == CMX_T_NEWID && kept_kind(d->fields[i].kind)) {
+			*kind = d->fields[i].kind;
+			*made = 1;
+			return ((const struct cmx_ref *)((const char *)c->in + d->fields[i].offset))
+			    ->id;
+		}
+	switch (c->op) {
+	case CMX_OP_BuildProgram:
+		*kind = CMX_K_PROGRAM;
+		return ((struct cmx_BuildProgram_in *)c->in)->program.id;
+	case CMX_OP_CompileProgram:
+		*kind = CMX_K_PROGRAM;
+		return ((struct cmx_CompileProgram_in *)c->in)->program.id;
+	case CMX_OP_IncludeFiles:
+		/* The handler copies the tree and leaves the payload. */
+		*kind = CMX_K_PROGRAM;
+		*bulk = c->bulk ? c->bulk_len : 0;
+		return ((struct cmx_IncludeFiles_in *)c->in)->program.id;
+	case CMX_OP_SetKernelArg:
+		*kind = CMX_K_KERNEL;
+		*index = ((struct cmx_SetKernelArg_in *)c->in)->index;
+		return ((struct cmx_SetKernelArg_in *)c->in)->kernel.id;
+	}
+	return 0;
+}
+
+int cmx_record_prepare(struct cmx_call *c)
 {
 	struct cmx_session *s = c->s;
-	struct cmx_reclog *log = &s->log;
-	const struct cmx_msgdesc *d = c->oi->in;
-	uint64_t owner = 0, index = 0, bulk = 0;
+	uint64_t owner, index, bulk, size;
 	unsigned kind = 0;
-	struct cmx_obj *o;
-	struct cmx_rec *r;
 	uint32_t nrefs;
+	struct cmx_rec *r;
+	int made;
 
-	log->next_seq = c->seq + 1;
-	for (unsigned i = 0; i < d->nfields && !owner; i++)
-		if (d->fields[i].type == CMX_T_NEWID && kept_kind(d->fields[i].kind)) {
-			owner =
-			    ((const struct cmx_ref *)((const char *)c->in + d->fields[i].offset))
-				->id;
-			kind = d->fields[i].kind;
-		}
-	switch (owner ? 0 : c->op) {
-	case 0:
-		break;
-	case CMX_OP_BuildProgram:
-		owner = ((struct cmx_BuildProgram_in *)c->in)->program.id;
-		kind = CMX_K_PROGRAM;
-		break;
-	case CMX_OP_CompileProgram:
-		owner = ((struct cmx_CompileProgram_in *)c->in)->program.id;
-		kind = CMX_K_PROGRAM;
-		break;
-	case CMX_OP_IncludeFiles:
-		/* The handler copied the tree and left the payload. */
-		owner = ((struct cmx_IncludeFiles_in *)c->in)->program.id;
-		kind = CMX_K_PROGRAM;
-		bulk = c->bulk ? c->bulk_len : 0;
-		break;
-	case CMX_OP_SetKernelArg:
-		owner = ((struct cmx_SetKernelArg_in *)c->in)->kernel.id;
-		index = ((struct cmx_SetKernelArg_in *)c->in)->index;
-		kind = CMX_K_KERNEL;
-		break;
-	default:
-		return;
-	}
-	o = owner ? cmx_session_obj(s, owner, kind) : NULL;
-	if (!o || o->err)
-		return;
+	/* Kept for a checkpoint, which needs a state directory. */
+	if (!cmx_checkpoint_enabled())
+		return 0;
+	owner = owner_of(c, &kind, &index, &bulk, &made);
+	if (!owner)
+		return 0;
 	nrefs = refs_of(c, owner, NULL);
-	r = malloc(sizeof(*r) + ((c->args_len + bulk + 7) & ~7ull) + nrefs * 8ull);
-	if (!r) {
-		/* A checkpoint of this session would miss it: it says so. */
-		log->lost++;
-		return;
+	size = sizeof(*r) + ((c->args_len + bulk + 7) & ~7ull) + nrefs * 16ull;
+	/* The daemon's host memory, not the device's: the error every call
+	 * may return for it, as staged read data past the quota is. */
+	if (cmx_tenant_may_alloc(s->tenant, size)) {
+		cmx_dbg("session %llu: %s not kept: %llu bytes past the mem quota of tenant %s",
+			(unsigned long long)s->id, c->oi->in->name, (unsigned long long)size,
+			s->tenant->name);
+		return CL_OUT_OF_HOST_MEMORY;
 	}
+	r = malloc(size);
+	if (!r)
+		return CL_OUT_OF_HOST_MEMORY;
 	memset(r, 0, sizeof(*r));
 	r->owner = owner;
 	r->index = index;
 	r->kind = (uint8_t)kind;
+	r->made = (uint8_t)made;
 	r->nrefs = nrefs;
+	r->charge = size;
 	/* A buffer's initial contents are not kept: a checkpoint writes what
 	 * it holds then, and its creation without them zeroes it. */
 	r->hdr = (struct cmx_hdr){.size = c->args_len,
@@ -141,24 +197,65 @@ void cmx_record_call(struct cmx_call *c)
 	if (bulk)
 		memcpy(r->data + c->args_len, c->bulk, bulk);
 	refs_of(c, owner, rec_refs(r));
-	if (c->op == CMX_OP_SetKernelArg) {
+	/* What it names stays while it does: resolved, so live now. */
+	for (uint32_t k = 0; k < nrefs; k++) {
+		struct cmx_obj *o = cmx_objtab_get(&s->objs, rec_refs(r)[k]);
+		struct cmx_rec *n = o ? o->recs : NULL;
+		rec_named(r)[k] = n;
+		if (n)
+			n->named++;
+	}
+	charge(s, (int64_t)size);
+	s->log.pending++;
+	c->rec = r;
+	return 0;
+}
+
+void cmx_record_done(struct cmx_call *c, int status)
+{
+	struct cmx_session *s = c->s;
+	struct cmx_reclog *log = &s->log;
+	struct cmx_rec *r = c->rec, **pp;
+	struct cmx_obj *o;
+
+	c->rec = NULL;
+	if (status == CL_SUCCESS)
+		log->next_seq = c->seq + 1;
+	if (!r)
+		return;
+	log->pending--;
+	if (s->closed) {
+		/* What it named went with the session's records. */
+		charge(s, -(int64_t)r->charge);
+		free(r);
+		return;
+	}
+	o = status == CL_SUCCESS ? cmx_session_obj(s, r->owner, r->kind) : NULL;
+	/* A change of an object with no creation kept is no use alone. */
+	if (!o || o->err || (!r->made && !o->recs)) {
+		free_rec(s, r);
+		return;
+	}
+	pp = &o->recs;
+	if (r->hdr.op == CMX_OP_SetKernelArg) {
 		/* Only an argument's last value matters. */
-		for (struct cmx_rec **pp = &o->recs; *pp; pp = &(*pp)->onext)
-			if ((*pp)->hdr.op == CMX_OP_SetKernelArg && (*pp)->index == index) {
+		for (; *pp; pp = &(*pp)->onext)
+			if ((*pp)->hdr.op == CMX_OP_SetKernelArg && (*pp)->index == r->index) {
 				struct cmx_rec *old = *pp;
 				*pp = old->onext;
-				unlink_rec(log, old);
-				free(old);
+				free_rec(s, old);
 				break;
 			}
+		pp = &o->recs;
 	}
-	r->onext = o->recs;
-	o->recs = r;
+	while (*pp)
+		pp = &(*pp)->onext;
+	*pp = r;
 	r->prev = log->tail;
 	*(log->tail ? &log->tail->next : &log->head) = r;
 	log->tail = r;
 	log->live++;
-	log->bytes += c->args_len + bulk;
+	log->bytes += r->hdr.size + r->hdr.bulk;
 }
 
 static void compact(struct cmx_session *s)
@@ -166,10 +263,17 @@ static void compact(struct cmx_session *s)
 	struct cmx_reclog *log = &s->log;
 
 	cmx_record_mark(s);
+	/* Names first, then the records: a cycle's members name each other. */
+	for (struct cmx_rec *r = log->head; r; r = r->next)
+		if (!r->needed)
+			for (uint32_t k = 0; k < r->nrefs; k++)
+				rec_named(r)[k] = NULL;
 	for (struct cmx_rec *r = log->head, *next; r; r = next) {
 		next = r->next;
 		if (!r->needed) {
 			unlink_rec(log, r);
+			r->nrefs = 0;
+			charge(s, -(int64_t)r->charge);
 			free(r);
 		}
 	}
@@ -178,15 +282,23 @@ static void compact(struct cmx_session *s)
 void cmx_record_forget(struct cmx_session *s, struct cmx_obj *o)
 {
 	struct cmx_reclog *log = &s->log;
+	struct cmx_rec *first = o->recs;
 
-	for (struct cmx_rec *r = o->recs; r; r = r->onext)
+	for (struct cmx_rec *r = first; r; r = r->onext)
 		if (!r->dead) {
 			r->dead = 1;
 			log->live--;
 			log->dead++;
 		}
 	o->recs = NULL;
-	if (log->dead > log->live + COMPACT_SLACK)
+	if (first && !first->named) {
+		/* Nothing names it: its records go now. */
+		first->named = 1;
+		unname(s, first);
+	}
+	/* Not while a call's record names records without being in the
+	 * log that marks them. */
+	if (log->dead > log->live + COMPACT_SLACK && !log->pending)
 		compact(s);
 }
 
@@ -196,6 +308,7 @@ void cmx_record_free(struct cmx_session *s)
 
 	for (struct cmx_rec *r = log->head, *next; r; r = next) {
 		next = r->next;
+		charge(s, -(int64_t)r->charge);
 		free(r);
 	}
 	memset(log, 0, sizeof(*log));
@@ -290,8 +403,7 @@ void cmx_record_write(struct cmx_session *s, struct cmx_state_writer *w)
 		if (!r->needed || !r->dead || !releases[r->kind].desc)
 			continue;
 		/* Once, after its creation's record (the others change it). */
-		if (r->hdr.op == CMX_OP_BuildProgram || r->hdr.op == CMX_OP_CompileProgram ||
-		    r->hdr.op == CMX_OP_IncludeFiles || r->hdr.op == CMX_OP_SetKernelArg)
+		if (!r->made)
 			continue;
 		h.size = (uint32_t)cmx_codec_size(releases[r->kind].desc, &ref);
 		if (h.size > sizeof(args))

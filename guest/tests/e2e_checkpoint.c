@@ -7,7 +7,9 @@
 // for the kernels made from it, a released buffer left out, one that a
 // live kernel's argument names kept and released again, and the
 // buffers' bytes equal to the native run's. A state directory that others
-// can read is refused at start. Over unix, and shm from e2e-shm.sh.
+// can read is refused at start. The kept requests are charged to the
+// tenant's mem quota, and without --state-dir none is kept and a
+// checkpoint is refused. Over unix, and shm from e2e-shm.sh.
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
@@ -30,8 +32,15 @@
 #include "state.h"
 
 #define N 65536
+/* Tenant small's mem quota: a program's source of SMALL_SRC bytes fits,
+ * and so do build options of SMALL_OPTS bytes, not both. */
+#define SMALL_MEM (128u << 10)
+#define SMALL_SRC (48u << 10)
+#define SMALL_OPTS (96u << 10)
 
-static char dir[64], sock[96], admin[96], state[96];
+static char dir[64], sock[96], admin[96], state[96], small[96];
+/* Start the next daemon without --state-dir. */
+static int stateless;
 
 static const char src[] = "kernel void scramble(global const uint *a, global uint *b, uint k)\n"
 			  "{ size_t i = get_global_id(0); b[i] = a[i] * 2654435761u + k; }\n";
@@ -67,13 +76,29 @@ static pid_t daemon_again(const char *workers, int fresh)
 	const char *t = getenv("CMX_E2E_TRANSPORT");
 	snprintf(server, sizeof(server), "%s:%s", t && !strcmp(t, "shm") ? "shm" : "unix", sock);
 	setenv("CLMUX_SERVER", server, 1);
+	/* Tenant "small", on a listener of its own, has a mem quota that a
+	 * program's records can pass. */
+	char conf[128];
+	snprintf(conf, sizeof(conf), "%s/clmuxd.conf", dir);
+	snprintf(small, sizeof(small), "%s/small.sock", dir);
+	unlink(small);
+	FILE *f = fopen(conf, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "[clmuxd]\ndefault-tenant = default\n[tenant small]\nmem = %u\n", SMALL_MEM);
+	ck_assert_int_eq(fclose(f), 0);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		char listen[128];
+		char listen[128], listen_small[140];
 		snprintf(listen, sizeof(listen), "unix:%s", sock);
-		execl(bin, bin, "--listen", listen, "--admin", admin, "--state-dir", state,
-		      "--workers", workers, (char *)NULL);
+		snprintf(listen_small, sizeof(listen_small), "unix:%s,tenant=small", small);
+		if (stateless)
+			execl(bin, bin, "--listen", listen, "--listen", listen_small, "--config",
+			      conf, "--admin", admin, "--workers", workers, (char *)NULL);
+		else
+			execl(bin, bin, "--listen", listen, "--listen", listen_small, "--config",
+			      conf, "--admin", admin, "--state-dir", state, "--workers", workers,
+			      (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 3000 && !daemon_accepts(); i++)
@@ -428,6 +453,119 @@ START_TEST(restore_resume)
 }
 END_TEST
 
+/* Source of about SMALL_SRC bytes (a comment pads it), or build options
+ * of about SMALL_OPTS bytes: the caller frees it. */
+static char *padded(int options)
+{
+	size_t n = options ? SMALL_OPTS : SMALL_SRC, len = 0;
+	char *p = malloc(n + sizeof(src) + 64);
+
+	ck_assert_ptr_nonnull(p);
+	if (options) {
+		for (unsigned i = 0; len + 32 < n; i++)
+			len += (size_t)sprintf(p + len, "-DPAD%u=%u ", i, i);
+	} else {
+		len = (size_t)sprintf(p, "%s/*", src);
+		memset(p + len, 'x', n - len);
+		len = n;
+		len += (size_t)sprintf(p + len, "*/\n");
+	}
+	p[len] = '\0';
+	return p;
+}
+
+/* The virtual platform of tenant small. */
+static void small_init(struct e2e_plat *v)
+{
+	char server[128];
+
+	snprintf(server, sizeof(server), "unix:%s", small);
+	setenv("CLMUX_SERVER", server, 1);
+	ck_assert_int_eq(e2e_plat_init(v, "virtual", e2e_virtual_match()), 0);
+}
+
+/* With --state-dir the requests a checkpoint needs are memory the daemon
+ * holds for the tenant: charged to its mem quota, a call whose record
+ * would pass it failing with CL_OUT_OF_HOST_MEMORY, and given back when
+ * the guest releases what they made. */
+START_TEST(records_charged)
+{
+	pid_t pid = daemon_start("off");
+	char *big = padded(0), *opts = padded(1);
+	const char *bigc = big, *srcc = src;
+	struct e2e_plat v;
+	uint64_t base, mem;
+	cl_program p, q;
+	cl_int e;
+	int st;
+
+	small_init(&v);
+	/* Its creations have reached the daemon. */
+	E2E_OK(&v, clFinish(v.queue));
+	base = admin_tenant_field(admin, "small", "mem");
+	/* Its context and queues are kept: a few hundred bytes. */
+	ck_assert_uint_gt(base, 0);
+	ck_assert_uint_lt(base, 4096);
+	p = clCreateProgramWithSource(v.context, 1, &bigc, NULL, &e);
+	E2E_OK(&v, e);
+	E2E_OK(&v, clBuildProgram(p, 1, &v.device, NULL, NULL, NULL));
+	mem = admin_tenant_field(admin, "small", "mem");
+	ck_assert_uint_ge(mem, base + SMALL_SRC);
+	/* Its source and these options together pass the quota. */
+	E2E_EXPECT(&v, clBuildProgram(p, 1, &v.device, opts, NULL, NULL),
+		   CL_OUT_OF_HOST_MEMORY);
+	ck_assert_uint_eq(admin_tenant_field(admin, "small", "mem"), mem);
+	/* Released, its records go: the options fit now. */
+	E2E_OK(&v, clReleaseProgram(p));
+	E2E_OK(&v, clFinish(v.queue));
+	admin_field_becomes(admin, "small", "mem", base);
+	q = clCreateProgramWithSource(v.context, 1, &srcc, NULL, &e);
+	E2E_OK(&v, e);
+	E2E_OK(&v, clBuildProgram(q, 1, &v.device, opts, NULL, NULL));
+	E2E_OK(&v, clReleaseProgram(q));
+	E2E_OK(&v, clFinish(v.queue));
+	admin_field_becomes(admin, "small", "mem", base);
+	e2e_plat_fini(&v);
+	free(big);
+	free(opts);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	dir_remove();
+}
+END_TEST
+
+/* Without --state-dir nothing is kept, so nothing is charged, and a
+ * checkpoint is refused with the reason. */
+START_TEST(no_state_dir)
+{
+	char *big = padded(0), *reply;
+	const char *bigc = big;
+	struct e2e_plat v;
+	cl_program p;
+	cl_int e;
+	pid_t pid;
+	int st;
+
+	stateless = 1;
+	pid = daemon_start("off");
+	small_init(&v);
+	p = clCreateProgramWithSource(v.context, 1, &bigc, NULL, &e);
+	E2E_OK(&v, e);
+	E2E_OK(&v, clBuildProgram(p, 1, &v.device, NULL, NULL, NULL));
+	E2E_OK(&v, clFinish(v.queue));
+	ck_assert_uint_eq(admin_tenant_field(admin, "small", "mem"), 0);
+	reply = ask(admin, "checkpoint\n");
+	ck_assert_msg(strstr(reply, "error: no state directory"), "checkpoint: %s", reply);
+	free(reply);
+	E2E_OK(&v, clReleaseProgram(p));
+	e2e_plat_fini(&v);
+	free(big);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	dir_remove();
+}
+END_TEST
+
 /* A state directory that others may read: the daemon does not start. */
 START_TEST(open_dir_refused)
 {
@@ -470,6 +608,8 @@ int main(void)
 	tcase_add_test(tc, sigterm_checkpoint);
 	tcase_add_test(tc, open_dir_refused);
 	tcase_add_test(tc, restore_resume);
+	tcase_add_test(tc, records_charged);
+	tcase_add_test(tc, no_state_dir);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
