@@ -116,39 +116,37 @@ static void free_rec(struct cmx_session *s, struct cmx_rec *r)
 	free(r);
 }
 
-/* The object a call makes or changes, and its kind; 0 when none kept. */
+/* The object a call makes (its newid of a kept kind) or changes (its
+ * `changes` input, schema/README.md), and its kind; 0 when neither. A
+ * change keeps the call's payload (include files) and its `slot`. */
 static uint64_t owner_of(const struct cmx_call *c, unsigned *kind, uint64_t *index,
-			 uint64_t *bulk, int *made)
+			 uint64_t *bulk, int *made, int *slot)
 {
 	const struct cmx_msgdesc *d = c->oi->in;
+	uint64_t owner = 0;
 
 	*index = *bulk = 0;
-	*made = 0;
-	for (unsigned i = 0; i < d->nfields; i++)
-		if (d->fields[i].type == CMX_T_NEWID && kept_kind(d->fields[i].kind)) {
-			*kind = d->fields[i].kind;
+	*made = *slot = 0;
+	for (unsigned i = 0; i < d->nfields; i++) {
+		const struct cmx_field *f = &d->fields[i];
+		const void *p = (const char *)c->in + f->offset;
+		if (f->type == CMX_T_NEWID && kept_kind(f->kind)) {
+			*kind = f->kind;
 			*made = 1;
-			return ((const struct cmx_ref *)((const char *)c->in + d->fields[i].offset))
-			    ->id;
+			return ((const struct cmx_ref *)p)->id;
 		}
-	switch (c->op) {
-	case CMX_OP_BuildProgram:
-		*kind = CMX_K_PROGRAM;
-		return ((struct cmx_BuildProgram_in *)c->in)->program.id;
-	case CMX_OP_CompileProgram:
-		*kind = CMX_K_PROGRAM;
-		return ((struct cmx_CompileProgram_in *)c->in)->program.id;
-	case CMX_OP_IncludeFiles:
-		/* The handler copies the tree and leaves the payload. */
-		*kind = CMX_K_PROGRAM;
-		*bulk = c->bulk ? c->bulk_len : 0;
-		return ((struct cmx_IncludeFiles_in *)c->in)->program.id;
-	case CMX_OP_SetKernelArg:
-		*kind = CMX_K_KERNEL;
-		*index = ((struct cmx_SetKernelArg_in *)c->in)->index;
-		return ((struct cmx_SetKernelArg_in *)c->in)->kernel.id;
+		if (f->flags & CMX_F_CHANGES) {
+			*kind = f->kind;
+			owner = ((const struct cmx_ref *)p)->id;
+		} else if (f->flags & CMX_F_SLOT) {
+			*index = *(const uint64_t *)p;
+			*slot = 1;
+		}
 	}
-	return 0;
+	/* The handler copies the tree and leaves the payload. */
+	if (owner && c->bulk)
+		*bulk = c->bulk_len;
+	return owner;
 }
 
 int cmx_record_prepare(struct cmx_call *c)
@@ -158,12 +156,12 @@ int cmx_record_prepare(struct cmx_call *c)
 	unsigned kind = 0;
 	uint32_t nrefs;
 	struct cmx_rec *r;
-	int made;
+	int made, slot;
 
 	/* Kept for a checkpoint, which needs a state directory. */
 	if (!cmx_checkpoint_enabled())
 		return 0;
-	owner = owner_of(c, &kind, &index, &bulk, &made);
+	owner = owner_of(c, &kind, &index, &bulk, &made, &slot);
 	if (!owner)
 		return 0;
 	nrefs = refs_of(c, owner, NULL);
@@ -184,6 +182,7 @@ int cmx_record_prepare(struct cmx_call *c)
 	r->index = index;
 	r->kind = (uint8_t)kind;
 	r->made = (uint8_t)made;
+	r->slot = (uint8_t)slot;
 	r->nrefs = nrefs;
 	r->charge = size;
 	/* A buffer's initial contents are not kept: a checkpoint writes what
@@ -237,10 +236,10 @@ void cmx_record_done(struct cmx_call *c, int status)
 		return;
 	}
 	pp = &o->recs;
-	if (r->hdr.op == CMX_OP_SetKernelArg) {
-		/* Only an argument's last value matters. */
+	if (r->slot) {
+		/* Only a slot's last value matters. */
 		for (; *pp; pp = &(*pp)->onext)
-			if ((*pp)->hdr.op == CMX_OP_SetKernelArg && (*pp)->index == r->index) {
+			if ((*pp)->slot && (*pp)->hdr.op == r->hdr.op && (*pp)->index == r->index) {
 				struct cmx_rec *old = *pp;
 				*pp = old->onext;
 				free_rec(s, old);

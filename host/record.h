@@ -20,7 +20,7 @@ struct cmx_rec {
 	struct cmx_rec *prev, *next; /* the session's log, in applied order */
 	struct cmx_rec *onext;	     /* the same object's records, oldest first */
 	uint64_t owner;		     /* the object it made or changed */
-	uint64_t index;		     /* SetKernelArg: the argument's index */
+	uint64_t index;		     /* its slot's value (a kernel argument's index) */
 	uint64_t charge;	     /* bytes charged to the tenant for it */
 	uint32_t nrefs;		     /* ids it names, after the data */
 	/* A creation record: how many records name its object. A released
@@ -30,6 +30,7 @@ struct cmx_rec {
 	uint8_t needed; /* scratch of cmx_record_mark() */
 	uint8_t kind;	/* the owner's kind */
 	uint8_t made;	/* it made its owner (else it changed it) */
+	uint8_t slot;	/* it set the owner's slot index (CMX_F_SLOT) */
 	struct cmx_hdr hdr;
 	/* args (hdr.size), payload (hdr.bulk), padding to 8, nrefs u64 ids,
 	 * nrefs creation records (NULL: an object that has none) */
@@ -45,7 +46,8 @@ struct cmx_reclog {
 
 /* Before a call's handler runs, with --state-dir only: when it makes or
  * changes a lasting object (context, queue, buffer, program, kernel,
- * sampler, image, sub-device; builds, include files, kernel arguments),
+ * sampler, image; the schema's `changes` calls: builds, include files,
+ * kernel arguments),
  * its request is copied and charged to the tenant's mem quota. 0, or
  * CL_OUT_OF_HOST_MEMORY (past the quota, or no memory): the call fails
  * with it. */
