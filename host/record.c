@@ -262,11 +262,15 @@ static void compact(struct cmx_session *s)
 	struct cmx_reclog *log = &s->log;
 
 	cmx_record_mark(s);
-	/* Names first, then the records: a cycle's members name each other. */
+	/* Names first, then the records: a cycle's members name each other,
+	 * and what is kept counts only the names that stay. */
 	for (struct cmx_rec *r = log->head; r; r = r->next)
-		if (!r->needed)
-			for (uint32_t k = 0; k < r->nrefs; k++)
-				rec_named(r)[k] = NULL;
+		for (uint32_t k = 0; !r->needed && k < r->nrefs; k++) {
+			struct cmx_rec *n = rec_named(r)[k];
+			if (n && n->needed)
+				n->named--;
+			rec_named(r)[k] = NULL;
+		}
 	for (struct cmx_rec *r = log->head, *next; r; r = next) {
 		next = r->next;
 		if (!r->needed) {
