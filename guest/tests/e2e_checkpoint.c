@@ -534,6 +534,54 @@ START_TEST(records_charged)
 }
 END_TEST
 
+/* A kernel argument set again replaces its kept value, charge and all;
+ * a released buffer that a kernel's argument names stays kept (and
+ * charged) until the argument names another. */
+START_TEST(records_replaced)
+{
+	pid_t pid = daemon_start("off");
+	struct e2e_plat v;
+	cl_program p;
+	cl_kernel k;
+	cl_mem b, c;
+	uint64_t m1, m2;
+	cl_int e;
+	int st;
+
+	small_init(&v);
+	p = e2e_program_build(&v, src, NULL);
+	k = e2e_kernel_create(&v, p, "scramble");
+	b = clCreateBuffer(v.context, CL_MEM_READ_WRITE, 4096, NULL, &e);
+	E2E_OK(&v, e);
+	c = clCreateBuffer(v.context, CL_MEM_READ_WRITE, 4096, NULL, &e);
+	E2E_OK(&v, e);
+	E2E_OK(&v, clSetKernelArg(k, 0, sizeof(b), &b));
+	for (uint32_t i = 0; i < 2; i++)
+		E2E_OK(&v, clSetKernelArg(k, 2, sizeof(i), &i));
+	E2E_OK(&v, clFinish(v.queue));
+	m1 = admin_tenant_field(admin, "small", "mem");
+	for (uint32_t i = 0; i < 64; i++)
+		E2E_OK(&v, clSetKernelArg(k, 2, sizeof(i), &i));
+	E2E_OK(&v, clFinish(v.queue));
+	ck_assert_uint_eq(admin_tenant_field(admin, "small", "mem"), m1);
+	/* Its device memory goes; its records stay, for the argument. */
+	E2E_OK(&v, clReleaseMemObject(b));
+	E2E_OK(&v, clFinish(v.queue));
+	m2 = admin_tenant_field(admin, "small", "mem");
+	ck_assert_uint_eq(m2, m1 - 4096);
+	E2E_OK(&v, clSetKernelArg(k, 0, sizeof(c), &c));
+	E2E_OK(&v, clFinish(v.queue));
+	ck_assert_uint_lt(admin_tenant_field(admin, "small", "mem"), m2);
+	E2E_OK(&v, clReleaseKernel(k));
+	E2E_OK(&v, clReleaseProgram(p));
+	E2E_OK(&v, clReleaseMemObject(c));
+	e2e_plat_fini(&v);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	dir_remove();
+}
+END_TEST
+
 /* Without --state-dir nothing is kept, so nothing is charged, and a
  * checkpoint is refused with the reason. */
 START_TEST(no_state_dir)
@@ -609,6 +657,7 @@ int main(void)
 	tcase_add_test(tc, open_dir_refused);
 	tcase_add_test(tc, restore_resume);
 	tcase_add_test(tc, records_charged);
+	tcase_add_test(tc, records_replaced);
 	tcase_add_test(tc, no_state_dir);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S);
 	suite_add_tcase(s, tc);
