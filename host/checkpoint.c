@@ -213,7 +213,7 @@ static int write_session(struct cmx_session *s, struct cmx_state_writer *w, uint
 		if (l.v[i]->kind == CMX_K_QUEUE)
 			clFinish(l.v[i]->h);
 	file_name(s, name, sizeof(name));
-	e = cmx_state_begin(w, state_fd, name, s->id, s->token, s->log.next_seq, s->tenant->name);
+	e = cmx_state_begin(w, state_fd, name, s->id, s->token, s->messages, s->tenant->name);
 	if (e) {
 		free(l.v);
 		return e;

@@ -218,8 +218,6 @@ void cmx_record_done(struct cmx_call *c, int status)
 	struct cmx_obj *o;
 
 	c->rec = NULL;
-	if (status == CL_SUCCESS)
-		log->next_seq = c->seq + 1;
 	if (!r)
 		return;
 	log->pending--;

@@ -41,7 +41,6 @@ struct cmx_reclog {
 	struct cmx_rec *head, *tail;
 	uint64_t live, dead, bytes;
 	uint64_t pending; /* prepared records of calls not done yet */
-	uint32_t next_seq; /* the sequence number after the last call applied */
 };
 
 /* Before a call's handler runs, with --state-dir only: when it makes or

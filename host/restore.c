@@ -259,6 +259,8 @@ static void restore_file(struct cmx_server *srv, int dfd, const char *name)
 	}
 	s->id = rs->r.head.session;
 	s->token = rs->r.head.token;
+	/* Its guest's count of messages goes on from there (GetStats). */
+	s->messages = rs->r.head.applied;
 	s->restored = 1;
 	if (srv->next_session < s->id)
 		srv->next_session = s->id;

@@ -293,7 +293,7 @@ static void wr_flush(struct cmx_state_writer *w)
 }
 
 int cmx_state_begin(struct cmx_state_writer *w, int dirfd, const char *name, uint64_t session,
-		    uint64_t token, uint64_t next_seq, const char *tenant)
+		    uint64_t token, uint64_t applied, const char *tenant)
 {
 	memset(&w->head, 0, sizeof(w->head));
 	w->err = 0;
@@ -313,7 +313,7 @@ int cmx_state_begin(struct cmx_state_writer *w, int dirfd, const char *name, uin
 	w->head.proto = CMX_PROTO_VERSION;
 	w->head.session = session;
 	w->head.token = token;
-	w->head.next_seq = next_seq;
+	w->head.applied = applied;
 	strcpy(w->head.tenant, tenant);
 	/* Written again, complete, at commit. */
 	wr(w, &w->head, sizeof(w->head));

@@ -42,7 +42,9 @@ struct cmx_state_head {
 	uint32_t crc;	  /* CRC32C of these 128 bytes with crc 0 */
 	uint64_t session; /* the session's id and resume token */
 	uint64_t token;
-	uint64_t next_seq;		   /* the first call sequence number not applied */
+	/* Messages of the session after its Hello that the daemon applied:
+	 * a resuming guest sends again those after them. */
+	uint64_t applied;
 	uint64_t records;		   /* records before END */
 	uint64_t body;			   /* bytes after this header */
 	char tenant[CMX_STATE_TENANT_MAX]; /* NUL-terminated, NUL-padded */
@@ -105,7 +107,7 @@ struct cmx_state_writer {
 
 /* Starts `name` in dir: written as name.tmp (0600), renamed at commit. */
 int cmx_state_begin(struct cmx_state_writer *w, int dirfd, const char *name, uint64_t session,
-		    uint64_t token, uint64_t next_seq, const char *tenant);
+		    uint64_t token, uint64_t applied, const char *tenant);
 /* One record from pieces; a failure is kept and reported by commit. */
 void cmx_state_put(struct cmx_state_writer *w, uint32_t type, const struct iovec *iov, int n);
 /* END, the header, fsync, rename: 0 or -errno (the file is gone then). */

@@ -174,7 +174,7 @@ static void session_make(struct e2e_plat *v, const uint32_t *a)
 /* What a restore test needs of a state file: the session, its token,
  * the fixture's queue and buffer b. */
 struct ids {
-	uint64_t session, token, queue, b;
+	uint64_t session, token, queue, b, applied;
 };
 
 /* The one state file in the state directory, checked and walked: what the
@@ -209,6 +209,7 @@ static void state_check(const uint32_t *a, const uint32_t *want, struct ids *ids
 	ck_assert_str_eq(r.head.tenant, "default");
 	ids->session = r.head.session;
 	ids->token = r.head.token;
+	ids->applied = r.head.applied;
 	ids->queue = ids->b = 0;
 	strcpy(file, name);
 	while (cmx_state_next(&r, &rec) == 1) {
@@ -343,6 +344,22 @@ static int resume(struct client *c, const struct ids *ids)
 	return e;
 }
 
+/* GetStats' first counter: the session's messages after its Hello. */
+static uint64_t messages_of(struct client *c)
+{
+	struct cmx_GetStats_in in = {0};
+	struct cmx_GetStats_out out = {0};
+	uint8_t *keep = NULL;
+	uint64_t n;
+
+	send_msg(c, &cmx_desc_GetStats_in, &in, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(c, &cmx_desc_GetStats_out, &out, &keep), 0);
+	ck_assert_uint_ge(out.counters.n, 1);
+	n = out.counters.v[0];
+	free(keep);
+	return n;
+}
+
 /* Buffer b of the resumed session, read with a blocking ReadBuffer. */
 static void read_b(struct client *c, const struct ids *ids, uint32_t *got)
 {
@@ -379,7 +396,7 @@ static void file_clone(const char *from, uint64_t session)
 	ck_assert_int_eq(cmx_state_open(&r, p, n), 0);
 	snprintf(name, sizeof(name), "clone-%llu.state", (unsigned long long)session);
 	ck_assert_int_eq(
-	    cmx_state_begin(w, dfd, name, session, r.head.token, r.head.next_seq, r.head.tenant),
+	    cmx_state_begin(w, dfd, name, session, r.head.token, r.head.applied, r.head.tenant),
 	    0);
 	while (cmx_state_next(&r, &rec) == 1) {
 		struct iovec iov = {(void *)rec.data, rec.len};
@@ -440,6 +457,10 @@ START_TEST(restore_resume)
 	ck_assert_int_eq(resume(&c, &ids), 0);
 	read_b(&c, &ids, got);
 	ck_assert_mem_eq(got, want, sizeof(got));
+	/* Its count of messages goes on from the checkpoint's: this read
+	 * and the GetStats asking. */
+	ck_assert_uint_gt(ids.applied, 0);
+	ck_assert_uint_eq(messages_of(&c), ids.applied + 2);
 	/* Nothing of the damaged one, and no session for a wrong token. */
 	ck_assert_int_ne(resume(&cb, &bad), 0);
 	close(cb.fd);

@@ -84,7 +84,7 @@ START_TEST(round_trip)
 	ck_assert_int_eq(cmx_state_open(&r, f, n), 0);
 	ck_assert_uint_eq(r.head.session, 7);
 	ck_assert_uint_eq(r.head.token, 0xabcdef);
-	ck_assert_uint_eq(r.head.next_seq, 42);
+	ck_assert_uint_eq(r.head.applied, 42);
 	ck_assert_str_eq(r.head.tenant, "ci");
 	ck_assert_int_eq(cmx_state_next(&r, &rec), 1);
 	ck_assert_uint_eq(rec.type, CMX_STATE_CALL);
