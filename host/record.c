@@ -119,8 +119,8 @@ static void free_rec(struct cmx_session *s, struct cmx_rec *r)
 /* The object a call makes (its newid of a kept kind) or changes (its
  * `changes` input, schema/README.md), and its kind; 0 when neither. A
  * change keeps the call's payload (include files) and its `slot`. */
-static uint64_t owner_of(const struct cmx_call *c, unsigned *kind, uint64_t *index,
-			 uint64_t *bulk, int *made, int *slot)
+static uint64_t owner_of(const struct cmx_call *c, unsigned *kind, uint64_t *index, uint64_t *bulk,
+			 int *made, int *slot)
 {
 	const struct cmx_msgdesc *d = c->oi->in;
 	uint64_t owner = 0;

@@ -34,8 +34,8 @@
 #define N 65536
 /* Tenant small's mem quota: a program's source of SMALL_SRC bytes fits,
  * and so do build options of SMALL_OPTS bytes, not both. */
-#define SMALL_MEM (128u << 10)
-#define SMALL_SRC (48u << 10)
+#define SMALL_MEM  (128u << 10)
+#define SMALL_SRC  (48u << 10)
 #define SMALL_OPTS (96u << 10)
 
 static char dir[64], sock[96], admin[96], state[96], small[96];
@@ -396,8 +396,7 @@ static void file_clone(const char *from, uint64_t session)
 	ck_assert_int_eq(cmx_state_open(&r, p, n), 0);
 	snprintf(name, sizeof(name), "clone-%llu.state", (unsigned long long)session);
 	ck_assert_int_eq(
-	    cmx_state_begin(w, dfd, name, session, r.head.token, r.head.applied, r.head.tenant),
-	    0);
+	    cmx_state_begin(w, dfd, name, session, r.head.token, r.head.applied, r.head.tenant), 0);
 	while (cmx_state_next(&r, &rec) == 1) {
 		struct iovec iov = {(void *)rec.data, rec.len};
 		cmx_state_put(w, rec.type, &iov, 1);
@@ -533,8 +532,7 @@ START_TEST(records_charged)
 	mem = admin_tenant_field(admin, "small", "mem");
 	ck_assert_uint_ge(mem, base + SMALL_SRC);
 	/* Its source and these options together pass the quota. */
-	E2E_EXPECT(&v, clBuildProgram(p, 1, &v.device, opts, NULL, NULL),
-		   CL_OUT_OF_HOST_MEMORY);
+	E2E_EXPECT(&v, clBuildProgram(p, 1, &v.device, opts, NULL, NULL), CL_OUT_OF_HOST_MEMORY);
 	ck_assert_uint_eq(admin_tenant_field(admin, "small", "mem"), mem);
 	/* Released, its records go: the options fit now. */
 	E2E_OK(&v, clReleaseProgram(p));
