@@ -53,9 +53,24 @@ struct rx {
 	int spin; /* a socket read looks before it sleeps (the call channel) */
 };
 
+/* A message sent on the call channel, kept until the daemon has surely
+ * applied it, for a session that may resume (resume_locked()). */
+struct sent {
+	struct sent *next;
+	uint64_t n;	 /* its place among the session's messages after Hello */
+	const void *ext; /* a payload sent from the caller's memory, or NULL */
+	uint64_t ext_len;
+	uint32_t seq;	 /* a sync call's, or 0 */
+	uint8_t newid;	 /* it makes an object: never sent twice */
+	uint8_t pending; /* a sync call whose caller waits for the reply */
+	size_t len;
+	uint8_t msg[]; /* header, arguments, payload copied with them */
+};
+
 /* A thread waiting for the reply to its sync call. */
 struct waiter {
 	uint32_t seq;
+	struct sent *ent; /* its kept message, or NULL */
 	int done; /* 1: replied; -errno: the session broke */
 	void *dst;
 	uint64_t dst_len;
@@ -133,6 +148,18 @@ struct cmx_session {
 	struct cmx_givs ivs;
 	/* tcp: bulk lanes for large blocking transfers (guest/lane.c), or NULL. */
 	struct cmx_lanes *lanes;
+
+	/* Resuming (a daemon with CMX_FEATURE_RESUME, a socket channel with
+	 * no shared area, lanes or compression): where it dials, the messages
+	 * counted as the daemon counts them and those kept (under send_lock),
+	 * and the connection's generation, which a resume raises. */
+	char *spec;
+	uint64_t features;
+	int resumable;
+	uint64_t sent;
+	struct sent *log, **log_tail;
+	atomic_uint gen;
+	int rx_next; /* the call channel's new socket, for the reader, or -1 */
 };
 
 static uint64_t now_ns(void)
@@ -452,6 +479,61 @@ static void put_header(uint8_t *p, const struct cmx_msgdesc *d, uint32_t size, u
 	memcpy(p, &h, CMX_HDR_SIZE);
 }
 
+static int resume_locked(struct cmx_session *s, int err);
+static int resume_after(struct cmx_session *s, int err, unsigned gen);
+
+/* Counts a message sent on the call channel, as the daemon does, and keeps
+ * it when the session may resume: its entry, or NULL. */
+static struct sent *log_add(struct cmx_session *s, const struct cmx_msgdesc *d, const uint8_t *msg,
+			    size_t len, const void *ext, uint64_t ext_len)
+{
+	struct sent *e;
+	struct cmx_hdr h;
+
+	s->sent++;
+	if (!s->resumable)
+		return NULL;
+	e = malloc(sizeof(*e) + len);
+	if (!e) {
+		/* Not kept: it could not be sent again. */
+		s->resumable = 0;
+		return NULL;
+	}
+	memcpy(&h, msg, CMX_HDR_SIZE);
+	memcpy(e->msg, msg, len);
+	e->len = len;
+	e->ext = ext;
+	e->ext_len = ext ? ext_len : 0;
+	e->n = s->sent;
+	e->seq = (h.flags & CMX_HDR_SYNC) ? h.seq : 0;
+	e->pending = e->seq != 0;
+	e->newid = 0;
+	for (unsigned i = 0; i < d->nfields; i++)
+		e->newid |= d->fields[i].type == CMX_T_NEWID;
+	e->next = NULL;
+	*s->log_tail = e;
+	s->log_tail = &e->next;
+	return e;
+}
+
+/* Forgets the kept messages up to the n-th that no caller waits on. */
+static void log_trim(struct cmx_session *s, uint64_t n)
+{
+	struct sent **pp = &s->log;
+
+	while (*pp && (*pp)->n <= n) {
+		struct sent *e = *pp;
+		if (e->pending) {
+			pp = &e->next;
+			continue;
+		}
+		*pp = e->next;
+		free(e);
+	}
+	if (!*pp)
+		s->log_tail = pp;
+}
+
 static int flush_locked(struct cmx_session *s, const void *bulk, uint64_t bulk_len)
 {
 	struct iovec iov[2] = { { s->batch, s->batch_len }, { (void *)bulk, bulk_len } };
@@ -464,6 +546,9 @@ static int flush_locked(struct cmx_session *s, const void *bulk, uint64_t bulk_l
 	e = s->chan->send(s, iov, n);
 	s->stats.bytes += s->batch_len + bulk_len;
 	s->batch_len = 0;
+	/* What was in it is kept, and sent again by a resume. */
+	if (e)
+		e = resume_locked(s, e);
 	if (e)
 		session_break(s, e);
 	return e;
@@ -475,10 +560,11 @@ static int flush_locked(struct cmx_session *s, const void *bulk, uint64_t bulk_l
  * instead (a payload already copied there, or room for a read's data). */
 static int append_locked(struct cmx_session *s, const struct cmx_msgdesc *d, const void *in,
 			 uint16_t flags, uint32_t seq, const void *bulk, uint64_t bulk_len,
-			 uint64_t area_off, uint64_t area_len)
+			 uint64_t area_off, uint64_t area_len, struct sent **ent)
 {
-	size_t size = cmx_codec_size(d, in);
+	size_t size = cmx_codec_size(d, in), start;
 	size_t need;
+	struct sent *kept;
 	int e;
 
 	if (area_len) {
@@ -499,26 +585,42 @@ static int append_locked(struct cmx_session *s, const struct cmx_msgdesc *d, con
 			return -ENOMEM;
 		put_header(m, d, (uint32_t)size, flags, seq, bulk_len, area_off);
 		cmx_codec_encode(d, in, m + CMX_HDR_SIZE);
+		kept = log_add(s, d, m, CMX_HDR_SIZE + size, bulk, bulk_len);
+		if (ent)
+			*ent = kept;
 		e = s->chan->send(s, iov, bulk ? 2 : 1);
 		s->stats.bytes += CMX_HDR_SIZE + size + bulk_len;
 		free(m);
+		if (e)
+			e = resume_locked(s, e);
 		if (e)
 			session_break(s, e);
 		s->stats.messages++;
 		return e;
 	}
+	start = s->batch_len;
 	put_header(s->batch + s->batch_len, d, (uint32_t)size, flags, seq, bulk_len, area_off);
 	cmx_codec_encode(d, in, s->batch + s->batch_len + CMX_HDR_SIZE);
 	s->batch_len += CMX_HDR_SIZE + size;
 	s->stats.messages++;
-	if (area_len)
+	if (area_len) {
+		kept = log_add(s, d, s->batch + start, s->batch_len - start, NULL, 0);
+		if (ent)
+			*ent = kept;
 		return area_len >= AREA_FLUSH ? flush_locked(s, NULL, 0) : 0;
+	}
 	if (bulk_len <= INLINE_BULK) {
 		if (bulk_len)
 			memcpy(s->batch + s->batch_len, bulk, bulk_len);
 		s->batch_len += bulk_len;
+		kept = log_add(s, d, s->batch + start, s->batch_len - start, NULL, 0);
+		if (ent)
+			*ent = kept;
 		return 0;
 	}
+	kept = log_add(s, d, s->batch + start, s->batch_len - start, bulk, bulk_len);
+	if (ent)
+		*ent = kept;
 	return flush_locked(s, bulk, bulk_len);
 }
 
@@ -574,7 +676,7 @@ int cmx_session_send(struct cmx_session *s, const struct cmx_msgdesc *d, const v
 	if (!off)
 		packed = squeeze(s, &bulk, &bulk_len, &flags);
 	pthread_mutex_lock(&s->send_lock);
-	e = append_locked(s, d, in, flags, 0, bulk, bulk_len, off, off ? bulk_len : 0);
+	e = append_locked(s, d, in, flags, 0, bulk, bulk_len, off, off ? bulk_len : 0, NULL);
 	if (!e && s->chan->eager)
 		e = flush_locked(s, NULL, 0);
 	pthread_mutex_unlock(&s->send_lock);
@@ -592,7 +694,7 @@ int cmx_session_send_block(struct cmx_session *s, const struct cmx_msgdesc *d, c
 	if (stale(s, d, in))
 		return -ESTALE;
 	pthread_mutex_lock(&s->send_lock);
-	e = append_locked(s, d, in, 0, 0, NULL, 0, off, off ? len : 0);
+	e = append_locked(s, d, in, 0, 0, NULL, 0, off, off ? len : 0, NULL);
 	if (!e && s->chan->eager)
 		e = flush_locked(s, NULL, 0);
 	pthread_mutex_unlock(&s->send_lock);
@@ -730,13 +832,24 @@ static int wait_reply(struct cmx_session *s, struct waiter *me)
 
 	pthread_mutex_lock(&s->recv_lock);
 	while (!me->done && !atomic_load(&s->broken)) {
+		unsigned gen;
 		if (s->reading) {
 			pthread_cond_wait(&s->recv_cond, &s->recv_lock);
 			continue;
 		}
 		s->reading = 1;
+		/* A resume's new socket: the reader takes it up. */
+		if (s->rx_next >= 0) {
+			cmx_dial_close(s->rx.fd);
+			s->rx.fd = s->rx_next;
+			s->rx_next = -1;
+			s->rx.pos = s->rx.len = 0;
+		}
+		gen = atomic_load(&s->gen);
 		pthread_mutex_unlock(&s->recv_lock);
 		e = read_reply(s);
+		if (e)
+			e = resume_after(s, e, gen);
 		if (e)
 			session_break(s, e);
 		pthread_mutex_lock(&s->recv_lock);
@@ -783,7 +896,8 @@ int cmx_session_call(struct cmx_session *s, const struct cmx_msgdesc *din, const
 	pthread_mutex_unlock(&s->recv_lock);
 	s->stats.round_trips++;
 	e = append_locked(s, din, in, CMX_HDR_SYNC | flags, me.seq, bulk, bulk_len,
-			  off ? off : me.area_off, off ? bulk_len : me.area_off ? dst_len : 0);
+			  off ? off : me.area_off, off ? bulk_len : me.area_off ? dst_len : 0,
+			  &me.ent);
 	if (!e)
 		e = flush_locked(s, NULL, 0);
 	pthread_mutex_unlock(&s->send_lock);
@@ -791,6 +905,14 @@ int cmx_session_call(struct cmx_session *s, const struct cmx_msgdesc *din, const
 	if (e)
 		session_break(s, e);
 	e = wait_reply(s, &me);
+	if (me.ent) {
+		/* Answered: it and what was sent before it were applied. */
+		pthread_mutex_lock(&s->send_lock);
+		me.ent->pending = 0;
+		if (!e)
+			log_trim(s, me.ent->n);
+		pthread_mutex_unlock(&s->send_lock);
+	}
 	if (me.area_off) {
 		if (!e && me.area_got)
 			cmx_copy(dst, s->area.base + me.area_off, me.area_got);
@@ -832,8 +954,20 @@ static void notify_loop(struct cmx_session *s)
 		uint8_t *args;
 		uint64_t in[64]; /* the largest notification struct fits */
 		void *dst = NULL;
+		unsigned gen = atomic_load(&s->gen);
 		int e = rx_message(&s->nrx, &h, &args);
 
+		if (e && !atomic_load(&s->broken) && s->resumable && !resume_after(s, e, gen)) {
+			/* Resumed: the notifications come on its new socket. */
+			pthread_mutex_lock(&s->send_lock);
+			if (s->nrx.fd != s->nfd) {
+				cmx_dial_close(s->nrx.fd);
+				s->nrx.fd = s->nfd;
+				s->nrx.pos = s->nrx.len = 0;
+			}
+			pthread_mutex_unlock(&s->send_lock);
+			continue;
+		}
 		if (e) {
 			if (!atomic_load(&s->broken))
 				session_break(s, e);
@@ -961,6 +1095,9 @@ static int setup_call(struct cmx_session *s, int fd, const struct cmx_msgdesc *d
 		return -E2BIG;
 	put_header(msg, din, (uint32_t)size, CMX_HDR_SYNC, seq, 0, 0);
 	cmx_codec_encode(din, in, msg + CMX_HDR_SIZE);
+	/* The daemon counts what follows Hello on the call channel. */
+	if (din != &cmx_desc_Hello_in && fd == s->fd)
+		s->sent++;
 	e = write_all(fd, &iov, 1, &s->stats.writes);
 	if (!e)
 		e = recv_exact(fd, &h, CMX_HDR_SIZE, rfd);
@@ -1005,6 +1142,7 @@ static int hello(struct cmx_session *s, int fd, enum cmx_role role)
 	if (!e && role == CMX_ROLE_CALL) {
 		s->id = out.session;
 		s->token = out.token;
+		s->features = out.features;
 	}
 	return e;
 }
@@ -1221,12 +1359,222 @@ static int sock_connect(struct cmx_session *s, const char *spec)
 	}
 	if (!e && a.type == CMX_ADDR_TCP && !a.tls)
 		lanes_open(s, &a);
+	/* What a resume could not bring back: the area and rings (the
+	 * guest's memory in the old daemon), lanes and compressed payloads
+	 * (not kept as sent). */
+	s->resumable = !e && (s->features & CMX_FEATURE_RESUME) && !shm && !s->area.base &&
+		       !s->lanes && !s->lz4 && (s->spec = strdup(spec)) != NULL;
+	return e;
+}
+
+/* How long a dropped session tries to resume, and its first pause. */
+#define RESUME_S 60
+#define RESUME_PAUSE_MS 20
+
+/* GetStats on a resumed call channel: the messages the daemon applied
+ * before it (its first counter counts this one too). */
+static int resume_count(struct cmx_session *s, int fd, uint64_t *applied)
+{
+	struct cmx_GetStats_out out = { 0 };
+	uint8_t msg[CMX_HDR_SIZE], *args = NULL;
+	struct iovec iov = { msg, CMX_HDR_SIZE };
+	struct cmx_hdr h;
+	uint32_t seq = ++s->seq;
+	int64_t status = -1;
+	int e;
+
+	/* GetStats has no arguments. */
+	put_header(msg, &cmx_desc_GetStats_in, 0, CMX_HDR_SYNC, seq, 0, 0);
+	e = write_all(fd, &iov, 1, &s->stats.writes);
+	if (!e)
+		e = recv_exact(fd, &h, CMX_HDR_SIZE, NULL);
+	if (!e && (h.op != CMX_OP_REPLY || h.seq != seq || h.size < 8 || h.size > 4096 ||
+		   (h.size & 7) || h.bulk))
+		e = -EPROTO;
+	if (!e && !(args = malloc(h.size)))
+		e = -ENOMEM;
+	if (!e)
+		e = recv_exact(fd, args, h.size, NULL);
+	if (!e && cmx_codec_decode(&cmx_desc_GetStats_out, args + 8, h.size - 8, &out))
+		e = -EPROTO;
+	if (!e)
+		memcpy(&status, args, 8);
+	if (!e && (status || out.counters.n < 1 || !out.counters.v[0]))
+		e = -EPROTO;
+	if (!e)
+		*applied = out.counters.v[0] - 1;
+	free(args);
+	return e;
+}
+
+/* One try: the daemon's call and notification channels of this session
+ * again, with what it applied. 0, or -errno (-EPERM: refused). */
+static int resume_dial(struct cmx_session *s, const struct cmx_addr *a, int *fd, int *nfd,
+		       uint64_t *applied)
+{
+	int e;
+
+	*fd = *nfd = -1;
+	*fd = cmx_dial(a);
+	if (*fd < 0)
+		return *fd;
+	e = hello(s, *fd, CMX_ROLE_CALL);
+	if (!e)
+		e = resume_count(s, *fd, applied);
+	if (!e && (*nfd = cmx_dial(a)) < 0)
+		e = *nfd;
+	if (!e)
+		e = hello(s, *nfd, CMX_ROLE_NOTIFY);
+	if (e) {
+		cmx_dial_close(*fd);
+		if (*nfd >= 0)
+			cmx_dial_close(*nfd);
+		*fd = *nfd = -1;
+	}
+	return e;
+}
+
+/* A waiter whose call the daemon applied but did not answer, and that
+ * makes an object so cannot go again: it fails. */
+static void waiter_fail(struct cmx_session *s, uint32_t seq)
+{
+	pthread_mutex_lock(&s->recv_lock);
+	for (struct waiter *w = s->waiters; w; w = w->next)
+		if (w->seq == seq && !w->done)
+			w->done = -ECONNRESET;
+	pthread_cond_broadcast(&s->recv_cond);
+	pthread_mutex_unlock(&s->recv_lock);
+}
+
+/*
+ * The call channel failed with err: with a daemon that keeps checkpoints,
+ * the session resumes on a new connection (the same daemon restarted, or
+ * its successor with the same --state-dir): Hello with the session's id
+ * and token, tried with growing pauses for RESUME_S; then every kept
+ * message the daemon had not applied goes again, in order, and a sync
+ * call it applied without answering goes again unless it makes an
+ * object. Under send_lock; 0 when resumed, else err.
+ */
+static int resume_locked(struct cmx_session *s, int err)
+{
+	uint64_t applied = 0, pause = RESUME_PAUSE_MS, waited = 0;
+	struct cmx_addr a;
+	char why[160];
+	int fd = -1, nfd = -1, e = -1;
+
+	if (!s->resumable || atomic_load(&s->broken) || !s->spec ||
+	    cmx_addr_parse(s->spec, &a, why, sizeof(why)))
+		return err;
+	cmx_warn("connection to clmuxd lost (%s): resuming session %llu", strerror(-err),
+		 (unsigned long long)s->id);
+	/* Its readers wake and wait for this to end. */
+	shutdown(s->fd, SHUT_RDWR);
+	shutdown(s->nfd, SHUT_RDWR);
+	while (waited < RESUME_S * 1000ull && !atomic_load(&s->broken)) {
+		e = resume_dial(s, &a, &fd, &nfd, &applied);
+		if (!e || e == -EPROTONOSUPPORT)
+			break;
+		usleep((useconds_t)pause * 1000);
+		waited += pause;
+		pause = pause * 2 > 1000 ? 1000 : pause * 2;
+	}
+	if (e) {
+		cmx_err("session %llu not resumed: %s", (unsigned long long)s->id, strerror(-e));
+		return err;
+	}
+	/* Kept from the oldest message it may not have applied. */
+	if (applied > s->sent || (s->log && s->log->n > applied + 1)) {
+		cmx_err("session %llu: the daemon resumed it from an older checkpoint "
+			"(%llu messages applied of %llu sent): not resumed",
+			(unsigned long long)s->id, (unsigned long long)applied,
+			(unsigned long long)s->sent);
+		cmx_dial_close(fd);
+		cmx_dial_close(nfd);
+		return err;
+	}
+	/* From here its count is the daemon's: the GetStats, then each
+	 * message sent again. */
+	s->sent = applied + 1;
+	e = 0;
+	for (struct sent **pp = &s->log; *pp && !e;) {
+		struct sent *m = *pp;
+		struct iovec iov[2] = { { m->msg, m->len }, { (void *)m->ext, m->ext_len } };
+		if (m->n <= applied && (!m->pending || m->newid)) {
+			if (m->pending) {
+				waiter_fail(s, m->seq);
+				pp = &m->next;
+				continue;
+			}
+			*pp = m->next;
+			free(m);
+			continue;
+		}
+		e = write_all(fd, iov, m->ext_len ? 2 : 1, &s->stats.writes);
+		m->n = ++s->sent;
+		pp = &m->next;
+	}
+	s->log_tail = &s->log;
+	while (*s->log_tail)
+		s->log_tail = &(*s->log_tail)->next;
+	/* The batch's messages were kept: they went with the others. */
+	s->batch_len = 0;
+	if (e) {
+		cmx_dial_close(fd);
+		cmx_dial_close(nfd);
+		return err;
+	}
+	s->nfd = nfd;
+	pthread_mutex_lock(&s->recv_lock);
+	if (s->rx_next >= 0)
+		cmx_dial_close(s->rx_next);
+	if (s->reading) {
+		/* The reader takes it up when it reads next. */
+		s->rx_next = fd;
+	} else {
+		cmx_dial_close(s->rx.fd);
+		s->rx.fd = fd;
+		s->rx.pos = s->rx.len = 0;
+	}
+	s->fd = fd;
+	atomic_fetch_add(&s->gen, 1);
+	pthread_mutex_unlock(&s->recv_lock);
+	cmx_warn("session %llu resumed: %llu messages applied before, the rest sent again",
+		 (unsigned long long)s->id, (unsigned long long)applied);
+	return 0;
+}
+
+/* A reader's channel failed with err while its generation was gen: 0 once
+ * the session is resumed (by this thread or another), else err. */
+static int resume_after(struct cmx_session *s, int err, unsigned gen)
+{
+	int e = err;
+
+	if (!s->resumable || atomic_load(&s->broken))
+		return err;
+	pthread_mutex_lock(&s->send_lock);
+	if (atomic_load(&s->gen) != gen)
+		e = 0;
+	else
+		e = resume_locked(s, err);
+	pthread_mutex_unlock(&s->send_lock);
 	return e;
 }
 
 /* Everything a session holds; each part may be absent. */
 static void session_free(struct cmx_session *s)
 {
+	while (s->log) {
+		struct sent *m = s->log;
+		s->log = m->next;
+		free(m);
+	}
+	if (s->rx_next >= 0)
+		cmx_dial_close(s->rx_next);
+	if (s->rx.fd >= 0 && s->rx.fd != s->fd)
+		cmx_dial_close(s->rx.fd);
+	if (s->nrx.fd >= 0 && s->nrx.fd != s->nfd)
+		cmx_dial_close(s->nrx.fd);
+	free(s->spec);
 	cmx_lanes_destroy(s->lanes);
 	cmx_dial_close(s->nfd);
 	cmx_dial_close(s->fd);
@@ -1249,7 +1597,8 @@ int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *c
 	if (!s)
 		return -ENOMEM;
 	s->fd = s->nfd = s->bell = s->ivs.fd = -1;
-	s->rx.fd = s->nrx.fd = -1;
+	s->rx.fd = s->nrx.fd = s->rx_next = -1;
+	s->log_tail = &s->log;
 	s->rx.s = s->nrx.s = s;
 	s->rx.spin = 1;
 	s->chan = &chan_sock;

@@ -15,6 +15,7 @@
 
 #include "area.h"
 #include "auth.h"
+#include "checkpoint.h"
 #include "conn.h"
 #include "fence.h"
 #include "lane.h"
@@ -129,6 +130,8 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 	struct cmx_Hello_out out = { .version = CMX_PROTO_VERSION };
 	struct cmx_session *s;
 
+	if (cmx_checkpoint_enabled())
+		out.features = CMX_FEATURE_RESUME;
 	if (cmx_codec_decode(&cmx_desc_Hello_in, args, h->size, &in))
 		return -EBADMSG;
 	if (in.magic != CMX_PROTO_MAGIC)

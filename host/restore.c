@@ -240,6 +240,9 @@ static void restore_file(struct cmx_server *srv, int dfd, const char *name)
 		return;
 	}
 	t = cmx_tenant_find(&srv->tenants, rs->r.head.tenant);
+	/* The default tenant exists once a peer has been given it. */
+	if (!t && srv->tenants.fallback[0] && !strcmp(rs->r.head.tenant, srv->tenants.fallback))
+		t = cmx_tenant_get(&srv->tenants, rs->r.head.tenant);
 	if (!t || (serves && !serves(t))) {
 		/* Another worker's, or a tenant the configuration lost: left
 		 * for whoever serves it. */

@@ -601,6 +601,96 @@ START_TEST(records_replaced)
 }
 END_TEST
 
+#define RESUME_ITERS 24
+#define RESUME_AT 4
+
+/* The application of guest_resume: a loop of write, kernel and read whose
+ * every result must equal the native run's; after each iteration it
+ * writes the iteration's number to fd. Exits 0 when all matched. */
+static void resume_app(int fd)
+{
+	static uint32_t a[N], want[N], got[N];
+	struct e2e_plat nat, v;
+	cl_program prog;
+	cl_kernel kern;
+	cl_mem ma, mb;
+	size_t g = N;
+	cl_int e;
+	char server[128];
+
+	/* No shared area or rings (shm): the guest's memory would not come
+	 * back. */
+	snprintf(server, sizeof(server), "unix:%s", sock);
+	setenv("CLMUX_SERVER", server, 1);
+	setenv("CLMUX_AREA_MB", "0", 1);
+	if (e2e_plat_init(&nat, "native", e2e_native_match()) ||
+	    e2e_plat_init(&v, "virtual", e2e_virtual_match()))
+		_exit(2);
+	prog = e2e_program_build(&v, src, NULL);
+	kern = e2e_kernel_create(&v, prog, "scramble");
+	ma = clCreateBuffer(v.context, CL_MEM_READ_WRITE, N * 4, NULL, &e);
+	mb = clCreateBuffer(v.context, CL_MEM_READ_WRITE, N * 4, NULL, &e);
+	if (!ma || !mb || clSetKernelArg(kern, 0, sizeof(ma), &ma) ||
+	    clSetKernelArg(kern, 1, sizeof(mb), &mb))
+		_exit(3);
+	for (uint32_t i = 0; i < RESUME_ITERS; i++) {
+		e2e_rand_u32(a, N, 100 + i, 0);
+		scramble_run(&nat, a, i, want);
+		if ((e = clEnqueueWriteBuffer(v.queue, ma, CL_TRUE, 0, N * 4, a, 0, NULL, NULL)) ||
+		    (e = clSetKernelArg(kern, 2, sizeof(i), &i)) ||
+		    (e = clEnqueueNDRangeKernel(v.queue, kern, 1, NULL, &g, NULL, 0, NULL, NULL)) ||
+		    (e = clEnqueueReadBuffer(v.queue, mb, CL_TRUE, 0, N * 4, got, 0, NULL, NULL))) {
+			fprintf(stderr, "resume_app: iteration %u: error %d\n", i, e);
+			_exit(4);
+		}
+		if (memcmp(got, want, sizeof(got))) {
+			fprintf(stderr, "resume_app: iteration %u: checksum differs\n", i);
+			_exit(5);
+		}
+		if (write(fd, &i, sizeof(i)) != sizeof(i))
+			_exit(6);
+	}
+	_exit(0);
+}
+
+/* An application's daemon is checkpointed (SIGTERM) and restarted with the
+ * same --state-dir in the middle of its loop: the guest ICD resumes its
+ * session, sends again what the daemon had not applied, and every
+ * iteration's result equals the native run's, with no error seen. */
+START_TEST(guest_resume)
+{
+	pid_t pid = daemon_start("off"), app;
+	int pfd[2], st;
+	uint32_t i = 0, last = 0;
+	char file[64];
+
+	ck_assert_int_eq(pipe(pfd), 0);
+	app = fork();
+	ck_assert_int_ge(app, 0);
+	if (app == 0) {
+		close(pfd[0]);
+		resume_app(pfd[1]);
+	}
+	close(pfd[1]);
+	while (read(pfd[0], &i, sizeof(i)) == sizeof(i) && i < RESUME_AT)
+		;
+	ck_assert_uint_eq(i, RESUME_AT);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	snprintf(file, sizeof(file), "p%d-", (int)pid);
+	pid = daemon_again("off", 0);
+	while (read(pfd[0], &i, sizeof(i)) == sizeof(i))
+		last = i;
+	ck_assert_int_eq(waitpid(app, &st, 0), app);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the application failed: %d", st);
+	ck_assert_uint_eq(last, RESUME_ITERS - 1);
+	close(pfd[0]);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	dir_remove();
+}
+END_TEST
+
 /* Without --state-dir nothing is kept, so nothing is charged, and a
  * checkpoint is refused with the reason. */
 START_TEST(no_state_dir)
@@ -678,6 +768,7 @@ int main(void)
 	tcase_add_test(tc, records_charged);
 	tcase_add_test(tc, records_replaced);
 	tcase_add_test(tc, no_state_dir);
+	tcase_add_test(tc, guest_resume);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
