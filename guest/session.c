@@ -30,6 +30,10 @@
 #define BATCH_SIZE (256u << 10)	 /* async calls gathered before a write */
 #define INLINE_BULK 4096u	 /* smaller payloads are copied into the batch */
 #define RX_SIZE (64u << 10)
+/* Calls kept for a resume (their arguments; payloads larger than
+ * INLINE_BULK stay the caller's) before a reply confirms them: past it a
+ * session no longer resumes. */
+#define LOG_MAX (256ull << 20)
 #define RECV_STEP (128u << 10)	    /* most bytes of one payload recv (AF_VSOCK) */
 #define AREA_DEFAULT (256ull << 20) /* shared data area asked for; CLMUX_AREA_MB */
 /* The heap for buffers, CLMUX_HEAP_MB: by default the rest of the largest
@@ -157,6 +161,8 @@ struct cmx_session {
 	uint64_t features;
 	int resumable;
 	uint64_t sent;
+	uint64_t confirmed; /* messages a reply showed applied */
+	uint64_t log_bytes;
 	struct sent *log, **log_tail;
 	atomic_uint gen;
 	int rx_next; /* the call channel's new socket, for the reader, or -1 */
@@ -493,12 +499,22 @@ static struct sent *log_add(struct cmx_session *s, const struct cmx_msgdesc *d, 
 	s->sent++;
 	if (!s->resumable)
 		return NULL;
-	e = malloc(sizeof(*e) + len);
+	e = s->log_bytes + len > LOG_MAX ? NULL : malloc(sizeof(*e) + len);
 	if (!e) {
-		/* Not kept: it could not be sent again. */
+		/* Not kept, so it could not go again: the session no longer
+		 * resumes, and keeps nothing more. */
+		cmx_warn("session %llu: %llu bytes of calls sent without a reply in between: "
+			 "it will not resume if its daemon restarts",
+			 (unsigned long long)s->id, (unsigned long long)(s->log_bytes + len));
 		s->resumable = 0;
+		while (s->log && !s->log->pending) {
+			struct sent *m = s->log;
+			s->log = m->next;
+			free(m);
+		}
 		return NULL;
 	}
+	s->log_bytes += len;
 	memcpy(&h, msg, CMX_HDR_SIZE);
 	memcpy(e->msg, msg, len);
 	e->len = len;
@@ -528,10 +544,13 @@ static void log_trim(struct cmx_session *s, uint64_t n)
 			continue;
 		}
 		*pp = e->next;
+		s->log_bytes -= e->len;
 		free(e);
 	}
 	if (!*pp)
 		s->log_tail = pp;
+	if (n > s->confirmed)
+		s->confirmed = n;
 }
 
 static int flush_locked(struct cmx_session *s, const void *bulk, uint64_t bulk_len)
@@ -1482,8 +1501,9 @@ static int resume_locked(struct cmx_session *s, int err)
 		cmx_err("session %llu not resumed: %s", (unsigned long long)s->id, strerror(-e));
 		return err;
 	}
-	/* Kept from the oldest message it may not have applied. */
-	if (applied > s->sent || (s->log && s->log->n > applied + 1)) {
+	/* Kept from the oldest message it may not have applied, and no
+	 * older than what a reply showed. */
+	if (applied > s->sent || applied < s->confirmed || (s->log && s->log->n > applied + 1)) {
 		cmx_err("session %llu: the daemon resumed it from an older checkpoint "
 			"(%llu messages applied of %llu sent): not resumed",
 			(unsigned long long)s->id, (unsigned long long)applied,
@@ -1506,6 +1526,7 @@ static int resume_locked(struct cmx_session *s, int err)
 				continue;
 			}
 			*pp = m->next;
+			s->log_bytes -= m->len;
 			free(m);
 			continue;
 		}
