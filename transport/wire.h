@@ -44,10 +44,6 @@ _Static_assert(sizeof(struct cmx_hdr) == CMX_HDR_SIZE, "header layout");
 /* Ids below this are the host's (devices: 1..n, given at Hello); the guest
  * numbers the objects it creates from here up. */
 #define CMX_FIRST_GUEST_ID 0x10000u
-/* Hello's reply `features` for role call: the daemon keeps checkpoints
- * (--state-dir), so a guest whose connection drops may resume its
- * session with its id and token (docs/protocol.md, Resuming). */
-#define CMX_FEATURE_RESUME 0x1u
 
 /* Handle kinds named by `id` arguments; the host checks type and owner. */
 enum cmx_kind {
