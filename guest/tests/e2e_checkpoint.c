@@ -603,11 +603,15 @@ END_TEST
 
 #define RESUME_ITERS 24
 #define RESUME_AT 4
+#define RESUME_HELD 1000u
 
 /* The application of guest_resume: a loop of write, kernel and read whose
  * every result must equal the native run's; after each iteration it
- * writes the iteration's number to fd. Exits 0 when all matched. */
-static void resume_app(int fd)
+ * writes the iteration's number to fd. In iteration RESUME_AT, with its
+ * write sent and its kernel's calls still in the ICD's batch, it writes
+ * RESUME_HELD and waits for a byte on go before it reads. Exits 0 when
+ * all matched. */
+static void resume_app(int fd, int go)
 {
 	static uint32_t a[N], want[N], got[N];
 	struct e2e_plat nat, v;
@@ -636,9 +640,14 @@ static void resume_app(int fd)
 	for (uint32_t i = 0; i < RESUME_ITERS; i++) {
 		e2e_rand_u32(a, N, 100 + i, 0);
 		scramble_run(&nat, a, i, want);
-		if ((e = clEnqueueWriteBuffer(v.queue, ma, CL_TRUE, 0, N * 4, a, 0, NULL, NULL)) ||
+		uint32_t held = RESUME_HELD;
+		char byte;
+		if ((e = clEnqueueWriteBuffer(v.queue, ma, i != RESUME_AT, 0, N * 4, a, 0, NULL,
+					      NULL)) ||
 		    (e = clSetKernelArg(kern, 2, sizeof(i), &i)) ||
 		    (e = clEnqueueNDRangeKernel(v.queue, kern, 1, NULL, &g, NULL, 0, NULL, NULL)) ||
+		    (i == RESUME_AT &&
+		     (write(fd, &held, sizeof(held)) != sizeof(held) || read(go, &byte, 1) != 1)) ||
 		    (e = clEnqueueReadBuffer(v.queue, mb, CL_TRUE, 0, N * 4, got, 0, NULL, NULL))) {
 			fprintf(stderr, "resume_app: iteration %u: error %d\n", i, e);
 			_exit(4);
@@ -654,30 +663,35 @@ static void resume_app(int fd)
 }
 
 /* An application's daemon is checkpointed (SIGTERM) and restarted with the
- * same --state-dir in the middle of its loop: the guest ICD resumes its
+ * same --state-dir in the middle of its loop, with a write applied and
+ * the kernel's argument and launch not yet sent: the guest ICD resumes its
  * session, sends again what the daemon had not applied, and every
  * iteration's result equals the native run's, with no error seen. */
 START_TEST(guest_resume)
 {
 	pid_t pid = daemon_start("off"), app;
-	int pfd[2], st;
+	int pfd[2], gfd[2], st;
 	uint32_t i = 0, last = 0;
-	char file[64];
 
 	ck_assert_int_eq(pipe(pfd), 0);
+	ck_assert_int_eq(pipe(gfd), 0);
 	app = fork();
 	ck_assert_int_ge(app, 0);
 	if (app == 0) {
 		close(pfd[0]);
-		resume_app(pfd[1]);
+		close(gfd[1]);
+		resume_app(pfd[1], gfd[0]);
 	}
 	close(pfd[1]);
-	while (read(pfd[0], &i, sizeof(i)) == sizeof(i) && i < RESUME_AT)
+	close(gfd[0]);
+	while (read(pfd[0], &i, sizeof(i)) == sizeof(i) && i != RESUME_HELD)
 		;
-	ck_assert_uint_eq(i, RESUME_AT);
+	ck_assert_uint_eq(i, RESUME_HELD);
 	kill(pid, SIGTERM);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	snprintf(file, sizeof(file), "p%d-", (int)pid);
+	/* Its next call finds the daemon gone and resumes once it is back. */
+	ck_assert_int_eq(write(gfd[1], "", 1), 1);
+	close(gfd[1]);
 	pid = daemon_again("off", 0);
 	while (read(pfd[0], &i, sizeof(i)) == sizeof(i))
 		last = i;
