@@ -2,6 +2,7 @@
 // Guest session: batching of async calls, sync round trips, notifications.
 #include "session.h"
 
+#include <CL/cl.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -1130,8 +1131,10 @@ static int setup_call(struct cmx_session *s, int fd, const struct cmx_msgdesc *d
 		e = -EPROTO;
 	if (!e) {
 		memcpy(&status, args, 8);
+		/* CL_DEVICE_NOT_AVAILABLE: a resumed session still being
+		 * restored, to ask again. */
 		if (status)
-			e = -EPERM;
+			e = status == CL_DEVICE_NOT_AVAILABLE ? -EAGAIN : -EPERM;
 	}
 	free(args);
 	return e;
@@ -1491,14 +1494,21 @@ static int resume_locked(struct cmx_session *s, int err)
 	shutdown(s->nfd, SHUT_RDWR);
 	while (waited < RESUME_S * 1000ull && !atomic_load(&s->broken)) {
 		e = resume_dial(s, &a, &fd, &nfd, &applied);
-		if (!e || e == -EPROTONOSUPPORT)
+		/* A daemon that answers it has no such session (none
+		 * restored, or another token) is not asked again. */
+		if (!e || e == -EPROTONOSUPPORT || e == -EPERM)
 			break;
 		usleep((useconds_t)pause * 1000);
 		waited += pause;
 		pause = pause * 2 > 1000 ? 1000 : pause * 2;
 	}
 	if (e) {
-		cmx_err("session %llu not resumed: %s", (unsigned long long)s->id, strerror(-e));
+		cmx_err("session %llu not resumed: %s", (unsigned long long)s->id,
+			e == -EPERM ? "the daemon has no such session (no checkpoint of it)"
+				    : strerror(-e));
+		/* Once: the other threads that find the connection gone
+		 * break the session. */
+		s->resumable = 0;
 		return err;
 	}
 	/* Kept from the oldest message it may not have applied, and no
@@ -1508,6 +1518,7 @@ static int resume_locked(struct cmx_session *s, int err)
 			"(%llu messages applied of %llu sent): not resumed",
 			(unsigned long long)s->id, (unsigned long long)applied,
 			(unsigned long long)s->sent);
+		s->resumable = 0;
 		cmx_dial_close(fd);
 		cmx_dial_close(nfd);
 		return err;

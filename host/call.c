@@ -156,11 +156,22 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 		if (in.session || in.token) {
 			/* A guest resuming a session this daemon restored
 			 * (host/restore.c): its ids are as it left them. */
-			s = cmx_restore_find(c->srv, t, in.session, in.token);
+			int busy;
+			s = cmx_restore_find(c->srv, t, in.session, in.token, &busy);
 			if (!s) {
-				cmx_warn("%s: refused: no restored session %llu of tenant %s",
-					 c->peer.name, (unsigned long long)in.session, t->name);
-				return -EPERM;
+				/* Answered, so that the guest knows whether to
+				 * try again: CL_DEVICE_NOT_AVAILABLE while its
+				 * session is still being restored. */
+				if (!busy)
+					cmx_warn("%s: refused: no restored session %llu of tenant %s",
+						 c->peer.name, (unsigned long long)in.session,
+						 t->name);
+				memset(&out, 0, sizeof(out));
+				out.version = CMX_PROTO_VERSION;
+				reply_on(c, NULL, h->seq,
+					 busy ? CL_DEVICE_NOT_AVAILABLE : CL_INVALID_VALUE,
+					 &cmx_desc_Hello_out, &out, NULL, 0, NULL, NULL);
+				return -ECONNABORTED;
 			}
 			s->restored = 0;
 			s->conn = c;

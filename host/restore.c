@@ -272,13 +272,17 @@ static void restore_file(struct cmx_server *srv, int dfd, const char *name)
 }
 
 struct cmx_session *cmx_restore_find(struct cmx_server *srv, const struct cmx_tenant *t,
-				     uint64_t id, uint64_t token)
+				     uint64_t id, uint64_t token, int *busy)
 {
+	*busy = 0;
 	for (struct cmx_session *s = srv->sessions; s; s = s->next)
-		if (s->id == id && s->restored && !s->restore && !s->closed && s->tenant == t) {
+		if (s->id == id && s->restored && !s->closed && s->tenant == t) {
 			/* Compared in constant time, as cmx_session_find(). */
 			volatile uint64_t diff = s->token ^ token;
-			return diff ? NULL : s;
+			if (diff)
+				return NULL;
+			*busy = s->restore != NULL;
+			return s->restore ? NULL : s;
 		}
 	return NULL;
 }

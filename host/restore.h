@@ -17,8 +17,9 @@ void cmx_restore_all(struct cmx_server *srv, int (*serves_fn)(const struct cmx_t
 /* The end of a request a restore dispatched (cmx_call_done()). */
 void cmx_restore_done(struct cmx_session *s, int status);
 /* A restored session of tenant t waiting for its guest, with this id and
- * token; NULL when there is none. */
+ * token; NULL when there is none, *busy set when it is still being
+ * replayed. */
 struct cmx_session *cmx_restore_find(struct cmx_server *srv, const struct cmx_tenant *t,
-				     uint64_t id, uint64_t token);
+				     uint64_t id, uint64_t token, int *busy);
 
 #endif

@@ -705,6 +705,50 @@ START_TEST(guest_resume)
 }
 END_TEST
 
+/* A daemon with --state-dir killed without a checkpoint and started
+ * again has no such session: it says so to the resuming guest, whose
+ * session then fails at once (not after its minute of tries), as when a
+ * daemon dies. */
+START_TEST(resume_refused)
+{
+	pid_t pid = daemon_start("off"), app;
+	int pfd[2], gfd[2], st;
+	char byte;
+
+	ck_assert_int_eq(pipe(pfd), 0);
+	ck_assert_int_eq(pipe(gfd), 0);
+	app = fork();
+	ck_assert_int_ge(app, 0);
+	if (app == 0) {
+		struct e2e_plat v;
+		char server[128];
+		cl_int e;
+		snprintf(server, sizeof(server), "unix:%s", sock);
+		setenv("CLMUX_SERVER", server, 1);
+		setenv("CLMUX_AREA_MB", "0", 1);
+		if (e2e_plat_init(&v, "virtual", e2e_virtual_match()) || clFinish(v.queue) ||
+		    write(pfd[1], "r", 1) != 1 || read(gfd[0], &byte, 1) != 1)
+			_exit(2);
+		e = clFinish(v.queue);
+		_exit(e == CL_OUT_OF_RESOURCES ? 0 : 3);
+	}
+	close(pfd[1]);
+	close(gfd[0]);
+	ck_assert_int_eq(read(pfd[0], &byte, 1), 1);
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	pid = daemon_again("off", 0);
+	ck_assert_int_eq(write(gfd[1], "", 1), 1);
+	ck_assert_int_eq(waitpid(app, &st, 0), app);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the application: %d", st);
+	close(pfd[0]);
+	close(gfd[1]);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	dir_remove();
+}
+END_TEST
+
 /* Without --state-dir nothing is kept, so nothing is charged, and a
  * checkpoint is refused with the reason. */
 START_TEST(no_state_dir)
@@ -783,6 +827,7 @@ int main(void)
 	tcase_add_test(tc, records_replaced);
 	tcase_add_test(tc, no_state_dir);
 	tcase_add_test(tc, guest_resume);
+	tcase_add_test(tc, resume_refused);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
