@@ -602,8 +602,8 @@ START_TEST(records_replaced)
 END_TEST
 
 #define RESUME_ITERS 24
-#define RESUME_AT 4
-#define RESUME_HELD 1000u
+#define RESUME_AT    4
+#define RESUME_HELD  1000u
 
 /* The application of guest_resume: a loop of write, kernel and read whose
  * every result must equal the native run's; after each iteration it
@@ -667,9 +667,9 @@ static void resume_app(int fd, int go)
  * the kernel's argument and launch not yet sent: the guest ICD resumes its
  * session, sends again what the daemon had not applied, and every
  * iteration's result equals the native run's, with no error seen. */
-START_TEST(guest_resume)
+static void guest_resume_with(const char *workers)
 {
-	pid_t pid = daemon_start("off"), app;
+	pid_t pid = daemon_start(workers), app;
 	int pfd[2], gfd[2], st;
 	uint32_t i = 0, last = 0;
 
@@ -692,7 +692,7 @@ START_TEST(guest_resume)
 	/* Its next call finds the daemon gone and resumes once it is back. */
 	ck_assert_int_eq(write(gfd[1], "", 1), 1);
 	close(gfd[1]);
-	pid = daemon_again("off", 0);
+	pid = daemon_again(workers, 0);
 	while (read(pfd[0], &i, sizeof(i)) == sizeof(i))
 		last = i;
 	ck_assert_int_eq(waitpid(app, &st, 0), app);
@@ -702,6 +702,19 @@ START_TEST(guest_resume)
 	kill(pid, SIGTERM);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	dir_remove();
+}
+
+START_TEST(guest_resume)
+{
+	guest_resume_with("off");
+}
+END_TEST
+
+/* The same with worker processes: the tenant's worker writes the session
+ * and its successor restores it. */
+START_TEST(guest_resume_workers)
+{
+	guest_resume_with("on");
 }
 END_TEST
 
@@ -827,6 +840,7 @@ int main(void)
 	tcase_add_test(tc, records_replaced);
 	tcase_add_test(tc, no_state_dir);
 	tcase_add_test(tc, guest_resume);
+	tcase_add_test(tc, guest_resume_workers);
 	tcase_add_test(tc, resume_refused);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S);
 	suite_add_tcase(s, tc);
