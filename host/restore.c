@@ -46,6 +46,9 @@ struct cmx_restore {
 #define RESUME_WAIT_S 600
 
 static int (*serves)(const struct cmx_tenant *t);
+/* cmx_restore_all() has read the state directory: a session not found
+ * after it is not there to resume. */
+static int restore_ran;
 static struct cmx_server *wait_srv;
 static struct cmx_io wait_io;
 static struct __kernel_timespec wait_ts = {.tv_sec = RESUME_WAIT_S};
@@ -274,7 +277,9 @@ static void restore_file(struct cmx_server *srv, int dfd, const char *name)
 struct cmx_session *cmx_restore_find(struct cmx_server *srv, const struct cmx_tenant *t,
 				     uint64_t id, uint64_t token, int *busy)
 {
-	*busy = 0;
+	/* Before the files are read (posted to the loop, behind the
+	 * connections a worker may be handed first), it may be there soon. */
+	*busy = !restore_ran && cmx_checkpoint_dirfd() >= 0;
 	for (struct cmx_session *s = srv->sessions; s; s = s->next)
 		if (s->id == id && s->restored && !s->closed && s->tenant == t) {
 			/* Compared in constant time, as cmx_session_find(). */
@@ -313,6 +318,7 @@ void cmx_restore_all(struct cmx_server *srv, int (*serves_fn)(const struct cmx_t
 	char pid_prefix[24];
 
 	serves = serves_fn;
+	restore_ran = 1;
 	if (dfd < 0 || (fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		return;
 	d = fdopendir(fd);
