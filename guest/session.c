@@ -1134,7 +1134,8 @@ static int setup_call(struct cmx_session *s, int fd, const struct cmx_msgdesc *d
 		/* CL_DEVICE_NOT_AVAILABLE: a resumed session still being
 		 * restored, to ask again. */
 		if (status)
-			e = status == CL_DEVICE_NOT_AVAILABLE ? -EAGAIN : -EPERM;
+			e = status == CL_DEVICE_NOT_AVAILABLE && din == &cmx_desc_Hello_in ? -EAGAIN
+											    : -EPERM;
 	}
 	free(args);
 	return e;
