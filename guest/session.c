@@ -1133,9 +1133,10 @@ static int setup_call(struct cmx_session *s, int fd, const struct cmx_msgdesc *d
 		memcpy(&status, args, 8);
 		/* CL_DEVICE_NOT_AVAILABLE: a resumed session still being
 		 * restored, to ask again. */
-		if (status)
-			e = status == CL_DEVICE_NOT_AVAILABLE && din == &cmx_desc_Hello_in ? -EAGAIN
-											    : -EPERM;
+		if (status == CL_DEVICE_NOT_AVAILABLE && din == &cmx_desc_Hello_in)
+			e = -EAGAIN;
+		else if (status)
+			e = -EPERM;
 	}
 	free(args);
 	return e;
