@@ -202,6 +202,15 @@ static int write_session(struct cmx_session *s, struct cmx_state_writer *w, uint
 	uint64_t bytes = 0;
 	int e;
 
+	/* A call that makes or changes an object is still running (a build
+	 * on the executor): the messages counted as applied include it, and
+	 * its record is not kept yet, so a restore would lack what it did. */
+	if (s->log.pending) {
+		cmx_err("session %" PRIu64 " (tenant %s): a call that changes an object is "
+			"still running (%" PRIu64 ")",
+			s->id, s->tenant->name, s->log.pending);
+		return -EBUSY;
+	}
 	cmx_objtab_each(&s->objs, collect, &l);
 	if (l.oom) {
 		free(l.v);
