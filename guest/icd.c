@@ -420,12 +420,29 @@ static int devices_same(const struct _cl_device_id *a, cl_uint na,
 			const struct cmx_devinfo *x = &a[i].info[k], *y = &b[i].info[k];
 			if (x->param != y->param || x->size != y->size)
 				return 0;
-			if (x->param != CL_DEVICE_MAX_CLOCK_FREQUENCY &&
+			/* An empty answer's value is NULL (a record's bytes). */
+			if (x->param != CL_DEVICE_MAX_CLOCK_FREQUENCY && x->size &&
 			    memcmp(x->value, y->value, x->size))
 				return 0;
 		}
 	}
 	return 1;
+}
+
+/* Sessions whose daemon went away, and devices it no longer serves.
+ * Another thread may still be inside a call on such a session, and the
+ * application may hold such devices (they answer their queries), so they
+ * are kept, not freed: a few hundred KiB per restart of the daemon. */
+static void lost_keep(void *p)
+{
+	static void **lost;
+	static unsigned nlost;
+	void **n = realloc(lost, (nlost + 1) * sizeof(*n));
+
+	if (n) {
+		lost = n;
+		lost[nlost++] = p;
+	}
 }
 
 static int revive_locked(void)
@@ -473,6 +490,7 @@ static int revive_locked(void)
 		 * their queries from what they were, and make no context. */
 		for (cl_uint i = 0; i < cmx_icd.ndevices; i++)
 			cmx_icd.devices[i].gone = 1;
+		lost_keep(cmx_icd.devices);
 		cmx_icd.devices = devs;
 		cmx_icd.ndevices = n;
 		cmx_warn("clmuxd at %s now serves other devices: device ids from before are no "
@@ -484,6 +502,7 @@ static int revive_locked(void)
 	floor = atomic_load(&cmx_icd.next_id);
 	cmx_session_set_floor(s, floor);
 	atomic_store(&cmx_icd.floor, floor);
+	lost_keep(cmx_icd.s);
 	cmx_icd.s = s;
 	cmx_warn("connected to clmuxd at %s again; objects made before are lost", spec);
 	return 0;

@@ -3,6 +3,7 @@
 //
 // The files of guest/ lie in layers, each using only those below it
 // (guest/tests/layers.sh checks the built objects), bottom first: the
+// environment (env.c: the ICD's CLMUX_* numbers, read once); the
 // transport (copy.c, area.c, ivshmem.c, tls.c, dial.c, lane.c, session.c);
 // objects (object.c: ids, wait lists, queries; context.c; track.c: what
 // waits for a notification); queues and events (queue.c, event.c);

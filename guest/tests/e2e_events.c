@@ -811,6 +811,8 @@ START_TEST(test_nonblocking_read)
 		ck_assert_msg(virt[i] == i * 3u + NB_K && nat[i] == virt[i],
 			      "[%u]: virtual %u native %u, want %u", i, virt[i],
 			      nat[i], i * 3u + NB_K);
+	free(nat);
+	free(virt);
 }
 END_TEST
 
