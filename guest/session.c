@@ -4,6 +4,7 @@
 
 #include <CL/cl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -155,9 +156,13 @@ struct cmx_session {
 	struct cmx_lanes *lanes;
 
 	/* Resuming (a daemon with CMX_FEATURE_RESUME, a socket channel with
-	 * no shared area, lanes or compression): where it dials, the messages
+	 * no rings, lanes or compression): the area's memfd and what OpenArea
+	 * asked for (a resume maps the new daemon's in its place), where it
+	 * dials, the messages
 	 * counted as the daemon counts them and those kept (under send_lock),
 	 * and the connection's generation, which a resume raises. */
+	int area_fd;
+	struct cmx_OpenArea_in area_ask;
 	char *spec;
 	uint64_t features;
 	int resumable;
@@ -1232,6 +1237,11 @@ static int open_area(struct cmx_session *s, int rings)
 		e = -EPROTO;
 	if (!e && (out.flags & in.flags & CMX_AREA_HEAP))
 		cmx_garea_split(&s->area, ring_len);
+	/* Kept for a resume: its bytes go over to the next daemon's. */
+	if (!e && !rings && (s->features & CMX_FEATURE_RESUME)) {
+		s->area_fd = fcntl(fd[0], F_DUPFD_CLOEXEC, 0);
+		s->area_ask = in;
+	}
 	if (!e && rings) {
 		e = bind_rings(s);
 		if (!e) {
@@ -1383,11 +1393,12 @@ static int sock_connect(struct cmx_session *s, const char *spec)
 	}
 	if (!e && a.type == CMX_ADDR_TCP && !a.tls)
 		lanes_open(s, &a);
-	/* What a resume could not bring back: the area and rings (the
-	 * guest's memory in the old daemon), lanes and compressed payloads
-	 * (not kept as sent). */
-	s->resumable = !e && (s->features & CMX_FEATURE_RESUME) && !shm && !s->area.base &&
-		       !s->lanes && !s->lz4 && (s->spec = strdup(spec)) != NULL;
+	/* What a resume could not bring back: the rings (their state lives
+	 * in the old daemon too), lanes and compressed payloads (not kept as
+	 * sent). */
+	s->resumable = !e && (s->features & CMX_FEATURE_RESUME) && !shm &&
+		       (!s->area.base || s->area_fd >= 0) && !s->lanes && !s->lz4 &&
+		       (s->spec = strdup(spec)) != NULL;
 	return e;
 }
 
@@ -1431,6 +1442,34 @@ static int resume_count(struct cmx_session *s, int fd, uint64_t *applied)
 	return e;
 }
 
+/* The area the restored session holds (its buffers living there made
+ * again at the same offsets), mapped where the old one was, with what the
+ * old one held; its memfd is kept for the next resume. */
+static int resume_area(struct cmx_session *s, int fd)
+{
+	struct cmx_OpenArea_out out;
+	int rfd[SETUP_FDS] = { -1, -1 }, e;
+
+	e = setup_call(s, fd, &cmx_desc_OpenArea_in, &s->area_ask, ++s->seq,
+		       &cmx_desc_OpenArea_out, &out, rfd);
+	if (!e && (rfd[0] < 0 || out.size != s->area.size))
+		e = -EPROTO;
+	if (!e)
+		e = cmx_garea_move(&s->area, s->area_fd, rfd[0]);
+	if (!e) {
+		close(s->area_fd);
+		s->area_fd = rfd[0];
+		rfd[0] = -1;
+	}
+	for (int i = 0; i < SETUP_FDS; i++)
+		if (rfd[i] >= 0)
+			close(rfd[i]);
+	if (e)
+		cmx_err("session %llu: its shared area was not restored (%s)",
+			(unsigned long long)s->id, strerror(-e));
+	return e;
+}
+
 /* One try: the daemon's call and notification channels of this session
  * again, with what it applied. 0, or -errno (-EPERM: refused). */
 static int resume_dial(struct cmx_session *s, const struct cmx_addr *a, int *fd, int *nfd,
@@ -1449,6 +1488,8 @@ static int resume_dial(struct cmx_session *s, const struct cmx_addr *a, int *fd,
 		e = *nfd;
 	if (!e)
 		e = hello(s, *nfd, CMX_ROLE_NOTIFY);
+	if (!e && s->area.base)
+		e = resume_area(s, *fd);
 	if (e) {
 		cmx_dial_close(*fd);
 		if (*nfd >= 0)
@@ -1525,9 +1566,9 @@ static int resume_locked(struct cmx_session *s, int err)
 		cmx_dial_close(nfd);
 		return err;
 	}
-	/* From here its count is the daemon's: the GetStats, then each
-	 * message sent again. */
-	s->sent = applied + 1;
+	/* From here its count is the daemon's: the GetStats, the area's
+	 * OpenArea, then each message sent again. */
+	s->sent = applied + 1 + (s->area.base != NULL);
 	e = 0;
 	for (struct sent **pp = &s->log; *pp && !e;) {
 		struct sent *m = *pp;
@@ -1609,6 +1650,8 @@ static void session_free(struct cmx_session *s)
 	if (s->nrx.fd >= 0 && s->nrx.fd != s->nfd)
 		cmx_dial_close(s->nrx.fd);
 	free(s->spec);
+	if (s->area_fd >= 0)
+		close(s->area_fd);
 	cmx_lanes_destroy(s->lanes);
 	cmx_dial_close(s->nfd);
 	cmx_dial_close(s->fd);
@@ -1630,7 +1673,7 @@ int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *c
 
 	if (!s)
 		return -ENOMEM;
-	s->fd = s->nfd = s->bell = s->ivs.fd = -1;
+	s->fd = s->nfd = s->bell = s->ivs.fd = s->area_fd = -1;
 	s->rx.fd = s->nrx.fd = s->rx_next = -1;
 	s->log_tail = &s->log;
 	s->rx.s = s->nrx.s = s;

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "area.h"
 #include "log.h"
 #include "proto.gen.h"
 #include "record.h"
@@ -227,19 +228,27 @@ static int write_session(struct cmx_session *s, struct cmx_state_writer *w, uint
 		free(l.v);
 		return e;
 	}
+	if (s->area) {
+		/* Made again first, laid out as before: the buffers living
+		 * in it and the guest's offsets into it stay where they were. */
+		uint64_t area[2] = {s->area->hdr.data_len,
+				    s->area->hdr.ring_len[0] ? CMX_AREA_RINGS : 0};
+		struct iovec iov = {area, sizeof(area)};
+		cmx_state_put(w, CMX_STATE_AREA, &iov, 1);
+	}
 	st->records += cmx_record_mark(s);
 	cmx_record_write(s, w);
 	for (size_t i = 0; i < l.n && !e; i++) {
 		unsigned op = l.v[i]->kind == CMX_K_MEM ? made_by(l.v[i]) : 0;
-		/* Sub-buffers are their parent's bytes; area buffers' bytes
-		 * are the guest's shared memory. */
-		if (op == CMX_OP_CreateBuffer)
+		/* Sub-buffers are their parent's bytes. An area buffer's
+		 * are read through the driver too: a device may hold them
+		 * apart from the shared memory until they are mapped. */
+		if (op == CMX_OP_CreateBuffer || op == CMX_OP_CreateBufferArea)
 			e = write_contents(s, w, l.v[i], piece, &bytes);
-		else if (op == CMX_OP_CreateBufferArea || op == CMX_OP_CreateImage)
+		else if (op == CMX_OP_CreateImage)
 			cmx_warn("session %" PRIu64 ": object %#" PRIx64
-				 " written without its contents (%s)",
-				 s->id, l.v[i]->id,
-				 op == CMX_OP_CreateImage ? "an image" : "area memory");
+				 " written without its contents (an image)",
+				 s->id, l.v[i]->id);
 	}
 	free(l.v);
 	if (e) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "area.h"
 #include "call.h"
 #include "checkpoint.h"
 #include "codec.h"
@@ -29,9 +30,16 @@ static int kept_kind(unsigned kind)
 	       kind == CMX_K_PROGRAM || kind == CMX_K_KERNEL || kind == CMX_K_SAMPLER;
 }
 
+/* Bytes of the request kept in r->data: a payload in the area (a
+ * buffer's storage) stays there. */
+static uint64_t rec_len(const struct cmx_rec *r)
+{
+	return r->hdr.size + ((r->hdr.flags & CMX_HDR_AREA) ? 0 : r->hdr.bulk);
+}
+
 static uint64_t *rec_refs(struct cmx_rec *r)
 {
-	return (uint64_t *)(r->data + ((r->hdr.size + r->hdr.bulk + 7) & ~7ull));
+	return (uint64_t *)(r->data + ((rec_len(r) + 7) & ~7ull));
 }
 
 static struct cmx_rec **rec_named(struct cmx_rec *r)
@@ -97,7 +105,7 @@ static void unlink_rec(struct cmx_reclog *log, struct cmx_rec *r)
 {
 	*(r->prev ? &r->prev->next : &log->head) = r->next;
 	*(r->next ? &r->next->prev : &log->tail) = r->prev;
-	log->bytes -= r->hdr.size + r->hdr.bulk;
+	log->bytes -= rec_len(r);
 	if (r->dead)
 		log->dead--;
 	else
@@ -192,6 +200,12 @@ int cmx_record_prepare(struct cmx_call *c)
 				  .flags = c->sync ? CMX_HDR_SYNC : 0,
 				  .seq = c->seq,
 				  .bulk = bulk};
+	/* Storage in the shared area (a buffer living there): where it
+	 * lies, for a restore to make it there again. */
+	if (made && c->bulk && cmx_area_holds(s->area, c->bulk, c->bulk_len)) {
+		cmx_area_mark(s->area, &r->hdr, c->bulk);
+		r->hdr.bulk = c->bulk_len;
+	}
 	memcpy(r->data, c->args, c->args_len);
 	if (bulk)
 		memcpy(r->data + c->args_len, c->bulk, bulk);
@@ -252,7 +266,7 @@ void cmx_record_done(struct cmx_call *c, int status)
 	*(log->tail ? &log->tail->next : &log->head) = r;
 	log->tail = r;
 	log->live++;
-	log->bytes += r->hdr.size + r->hdr.bulk;
+	log->bytes += rec_len(r);
 }
 
 static void compact(struct cmx_session *s)
@@ -389,8 +403,7 @@ static const struct {
 void cmx_record_write(struct cmx_session *s, struct cmx_state_writer *w)
 {
 	for (struct cmx_rec *r = s->log.head; r; r = r->next) {
-		struct iovec iov[2] = {{&r->hdr, sizeof(r->hdr)},
-				       {r->data, r->hdr.size + r->hdr.bulk}};
+		struct iovec iov[2] = {{&r->hdr, sizeof(r->hdr)}, {r->data, rec_len(r)}};
 		if (r->needed)
 			cmx_state_put(w, CMX_STATE_CALL, iov, 2);
 	}

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "area.h"
 #include "call.h"
 #include "checkpoint.h"
 #include "codec.h"
@@ -117,7 +118,15 @@ static int replay(struct cmx_session *s, const struct cmx_hdr *h, const uint8_t 
 	char why[96];
 	int e;
 
-	if (h->bulk) {
+	if (h->flags & CMX_HDR_AREA) {
+		/* A buffer's storage in the area: taken as conn.c takes a
+		 * guest's block, within the same bounds. */
+		bulk = s->area ? cmx_area_take(s->area, h->area_off, h->bulk) : NULL;
+		if (!bulk) {
+			finish(s, -EBADMSG, "a block outside the area");
+			return -1;
+		}
+	} else if (h->bulk) {
 		bulk = cmx_staging_get(h->bulk);
 		if (!bulk) {
 			finish(s, -ENOMEM, "out of memory");
@@ -182,6 +191,25 @@ static int contents(struct cmx_session *s, const struct cmx_state_rec *rec)
 	return replay(s, &h, args, rec->data + 16);
 }
 
+/* The session's shared area, made again with its old layout; its memfd
+ * waits for the resuming guest's OpenArea (host/exec_session.c). */
+static int area(struct cmx_session *s, const struct cmx_state_rec *rec)
+{
+	int fd;
+
+	if (s->area || (rec->area_flags & ~(uint64_t)CMX_AREA_RINGS) ||
+	    rec->area_len > CMX_AREA_MAX) {
+		finish(s, -EBADMSG, "a second or malformed area");
+		return -1;
+	}
+	if (cmx_area_create(rec->area_len, (unsigned)rec->area_flags, &s->area, &fd)) {
+		finish(s, -ENOMEM, "no memory for its area");
+		return -1;
+	}
+	s->area_fd = fd;
+	return 0;
+}
+
 /* Replays records until one is deferred (its end calls this again) or
  * the file ends. Loop thread. */
 static void next(struct cmx_session *s)
@@ -191,6 +219,7 @@ static void next(struct cmx_session *s)
 
 	while (cmx_state_next(&rs->r, &rec) == 1) {
 		int e = rec.type == CMX_STATE_CONTENTS ? contents(s, &rec)
+			: rec.type == CMX_STATE_AREA   ? area(s, &rec)
 						       : replay(s, &rec.hdr, rec.args, rec.bulk);
 		if (e)
 			return;

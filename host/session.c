@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "area.h"
 #include "codec.h"
@@ -36,6 +37,7 @@ struct cmx_session *cmx_session_create(struct cmx_server *srv, struct cmx_conn *
 	t->sessions++;
 	s->conn = conn;
 	s->refs = 1;
+	s->area_fd = -1;
 	s->id = ++srv->next_session;
 	/* The notification channel proves it belongs to this session with it. */
 	if (getrandom(&s->token, sizeof(s->token), 0) != sizeof(s->token))
@@ -277,6 +279,9 @@ void cmx_session_close(struct cmx_session *s)
 	s->shm = NULL;
 	cmx_area_put(s->area);
 	s->area = NULL;
+	if (s->area_fd >= 0)
+		close(s->area_fd);
+	s->area_fd = -1;
 	cmx_incdir_drop_session(s->id);
 	cmx_info("session %llu: closed, everything it held released", (unsigned long long)s->id);
 	cmx_session_unref(s);

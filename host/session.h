@@ -43,6 +43,9 @@ struct cmx_session {
 	struct cmx_restore *restore;
 	int restored;
 	struct cmx_area *area; /* shared memory (OpenArea), or NULL */
+	/* A restored area's memfd until its resuming guest's OpenArea takes
+	 * it (host/restore.c), else -1. */
+	int area_fd;
 	struct cmx_shm *shm;   /* its rings at work (shm transport), or NULL */
 	struct cmx_amap *amaps; /* area buffers' native maps (host/exec_mem.c) */
 	uint64_t bytes; /* device memory charged */

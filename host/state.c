@@ -90,15 +90,21 @@ static int check_rec(const struct cmx_state_rechdr *rh, const uint8_t *data)
 		if (rh->len < CMX_HDR_SIZE)
 			return -EBADMSG;
 		memcpy(&h, data, sizeof(h));
-		/* The checks of a guest's frame, and only payloads that
-		 * travel in the record itself. */
-		if (cmx_frame_check_call(&h) || (h.flags & (CMX_HDR_AREA | CMX_HDR_LZ4)) ||
-		    h.area_off)
+		/* The checks of a guest's frame; a payload travels in the
+		 * record itself, or names a block of the area (replayed
+		 * through the area's own bounds checks). */
+		if (cmx_frame_check_call(&h) || (h.flags & CMX_HDR_LZ4) ||
+		    (!(h.flags & CMX_HDR_AREA) && h.area_off))
 			return -EBADMSG;
-		if ((uint64_t)h.size > rh->len - CMX_HDR_SIZE ||
-		    h.bulk != rh->len - CMX_HDR_SIZE - h.size)
+		if ((uint64_t)h.size > rh->len - CMX_HDR_SIZE)
+			return -EBADMSG;
+		if (h.flags & CMX_HDR_AREA)
+			return h.size == rh->len - CMX_HDR_SIZE ? 0 : -EBADMSG;
+		if (h.bulk != rh->len - CMX_HDR_SIZE - h.size)
 			return -EBADMSG;
 		return 0;
+	case CMX_STATE_AREA:
+		return rh->len == 16 ? 0 : -EBADMSG;
 	case CMX_STATE_CONTENTS:
 		return rh->len < 16 || rh->len - 16 > CMX_STATE_PIECE ? -EBADMSG : 0;
 	case CMX_STATE_END:
@@ -183,7 +189,12 @@ int cmx_state_next(struct cmx_state_reader *r, struct cmx_state_rec *rec)
 	if (rh.type == CMX_STATE_CALL) {
 		memcpy(&rec->hdr, rec->data, sizeof(rec->hdr));
 		rec->args = rec->data + CMX_HDR_SIZE;
-		rec->bulk = rec->hdr.bulk ? rec->args + rec->hdr.size : NULL;
+		rec->bulk = rec->hdr.bulk && !(rec->hdr.flags & CMX_HDR_AREA)
+				? rec->args + rec->hdr.size
+				: NULL;
+	} else if (rh.type == CMX_STATE_AREA) {
+		memcpy(&rec->area_len, rec->data, 8);
+		memcpy(&rec->area_flags, rec->data + 8, 8);
 	} else if (rh.type == CMX_STATE_CONTENTS) {
 		memcpy(&rec->id, rec->data, 8);
 		memcpy(&rec->offset, rec->data + 8, 8);

@@ -32,6 +32,9 @@ enum cmx_state_type {
 	CMX_STATE_CONTENTS = 2,
 	/* The last record: u64 the number of records before it. */
 	CMX_STATE_END = 3,
+	/* The session's shared area (OpenArea), before any call: u64 bytes
+	 * of its data region, u64 CMX_AREA_* flags of its layout. */
+	CMX_STATE_AREA = 4,
 };
 
 struct cmx_state_head {
@@ -63,11 +66,15 @@ struct cmx_state_rec {
 	uint32_t type;
 	const uint8_t *data;
 	uint64_t len;
-	/* CMX_STATE_CALL */
+	/* CMX_STATE_CALL; with CMX_HDR_AREA its payload is the hdr.bulk
+	 * bytes at hdr.area_off of the area (a buffer's storage), not in
+	 * the record, and bulk is NULL */
 	struct cmx_hdr hdr;
 	const uint8_t *args, *bulk;
 	/* CMX_STATE_CONTENTS */
 	uint64_t id, offset;
+	/* CMX_STATE_AREA */
+	uint64_t area_len, area_flags;
 };
 
 struct cmx_state_reader {
