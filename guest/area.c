@@ -294,12 +294,14 @@ uint64_t cmx_garea_heap_pending(struct cmx_garea *a)
 	return n;
 }
 
-int cmx_garea_move(struct cmx_garea *a, int old, int fd)
+int cmx_garea_move(struct cmx_garea *a, int old, int fd, uint8_t **rings)
 {
 	const struct cmx_area_hdr *h;
+	uint64_t d = a->hdr.data_off;
 	uint8_t *p;
 	off_t at;
 
+	*rings = NULL;
 	if (!a->base || !a->mapped)
 		return -EINVAL;
 	p = mmap(NULL, a->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -327,10 +329,31 @@ int cmx_garea_move(struct cmx_garea *a, int old, int fd)
 	}
 	if (a->hdr.fence_n)
 		memcpy(p + a->hdr.fence_at, a->base + a->hdr.fence_at, 8ull * a->hdr.fence_n);
-	if (mremap(p, a->size, a->size, MREMAP_MAYMOVE | MREMAP_FIXED, a->base) == MAP_FAILED) {
-		int e = -errno;
-		munmap(p, a->size);
-		return e;
+	if (!a->hdr.ring_len[0]) {
+		if (mremap(p, a->size, a->size, MREMAP_MAYMOVE | MREMAP_FIXED, a->base) ==
+		    MAP_FAILED) {
+			int e = -errno;
+			munmap(p, a->size);
+			return e;
+		}
+	} else {
+		/* The header's page and the data region move; the rings
+		 * (between them) stay at p, the rest of p a hole. */
+		if (d % PAGE || d < PAGE ||
+		    mremap(p, PAGE, PAGE, MREMAP_MAYMOVE | MREMAP_FIXED, a->base) == MAP_FAILED) {
+			int e = d % PAGE || d < PAGE ? -EPROTO : -errno;
+			munmap(p, a->size);
+			return e;
+		}
+		if (mremap(p + d, a->size - d, a->size - d, MREMAP_MAYMOVE | MREMAP_FIXED,
+			   a->base + d) == MAP_FAILED) {
+			/* The new header's page is in place: nothing to go
+			 * back to; the session does not resume. */
+			int e = -errno;
+			munmap(p + PAGE, a->size - PAGE);
+			return e;
+		}
+		*rings = p;
 	}
 	pthread_mutex_lock(&a->lock);
 	/* The new daemon made again the buffers it had (each done word 0

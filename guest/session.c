@@ -12,6 +12,7 @@
 #include <string.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -45,6 +46,7 @@
 #define AREA_FLUSH (256u << 10)	    /* an async payload this large goes out at once */
 #define SPIN_NS 50000		    /* shm: a waiter spins this long before it sleeps */
 #define SOCK_SPIN_NS 50000	    /* a reply's reader looks this long before it sleeps */
+#define AREA_PAGE 4096u	    /* the area's header page, before its rings */
 #define SLEEP_MS 100		    /* shm: a sleeper looks at the socket this often */
 
 struct cmx_session;
@@ -57,6 +59,10 @@ struct rx {
 	uint8_t *buf;
 	size_t pos, len;
 	int spin; /* a socket read looks before it sleeps (the call channel) */
+	/* shm: the session's generation this reader's ring belongs to, and
+	 * the ring of a resume's new daemon, to take up (or NULL). */
+	unsigned gen;
+	struct cmx_ring *ring_next;
 };
 
 /* A message sent on the call channel, kept until the daemon has surely
@@ -163,6 +169,11 @@ struct cmx_session {
 	 * and the connection's generation, which a resume raises. */
 	int area_fd;
 	struct cmx_OpenArea_in area_ask;
+	/* shm: the reply and notification rings of the last two resumes
+	 * (a reader takes up the new one), and where each was mapped. */
+	struct cmx_ring ring_alt[2][2];
+	uint8_t *rings_map[2];
+	unsigned ring_slot;
 	char *spec;
 	uint64_t features;
 	int resumable;
@@ -203,7 +214,7 @@ static int peer_alive(int fd)
 /* Waits until a ring has something for us: spins a little (the answer is
  * often microseconds away), then sleeps on the ring word. wake() and
  * sleep() are the consumer's or the producer's side. 0 or -errno. */
-static int ring_wait(struct cmx_session *s, struct cmx_ring *r, int producer)
+static int ring_wait(struct cmx_session *s, struct cmx_ring *r, int producer, const struct rx *rx)
 {
 	uint64_t until = now_ns() + s->spin_ns, nap = 0;
 
@@ -217,6 +228,10 @@ static int ring_wait(struct cmx_session *s, struct cmx_ring *r, int producer)
 			return 0;
 		if (atomic_load(&s->broken))
 			return -ECONNRESET;
+		/* A resume gave the reader a new ring: this one is the old
+		 * daemon's. */
+		if (rx && atomic_load(&s->gen) != rx->gen)
+			return -ESTALE;
 		/* A full command ring is a whole ring of calls ahead of the
 		 * daemon: room comes back only after it has run many of them,
 		 * so the producer sleeps at once (the daemon's consume wakes
@@ -281,7 +296,7 @@ static int ring_send(struct cmx_session *s, struct iovec *iov, int n)
 			 * before waiting, or it could never make room. */
 			if (cmx_ring_publish(&s->cmd))
 				ring_bell(s);
-			if ((e = ring_wait(s, &s->cmd, 1)))
+			if ((e = ring_wait(s, &s->cmd, 1, NULL)))
 				return e;
 		}
 	}
@@ -316,7 +331,7 @@ static ssize_t ring_recv(struct rx *r, void *buf, size_t len, int all)
 	size_t got = 0;
 
 	do {
-		int e = ring_wait(r->s, r->ring, 0);
+		int e = ring_wait(r->s, r->ring, 0, r);
 
 		if (e) {
 			errno = -e;
@@ -863,14 +878,19 @@ static int wait_reply(struct cmx_session *s, struct waiter *me)
 			continue;
 		}
 		s->reading = 1;
-		/* A resume's new socket: the reader takes it up. */
+		/* A resume's new socket or ring: the reader takes it up. */
 		if (s->rx_next >= 0) {
 			cmx_dial_close(s->rx.fd);
 			s->rx.fd = s->rx_next;
 			s->rx_next = -1;
 			s->rx.pos = s->rx.len = 0;
 		}
-		gen = atomic_load(&s->gen);
+		if (s->rx.ring_next) {
+			s->rx.ring = s->rx.ring_next;
+			s->rx.ring_next = NULL;
+			s->rx.pos = s->rx.len = 0;
+		}
+		gen = s->rx.gen = atomic_load(&s->gen);
 		pthread_mutex_unlock(&s->recv_lock);
 		e = read_reply(s);
 		if (e)
@@ -980,7 +1000,21 @@ static void notify_loop(struct cmx_session *s)
 		uint64_t in[64]; /* the largest notification struct fits */
 		void *dst = NULL;
 		unsigned gen = atomic_load(&s->gen);
-		int e = rx_message(&s->nrx, &h, &args);
+		int e;
+
+		if (gen != s->nrx.gen) {
+			/* shm: a resume's new ring (taken under the lock that
+			 * the resume holds). */
+			pthread_mutex_lock(&s->send_lock);
+			if (s->nrx.ring_next) {
+				s->nrx.ring = s->nrx.ring_next;
+				s->nrx.ring_next = NULL;
+				s->nrx.pos = s->nrx.len = 0;
+			}
+			gen = s->nrx.gen = atomic_load(&s->gen);
+			pthread_mutex_unlock(&s->send_lock);
+		}
+		e = rx_message(&s->nrx, &h, &args);
 
 		if (e && !atomic_load(&s->broken) && s->resumable && !resume_after(s, e, gen)) {
 			/* Resumed: the notifications come on its new socket. */
@@ -1238,7 +1272,7 @@ static int open_area(struct cmx_session *s, int rings)
 	if (!e && (out.flags & in.flags & CMX_AREA_HEAP))
 		cmx_garea_split(&s->area, ring_len);
 	/* Kept for a resume: its bytes go over to the next daemon's. */
-	if (!e && !rings && (s->features & CMX_FEATURE_RESUME)) {
+	if (!e && (s->features & CMX_FEATURE_RESUME)) {
 		s->area_fd = fcntl(fd[0], F_DUPFD_CLOEXEC, 0);
 		s->area_ask = in;
 	}
@@ -1285,8 +1319,8 @@ static int compress_ask(struct cmx_session *s)
 /* Wakes this process's own sleepers on the rings (the session is over). */
 static void ring_wake(struct cmx_session *s)
 {
-	cmx_ring_futex_wake(&s->rep.ctl->head);
-	cmx_ring_futex_wake(&s->ntf.ctl->head);
+	cmx_ring_futex_wake(&s->rx.ring->ctl->head);
+	cmx_ring_futex_wake(&s->nrx.ring->ctl->head);
 	cmx_ring_futex_wake(&s->cmd.ctl->tail);
 }
 
@@ -1393,10 +1427,9 @@ static int sock_connect(struct cmx_session *s, const char *spec)
 	}
 	if (!e && a.type == CMX_ADDR_TCP && !a.tls)
 		lanes_open(s, &a);
-	/* What a resume could not bring back: the rings (their state lives
-	 * in the old daemon too), lanes and compressed payloads (not kept as
-	 * sent). */
-	s->resumable = !e && (s->features & CMX_FEATURE_RESUME) && !shm &&
+	/* What a resume could not bring back: lanes and compressed payloads
+	 * (not kept as sent). */
+	s->resumable = !e && (s->features & CMX_FEATURE_RESUME) &&
 		       (!s->area.base || s->area_fd >= 0) && !s->lanes && !s->lz4 &&
 		       (s->spec = strdup(spec)) != NULL;
 	return e;
@@ -1449,17 +1482,44 @@ static int resume_area(struct cmx_session *s, int fd)
 {
 	struct cmx_OpenArea_out out;
 	int rfd[SETUP_FDS] = { -1, -1 }, e;
+	int rings = s->chan == &chan_shm;
+	uint8_t *at = NULL;
 
 	e = setup_call(s, fd, &cmx_desc_OpenArea_in, &s->area_ask, ++s->seq,
 		       &cmx_desc_OpenArea_out, &out, rfd);
-	if (!e && (rfd[0] < 0 || out.size != s->area.size))
+	if (!e && (rfd[0] < 0 || out.size != s->area.size || (rings && rfd[1] < 0)))
 		e = -EPROTO;
 	if (!e)
-		e = cmx_garea_move(&s->area, s->area_fd, rfd[0]);
+		e = cmx_garea_move(&s->area, s->area_fd, rfd[0], &at);
+	if (!e && rings != (at != NULL))
+		e = -EPROTO;
 	if (!e) {
 		close(s->area_fd);
 		s->area_fd = rfd[0];
 		rfd[0] = -1;
+	}
+	if (!e && rings) {
+		/* Calls go into the new command ring from here (under
+		 * send_lock, as every send); the readers take up theirs. */
+		const struct cmx_area_hdr *h = &s->area.hdr;
+		unsigned k = s->ring_slot ^= 1;
+		struct cmx_ring *v = s->ring_alt[k];
+		if (s->rings_map[k])
+			munmap(s->rings_map[k] + AREA_PAGE, h->data_off - AREA_PAGE);
+		s->rings_map[k] = at;
+		if (cmx_ring_init(&s->cmd, at + h->ring_off[CMX_RING_CMD], h->ring_len[CMX_RING_CMD], 0) ||
+		    cmx_ring_init(&v[0], at + h->ring_off[CMX_RING_REPLY], h->ring_len[CMX_RING_REPLY], 0) ||
+		    cmx_ring_init(&v[1], at + h->ring_off[CMX_RING_NOTIFY], h->ring_len[CMX_RING_NOTIFY], 0))
+			e = -EPROTO;
+		if (!e) {
+			close(s->bell);
+			s->bell = rfd[1];
+			rfd[1] = -1;
+			s->nrx.ring_next = &v[1];
+			pthread_mutex_lock(&s->recv_lock);
+			s->rx.ring_next = &v[0];
+			pthread_mutex_unlock(&s->recv_lock);
+		}
 	}
 	for (int i = 0; i < SETUP_FDS; i++)
 		if (rfd[i] >= 0)
@@ -1525,7 +1585,7 @@ static int resume_locked(struct cmx_session *s, int err)
 	uint64_t applied = 0, pause = RESUME_PAUSE_MS, waited = 0;
 	struct cmx_addr a;
 	char why[160];
-	int fd = -1, nfd = -1, e = -1;
+	int fd = -1, nfd = -1, e = -1, old_fd = s->fd, shm = s->chan == &chan_shm;
 
 	if (!s->resumable || atomic_load(&s->broken) || !s->spec ||
 	    cmx_addr_parse(s->spec, &a, why, sizeof(why)))
@@ -1569,6 +1629,10 @@ static int resume_locked(struct cmx_session *s, int err)
 	/* From here its count is the daemon's: the GetStats, the area's
 	 * OpenArea, then each message sent again. */
 	s->sent = applied + 1 + (s->area.base != NULL);
+	/* shm: they go into the new command ring, and a full ring's wait
+	 * looks at the new socket. */
+	if (shm)
+		s->fd = fd;
 	e = 0;
 	for (struct sent **pp = &s->log; *pp && !e;) {
 		struct sent *m = *pp;
@@ -1584,7 +1648,8 @@ static int resume_locked(struct cmx_session *s, int err)
 			free(m);
 			continue;
 		}
-		e = write_all(fd, iov, m->ext_len ? 2 : 1, &s->stats.writes);
+		e = shm ? ring_send(s, iov, m->ext_len ? 2 : 1)
+			: write_all(fd, iov, m->ext_len ? 2 : 1, &s->stats.writes);
 		m->n = ++s->sent;
 		pp = &m->next;
 	}
@@ -1594,6 +1659,7 @@ static int resume_locked(struct cmx_session *s, int err)
 	/* The batch's messages were kept: they went with the others. */
 	s->batch_len = 0;
 	if (e) {
+		s->fd = old_fd;
 		cmx_dial_close(fd);
 		cmx_dial_close(nfd);
 		return err;
@@ -1652,6 +1718,9 @@ static void session_free(struct cmx_session *s)
 	free(s->spec);
 	if (s->area_fd >= 0)
 		close(s->area_fd);
+	for (int k = 0; k < 2; k++)
+		if (s->rings_map[k])
+			munmap(s->rings_map[k] + AREA_PAGE, s->area.hdr.data_off - AREA_PAGE);
 	cmx_lanes_destroy(s->lanes);
 	cmx_dial_close(s->nfd);
 	cmx_dial_close(s->fd);

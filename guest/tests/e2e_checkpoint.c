@@ -626,12 +626,10 @@ static void resume_app(int fd, int go)
 	cl_mem ma, mb;
 	size_t g = N;
 	cl_int e;
-	char server[128];
 
-	/* The ICD's defaults: over unix, a shared area whose heap holds ma
+	/* The ICD's defaults on the transport daemon_again() named (unix,
+	 * or shm's rings): a shared area whose heap holds ma
 	 * (CL_MEM_ALLOC_HOST_PTR), and payloads in its blocks. */
-	snprintf(server, sizeof(server), "unix:%s", sock);
-	setenv("CLMUX_SERVER", server, 1);
 	if (e2e_plat_init(&nat, "native", e2e_native_match()) ||
 	    e2e_plat_init(&v, "virtual", e2e_virtual_match()))
 		_exit(2);
