@@ -56,6 +56,10 @@ struct cmx_call {
 	uint8_t *args; /* the encoded arguments the decoded pointers refer to */
 	uint32_t args_len;
 	struct cmx_rec *rec; /* its record, kept when it succeeds (host/record.c) */
+	/* A resuming guest's call sent again that the restore already
+	 * applied (its kept record has the same sequence number and
+	 * arguments): a build answers from what was built. */
+	uint8_t applied;
 };
 
 int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args);

@@ -157,6 +157,24 @@ static uint64_t owner_of(const struct cmx_call *c, unsigned *kind, uint64_t *ind
 	return owner;
 }
 
+/* A sync call that a resuming guest sent again, though its daemon had
+ * applied it before the checkpoint (its reply lost with the connection):
+ * the object's kept records hold it, with the same sequence number and
+ * arguments. Not while the restore itself replays them. */
+static int resent(const struct cmx_call *c, uint64_t owner, unsigned kind)
+{
+	struct cmx_obj *o;
+
+	if (!c->s->from_state || c->s->restore || !c->sync || !c->seq)
+		return 0;
+	o = cmx_session_obj(c->s, owner, kind);
+	for (struct cmx_rec *r = o ? o->recs : NULL; r; r = r->onext)
+		if (r->hdr.op == c->op && r->hdr.seq == c->seq && r->hdr.size == c->args_len &&
+		    !memcmp(r->data, c->args, c->args_len))
+			return 1;
+	return 0;
+}
+
 int cmx_record_prepare(struct cmx_call *c)
 {
 	struct cmx_session *s = c->s;
@@ -172,6 +190,10 @@ int cmx_record_prepare(struct cmx_call *c)
 	owner = owner_of(c, &kind, &index, &bulk, &made, &slot);
 	if (!owner)
 		return 0;
+	if (!made && resent(c, owner, kind)) {
+		c->applied = 1;
+		return 0;
+	}
 	nrefs = refs_of(c, owner, NULL);
 	size = sizeof(*r) + ((c->args_len + bulk + 7) & ~7ull) + nrefs * 16ull;
 	/* The daemon's host memory, not the device's: the error every call

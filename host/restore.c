@@ -296,7 +296,7 @@ static void restore_file(struct cmx_server *srv, int dfd, const char *name)
 	s->token = rs->r.head.token;
 	/* Its guest's count of messages goes on from there (GetStats). */
 	s->messages = rs->r.head.applied;
-	s->restored = 1;
+	s->restored = s->from_state = 1;
 	if (srv->next_session < s->id)
 		srv->next_session = s->id;
 	s->restore = rs;

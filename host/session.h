@@ -42,6 +42,7 @@ struct cmx_session {
 	 * then waiting for its guest's Hello (restored, conn NULL). */
 	struct cmx_restore *restore;
 	int restored;
+	int from_state; /* made by a restore, resumed or not: calls may come again */
 	struct cmx_area *area; /* shared memory (OpenArea), or NULL */
 	/* A restored area's memfd until its resuming guest's OpenArea takes
 	 * it (host/restore.c), else -1. */
