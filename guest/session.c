@@ -161,8 +161,8 @@ struct cmx_session {
 	/* tcp: bulk lanes for large blocking transfers (guest/lane.c), or NULL. */
 	struct cmx_lanes *lanes;
 
-	/* Resuming (a daemon with CMX_FEATURE_RESUME, a socket channel with
-	 * no rings, lanes or compression): the area's memfd and what OpenArea
+	/* Resuming (a daemon with CMX_FEATURE_RESUME, a socket or shm channel
+	 * with no lanes or compression): the area's memfd and what OpenArea
 	 * asked for (a resume maps the new daemon's in its place), where it
 	 * dials, the messages
 	 * counted as the daemon counts them and those kept (under send_lock),
@@ -1485,8 +1485,8 @@ static int resume_area(struct cmx_session *s, int fd)
 	int rings = s->chan == &chan_shm;
 	uint8_t *at = NULL;
 
-	e = setup_call(s, fd, &cmx_desc_OpenArea_in, &s->area_ask, ++s->seq,
-		       &cmx_desc_OpenArea_out, &out, rfd);
+	e = setup_call(s, fd, &cmx_desc_OpenArea_in, &s->area_ask, ++s->seq, &cmx_desc_OpenArea_out,
+		       &out, rfd);
 	if (!e && (rfd[0] < 0 || out.size != s->area.size || (rings && rfd[1] < 0)))
 		e = -EPROTO;
 	if (!e)
@@ -1507,9 +1507,12 @@ static int resume_area(struct cmx_session *s, int fd)
 		if (s->rings_map[k])
 			munmap(s->rings_map[k] + AREA_PAGE, h->data_off - AREA_PAGE);
 		s->rings_map[k] = at;
-		if (cmx_ring_init(&s->cmd, at + h->ring_off[CMX_RING_CMD], h->ring_len[CMX_RING_CMD], 0) ||
-		    cmx_ring_init(&v[0], at + h->ring_off[CMX_RING_REPLY], h->ring_len[CMX_RING_REPLY], 0) ||
-		    cmx_ring_init(&v[1], at + h->ring_off[CMX_RING_NOTIFY], h->ring_len[CMX_RING_NOTIFY], 0))
+		if (cmx_ring_init(&s->cmd, at + h->ring_off[CMX_RING_CMD],
+				  h->ring_len[CMX_RING_CMD], 0) ||
+		    cmx_ring_init(&v[0], at + h->ring_off[CMX_RING_REPLY],
+				  h->ring_len[CMX_RING_REPLY], 0) ||
+		    cmx_ring_init(&v[1], at + h->ring_off[CMX_RING_NOTIFY],
+				  h->ring_len[CMX_RING_NOTIFY], 0))
 			e = -EPROTO;
 		if (!e) {
 			close(s->bell);
