@@ -33,10 +33,15 @@
 
 static const char *clmuxd;
 static char dir[64], sock[96], admin[96], state[96], logf[96];
+/* The daemon running, and the process that started it. */
+static pid_t daemon_pid, bench_pid;
 
 __attribute__((noreturn)) static void die(const char *what)
 {
 	fprintf(stderr, "ckpt-bench: %s\n", what);
+	/* Not left behind, holding the caller's pipes. */
+	if (daemon_pid > 0 && getpid() == bench_pid)
+		kill(daemon_pid, SIGKILL);
 	exit(1);
 }
 
@@ -71,6 +76,8 @@ static pid_t daemon_start(void)
 	}
 	for (int i = 0; i < 3000 && !(accepts(sock) && accepts(admin)); i++)
 		usleep(10000);
+	daemon_pid = pid;
+	bench_pid = getpid();
 	if (!accepts(sock))
 		die("clmuxd did not start");
 	return pid;
@@ -82,6 +89,7 @@ static void daemon_stop(pid_t pid)
 
 	kill(pid, SIGTERM);
 	waitpid(pid, &st, 0);
+	daemon_pid = 0;
 }
 
 static char *ask(const char *line)
