@@ -16,6 +16,7 @@
 #include "dial.h"
 #include "env.h"
 #include "log.h"
+#include "timer.h"
 
 #define CMX_EXPORT __attribute__((visibility("default")))
 #define PLATFORM_VERSION "OpenCL 3.0 clmux " PACKAGE_VERSION
@@ -570,6 +571,15 @@ cl_int cmx_clGetPlatformInfo(cl_platform_id p, cl_platform_info param, size_t si
 	case CL_PLATFORM_ICD_SUFFIX_KHR:
 		return cmx_info_str(size, value, size_ret, "CLMUX");
 	case CL_PLATFORM_HOST_TIMER_RESOLUTION:
+		/* The guest's clock, where the device has a timer to
+		 * calibrate it against; 0 (no host timer) elsewhere. */
+		if (cmx_icd.s && cmx_icd.ndevices &&
+		    !cmx_timer_read(cmx_icd.s, cmx_icd.devices[0].id, NULL, NULL)) {
+			struct timespec res;
+			clock_getres(CLOCK_MONOTONIC, &res);
+			timer = (cl_ulong)res.tv_sec * 1000000000ull + (cl_ulong)res.tv_nsec;
+			timer = timer ? timer : 1;
+		}
 		return cmx_info_copy(size, value, size_ret, &timer, sizeof(timer));
 	}
 	return CL_INVALID_VALUE;
@@ -728,14 +738,24 @@ cl_int cmx_clCreateSubDevices(cl_device_id d, const cl_device_partition_property
 	return CL_SUCCESS;
 }
 
+/* The guest's clock, calibrated against the device's timer (guest/timer.c);
+ * a device without a timer gives the daemon's CL_INVALID_OPERATION. */
 cl_int cmx_clGetDeviceAndHostTimer(cl_device_id d, cl_ulong *dev, cl_ulong *host)
 {
-	return device_valid(d) ? CL_INVALID_OPERATION : CL_INVALID_DEVICE;
+	if (!device_valid(d) || device_gone(d))
+		return CL_INVALID_DEVICE;
+	if (!dev || !host)
+		return CL_INVALID_VALUE;
+	return cmx_timer_read(cmx_icd.s, d->id, dev, host);
 }
 
 cl_int cmx_clGetHostTimer(cl_device_id d, cl_ulong *host)
 {
-	return device_valid(d) ? CL_INVALID_OPERATION : CL_INVALID_DEVICE;
+	if (!device_valid(d) || device_gone(d))
+		return CL_INVALID_DEVICE;
+	if (!host)
+		return CL_INVALID_VALUE;
+	return cmx_timer_read(cmx_icd.s, d->id, NULL, host);
 }
 
 /* ---- contexts -------------------------------------------------------- */

@@ -6,7 +6,8 @@ guest_libclmux_la_SOURCES = guest/icd.h guest/object.c guest/context.c guest/tra
 	guest/session.c guest/lane.h guest/lane.c guest/queue.c guest/event.c guest/notify.c guest/mem.h guest/mem.c \
 	guest/command.c guest/mapping.c guest/transfer.c guest/rect.c guest/map.c guest/image.c guest/include.c \
 	guest/program.c guest/kernel.c guest/cmdbuf.c guest/dial.h guest/dial.c guest/area.h guest/area.c \
-	guest/tls.h guest/tls.c guest/ivshmem.h guest/ivshmem.c guest/copy.h guest/copy.c
+	guest/tls.h guest/tls.c guest/ivshmem.h guest/ivshmem.c guest/copy.h guest/copy.c \
+	guest/timer.h guest/timer.c
 guest_libclmux_la_SOURCES += guest/env.h guest/env.c
 nodist_guest_libclmux_la_SOURCES = guest/stubs.gen.h
 guest_libclmux_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/guest -I$(top_builddir)/guest \

@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "log.h"
 #include "loop.h"
@@ -40,8 +41,113 @@ static uintptr_t key_of(uint32_t idx, uint32_t gen)
 	return (uintptr_t)((uint64_t)gen << 32 | idx);
 }
 
-/* Ends slot idx with status: frees it first, so that fn may register
- * again. */
+/*
+ * Failed events the daemon is done with rest here before their release.
+ * PoCL 3.1 leaves a command that failed through one event of its wait list
+ * in the notify list of every other event it waits for (its in-order
+ * predecessor, the migration of a buffer made from host memory on a queue
+ * of its own, another wait-list event), and walks that list when such an
+ * event ends. Released at once, the failed command is freed before that
+ * walk, which then locks a destroyed mutex and aborts the worker
+ * (pocl_lock_events_inorder(): Invalid argument), or hangs on a reused
+ * one. Nothing says when the last of those events has ended, so a failed
+ * event keeps the daemon's reference for REST_MS.
+ */
+#define REST_MS 3000
+#define REST_TICK_MS 250
+
+struct rest {
+	cl_event ev;
+	uint64_t until; /* CLOCK_MONOTONIC ns */
+};
+
+static struct {
+	struct rest *v;
+	size_t n, cap;
+	struct cmx_io io;
+	struct __kernel_timespec ts;
+	int armed;
+} rs;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void rest_arm(void);
+
+static void rest_tick(struct cmx_io *io, int res, unsigned flags)
+{
+	uint64_t now = mono_ns();
+	size_t k = 0;
+
+	(void)io;
+	(void)res;
+	(void)flags;
+	rs.armed = 0;
+	for (size_t i = 0; i < rs.n; i++) {
+		if (rs.v[i].until <= now)
+			clReleaseEvent(rs.v[i].ev);
+		else
+			rs.v[k++] = rs.v[i];
+	}
+	rs.n = k;
+	rest_arm();
+}
+
+static void rest_arm(void)
+{
+	struct io_uring_sqe *sqe;
+
+	if (rs.armed || !rs.n || !(sqe = cmx_loop_sqe(cmx_srv->loop, &rs.io)))
+		return;
+	rs.armed = 1;
+	rs.io.cb = rest_tick;
+	rs.ts.tv_sec = 0;
+	rs.ts.tv_nsec = REST_TICK_MS * 1000000ll;
+	io_uring_prep_timeout(sqe, &rs.ts, 0, 0);
+}
+
+/* Loop thread: ev rests (or, with no room to note it, is kept for good:
+ * a leak is better than a worker that aborts). */
+static void rest_add(void *arg)
+{
+	cl_event ev = arg;
+
+	if (rs.n == rs.cap) {
+		size_t cap = rs.cap ? rs.cap * 2 : 64;
+		struct rest *v = realloc(rs.v, cap * sizeof(*v));
+
+		if (!v)
+			return;
+		rs.v = v;
+		rs.cap = cap;
+	}
+	rs.v[rs.n++] = (struct rest){ev, mono_ns() + REST_MS * 1000000ull};
+	rest_arm();
+}
+
+void cmx_complete_release(cl_event ev)
+{
+	cl_int st = CL_COMPLETE;
+
+	if (!ev)
+		return;
+	if (clGetEventInfo(ev, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st, NULL) ||
+	    st >= CL_COMPLETE || !cmx_srv->loop)
+		clReleaseEvent(ev);
+	else
+		cmx_loop_post(cmx_srv->loop, rest_add, ev);
+}
+
+unsigned cmx_complete_resting(void)
+{
+	return (unsigned)rs.n;
+}
+
 /* Slot idx is free again (a new generation) and its event released. */
 static void slot_free(uint32_t idx)
 {
@@ -54,7 +160,7 @@ static void slot_free(uint32_t idx)
 	s->next_free = cs.free;
 	cs.free = idx;
 	cs.live--;
-	clReleaseEvent(ev);
+	cmx_complete_release(ev);
 }
 
 static void settle(uint32_t idx, cl_int status)

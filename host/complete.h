@@ -29,6 +29,13 @@ int cmx_complete_at(cl_event e, cl_int type, void (*fn)(void *arg, cl_int status
  * Loop thread. */
 void cmx_complete_failed(void);
 
+/* Releases the daemon's reference to ev, which may be its last. A failed
+ * command's event rests a few seconds first (host/complete.c says why).
+ * Any thread. */
+void cmx_complete_release(cl_event ev);
+/* Failed events resting now. */
+unsigned cmx_complete_resting(void);
+
 /* Completions still registered (tests, the log at exit). */
 unsigned cmx_complete_pending(void);
 

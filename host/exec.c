@@ -24,8 +24,7 @@ void cmx_event_bind(struct cmx_call *c, const struct cmx_ref *ev, cl_event e)
 		return;
 	if (q && !(q->flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)) {
 		clRetainEvent(e);
-		if (q->last)
-			clReleaseEvent(q->last);
+		cmx_complete_release(q->last);
 		q->last = e;
 	}
 	if (!ev->id || c->s->closed ||

@@ -112,6 +112,12 @@ struct pinned_write {
 	atomic_uint copies; /* chunks not yet copied: the last gives the payload back */
 	atomic_uint refs;
 	cl_event *gates;
+	/* [k]: chunk k's native write, held until its gate is set. PoCL 3.1
+	 * keeps a command that failed (its wait list did) in the notify list
+	 * of every other event it waits for, and walks that list when the
+	 * event ends: freed before its gate ends, the write would be used
+	 * after its free and the worker abort in pocl_lock_events_inorder(). */
+	cl_event *held;
 	struct chunk *chunks;
 };
 
@@ -120,6 +126,7 @@ static void write_put(struct pinned_write *w)
 	if (atomic_fetch_sub_explicit(&w->refs, 1, memory_order_acq_rel) != 1)
 		return;
 	free(w->gates);
+	free(w->held);
 	free(w->chunks);
 	free(w);
 }
@@ -131,6 +138,7 @@ static void chunk_copied(void *arg)
 
 	clSetUserEventStatus(w->gates[ch->k], CL_COMPLETE);
 	clReleaseEvent(w->gates[ch->k]);
+	cmx_complete_release(w->held[ch->k]);
 	if (atomic_fetch_sub_explicit(&w->copies, 1, memory_order_acq_rel) == 1)
 		cmx_staging_put(w->payload);
 	write_put(w);
@@ -189,10 +197,13 @@ static uint64_t chunks_enqueue(struct pinned_write *w, cl_command_queue q, cl_me
 			*err = CL_OUT_OF_RESOURCES;
 			break;
 		}
-		if (k + 1 < w->l.n)
-			clReleaseEvent(e);
-		else
+		/* The enqueue's reference is held (w->held); the last
+		 * chunk's event is also the call's. */
+		w->held[k] = e;
+		if (k + 1 == w->l.n) {
+			clRetainEvent(e);
 			*ev = e;
+		}
 	}
 	return k;
 }
@@ -214,9 +225,10 @@ int cmx_pinned_write(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t 
 	}
 	w->off = off;
 	w->gates = calloc(w->l.n, sizeof(*w->gates));
+	w->held = calloc(w->l.n, sizeof(*w->held));
 	w->chunks = calloc(w->l.n, sizeof(*w->chunks));
 	list = malloc(((size_t)nwait + 1) * sizeof(*list));
-	e = !w->gates || !w->chunks || !list ? CL_OUT_OF_HOST_MEMORY
+	e = !w->gates || !w->held || !w->chunks || !list ? CL_OUT_OF_HOST_MEMORY
 					     : gates_make(w->gates, 0, w->l.n, q);
 	done = e ? 0 : chunks_enqueue(w, q, m, nwait, wait, list, ev, &e);
 	free(list);
@@ -225,6 +237,7 @@ int cmx_pinned_write(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t 
 	streams_trim(&w->l, w->gates, 0, done);
 	if (!done) {
 		free(w->gates);
+		free(w->held);
 		free(w->chunks);
 		free(w);
 		return e;
@@ -259,6 +272,9 @@ struct pinned_read {
 	struct copy_streams l;
 	struct cmx_call *c;
 	cl_event *gates; /* [k] for k >= l.count */
+	/* [k] for k >= l.count: chunk k's native read, held until its gate
+	 * is set (struct pinned_write's held says why). */
+	cl_event *held;
 	struct rchunk *chunks;
 	atomic_uint left;  /* chunks not yet copied out */
 	atomic_int status; /* the first failure */
@@ -274,6 +290,7 @@ static void rchunk_done(struct pinned_read *r, uint64_t k)
 	if (k + r->l.count < r->l.n) {
 		clSetUserEventStatus(r->gates[k + r->l.count], CL_COMPLETE);
 		clReleaseEvent(r->gates[k + r->l.count]);
+		cmx_complete_release(r->held[k + r->l.count]);
 	} else {
 		cmx_pinned_put(chunk_slot(&r->l, k));
 	}
@@ -281,6 +298,7 @@ static void rchunk_done(struct pinned_read *r, uint64_t k)
 		return;
 	status = atomic_load_explicit(&r->status, memory_order_acquire);
 	free(r->gates);
+	free(r->held);
 	free(r->chunks);
 	free(r);
 	cmx_defer_post(c, status < 0 ? status : CL_COMPLETE);
@@ -348,9 +366,10 @@ int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t o
 	}
 	r->c = c;
 	r->gates = calloc(r->l.n, sizeof(*r->gates));
+	r->held = calloc(r->l.n, sizeof(*r->held));
 	r->chunks = calloc(r->l.n, sizeof(*r->chunks));
 	evs = calloc(r->l.n, sizeof(*evs));
-	e = !r->gates || !r->chunks || !evs || !cmx_read_staging(c, size)
+	e = !r->gates || !r->held || !r->chunks || !evs || !cmx_read_staging(c, size)
 		    ? CL_OUT_OF_HOST_MEMORY
 		    : gates_make(r->gates, r->l.count, r->l.n, q);
 	done = e ? 0 : rchunks_enqueue(r, q, m, off, nwait, wait, evs, &e);
@@ -361,6 +380,7 @@ int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t o
 		cmx_staging_put(c->rbulk);
 		c->rbulk = NULL;
 		free(r->gates);
+		free(r->held);
 		free(r->chunks);
 		free(r);
 		free(evs);
@@ -372,6 +392,11 @@ int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t o
 	c->fin = fin;
 	clRetainEvent(evs[done - 1]);
 	cmx_event_bind(c, guest_ev, evs[done - 1]);
+	/* Before the first completion can set a gate. */
+	for (uint64_t k = r->l.count; k < done; k++) {
+		clRetainEvent(evs[k]);
+		r->held[k] = evs[k];
+	}
 	for (uint64_t k = 0; k < done; k++) {
 		/* Not the driver's callback: PoCL 3.1 calls none for a read
 		 * whose wait list failed, and the guest would wait for its

@@ -40,8 +40,8 @@ struct cmx_loop {
 	pthread_t thread;
 	uint64_t linger_until; /* CLOCK_MONOTONIC ns; 0: none */
 	/* What a linger does between its looks (cmx_loop_linger_with()). */
-	int (*linger_fn)(void);
-	uint64_t turn_ns;      /* when the current turn's completions came */
+	int (*linger_fn[CMX_LINGER_FNS])(void);
+	uint64_t turn_ns; /* when the current turn's completions came */
 	/* Lingers asked for (sync replies on sockets), those that ran out
 	 * with nothing to do, and the times the loop slept in the kernel. */
 	uint64_t lingers, idle_lingers, sleeps;
@@ -144,10 +144,10 @@ void cmx_loop_post(struct cmx_loop *l, void (*fn)(void *arg), void *arg)
  * goes here too, or its completions say -EACCES.
  */
 static const uint8_t ring_ops[] = {
-	IORING_OP_NOP,	    IORING_OP_READ,	    IORING_OP_RECV,
-	IORING_OP_SEND,	    IORING_OP_SENDMSG,	    IORING_OP_ACCEPT,
-	IORING_OP_POLL_ADD, IORING_OP_TIMEOUT,	    IORING_OP_TIMEOUT_REMOVE,
-	IORING_OP_ASYNC_CANCEL,
+    IORING_OP_NOP,	    IORING_OP_READ,    IORING_OP_RECV,
+    IORING_OP_SEND,	    IORING_OP_SENDMSG, IORING_OP_ACCEPT,
+    IORING_OP_POLL_ADD,	    IORING_OP_TIMEOUT, IORING_OP_TIMEOUT_REMOVE,
+    IORING_OP_ASYNC_CANCEL,
 };
 
 /* A ring made disabled takes its restrictions, then starts. */
@@ -300,7 +300,17 @@ void cmx_loop_linger(struct cmx_loop *l, uint64_t ns)
 
 void cmx_loop_linger_with(struct cmx_loop *l, uint64_t ns, int (*fn)(void))
 {
-	l->linger_fn = fn;
+	int free_slot = -1;
+
+	for (int i = 0; i < CMX_LINGER_FNS; i++) {
+		if (l->linger_fn[i] == fn)
+			goto linger;
+		if (!l->linger_fn[i] && free_slot < 0)
+			free_slot = i;
+	}
+	if (free_slot >= 0)
+		l->linger_fn[free_slot] = fn;
+linger:
 	cmx_loop_linger(l, ns);
 }
 
@@ -315,8 +325,9 @@ static void linger(struct cmx_loop *l)
 	now = now_ns();
 	while (!io_uring_cq_ready(&l->ring) && !l->local && !atomic_load(&l->wake_pending) &&
 	       now < l->linger_until) {
-		if (l->linger_fn && !l->linger_fn())
-			l->linger_fn = NULL;
+		for (int i = 0; i < CMX_LINGER_FNS; i++)
+			if (l->linger_fn[i] && !l->linger_fn[i]())
+				l->linger_fn[i] = NULL;
 		sched_yield();
 		now = now_ns();
 	}

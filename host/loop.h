@@ -38,7 +38,9 @@ int cmx_loop_io_ready(struct cmx_loop *l);
  * loop costs more than that). Loop thread. */
 void cmx_loop_linger(struct cmx_loop *l, uint64_t ns);
 /* The same, calling fn between its looks until fn returns 0 (the
- * completion fences of host/fence.c). Loop thread. */
+ * completion fences of host/fence.c, the scheduler's completion polls);
+ * up to CMX_LINGER_FNS functions at once. Loop thread. */
+#define CMX_LINGER_FNS 4
 void cmx_loop_linger_with(struct cmx_loop *l, uint64_t ns, int (*fn)(void));
 
 /* When the loop last woke with completions (CLOCK_MONOTONIC ns): the

@@ -12,6 +12,7 @@
 
 #include "area.h"
 #include "codec.h"
+#include "complete.h"
 #include "conn.h"
 #include "exec.h"
 #include "fence.h"
@@ -129,8 +130,7 @@ static void release_native(struct cmx_obj *o)
 		clReleaseContext(o->h);
 		break;
 	case CMX_K_QUEUE:
-		if (o->last)
-			clReleaseEvent(o->last);
+		cmx_complete_release(o->last);
 		clReleaseCommandQueue(o->h);
 		break;
 	case CMX_K_MEM:
@@ -143,7 +143,8 @@ static void release_native(struct cmx_obj *o)
 		clReleaseKernel(o->h);
 		break;
 	case CMX_K_EVENT:
-		clReleaseEvent(o->h);
+		/* A failed command's may still be in the driver's lists. */
+		cmx_complete_release(o->h);
 		break;
 	case CMX_K_SAMPLER:
 		clReleaseSampler(o->h);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Answers driver questions for clmux's GPU paths: transfer bandwidth by kind of host memory, per-call costs, where kernel printf goes.
 //
-// usage: clmux-gpu-probe [PLATFORM_SUBSTRING [MIB [lat|stall|fault]]]   (default NVIDIA, 64)
+// usage: clmux-gpu-probe [PLATFORM_SUBSTRING [MIB [lat|stall|queues|fault]]]   (default NVIDIA, 64)
 //
 // With `lat`, only the per-call costs: run on the clmux platform (CLMUX_SERVER
 // set) they are the same calls through the daemon, and "clFinish on an idle
@@ -893,6 +893,147 @@ static void probe_stall(void)
 	clReleaseProgram(prog);
 }
 
+/* ---- one process, several queues: what a group sharing a context could reach ---- */
+
+#define QN 8
+
+struct qrun {
+	cl_context c;
+	cl_command_queue q;
+	cl_kernel k;
+	cl_mem buf;
+	cl_event ev[4];
+	unsigned head, n;
+	uint64_t done, end;
+};
+
+static void qrun_open(struct qrun *r, cl_context c)
+{
+	static const char *src =
+	    "kernel void spin(global uint *p, uint n) {\n"
+	    "  uint x = get_global_id(0);\n"
+	    "  for (uint i = 0; i < n; i++) x = x * 1664525u + 1013904223u + (x >> 13);\n"
+	    "  p[get_global_id(0)] = x;\n"
+	    "}\n";
+	cl_uint work = 2000;
+	cl_int e;
+	cl_program prog;
+
+	r->c = c;
+	r->q = clCreateCommandQueueWithProperties(c, dev, NULL, &e);
+	CK(e);
+	prog = clCreateProgramWithSource(c, 1, &src, NULL, &e);
+	CK(e);
+	CK(clBuildProgram(prog, 1, &dev, NULL, NULL, NULL));
+	r->k = clCreateKernel(prog, "spin", &e);
+	CK(e);
+	r->buf = clCreateBuffer(c, CL_MEM_READ_WRITE, 4096 * 4, NULL, &e);
+	CK(e);
+	CK(clSetKernelArg(r->k, 0, sizeof(r->buf), &r->buf));
+	CK(clSetKernelArg(r->k, 1, sizeof(work), &work));
+	clReleaseProgram(prog);
+}
+
+static void qrun_launch(struct qrun *r)
+{
+	size_t g = 4096;
+
+	CK(clEnqueueNDRangeKernel(r->q, r->k, 1, NULL, &g, NULL, 0, NULL,
+				  &r->ev[(r->head + r->n) % 4]));
+	clFlush(r->q);
+	r->n++;
+}
+
+static void qrun_retire(struct qrun *r)
+{
+	clReleaseEvent(r->ev[r->head]);
+	r->head = (r->head + 1) % 4;
+	r->n--;
+	r->done++;
+}
+
+/* tenant-bench's short-kernel client on one queue: 4 in flight, the oldest
+ * waited for. */
+static void *qrun_thread(void *arg)
+{
+	struct qrun *r = arg;
+
+	while (now_ns() < r->end) {
+		if (r->n == 4) {
+			CK(clWaitForEvents(1, &r->ev[r->head]));
+			qrun_retire(r);
+		}
+		qrun_launch(r);
+	}
+	clFinish(r->q);
+	return NULL;
+}
+
+/* QN queues of short kernels for 2 s, kernels/s: contexts of their own,
+ * each driven by a thread (native processes' shape, in one process); one
+ * context, a thread per queue; one context, one thread polling every
+ * queue's oldest and refilling (a worker's loop). */
+static double queues_run(int mode)
+{
+	struct qrun r[QN] = {0};
+	pthread_t t[QN];
+	uint64_t t0, done = 0;
+	cl_int e;
+	cl_context shared = mode ? clCreateContext(NULL, 1, &dev, NULL, NULL, &e) : NULL;
+
+	for (int i = 0; i < QN; i++) {
+		cl_context c = shared ? shared : clCreateContext(NULL, 1, &dev, NULL, NULL, &e);
+		CK(e);
+		qrun_open(&r[i], c);
+	}
+	t0 = now_ns();
+	for (int i = 0; i < QN; i++)
+		r[i].end = t0 + 2000000000ull;
+	if (mode < 2) {
+		for (int i = 0; i < QN; i++)
+			if (pthread_create(&t[i], NULL, qrun_thread, &r[i]))
+				die("pthread_create", -1);
+		for (int i = 0; i < QN; i++)
+			pthread_join(t[i], NULL);
+	} else {
+		while (now_ns() < r[0].end)
+			for (int i = 0; i < QN; i++) {
+				cl_int st = CL_COMPLETE;
+				while (r[i].n &&
+				       !clGetEventInfo(r[i].ev[r[i].head],
+						       CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+						       NULL) &&
+				       st <= CL_COMPLETE)
+					qrun_retire(&r[i]);
+				while (r[i].n < 4)
+					qrun_launch(&r[i]);
+			}
+		for (int i = 0; i < QN; i++)
+			clFinish(r[i].q);
+	}
+	for (int i = 0; i < QN; i++) {
+		while (r[i].n)
+			qrun_retire(&r[i]);
+		done += r[i].done;
+		clReleaseKernel(r[i].k);
+		clReleaseMemObject(r[i].buf);
+		clReleaseCommandQueue(r[i].q);
+		if (!shared)
+			clReleaseContext(r[i].c);
+	}
+	if (shared)
+		clReleaseContext(shared);
+	return (double)done / ((double)(now_ns() - t0) / 1e9);
+}
+
+static void probe_queues(void)
+{
+	printf("%d queues of short kernels (4096 x 2000), 4 in flight each, kernels/s:\n", QN);
+	printf("  a context each, a thread each         %9.0f\n", queues_run(0));
+	printf("  one context, a thread per queue       %9.0f\n", queues_run(1));
+	printf("  one context, one thread polling all   %9.0f\n", queues_run(2));
+}
+
 int main(int argc, char **argv)
 {
 	const char *want = argc > 1 ? argv[1] : "NVIDIA";
@@ -922,6 +1063,10 @@ int main(int argc, char **argv)
 		/* Last: it leaves the process's driver state broken. */
 		probe_fault();
 		return 0;
+	}
+	if (argc > 3 && !strcmp(argv[3], "queues")) {
+		probe_queues();
+		goto out;
 	}
 	if (argc > 3 && !strcmp(argv[3], "stall")) {
 		probe_stall();

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 static const char prog_src[] =
 	"__kernel void add_scalar(__global const float *restrict in,\n"
@@ -1068,13 +1070,26 @@ static void big_both(const char *what, const char *src, const char *options, con
 	big_compare(what, v, nat);
 }
 
+/* Whether the native platform's name has sub in it. */
+static int native_is(const char *sub)
+{
+	char name[256] = "";
+
+	clGetPlatformInfo(e2e_native.platform, CL_PLATFORM_NAME, sizeof(name) - 1, name, NULL);
+	return strstr(name, sub) != NULL;
+}
+
 /* Kernel names of 255, 256, 4096 and 70000 characters (clmux once cut
- * them at 255 and answered CL_INVALID_KERNEL_NAME), created and named. */
+ * them at 255 and answered CL_INVALID_KERNEL_NAME), created and named.
+ * NVIDIA's driver corrupts its process's heap building a kernel whose
+ * name is longer than 256 characters (docs/compatibility.md): there the
+ * longer names are not built, natively or through clmux. */
 START_TEST(test_long_kernel_name)
 {
 	static const size_t lens[] = {255, 256, 4096, 70000};
+	size_t nlens = native_is("NVIDIA") ? 2 : sizeof(lens) / sizeof(*lens);
 
-	for (size_t i = 0; i < sizeof(lens) / sizeof(*lens); i++) {
+	for (size_t i = 0; i < nlens; i++) {
 		char *name = e2e_xmalloc(lens[i] + 1), *src = e2e_xmalloc(lens[i] + 256), what[64];
 		struct big_run nat, v;
 
@@ -1117,9 +1132,10 @@ START_TEST(test_long_options)
 }
 END_TEST
 
-/* A 4 MiB source (a kernel after 4 MiB of declarations); past what one
- * message carries (16 MiB), an error the specification names and never a
- * cut source. */
+/* A 4 MiB source (a kernel after 4 MiB of comment lines between
+ * declarations: a cut source fails to build, and no compiler takes long);
+ * past what one message carries (16 MiB), an error the specification names
+ * and never a cut source. */
 START_TEST(test_large_source)
 {
 	size_t size = 4u << 20, len = 0;
@@ -1128,8 +1144,10 @@ START_TEST(test_large_source)
 	cl_program prog;
 	cl_int err;
 
-	for (unsigned d = 0; len < size; d++)
-		len += (size_t)sprintf(src + len, "constant int e2e_c%u = %u;\n", d, d);
+	len += (size_t)sprintf(src + len, "constant int e2e_c1 = 1;\n");
+	while (len < size)
+		len += (size_t)sprintf(src + len, "// e2e: a line of comment, %zu bytes in\n", len);
+	len += (size_t)sprintf(src + len, "constant int e2e_c7 = 7;\n");
 	sprintf(src + len, "__kernel void k(__global int *x) { x[get_global_id(0)] = e2e_c7; }\n");
 	big_both("a 4 MiB source", src, NULL, "k", 0, &nat, &v);
 	ck_assert_msg(v.build_err == CL_SUCCESS && v.x3 == 7, "4 MiB source: virtual %d, x[3] %d",
@@ -1181,9 +1199,14 @@ START_TEST(test_large_build_log)
 {
 	enum { LINES = 12000 };
 	char *src = e2e_xmalloc(LINES * 200 + 256);
-	size_t len = 0;
+	size_t len = 0, side;
 	struct big_run nat, v;
 
+	/* NVIDIA keeps compiled programs on disk, and a build it finds
+	 * there has an empty log: a source of its own for each run and
+	 * side (the first line's last letter). */
+	len += (size_t)sprintf(src + len, "// e2e: run %ld.%ld n\n", (long)getpid(), (long)time(NULL));
+	side = len - 2;
 	for (int i = 0; i < LINES; i++)
 		len += (size_t)sprintf(src + len,
 				       "#warning e2e warning %d: a long line of text that the "
@@ -1191,7 +1214,10 @@ START_TEST(test_large_build_log)
 				       "and then some more text\n",
 				       i);
 	sprintf(src + len, "__kernel void k(__global int *x) { x[get_global_id(0)] = 9; }\n");
-	big_both("a large build log", src, NULL, "k", 0, &nat, &v);
+	big_build(&e2e_native, src, NULL, "k", 0, &nat);
+	src[side] = 'v';
+	big_build(&e2e_virtual, src, NULL, "k", 0, &v);
+	big_compare("a large build log", &v, &nat);
 	ck_assert_msg(nat.log_len > (1u << 20), "native log %zu bytes", nat.log_len);
 	ck_assert_msg(v.log_len == nat.log_len, "build log: virtual %zu bytes, native %zu",
 		      v.log_len, nat.log_len);

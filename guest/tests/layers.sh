@@ -5,7 +5,7 @@
 # indirectly. A new file takes its place in LAYERS. Reads the objects of
 # libclmux in the build tree (make check runs it there).
 set -eu
-LAYERS="env copy area ivshmem tls dial lane session
+LAYERS="env copy area ivshmem tls dial lane session timer
 	object context track queue event command
 	mapping mem transfer rect notify icd image map
 	include program kernel cmdbuf dispatch"
