@@ -6,6 +6,7 @@
 //   +56 u64 done    0 when handed out; the host stores 1 when finished
 // The tail moves past blocks whose done is 1 and busy is 0, so blocks come
 // back in the order they were handed out.
+#define _GNU_SOURCE
 #include "area.h"
 
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #define BLK  CMX_AREA_BLK
 #define PAGE 4096ull
@@ -290,4 +292,75 @@ uint64_t cmx_garea_heap_pending(struct cmx_garea *a)
 			n += b->total;
 	pthread_mutex_unlock(&a->lock);
 	return n;
+}
+
+int cmx_garea_move(struct cmx_garea *a, int old, int fd, uint8_t **rings)
+{
+	const struct cmx_area_hdr *h;
+	uint64_t d = a->hdr.data_off;
+	uint8_t *p;
+	off_t at;
+
+	*rings = NULL;
+	if (!a->base || !a->mapped)
+		return -EINVAL;
+	p = mmap(NULL, a->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	h = (const struct cmx_area_hdr *)p;
+	if (h->magic != a->hdr.magic || h->size != a->hdr.size || h->data_off != a->hdr.data_off ||
+	    h->data_len != a->hdr.data_len ||
+	    memcmp(h->ring_off, a->hdr.ring_off, sizeof(h->ring_off)) ||
+	    h->fence_at != a->hdr.fence_at || h->fence_n != a->hdr.fence_n) {
+		munmap(p, a->size);
+		return -EPROTO;
+	}
+	/* Only what was written: an untouched page reads as zero on both
+	 * sides, and copying it would allocate it. */
+	for (at = (off_t)a->hdr.data_off; at < (off_t)a->size;) {
+		off_t d = lseek(old, at, SEEK_DATA), e;
+		if (d < 0 || d >= (off_t)a->size)
+			break;
+		e = lseek(old, d, SEEK_HOLE);
+		if (e < 0 || e > (off_t)a->size)
+			e = (off_t)a->size;
+		memcpy(p + d, a->base + d, (size_t)(e - d));
+		at = e;
+	}
+	if (a->hdr.fence_n)
+		memcpy(p + a->hdr.fence_at, a->base + a->hdr.fence_at, 8ull * a->hdr.fence_n);
+	if (!a->hdr.ring_len[0]) {
+		if (mremap(p, a->size, a->size, MREMAP_MAYMOVE | MREMAP_FIXED, a->base) ==
+		    MAP_FAILED) {
+			int e = -errno;
+			munmap(p, a->size);
+			return e;
+		}
+	} else {
+		/* The header's page and the data region move; the rings
+		 * (between them) stay at p, the rest of p a hole. */
+		if (d % PAGE || d < PAGE ||
+		    mremap(p, PAGE, PAGE, MREMAP_MAYMOVE | MREMAP_FIXED, a->base) == MAP_FAILED) {
+			int e = d % PAGE || d < PAGE ? -EPROTO : -errno;
+			munmap(p, a->size);
+			return e;
+		}
+		if (mremap(p + d, a->size - d, a->size - d, MREMAP_MAYMOVE | MREMAP_FIXED,
+			   a->base + d) == MAP_FAILED) {
+			/* The new header's page is in place: nothing to go
+			 * back to; the session does not resume. */
+			int e = -errno;
+			munmap(p + PAGE, a->size - PAGE);
+			return e;
+		}
+		*rings = p;
+	}
+	pthread_mutex_lock(&a->lock);
+	/* The new daemon made again the buffers it had (each done word 0
+	 * until it lets go); the old one may have let go of them at exit. */
+	for (struct cmx_hblk *b = a->heap; b; b = b->next)
+		if (!b->freed)
+			*done_word(a, b->off + PAGE) = 0;
+	pthread_mutex_unlock(&a->lock);
+	return 0;
 }

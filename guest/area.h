@@ -34,6 +34,15 @@ void cmx_garea_unmap(struct cmx_garea *a);
  * holds at most size bytes; unmap leaves the mapping alone. */
 int cmx_garea_bind(struct cmx_garea *a, void *p, uint64_t size);
 
+/* Puts the memfd `fd` of a resumed session's new daemon, laid out as the
+ * mapped area is, under the area's addresses (pointers into it stay
+ * valid): the data region's bytes and the fences come over from `old`
+ * (the mapping's own memfd); the heap blocks the guest holds are the
+ * host's again. The new rings are mapped apart, at *rings (ring i at
+ * *rings + hdr.ring_off[i]; NULL without rings), so that a reader still
+ * on an old ring reads old memory. 0 or -errno (the old mapping stays). */
+int cmx_garea_move(struct cmx_garea *a, int old, int fd, uint8_t **rings);
+
 /* Where ring i lies (CMX_RING_*): 0 with *mem and *len set, or -ENOENT
  * when the area has no such ring or it lies outside the mapping. */
 int cmx_garea_ring(const struct cmx_garea *a, int i, void **mem, uint64_t *len);

@@ -126,3 +126,14 @@ TESTS += guest/tests/e2e_contain
 guest_tests_e2e_contain_CFLAGS = $(E2E_CFLAGS)
 guest_tests_e2e_contain_LDADD = $(E2E_LDADD)
 endif
+
+# Checkpoints of a session to --state-dir (host/checkpoint.c), read back
+# with the daemon's reader (host/state.c).
+if HAVE_CHECK
+check_PROGRAMS += guest/tests/e2e_checkpoint
+TESTS += guest/tests/e2e_checkpoint
+guest_tests_e2e_checkpoint_SOURCES = guest/tests/e2e_checkpoint.c host/state.c host/state.h
+guest_tests_e2e_checkpoint_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host
+guest_tests_e2e_checkpoint_CFLAGS = $(E2E_CFLAGS)
+guest_tests_e2e_checkpoint_LDADD = transport/libcmxtransport.la $(E2E_LDADD)
+endif

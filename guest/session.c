@@ -2,7 +2,9 @@
 // Guest session: batching of async calls, sync round trips, notifications.
 #include "session.h"
 
+#include <CL/cl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 #include <string.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -30,6 +33,10 @@
 #define BATCH_SIZE (256u << 10)	 /* async calls gathered before a write */
 #define INLINE_BULK 4096u	 /* smaller payloads are copied into the batch */
 #define RX_SIZE (64u << 10)
+/* Calls kept for a resume (their arguments; payloads larger than
+ * INLINE_BULK stay the caller's) before a reply confirms them: past it a
+ * session no longer resumes. */
+#define LOG_MAX (256ull << 20)
 #define RECV_STEP (128u << 10)	    /* most bytes of one payload recv (AF_VSOCK) */
 #define AREA_DEFAULT (256ull << 20) /* shared data area asked for; CLMUX_AREA_MB */
 /* The heap for buffers, CLMUX_HEAP_MB: by default the rest of the largest
@@ -39,6 +46,7 @@
 #define AREA_FLUSH (256u << 10)	    /* an async payload this large goes out at once */
 #define SPIN_NS 50000		    /* shm: a waiter spins this long before it sleeps */
 #define SOCK_SPIN_NS 50000	    /* a reply's reader looks this long before it sleeps */
+#define AREA_PAGE 4096u	    /* the area's header page, before its rings */
 #define SLEEP_MS 100		    /* shm: a sleeper looks at the socket this often */
 
 struct cmx_session;
@@ -51,11 +59,30 @@ struct rx {
 	uint8_t *buf;
 	size_t pos, len;
 	int spin; /* a socket read looks before it sleeps (the call channel) */
+	/* shm: the session's generation this reader's ring belongs to, and
+	 * the ring of a resume's new daemon, to take up (or NULL). */
+	unsigned gen;
+	struct cmx_ring *ring_next;
+};
+
+/* A message sent on the call channel, kept until the daemon has surely
+ * applied it, for a session that may resume (resume_locked()). */
+struct sent {
+	struct sent *next;
+	uint64_t n;	 /* its place among the session's messages after Hello */
+	const void *ext; /* a payload sent from the caller's memory, or NULL */
+	uint64_t ext_len;
+	uint32_t seq;	 /* a sync call's, or 0 */
+	uint8_t newid;	 /* it makes an object: never sent twice */
+	uint8_t pending; /* a sync call whose caller waits for the reply */
+	size_t len;
+	uint8_t msg[]; /* header, arguments, payload copied with them */
 };
 
 /* A thread waiting for the reply to its sync call. */
 struct waiter {
 	uint32_t seq;
+	struct sent *ent; /* its kept message, or NULL */
 	int done; /* 1: replied; -errno: the session broke */
 	void *dst;
 	uint64_t dst_len;
@@ -133,6 +160,29 @@ struct cmx_session {
 	struct cmx_givs ivs;
 	/* tcp: bulk lanes for large blocking transfers (guest/lane.c), or NULL. */
 	struct cmx_lanes *lanes;
+
+	/* Resuming (a daemon with CMX_FEATURE_RESUME, a socket or shm channel
+	 * with no lanes or compression): the area's memfd and what OpenArea
+	 * asked for (a resume maps the new daemon's in its place), where it
+	 * dials, the messages
+	 * counted as the daemon counts them and those kept (under send_lock),
+	 * and the connection's generation, which a resume raises. */
+	int area_fd;
+	struct cmx_OpenArea_in area_ask;
+	/* shm: the reply and notification rings of the last two resumes
+	 * (a reader takes up the new one), and where each was mapped. */
+	struct cmx_ring ring_alt[2][2];
+	uint8_t *rings_map[2];
+	unsigned ring_slot;
+	char *spec;
+	uint64_t features;
+	int resumable;
+	uint64_t sent;
+	uint64_t confirmed; /* messages a reply showed applied */
+	uint64_t log_bytes;
+	struct sent *log, **log_tail;
+	atomic_uint gen;
+	int rx_next; /* the call channel's new socket, for the reader, or -1 */
 };
 
 static uint64_t now_ns(void)
@@ -164,7 +214,7 @@ static int peer_alive(int fd)
 /* Waits until a ring has something for us: spins a little (the answer is
  * often microseconds away), then sleeps on the ring word. wake() and
  * sleep() are the consumer's or the producer's side. 0 or -errno. */
-static int ring_wait(struct cmx_session *s, struct cmx_ring *r, int producer)
+static int ring_wait(struct cmx_session *s, struct cmx_ring *r, int producer, const struct rx *rx)
 {
 	uint64_t until = now_ns() + s->spin_ns, nap = 0;
 
@@ -178,6 +228,10 @@ static int ring_wait(struct cmx_session *s, struct cmx_ring *r, int producer)
 			return 0;
 		if (atomic_load(&s->broken))
 			return -ECONNRESET;
+		/* A resume gave the reader a new ring: this one is the old
+		 * daemon's. */
+		if (rx && atomic_load(&s->gen) != rx->gen)
+			return -ESTALE;
 		/* A full command ring is a whole ring of calls ahead of the
 		 * daemon: room comes back only after it has run many of them,
 		 * so the producer sleeps at once (the daemon's consume wakes
@@ -242,7 +296,7 @@ static int ring_send(struct cmx_session *s, struct iovec *iov, int n)
 			 * before waiting, or it could never make room. */
 			if (cmx_ring_publish(&s->cmd))
 				ring_bell(s);
-			if ((e = ring_wait(s, &s->cmd, 1)))
+			if ((e = ring_wait(s, &s->cmd, 1, NULL)))
 				return e;
 		}
 	}
@@ -277,7 +331,7 @@ static ssize_t ring_recv(struct rx *r, void *buf, size_t len, int all)
 	size_t got = 0;
 
 	do {
-		int e = ring_wait(r->s, r->ring, 0);
+		int e = ring_wait(r->s, r->ring, 0, r);
 
 		if (e) {
 			errno = -e;
@@ -452,6 +506,74 @@ static void put_header(uint8_t *p, const struct cmx_msgdesc *d, uint32_t size, u
 	memcpy(p, &h, CMX_HDR_SIZE);
 }
 
+static int resume_locked(struct cmx_session *s, int err);
+static int resume_after(struct cmx_session *s, int err, unsigned gen);
+
+/* Counts a message sent on the call channel, as the daemon does, and keeps
+ * it when the session may resume: its entry, or NULL. */
+static struct sent *log_add(struct cmx_session *s, const struct cmx_msgdesc *d, const uint8_t *msg,
+			    size_t len, const void *ext, uint64_t ext_len)
+{
+	struct sent *e;
+	struct cmx_hdr h;
+
+	s->sent++;
+	if (!s->resumable)
+		return NULL;
+	e = s->log_bytes + len > LOG_MAX ? NULL : malloc(sizeof(*e) + len);
+	if (!e) {
+		/* Not kept, so it could not go again: the session no longer
+		 * resumes, and keeps nothing more. */
+		cmx_warn("session %llu: %llu bytes of calls sent without a reply in between: "
+			 "it will not resume if its daemon restarts",
+			 (unsigned long long)s->id, (unsigned long long)(s->log_bytes + len));
+		s->resumable = 0;
+		while (s->log && !s->log->pending) {
+			struct sent *m = s->log;
+			s->log = m->next;
+			free(m);
+		}
+		return NULL;
+	}
+	s->log_bytes += len;
+	memcpy(&h, msg, CMX_HDR_SIZE);
+	memcpy(e->msg, msg, len);
+	e->len = len;
+	e->ext = ext;
+	e->ext_len = ext ? ext_len : 0;
+	e->n = s->sent;
+	e->seq = (h.flags & CMX_HDR_SYNC) ? h.seq : 0;
+	e->pending = e->seq != 0;
+	e->newid = 0;
+	for (unsigned i = 0; i < d->nfields; i++)
+		e->newid |= d->fields[i].type == CMX_T_NEWID;
+	e->next = NULL;
+	*s->log_tail = e;
+	s->log_tail = &e->next;
+	return e;
+}
+
+/* Forgets the kept messages up to the n-th that no caller waits on. */
+static void log_trim(struct cmx_session *s, uint64_t n)
+{
+	struct sent **pp = &s->log;
+
+	while (*pp && (*pp)->n <= n) {
+		struct sent *e = *pp;
+		if (e->pending) {
+			pp = &e->next;
+			continue;
+		}
+		*pp = e->next;
+		s->log_bytes -= e->len;
+		free(e);
+	}
+	if (!*pp)
+		s->log_tail = pp;
+	if (n > s->confirmed)
+		s->confirmed = n;
+}
+
 static int flush_locked(struct cmx_session *s, const void *bulk, uint64_t bulk_len)
 {
 	struct iovec iov[2] = { { s->batch, s->batch_len }, { (void *)bulk, bulk_len } };
@@ -464,6 +586,9 @@ static int flush_locked(struct cmx_session *s, const void *bulk, uint64_t bulk_l
 	e = s->chan->send(s, iov, n);
 	s->stats.bytes += s->batch_len + bulk_len;
 	s->batch_len = 0;
+	/* What was in it is kept, and sent again by a resume. */
+	if (e)
+		e = resume_locked(s, e);
 	if (e)
 		session_break(s, e);
 	return e;
@@ -475,10 +600,11 @@ static int flush_locked(struct cmx_session *s, const void *bulk, uint64_t bulk_l
  * instead (a payload already copied there, or room for a read's data). */
 static int append_locked(struct cmx_session *s, const struct cmx_msgdesc *d, const void *in,
 			 uint16_t flags, uint32_t seq, const void *bulk, uint64_t bulk_len,
-			 uint64_t area_off, uint64_t area_len)
+			 uint64_t area_off, uint64_t area_len, struct sent **ent)
 {
-	size_t size = cmx_codec_size(d, in);
+	size_t size = cmx_codec_size(d, in), start;
 	size_t need;
+	struct sent *kept;
 	int e;
 
 	if (area_len) {
@@ -499,26 +625,42 @@ static int append_locked(struct cmx_session *s, const struct cmx_msgdesc *d, con
 			return -ENOMEM;
 		put_header(m, d, (uint32_t)size, flags, seq, bulk_len, area_off);
 		cmx_codec_encode(d, in, m + CMX_HDR_SIZE);
+		kept = log_add(s, d, m, CMX_HDR_SIZE + size, bulk, bulk_len);
+		if (ent)
+			*ent = kept;
 		e = s->chan->send(s, iov, bulk ? 2 : 1);
 		s->stats.bytes += CMX_HDR_SIZE + size + bulk_len;
 		free(m);
+		if (e)
+			e = resume_locked(s, e);
 		if (e)
 			session_break(s, e);
 		s->stats.messages++;
 		return e;
 	}
+	start = s->batch_len;
 	put_header(s->batch + s->batch_len, d, (uint32_t)size, flags, seq, bulk_len, area_off);
 	cmx_codec_encode(d, in, s->batch + s->batch_len + CMX_HDR_SIZE);
 	s->batch_len += CMX_HDR_SIZE + size;
 	s->stats.messages++;
-	if (area_len)
+	if (area_len) {
+		kept = log_add(s, d, s->batch + start, s->batch_len - start, NULL, 0);
+		if (ent)
+			*ent = kept;
 		return area_len >= AREA_FLUSH ? flush_locked(s, NULL, 0) : 0;
+	}
 	if (bulk_len <= INLINE_BULK) {
 		if (bulk_len)
 			memcpy(s->batch + s->batch_len, bulk, bulk_len);
 		s->batch_len += bulk_len;
+		kept = log_add(s, d, s->batch + start, s->batch_len - start, NULL, 0);
+		if (ent)
+			*ent = kept;
 		return 0;
 	}
+	kept = log_add(s, d, s->batch + start, s->batch_len - start, bulk, bulk_len);
+	if (ent)
+		*ent = kept;
 	return flush_locked(s, bulk, bulk_len);
 }
 
@@ -574,7 +716,7 @@ int cmx_session_send(struct cmx_session *s, const struct cmx_msgdesc *d, const v
 	if (!off)
 		packed = squeeze(s, &bulk, &bulk_len, &flags);
 	pthread_mutex_lock(&s->send_lock);
-	e = append_locked(s, d, in, flags, 0, bulk, bulk_len, off, off ? bulk_len : 0);
+	e = append_locked(s, d, in, flags, 0, bulk, bulk_len, off, off ? bulk_len : 0, NULL);
 	if (!e && s->chan->eager)
 		e = flush_locked(s, NULL, 0);
 	pthread_mutex_unlock(&s->send_lock);
@@ -592,7 +734,7 @@ int cmx_session_send_block(struct cmx_session *s, const struct cmx_msgdesc *d, c
 	if (stale(s, d, in))
 		return -ESTALE;
 	pthread_mutex_lock(&s->send_lock);
-	e = append_locked(s, d, in, 0, 0, NULL, 0, off, off ? len : 0);
+	e = append_locked(s, d, in, 0, 0, NULL, 0, off, off ? len : 0, NULL);
 	if (!e && s->chan->eager)
 		e = flush_locked(s, NULL, 0);
 	pthread_mutex_unlock(&s->send_lock);
@@ -730,13 +872,29 @@ static int wait_reply(struct cmx_session *s, struct waiter *me)
 
 	pthread_mutex_lock(&s->recv_lock);
 	while (!me->done && !atomic_load(&s->broken)) {
+		unsigned gen;
 		if (s->reading) {
 			pthread_cond_wait(&s->recv_cond, &s->recv_lock);
 			continue;
 		}
 		s->reading = 1;
+		/* A resume's new socket or ring: the reader takes it up. */
+		if (s->rx_next >= 0) {
+			cmx_dial_close(s->rx.fd);
+			s->rx.fd = s->rx_next;
+			s->rx_next = -1;
+			s->rx.pos = s->rx.len = 0;
+		}
+		if (s->rx.ring_next) {
+			s->rx.ring = s->rx.ring_next;
+			s->rx.ring_next = NULL;
+			s->rx.pos = s->rx.len = 0;
+		}
+		gen = s->rx.gen = atomic_load(&s->gen);
 		pthread_mutex_unlock(&s->recv_lock);
 		e = read_reply(s);
+		if (e)
+			e = resume_after(s, e, gen);
 		if (e)
 			session_break(s, e);
 		pthread_mutex_lock(&s->recv_lock);
@@ -783,7 +941,8 @@ int cmx_session_call(struct cmx_session *s, const struct cmx_msgdesc *din, const
 	pthread_mutex_unlock(&s->recv_lock);
 	s->stats.round_trips++;
 	e = append_locked(s, din, in, CMX_HDR_SYNC | flags, me.seq, bulk, bulk_len,
-			  off ? off : me.area_off, off ? bulk_len : me.area_off ? dst_len : 0);
+			  off ? off : me.area_off, off ? bulk_len : me.area_off ? dst_len : 0,
+			  &me.ent);
 	if (!e)
 		e = flush_locked(s, NULL, 0);
 	pthread_mutex_unlock(&s->send_lock);
@@ -791,6 +950,14 @@ int cmx_session_call(struct cmx_session *s, const struct cmx_msgdesc *din, const
 	if (e)
 		session_break(s, e);
 	e = wait_reply(s, &me);
+	if (me.ent) {
+		/* Answered: it and what was sent before it were applied. */
+		pthread_mutex_lock(&s->send_lock);
+		me.ent->pending = 0;
+		if (!e)
+			log_trim(s, me.ent->n);
+		pthread_mutex_unlock(&s->send_lock);
+	}
 	if (me.area_off) {
 		if (!e && me.area_got)
 			cmx_copy(dst, s->area.base + me.area_off, me.area_got);
@@ -832,8 +999,34 @@ static void notify_loop(struct cmx_session *s)
 		uint8_t *args;
 		uint64_t in[64]; /* the largest notification struct fits */
 		void *dst = NULL;
-		int e = rx_message(&s->nrx, &h, &args);
+		unsigned gen = atomic_load(&s->gen);
+		int e;
 
+		if (gen != s->nrx.gen) {
+			/* shm: a resume's new ring (taken under the lock that
+			 * the resume holds). */
+			pthread_mutex_lock(&s->send_lock);
+			if (s->nrx.ring_next) {
+				s->nrx.ring = s->nrx.ring_next;
+				s->nrx.ring_next = NULL;
+				s->nrx.pos = s->nrx.len = 0;
+			}
+			gen = s->nrx.gen = atomic_load(&s->gen);
+			pthread_mutex_unlock(&s->send_lock);
+		}
+		e = rx_message(&s->nrx, &h, &args);
+
+		if (e && !atomic_load(&s->broken) && s->resumable && !resume_after(s, e, gen)) {
+			/* Resumed: the notifications come on its new socket. */
+			pthread_mutex_lock(&s->send_lock);
+			if (s->nrx.fd != s->nfd) {
+				cmx_dial_close(s->nrx.fd);
+				s->nrx.fd = s->nfd;
+				s->nrx.pos = s->nrx.len = 0;
+			}
+			pthread_mutex_unlock(&s->send_lock);
+			continue;
+		}
 		if (e) {
 			if (!atomic_load(&s->broken))
 				session_break(s, e);
@@ -961,6 +1154,9 @@ static int setup_call(struct cmx_session *s, int fd, const struct cmx_msgdesc *d
 		return -E2BIG;
 	put_header(msg, din, (uint32_t)size, CMX_HDR_SYNC, seq, 0, 0);
 	cmx_codec_encode(din, in, msg + CMX_HDR_SIZE);
+	/* The daemon counts what follows Hello on the call channel. */
+	if (din != &cmx_desc_Hello_in && fd == s->fd)
+		s->sent++;
 	e = write_all(fd, &iov, 1, &s->stats.writes);
 	if (!e)
 		e = recv_exact(fd, &h, CMX_HDR_SIZE, rfd);
@@ -974,7 +1170,11 @@ static int setup_call(struct cmx_session *s, int fd, const struct cmx_msgdesc *d
 		e = -EPROTO;
 	if (!e) {
 		memcpy(&status, args, 8);
-		if (status)
+		/* CL_DEVICE_NOT_AVAILABLE: a resumed session still being
+		 * restored, to ask again. */
+		if (status == CL_DEVICE_NOT_AVAILABLE && din == &cmx_desc_Hello_in)
+			e = -EAGAIN;
+		else if (status)
 			e = -EPERM;
 	}
 	free(args);
@@ -1005,6 +1205,7 @@ static int hello(struct cmx_session *s, int fd, enum cmx_role role)
 	if (!e && role == CMX_ROLE_CALL) {
 		s->id = out.session;
 		s->token = out.token;
+		s->features = out.features;
 	}
 	return e;
 }
@@ -1070,6 +1271,11 @@ static int open_area(struct cmx_session *s, int rings)
 		e = -EPROTO;
 	if (!e && (out.flags & in.flags & CMX_AREA_HEAP))
 		cmx_garea_split(&s->area, ring_len);
+	/* Kept for a resume: its bytes go over to the next daemon's. */
+	if (!e && (s->features & CMX_FEATURE_RESUME)) {
+		s->area_fd = fcntl(fd[0], F_DUPFD_CLOEXEC, 0);
+		s->area_ask = in;
+	}
 	if (!e && rings) {
 		e = bind_rings(s);
 		if (!e) {
@@ -1113,8 +1319,8 @@ static int compress_ask(struct cmx_session *s)
 /* Wakes this process's own sleepers on the rings (the session is over). */
 static void ring_wake(struct cmx_session *s)
 {
-	cmx_ring_futex_wake(&s->rep.ctl->head);
-	cmx_ring_futex_wake(&s->ntf.ctl->head);
+	cmx_ring_futex_wake(&s->rx.ring->ctl->head);
+	cmx_ring_futex_wake(&s->nrx.ring->ctl->head);
 	cmx_ring_futex_wake(&s->cmd.ctl->tail);
 }
 
@@ -1221,12 +1427,303 @@ static int sock_connect(struct cmx_session *s, const char *spec)
 	}
 	if (!e && a.type == CMX_ADDR_TCP && !a.tls)
 		lanes_open(s, &a);
+	/* What a resume could not bring back: lanes and compressed payloads
+	 * (not kept as sent). */
+	s->resumable = !e && (s->features & CMX_FEATURE_RESUME) &&
+		       (!s->area.base || s->area_fd >= 0) && !s->lanes && !s->lz4 &&
+		       (s->spec = strdup(spec)) != NULL;
+	return e;
+}
+
+/* How long a dropped session tries to resume, and its first pause. */
+#define RESUME_S 60
+#define RESUME_PAUSE_MS 20
+
+/* GetStats on a resumed call channel: the messages the daemon applied
+ * before it (its first counter counts this one too). */
+static int resume_count(struct cmx_session *s, int fd, uint64_t *applied)
+{
+	struct cmx_GetStats_out out = { 0 };
+	uint8_t msg[CMX_HDR_SIZE], *args = NULL;
+	struct iovec iov = { msg, CMX_HDR_SIZE };
+	struct cmx_hdr h;
+	uint32_t seq = ++s->seq;
+	int64_t status = -1;
+	int e;
+
+	/* GetStats has no arguments. */
+	put_header(msg, &cmx_desc_GetStats_in, 0, CMX_HDR_SYNC, seq, 0, 0);
+	e = write_all(fd, &iov, 1, &s->stats.writes);
+	if (!e)
+		e = recv_exact(fd, &h, CMX_HDR_SIZE, NULL);
+	if (!e && (h.op != CMX_OP_REPLY || h.seq != seq || h.size < 8 || h.size > 4096 ||
+		   (h.size & 7) || h.bulk))
+		e = -EPROTO;
+	if (!e && !(args = malloc(h.size)))
+		e = -ENOMEM;
+	if (!e)
+		e = recv_exact(fd, args, h.size, NULL);
+	if (!e && cmx_codec_decode(&cmx_desc_GetStats_out, args + 8, h.size - 8, &out))
+		e = -EPROTO;
+	if (!e)
+		memcpy(&status, args, 8);
+	if (!e && (status || out.counters.n < 1 || !out.counters.v[0]))
+		e = -EPROTO;
+	if (!e)
+		*applied = out.counters.v[0] - 1;
+	free(args);
+	return e;
+}
+
+/* The area the restored session holds (its buffers living there made
+ * again at the same offsets), mapped where the old one was, with what the
+ * old one held; its memfd is kept for the next resume. */
+static int resume_area(struct cmx_session *s, int fd)
+{
+	struct cmx_OpenArea_out out;
+	int rfd[SETUP_FDS] = { -1, -1 }, e;
+	int rings = s->chan == &chan_shm;
+	uint8_t *at = NULL;
+
+	e = setup_call(s, fd, &cmx_desc_OpenArea_in, &s->area_ask, ++s->seq, &cmx_desc_OpenArea_out,
+		       &out, rfd);
+	if (!e && (rfd[0] < 0 || out.size != s->area.size || (rings && rfd[1] < 0)))
+		e = -EPROTO;
+	if (!e)
+		e = cmx_garea_move(&s->area, s->area_fd, rfd[0], &at);
+	if (!e && rings != (at != NULL))
+		e = -EPROTO;
+	if (!e) {
+		close(s->area_fd);
+		s->area_fd = rfd[0];
+		rfd[0] = -1;
+	}
+	if (!e && rings) {
+		/* Calls go into the new command ring from here (under
+		 * send_lock, as every send); the readers take up theirs. */
+		const struct cmx_area_hdr *h = &s->area.hdr;
+		unsigned k = s->ring_slot ^= 1;
+		struct cmx_ring *v = s->ring_alt[k];
+		if (s->rings_map[k])
+			munmap(s->rings_map[k] + AREA_PAGE, h->data_off - AREA_PAGE);
+		s->rings_map[k] = at;
+		if (cmx_ring_init(&s->cmd, at + h->ring_off[CMX_RING_CMD],
+				  h->ring_len[CMX_RING_CMD], 0) ||
+		    cmx_ring_init(&v[0], at + h->ring_off[CMX_RING_REPLY],
+				  h->ring_len[CMX_RING_REPLY], 0) ||
+		    cmx_ring_init(&v[1], at + h->ring_off[CMX_RING_NOTIFY],
+				  h->ring_len[CMX_RING_NOTIFY], 0))
+			e = -EPROTO;
+		if (!e) {
+			close(s->bell);
+			s->bell = rfd[1];
+			rfd[1] = -1;
+			s->nrx.ring_next = &v[1];
+			pthread_mutex_lock(&s->recv_lock);
+			s->rx.ring_next = &v[0];
+			pthread_mutex_unlock(&s->recv_lock);
+		}
+	}
+	for (int i = 0; i < SETUP_FDS; i++)
+		if (rfd[i] >= 0)
+			close(rfd[i]);
+	if (e)
+		cmx_err("session %llu: its shared area was not restored (%s)",
+			(unsigned long long)s->id, strerror(-e));
+	return e;
+}
+
+/* One try: the daemon's call and notification channels of this session
+ * again, with what it applied. 0, or -errno (-EPERM: refused). */
+static int resume_dial(struct cmx_session *s, const struct cmx_addr *a, int *fd, int *nfd,
+		       uint64_t *applied)
+{
+	int e;
+
+	*fd = *nfd = -1;
+	*fd = cmx_dial(a);
+	if (*fd < 0)
+		return *fd;
+	e = hello(s, *fd, CMX_ROLE_CALL);
+	if (!e)
+		e = resume_count(s, *fd, applied);
+	if (!e && (*nfd = cmx_dial(a)) < 0)
+		e = *nfd;
+	if (!e)
+		e = hello(s, *nfd, CMX_ROLE_NOTIFY);
+	if (!e && s->area.base)
+		e = resume_area(s, *fd);
+	if (e) {
+		cmx_dial_close(*fd);
+		if (*nfd >= 0)
+			cmx_dial_close(*nfd);
+		*fd = *nfd = -1;
+	}
+	return e;
+}
+
+/* A waiter whose call the daemon applied but did not answer, and that
+ * makes an object so cannot go again: it fails. */
+static void waiter_fail(struct cmx_session *s, uint32_t seq)
+{
+	pthread_mutex_lock(&s->recv_lock);
+	for (struct waiter *w = s->waiters; w; w = w->next)
+		if (w->seq == seq && !w->done)
+			w->done = -ECONNRESET;
+	pthread_cond_broadcast(&s->recv_cond);
+	pthread_mutex_unlock(&s->recv_lock);
+}
+
+/*
+ * The call channel failed with err: with a daemon that keeps checkpoints,
+ * the session resumes on a new connection (the same daemon restarted, or
+ * its successor with the same --state-dir): Hello with the session's id
+ * and token, tried with growing pauses for RESUME_S; then every kept
+ * message the daemon had not applied goes again, in order, and a sync
+ * call it applied without answering goes again unless it makes an
+ * object. Under send_lock; 0 when resumed, else err.
+ */
+static int resume_locked(struct cmx_session *s, int err)
+{
+	uint64_t applied = 0, pause = RESUME_PAUSE_MS, waited = 0;
+	struct cmx_addr a;
+	char why[160];
+	int fd = -1, nfd = -1, e = -1, old_fd = s->fd, shm = s->chan == &chan_shm;
+
+	if (!s->resumable || atomic_load(&s->broken) || !s->spec ||
+	    cmx_addr_parse(s->spec, &a, why, sizeof(why)))
+		return err;
+	cmx_warn("connection to clmuxd lost (%s): resuming session %llu", strerror(-err),
+		 (unsigned long long)s->id);
+	/* Its readers wake and wait for this to end. */
+	shutdown(s->fd, SHUT_RDWR);
+	shutdown(s->nfd, SHUT_RDWR);
+	while (waited < RESUME_S * 1000ull && !atomic_load(&s->broken)) {
+		e = resume_dial(s, &a, &fd, &nfd, &applied);
+		/* A daemon that answers it has no such session (none
+		 * restored, or another token) is not asked again. */
+		if (!e || e == -EPROTONOSUPPORT || e == -EPERM)
+			break;
+		usleep((useconds_t)pause * 1000);
+		waited += pause;
+		pause = pause * 2 > 1000 ? 1000 : pause * 2;
+	}
+	if (e) {
+		cmx_err("session %llu not resumed: %s", (unsigned long long)s->id,
+			e == -EPERM ? "the daemon has no such session (no checkpoint of it)"
+				    : strerror(-e));
+		/* Once: the other threads that find the connection gone
+		 * break the session. */
+		s->resumable = 0;
+		return err;
+	}
+	/* Kept from the oldest message it may not have applied, and no
+	 * older than what a reply showed. */
+	if (applied > s->sent || applied < s->confirmed || (s->log && s->log->n > applied + 1)) {
+		cmx_err("session %llu: the daemon resumed it from an older checkpoint "
+			"(%llu messages applied of %llu sent): not resumed",
+			(unsigned long long)s->id, (unsigned long long)applied,
+			(unsigned long long)s->sent);
+		s->resumable = 0;
+		cmx_dial_close(fd);
+		cmx_dial_close(nfd);
+		return err;
+	}
+	/* From here its count is the daemon's: the GetStats, the area's
+	 * OpenArea, then each message sent again. */
+	s->sent = applied + 1 + (s->area.base != NULL);
+	/* shm: they go into the new command ring, and a full ring's wait
+	 * looks at the new socket. */
+	if (shm)
+		s->fd = fd;
+	e = 0;
+	for (struct sent **pp = &s->log; *pp && !e;) {
+		struct sent *m = *pp;
+		struct iovec iov[2] = { { m->msg, m->len }, { (void *)m->ext, m->ext_len } };
+		if (m->n <= applied && (!m->pending || m->newid)) {
+			if (m->pending) {
+				waiter_fail(s, m->seq);
+				pp = &m->next;
+				continue;
+			}
+			*pp = m->next;
+			s->log_bytes -= m->len;
+			free(m);
+			continue;
+		}
+		e = shm ? ring_send(s, iov, m->ext_len ? 2 : 1)
+			: write_all(fd, iov, m->ext_len ? 2 : 1, &s->stats.writes);
+		m->n = ++s->sent;
+		pp = &m->next;
+	}
+	s->log_tail = &s->log;
+	while (*s->log_tail)
+		s->log_tail = &(*s->log_tail)->next;
+	/* The batch's messages were kept: they went with the others. */
+	s->batch_len = 0;
+	if (e) {
+		s->fd = old_fd;
+		cmx_dial_close(fd);
+		cmx_dial_close(nfd);
+		return err;
+	}
+	s->nfd = nfd;
+	pthread_mutex_lock(&s->recv_lock);
+	if (s->rx_next >= 0)
+		cmx_dial_close(s->rx_next);
+	if (s->reading) {
+		/* The reader takes it up when it reads next. */
+		s->rx_next = fd;
+	} else {
+		cmx_dial_close(s->rx.fd);
+		s->rx.fd = fd;
+		s->rx.pos = s->rx.len = 0;
+	}
+	s->fd = fd;
+	atomic_fetch_add(&s->gen, 1);
+	pthread_mutex_unlock(&s->recv_lock);
+	cmx_warn("session %llu resumed: %llu messages applied before, the rest sent again",
+		 (unsigned long long)s->id, (unsigned long long)applied);
+	return 0;
+}
+
+/* A reader's channel failed with err while its generation was gen: 0 once
+ * the session is resumed (by this thread or another), else err. */
+static int resume_after(struct cmx_session *s, int err, unsigned gen)
+{
+	int e = err;
+
+	if (!s->resumable || atomic_load(&s->broken))
+		return err;
+	pthread_mutex_lock(&s->send_lock);
+	if (atomic_load(&s->gen) != gen)
+		e = 0;
+	else
+		e = resume_locked(s, err);
+	pthread_mutex_unlock(&s->send_lock);
 	return e;
 }
 
 /* Everything a session holds; each part may be absent. */
 static void session_free(struct cmx_session *s)
 {
+	while (s->log) {
+		struct sent *m = s->log;
+		s->log = m->next;
+		free(m);
+	}
+	if (s->rx_next >= 0)
+		cmx_dial_close(s->rx_next);
+	if (s->rx.fd >= 0 && s->rx.fd != s->fd)
+		cmx_dial_close(s->rx.fd);
+	if (s->nrx.fd >= 0 && s->nrx.fd != s->nfd)
+		cmx_dial_close(s->nrx.fd);
+	free(s->spec);
+	if (s->area_fd >= 0)
+		close(s->area_fd);
+	for (int k = 0; k < 2; k++)
+		if (s->rings_map[k])
+			munmap(s->rings_map[k] + AREA_PAGE, s->area.hdr.data_off - AREA_PAGE);
 	cmx_lanes_destroy(s->lanes);
 	cmx_dial_close(s->nfd);
 	cmx_dial_close(s->fd);
@@ -1248,8 +1745,9 @@ int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *c
 
 	if (!s)
 		return -ENOMEM;
-	s->fd = s->nfd = s->bell = s->ivs.fd = -1;
-	s->rx.fd = s->nrx.fd = -1;
+	s->fd = s->nfd = s->bell = s->ivs.fd = s->area_fd = -1;
+	s->rx.fd = s->nrx.fd = s->rx_next = -1;
+	s->log_tail = &s->log;
 	s->rx.s = s->nrx.s = s;
 	s->rx.spin = 1;
 	s->chan = &chan_sock;

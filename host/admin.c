@@ -19,6 +19,7 @@
 
 #include "activation.h"
 #include "addr.h"
+#include "checkpoint.h"
 #include "conffile.h"
 #include "conn.h"
 #include "front.h"
@@ -402,6 +403,45 @@ static void quota_set(struct cmx_server *srv, const char *name, char **kv, unsig
 	cmx_text_add(out, "ok\n");
 }
 
+/* Every session to --state-dir: written here without workers; each
+ * worker writes its own (and logs it) with them. */
+static void checkpoint(struct cmx_server *srv, int json, struct cmx_text *out)
+{
+	struct cmx_checkpoint_stats st;
+
+	if (!cmx_checkpoint_enabled()) {
+		cmx_text_add(out, "error: no state directory (clmuxd --state-dir)\n");
+		return;
+	}
+	if (srv->front) {
+		unsigned k = cmx_front_checkpoint();
+		cmx_text_add(out, "ok\n");
+		if (json) {
+			struct json_object *o = json_object_new_object();
+			add_u64(o, "workers", k);
+			cmx_admin_json(out, o);
+		} else {
+			cmx_text_add(out, "%u workers asked\n", k);
+		}
+		return;
+	}
+	cmx_checkpoint_all(srv, &st);
+	cmx_text_add(out, "ok\n");
+	if (json) {
+		struct json_object *o = json_object_new_object();
+		add_u64(o, "sessions", st.sessions);
+		add_u64(o, "failed", st.failed);
+		add_u64(o, "records", st.records);
+		add_u64(o, "bytes", st.bytes);
+		add_fixed(o, "ms", 3, (double)st.ns / 1e6);
+		cmx_admin_json(out, o);
+	} else {
+		cmx_text_add(out, "%u sessions written (%llu buffer bytes) in %.1f ms, %u failed\n",
+			     st.sessions, (unsigned long long)st.bytes, (double)st.ns / 1e6,
+			     st.failed);
+	}
+}
+
 void cmx_admin_exec(struct cmx_server *srv, char *line, struct cmx_text *out)
 {
 	char *w[24];
@@ -460,12 +500,14 @@ void cmx_admin_exec(struct cmx_server *srv, char *line, struct cmx_text *out)
 		} else
 			cmx_text_add(out, "%u session%s of %s closed\n", k, k == 1 ? "" : "s",
 				     t->name);
+	} else if (!strcmp(w[i], "checkpoint") && n == i + 1) {
+		checkpoint(srv, json, out);
 	} else if (cmx_libvirt_admin(srv, w + i, n - i, out)) {
 		/* domain-xml, domain-prepare: host/libvirt.c */
 	} else {
 		cmx_text_add(out,
 			     "error: unknown request '%s' (tenants, workers, listeners, stats, "
-			     "quota get|set, evict, domain-xml, domain-prepare)\n",
+			     "quota get|set, evict, checkpoint, domain-xml, domain-prepare)\n",
 			     w[i]);
 	}
 }

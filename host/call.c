@@ -15,12 +15,14 @@
 
 #include "area.h"
 #include "auth.h"
+#include "checkpoint.h"
 #include "conn.h"
 #include "fence.h"
 #include "lane.h"
 #include "log.h"
 #include "proto.gen.h"
 #include "scheduler.h"
+#include "restore.h"
 #include "server.h"
 #include "session.h"
 #include "shm.h"
@@ -128,6 +130,8 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 	struct cmx_Hello_out out = { .version = CMX_PROTO_VERSION };
 	struct cmx_session *s;
 
+	if (cmx_checkpoint_enabled())
+		out.features = CMX_FEATURE_RESUME;
 	if (cmx_codec_decode(&cmx_desc_Hello_in, args, h->size, &in))
 		return -EBADMSG;
 	if (in.magic != CMX_PROTO_MAGIC)
@@ -148,6 +152,37 @@ int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 		if (!t) {
 			cmx_warn("%s: refused: no tenant for this peer", c->peer.name);
 			return -EACCES;
+		}
+		if (in.session || in.token) {
+			/* A guest resuming a session this daemon restored
+			 * (host/restore.c): its ids are as it left them. */
+			int busy;
+			s = cmx_restore_find(c->srv, t, in.session, in.token, &busy);
+			if (!s) {
+				/* Answered, so that the guest knows whether to
+				 * try again: CL_DEVICE_NOT_AVAILABLE while its
+				 * session is still being restored. */
+				if (!busy)
+					cmx_warn("%s: refused: no restored session %llu of tenant %s",
+						 c->peer.name, (unsigned long long)in.session,
+						 t->name);
+				memset(&out, 0, sizeof(out));
+				out.version = CMX_PROTO_VERSION;
+				reply_on(c, NULL, h->seq,
+					 busy ? CL_DEVICE_NOT_AVAILABLE : CL_INVALID_VALUE,
+					 &cmx_desc_Hello_out, &out, NULL, 0, NULL, NULL);
+				return -ECONNABORTED;
+			}
+			s->restored = 0;
+			s->conn = c;
+			c->role = CMX_ROLE_CALL;
+			c->sess = s;
+			out.session = s->id;
+			out.token = s->token;
+			reply(s, h->seq, CL_SUCCESS, &cmx_desc_Hello_out, &out, NULL, 0, NULL, NULL);
+			cmx_info("session %llu: resumed (%s), tenant %s", (unsigned long long)s->id,
+				 c->peer.name, t->name);
+			return 0;
 		}
 		if (cmx_tenant_may_open(t)) {
 			/* Answered, so that the guest can say why it has no
@@ -330,6 +365,8 @@ void cmx_call_done(struct cmx_call *c, int status)
 {
 	struct cmx_session *s = c->s;
 
+	/* What made or changed a lasting object, for a checkpoint. */
+	cmx_record_done(c, status);
 	if (c->sync) {
 		/* A failed call's reply carries its status and no outputs (what
 		 * a handler set may point into scratch the driver never
@@ -379,6 +416,9 @@ void cmx_call_done(struct cmx_call *c, int status)
 	}
 	cmx_codec_release(c->oi->in, c->in);
 	free(c);
+	/* A restore's request: the next one goes (host/restore.c). */
+	if (s->restore)
+		cmx_restore_done(s, status);
 	cmx_session_unref(s);
 }
 
@@ -407,6 +447,7 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 	c->out = sync ? (char *)c + off_out : NULL;
 	c->args = (uint8_t *)c + off_args;
 	memcpy(c->args, args, h->size);
+	c->args_len = h->size;
 	if (cmx_codec_decode(oi->in, c->args, h->size, c->in)) {
 		free(c);
 		cmx_staging_put(bulk);
@@ -431,6 +472,9 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 		s->sync_calls++;
 	cmx_session_ref(s);
 	status = resolve_all(c);
+	/* Its record for a checkpoint, charged before anything is made. */
+	if (status == CL_SUCCESS)
+		status = cmx_record_prepare(c);
 	/* Commands held by the scheduler: ordering behind them (host/scheduler.c). */
 	if (status == CL_SUCCESS)
 		status = cmx_sched_resolve(c);

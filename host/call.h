@@ -16,6 +16,8 @@ struct cmx_session;
 /* Returned by a handler that finishes its call later (cmx_call_done()). */
 #define CMX_DEFER 1
 
+struct cmx_rec;
+
 struct cmx_call {
 	struct cmx_session *s;
 	const struct cmx_opinfo *oi;
@@ -52,6 +54,12 @@ struct cmx_call {
 	void *ctx;    /* the handler's own state for its fin (cmx_defer_wait() takes result) */
 	void *in, *out;
 	uint8_t *args; /* the encoded arguments the decoded pointers refer to */
+	uint32_t args_len;
+	struct cmx_rec *rec; /* its record, kept when it succeeds (host/record.c) */
+	/* A resuming guest's call sent again that the restore already
+	 * applied (its kept record has the same sequence number and
+	 * arguments): a build answers from what was built. */
+	uint8_t applied;
 };
 
 int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args);

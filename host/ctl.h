@@ -33,6 +33,8 @@ enum cmx_ctl_op {
 			   * while running free) */
 	CMX_CTL_TURNED,	  /* worker -> front: turn seq is over, drained (struct
 			   * cmx_ctl_turned) */
+	CMX_CTL_CHECKPOINT, /* front -> worker: write every session to the state
+			     * directory now (host/checkpoint.c) */
 };
 
 /*

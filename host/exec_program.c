@@ -458,6 +458,9 @@ static int build_work(struct cmx_call *c)
 
 	if (!opts) {
 		e = CL_OUT_OF_HOST_MEMORY;
+	} else if (c->applied) {
+		/* Sent again after a restore that built it (host/record.c). */
+		e = CL_SUCCESS;
 	} else if (preflight(c->ctx, in->program.h, opts, 0, 0, NULL, NULL)) {
 		e = CL_BUILD_PROGRAM_FAILURE;
 	} else {
@@ -512,10 +515,12 @@ static int compile_work(struct cmx_call *c)
 		names[i] = p;
 		p = nul ? nul + 1 : end;
 	}
-	if (!e && preflight(c->ctx, in->program.h, opts, 1, nh, names,
-			    nh ? (const cl_program *)in->headers.h : NULL))
+	/* Sent again after a restore that compiled it: done (host/record.c). */
+	if (!e && !c->applied &&
+	    preflight(c->ctx, in->program.h, opts, 1, nh, names,
+		      nh ? (const cl_program *)in->headers.h : NULL))
 		e = CL_COMPILE_PROGRAM_FAILURE;
-	else if (!e)
+	else if (!e && !c->applied)
 		e = clCompileProgram(in->program.h, (cl_uint)in->devices.n,
 				     in->devices.n ? (const cl_device_id *)in->devices.h : NULL,
 				     opts, (cl_uint)nh,

@@ -668,6 +668,10 @@ static int worker_spawn(struct worker *w)
 		ADD("--sandbox");
 		ADD("%s", fe.o.sandbox);
 	}
+	if (fe.o.state_dir) {
+		ADD("--state-dir");
+		ADD("%s", fe.o.state_dir);
+	}
 	for (unsigned i = 0; i < fe.nls && n + 2 < ARGS_MAX; i++)
 		if (fe.lowner[i] == w) {
 			ADD("--listen-fd");
@@ -1091,6 +1095,17 @@ unsigned cmx_front_evict(struct cmx_tenant *t)
 	snprintf(h.tenant, sizeof(h.tenant), "%s", t->name);
 	if (w->link->ctl >= 0)
 		cmx_ctl_send(w->link->ctl, &h, sizeof(h), -1, 1);
+	return n;
+}
+
+unsigned cmx_front_checkpoint(void)
+{
+	struct cmx_ctl_hdr h = { .op = CMX_CTL_CHECKPOINT, .len = sizeof(h) };
+	unsigned n = 0;
+
+	for (struct link *k = fe.links; k; k = k->next)
+		if (k->pid && k->ctl >= 0 && !cmx_ctl_send(k->ctl, &h, sizeof(h), -1, 1))
+			n++;
 	return n;
 }
 

@@ -20,6 +20,7 @@ struct cmx_front_opts {
 	const char *config;	/* the config file the tenants came from, or NULL */
 	const char *user;	/* --user: workers drop to it too */
 	const char *sandbox;	/* --sandbox, or NULL: the workers' config says */
+	const char *state_dir;	/* --state-dir, or NULL */
 	unsigned threads;
 	uint64_t window_us;
 	int profile;
@@ -41,6 +42,9 @@ int cmx_front_start(struct cmx_server *srv, const struct cmx_front_opts *o,
  * default tenant's (or one), and waits until each has opened the device.
  * 0, or -errno (logged). */
 int cmx_front_spawn(void);
+/* Asks every worker to write its sessions to the state directory (each
+ * logs what it wrote); how many were asked. */
+unsigned cmx_front_checkpoint(void);
 
 /*
  * A connection of a front-end listener reached its Hello at `from` (n bytes

@@ -15,7 +15,9 @@ host_core_sources = host/loop.h host/loop.c host/conn.h host/conn.c \
 	host/ctl.h host/ctl.c host/front.h host/front.c host/worker.h host/worker.c \
 	host/privilege.h host/privilege.c host/zero.h host/zero.c host/libvirt.h host/libvirt.c \
 	host/sandbox.h host/sandbox.c host/activation.h host/activation.c \
-	host/tuning.h host/tuning.c
+	host/tuning.h host/tuning.c \
+	host/state.h host/state.c host/record.h host/record.c \
+	host/checkpoint.h host/checkpoint.c host/restore.h host/restore.c
 if HAVE_LIBVIRT
 host_core_sources += host/domxml.h host/domxml.c
 endif
@@ -53,6 +55,13 @@ host_tests_test_domxml_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_domxml_LDADD = $(CHECK_LIBS) $(LIBVIRT_LIBS)
 endif
 
+check_PROGRAMS += host/tests/test_state
+TESTS += host/tests/test_state
+host_tests_test_state_SOURCES = host/tests/test_state.c host/state.c host/state.h
+host_tests_test_state_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host
+host_tests_test_state_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_state_LDADD = transport/libcmxtransport.la $(CHECK_LIBS) -lpthread
+
 check_PROGRAMS += host/tests/test_objtab
 TESTS += host/tests/test_objtab
 host_tests_test_objtab_SOURCES = host/tests/test_objtab.c host/objtab.c
@@ -73,9 +82,15 @@ endif
 # The decoder fuzzer (clang's libFuzzer): tools/check runs it for a while.
 EXTRA_DIST += host/tests/fuzz_decoder.c host/tests/corpus host/tests/fuzz_session.c \
 	host/tests/fuzz_area.c host/tests/fuzz_seeds.c host/tests/corpus-session \
+	host/tests/fuzz_state.c host/tests/corpus-state \
 	host/tests/corpus-area
 if ENABLE_FUZZER
-noinst_PROGRAMS += host/tests/fuzz_decoder
+noinst_PROGRAMS += host/tests/fuzz_decoder host/tests/fuzz_state
+host_tests_fuzz_state_SOURCES = host/tests/fuzz_state.c host/state.c host/state.h
+host_tests_fuzz_state_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host
+host_tests_fuzz_state_CFLAGS = $(AM_CFLAGS) -fsanitize=fuzzer
+host_tests_fuzz_state_LDFLAGS = -fsanitize=fuzzer
+host_tests_fuzz_state_LDADD = transport/libcmxtransport.la -lpthread
 host_tests_fuzz_decoder_SOURCES = host/tests/fuzz_decoder.c
 host_tests_fuzz_decoder_CFLAGS = $(AM_CFLAGS) -fsanitize=fuzzer
 host_tests_fuzz_decoder_LDFLAGS = -fsanitize=fuzzer

@@ -16,6 +16,7 @@
 #include "admin.h"
 #include "buildcheck.h"
 #include "cdikeep.h"
+#include "checkpoint.h"
 #include "conffile.h"
 #include "conn.h"
 #include "exec.h"
@@ -28,6 +29,7 @@
 #include "sandbox.h"
 #include "listener.h"
 #include "reaper.h"
+#include "restore.h"
 #include "log.h"
 #include "scheduler.h"
 #include "server.h"
@@ -81,6 +83,11 @@ static void drain(void)
 		return;
 	}
 	cmx_srv->draining = 1;
+	/* With --state-dir, the sessions are written down before they end. */
+	if (cmx_checkpoint_enabled()) {
+		struct cmx_checkpoint_stats st;
+		cmx_checkpoint_all(cmx_srv, &st);
+	}
 	cmx_admin_close(cmx_srv);
 	for (unsigned i = 0; i < nlisteners; i++)
 		cmx_listener_close(cmx_srv, &listeners[i]);
@@ -254,6 +261,9 @@ static void usage(FILE *f)
 		   "                  where it is wrong or that it is ok, and exit (2 or 0)\n"
 		   "  --sandbox on|off|log  the workers' seccomp filter (default on; log: a call\n"
 		   "                  outside it runs and the kernel's audit log names it)\n"
+		   "  --state-dir DIR  checkpoints (clmuxctl checkpoint, and SIGTERM) write\n"
+		   "                  every session there; DIR is made 0700 and must be\n"
+		   "                  this user's alone\n"
 		   "  CLMUX_LOG=debug|info|warn|err sets the log level (default info)\n");
 }
 
@@ -276,6 +286,7 @@ static int user_drop(const char *user)
 /* What main() read from the command line. */
 struct opts {
 	const char *device, *config, *admin, *metrics, *user, *libvirt, *sandbox;
+	const char *state_dir; /* --state-dir: checkpoints (host/checkpoint.c) */
 	const char *vhost_specs[MAX_VHOST_SPECS];
 	unsigned nvhost, threads;
 	uint64_t window_us;
@@ -380,6 +391,18 @@ static int sandbox_enter(const struct cmx_server *srv, const struct opts *o)
 	return 1;
 }
 
+/* --state-dir, as the daemon's user: 1 when usable (or not asked for). */
+static int state_dir_open(const struct opts *o)
+{
+	int e = o->state_dir ? cmx_checkpoint_open(o->state_dir) : 0;
+
+	if (e)
+		cmx_err("--state-dir %s: %s", o->state_dir,
+			e == -EPERM ? "not a directory of this user's alone (mode 0700)"
+				    : strerror(-e));
+	return !e;
+}
+
 /* Every listener and the admin socket are open: a Type=notify unit's start
  * ends here, and clients ordered after it find the sockets. */
 static void ready(void)
@@ -391,6 +414,11 @@ static void ready(void)
 
 	if (e)
 		cmx_warn("cannot tell the service manager we are ready: %s", strerror(-e));
+}
+
+static void restore_start(void *arg)
+{
+	cmx_restore_all(arg, cmx_worker_serves);
 }
 
 /* A worker: the daemon's core for the tenants the front end gives it. */
@@ -447,11 +475,16 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 		cmx_cdikeep_write(srv, "start");
 	if (!user_drop(o->user))
 		return 1;
+	if (!state_dir_open(o))
+		return 1;
 	if (o->worker && !sandbox_enter(srv, o))
 		return 1;
 	if (!o->worker)
 		ready();
 	signals_start(mask);
+	/* With --state-dir, the sessions a checkpoint left, on the loop. */
+	if (cmx_checkpoint_enabled())
+		cmx_loop_post(srv->loop, restore_start, srv);
 	e = cmx_loop_run(srv->loop);
 	if (e)
 		cmx_err("loop: %s", strerror(-e));
@@ -472,7 +505,7 @@ static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	struct cmx_front_opts fo = { .device = o->device, .config = srv->config_path,
 				     .threads = o->threads, .window_us = o->window_us,
 				     .profile = srv->profile, .user = o->user,
-				     .sandbox = o->sandbox };
+				     .sandbox = o->sandbox, .state_dir = o->state_dir };
 	int e;
 
 	srv->front = 1;
@@ -496,7 +529,7 @@ static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	/* Every listener is open; the spec directory is root's. */
 	keeps_cdi = 1;
 	cmx_cdikeep_write(srv, "start");
-	if (!user_drop(o->user))
+	if (!user_drop(o->user) || !state_dir_open(o))
 		return 1;
 	ready();
 	e = cmx_loop_run(srv->loop);
@@ -518,6 +551,7 @@ int main(int argc, char **argv)
 		{ "user", required_argument, NULL, 'u' },
 		{ "libvirt", required_argument, NULL, 'L' },
 		{ "sandbox", required_argument, NULL, 'X' },
+		{ "state-dir", required_argument, NULL, 'D' },
 		{ "check-config", no_argument, NULL, 'k' },
 		/* Set by the front end when it starts a worker. */
 		{ "worker", required_argument, NULL, 'K' }, { "ctl", required_argument, NULL, 'C' },
@@ -622,6 +656,9 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			use_workers = !strcmp(optarg, "on");
+			break;
+		case 'D':
+			o.state_dir = optarg;
 			break;
 		case 'K':
 			o.worker = optarg;

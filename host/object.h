@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+struct cmx_rec;
+
 struct cmx_obj {
 	uint64_t id;	/* the guest's id, unique in its session */
 	uint8_t kind;	/* enum cmx_kind */
@@ -21,6 +23,7 @@ struct cmx_obj {
 	 * (host/zero.c); NULL for the other kinds. */
 	void *ext;
 	void *cbs;	/* events: their callbacks (host/exec_event.c), or NULL */
+	struct cmx_rec *recs; /* the requests that made and changed it (host/record.c) */
 };
 
 /* flags of programs and kernels: it may call printf (host/kprintf.c). */

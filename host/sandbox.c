@@ -218,6 +218,10 @@ static const struct sc allow[] = {
     S(mkdir, ANY, W | B),
     S(rename, ANY, W | B),
     S(unlink, ANY, W | B),
+    /* State files (host/state.c): written in the state directory by
+     * its descriptor, renamed into place. */
+    S(renameat, ANY, W | B),
+    S(unlinkat, ANY, W | B),
     S(symlink, ANY, W | B),
     S(symlinkat, ANY, W | B),
     S(rmdir, ANY, W | B),

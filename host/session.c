@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "area.h"
 #include "codec.h"
@@ -37,6 +38,7 @@ struct cmx_session *cmx_session_create(struct cmx_server *srv, struct cmx_conn *
 	t->sessions++;
 	s->conn = conn;
 	s->refs = 1;
+	s->area_fd = -1;
 	s->id = ++srv->next_session;
 	/* The notification channel proves it belongs to this session with it. */
 	if (getrandom(&s->token, sizeof(s->token), 0) != sizeof(s->token))
@@ -209,6 +211,7 @@ void cmx_session_release(struct cmx_session *s, uint64_t id, unsigned kind)
 	 * holds). Nobody can tell it from a set one any more, so it is set. */
 	if (kind == CMX_K_EVENT && !cmx_sched_is_held(s->srv, o->h))
 		user_event_end(o);
+	cmx_record_forget(s, o);
 	free_obj(s, o);
 }
 
@@ -272,11 +275,15 @@ void cmx_session_close(struct cmx_session *s)
 		free(all);
 	}
 	cmx_objtab_fini(&s->objs);
+	cmx_record_free(s);
 	/* Blocks that commands in flight still hold keep the mapping. */
 	cmx_shm_close(s->shm);
 	s->shm = NULL;
 	cmx_area_put(s->area);
 	s->area = NULL;
+	if (s->area_fd >= 0)
+		close(s->area_fd);
+	s->area_fd = -1;
 	cmx_incdir_drop_session(s->id);
 	cmx_info("session %llu: closed, everything it held released", (unsigned long long)s->id);
 	cmx_session_unref(s);

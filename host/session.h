@@ -8,6 +8,7 @@
 #include "object.h"
 #include "objtab.h"
 #include "piece.h"
+#include "record.h"
 
 struct cmx_amap;
 struct cmx_area;
@@ -16,6 +17,7 @@ struct cmx_conn;
 struct cmx_server;
 struct cmx_tenant;
 struct cmx_xfer;
+struct cmx_restore;
 
 /* Commands of a session whose completion the loop looks for at once. */
 #define CMX_FENCE_PEND 32
@@ -35,7 +37,16 @@ struct cmx_session {
 	struct cmx_xfer *xfers;
 	unsigned nxfers;
 	struct cmx_objtab objs;
+	struct cmx_reclog log; /* what made its objects (host/record.c) */
+	/* Restored from the state directory: being replayed (host/restore.c),
+	 * then waiting for its guest's Hello (restored, conn NULL). */
+	struct cmx_restore *restore;
+	int restored;
+	int from_state; /* made by a restore, resumed or not: calls may come again */
 	struct cmx_area *area; /* shared memory (OpenArea), or NULL */
+	/* A restored area's memfd until its resuming guest's OpenArea takes
+	 * it (host/restore.c), else -1. */
+	int area_fd;
 	struct cmx_shm *shm;   /* its rings at work (shm transport), or NULL */
 	struct cmx_amap *amaps; /* area buffers' native maps (host/exec_mem.c) */
 	uint64_t bytes; /* device memory charged */

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "admin.h"
+#include "checkpoint.h"
 #include "conn.h"
 #include "ctl.h"
 #include "log.h"
@@ -50,6 +51,11 @@ static int mine(const struct cmx_tenant *t)
 
 	snprintf(key, sizeof(key), "t:%s", t->group[0] ? t->group : t->name);
 	return !strcmp(key, wk.key) || !strncmp(wk.key, "l:", 2) || !strncmp(wk.key, "v:", 2);
+}
+
+int cmx_worker_serves(const struct cmx_tenant *t)
+{
+	return wk.ctl < 0 || mine(t);
 }
 
 static void send_usage(uint64_t seq)
@@ -124,6 +130,11 @@ static void on_packet(void *arg)
 	case CMX_CTL_USAGE:
 		send_usage(h->seq);
 		break;
+	case CMX_CTL_CHECKPOINT: {
+		struct cmx_checkpoint_stats st;
+		cmx_checkpoint_all(wk.srv, &st);
+		break;
+	}
 	case CMX_CTL_SHARE: {
 		const struct cmx_ctl_share *m = (const void *)p->buf;
 		if (p->len == sizeof(*m) && m->mode <= CMX_SHARE_TURN &&

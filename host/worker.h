@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 struct cmx_server;
+struct cmx_tenant;
 
 /* Starts taking packets from the front end on ctl (a thread that posts
  * them to the loop) and says ready. key: the worker's name (host/front.c),
@@ -34,5 +35,8 @@ void cmx_worker_turned(uint64_t seq, int has_work);
 void cmx_main_retire(void);
 /* Whether this process is a worker. */
 int cmx_worker_is(void);
+/* Whether this process serves tenant t's sessions (always, without a
+ * front end). */
+int cmx_worker_serves(const struct cmx_tenant *t);
 
 #endif

@@ -36,6 +36,8 @@ static void usage(FILE *f)
 		   "  workers                      clmuxd's worker processes: pid, state,\n"
 		   "                               starts, tenants\n"
 		   "  stats                        daemon-wide counters\n"
+		   "  checkpoint                   every session written to clmuxd's\n"
+		   "                               --state-dir, its device drained first\n"
 		   "  listeners                    the daemon's listening addresses and tenants\n"
 		   "  cdi generate [--output PATH] [--icd PATH]\n"
 		   "                               writes a CDI spec (default\n"

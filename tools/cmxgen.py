@@ -36,6 +36,9 @@ QUEUE_USES = ["enqueue", "control", "finish"]
 CALL_ATTRS = {"holdable": "CMX_OPF_HOLDABLE", "keepouts": "CMX_OPF_KEEPOUTS",
               "lane": "CMX_OPF_LANE"}
 
+# Kinds whose changes a checkpoint keeps (`changes`, host/record.c).
+CHANGED_KINDS = ["context", "queue", "mem", "program", "kernel", "sampler"]
+
 GEN_NOTE = "/* generated from schema/ by tools/cmxgen.py: do not edit */\n"
 
 
@@ -103,6 +106,12 @@ class Field:
             elif o == "peek" and spec == "id:event":
                 self.flags.append("CMX_F_PEEK")
                 self.attrs.append(o)
+            # The daemon's own bookkeeping, nothing on the wire or that a
+            # guest sees: not locked (docs/protocol.md, The ABI lock).
+            elif o == "changes" and self.type == "ID" and self.kind in CHANGED_KINDS:
+                self.flags.append("CMX_F_CHANGES")
+            elif o == "slot" and self.type == "U64":
+                self.flags.append("CMX_F_SLOT")
             else:
                 raise SyntaxError(f"{where}: bad option '{o}' for {spec}")
         self.spec = spec
@@ -294,6 +303,13 @@ def parse(paths):
             if f.spec == "id:queue" and f.direction == "in" and not f.queue:
                 raise SyntaxError(f"{c.where}: {c.name}.{f.name}: an id:queue input says "
                                   "what the call does there (queue=" + "|".join(QUEUE_USES) + ")")
+        changes = [f for f in c.ins if "CMX_F_CHANGES" in f.flags]
+        if len(changes) > 1 or (changes and (c.kind != "call" or
+                                             any(f.type == "NEWID" for f in c.ins))):
+            raise SyntaxError(f"{c.where}: {c.name}: 'changes' marks the one object a call "
+                              "makes no other of")
+        if sum("CMX_F_SLOT" in f.flags for f in c.ins) > (1 if changes else 0):
+            raise SyntaxError(f"{c.where}: {c.name}: 'slot' goes with one 'changes'")
         c.queue = c.field_with(lambda f: f.queue)
         c.tag = c.field_with(lambda f: f.answer)
         if c.tag:

@@ -61,6 +61,11 @@ tools_clmux_bench_LDADD = $(OPENCL_LIBS) -lm
 noinst_PROGRAMS += tools/clmux-gpu-probe
 tools_clmux_gpu_probe_SOURCES = tools/gpu-probe.c
 tools_clmux_gpu_probe_LDADD = $(OPENCL_LIBS) -lpthread
+# Checkpoint and restore time against buffer bytes (docs/performance.md).
+noinst_PROGRAMS += tools/clmux-ckpt-bench
+tools_clmux_ckpt_bench_SOURCES = tools/ckpt-bench.c
+tools_clmux_ckpt_bench_LDADD = $(OPENCL_LIBS)
+
 bin_PROGRAMS += tools/clmux-hol-bench
 tools_clmux_hol_bench_SOURCES = tools/hol-bench.c
 tools_clmux_hol_bench_LDADD = $(OPENCL_LIBS)

@@ -35,6 +35,11 @@ enum cmx_ftype {
 #define CMX_F_POISONED 0x2u /* an id that may name a poisoned object, taken as it is */
 #define CMX_F_WAITLIST 0x4u /* the wait list of a command enqueued on the call's queue */
 #define CMX_F_PEEK 0x8u	    /* an event only looked at: a held command stays held */
+/* The object the call changes: a checkpoint keeps the call with it. */
+#define CMX_F_CHANGES 0x10u
+/* With CMX_F_CHANGES: the part of it the call sets; a later call with the
+ * same value replaces this one (a kernel argument's index). */
+#define CMX_F_SLOT 0x20u
 
 struct cmx_field {
 	const char *name;

@@ -38,7 +38,12 @@ printf 'record A\n  q id:queue\n' >"$tmp/bad10.schema"
 printf 'record A\ncall 0x0030 B async\n  in x u64\n' >"$tmp/bad11.schema"
 printf 'call 0x0030 A sync\n  out x rec[]:Nope\n' >"$tmp/bad12.schema"
 printf 'record R\n  x u64\nnotify 0x0800 N async\n  in r rec[]:R\n' >"$tmp/bad13.schema"
-for i in 1 2 3 4 5 6 7 8 9 10 11 12 13; do
+# changes: on a number, twice in a call, beside a newid; slot without it.
+printf 'call 0x0030 A async\n  in k u64 changes\n' >"$tmp/bad14.schema"
+printf 'call 0x0030 A async\n  in k id:kernel changes\n  in p id:program changes\n' >"$tmp/bad15.schema"
+printf 'call 0x0030 A async\n  in n newid:kernel\n  in k id:kernel changes\n' >"$tmp/bad16.schema"
+printf 'call 0x0030 A async\n  in k id:kernel\n  in i u64 slot\n' >"$tmp/bad17.schema"
+for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17; do
 	if $gen --schema "$tmp/bad$i.schema" 2>"$tmp/err" ; then bad "bad schema $i refused"
 	elif grep -q "bad$i.schema:" "$tmp/err"; then ok "bad schema $i refused"
 	else bad "bad schema $i names its line"; fi
@@ -60,6 +65,13 @@ for edit in 's/^  in  offset    u64$/  in  offset    i64/' 's/^call 0x0318 CopyB
 	if $gen --schema "$tmp"/s/*.schema --lock "$tmp/lock" 2>/dev/null; then bad "lock catches: $edit"
 	else ok "lock catches: $edit"; fi
 done
+# changes and slot are the daemon's bookkeeping, nothing a guest sees: not
+# locked.
+rm -f "$tmp"/s/*
+cp "$srcdir"/schema/*.schema "$tmp/s/"
+sed -i 's/  changes$//; s/  slot$//' "$tmp"/s/*.schema
+if $gen --schema "$tmp"/s/*.schema --lock "$srcdir/schema/abi.lock"; then ok "changes not locked"
+else bad "changes not locked"; fi
 # An appended call is refused until the lock is updated, then accepted.
 cp "$srcdir"/schema/*.schema "$tmp/s/"
 printf 'call 0x7f00 Appended async\n  in x u64\n' >>"$tmp/s/session.schema"

@@ -1,0 +1,882 @@
+// SPDX-License-Identifier: MIT
+// Checkpoints (issue 17): an application's session is written to the
+// daemon's --state-dir, by `clmuxctl checkpoint` (without workers) and at
+// SIGTERM (with them). The state file is read back with the daemon's own
+// reader: the requests that made each live object in order, a kernel
+// argument's last value only, a program the application released kept
+// for the kernels made from it, a released buffer left out, one that a
+// live kernel's argument names kept and released again, and the
+// buffers' bytes equal to the native run's. A state directory that others
+// can read is refused at start. The kept requests are charged to the
+// tenant's mem quota, and without --state-dir none is kept and a
+// checkpoint is refused. Over unix, and shm from e2e-shm.sh.
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../host/tests/adminclient.h"
+#include "../../host/tests/rawclient.h"
+#include "codec.h"
+#include "e2e.h"
+#include "proto.gen.h"
+#include "state.h"
+
+#define N 65536
+/* Tenant small's mem quota: a program's source of SMALL_SRC bytes fits,
+ * and so do build options of SMALL_OPTS bytes, not both. */
+#define SMALL_MEM  (128u << 10)
+#define SMALL_SRC  (48u << 10)
+#define SMALL_OPTS (96u << 10)
+
+static char dir[64], sock[96], admin[96], state[96], small[96];
+/* Start the next daemon without --state-dir. */
+static int stateless;
+
+static const char src[] = "kernel void scramble(global const uint *a, global uint *b, uint k)\n"
+			  "{ size_t i = get_global_id(0); b[i] = a[i] * 2654435761u + k; }\n";
+
+static int daemon_accepts(void)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0), ok;
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock);
+	ok = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
+	close(fd);
+	return ok;
+}
+
+/* A clmuxd with --state-dir (in a new directory, or the last one again);
+ * its pid (the address in CLMUX_SERVER). */
+static pid_t daemon_again(const char *workers, int fresh)
+{
+	const char *bin = getenv("CLMUXD");
+	pid_t pid;
+
+	ck_assert_msg(bin && *bin, "CLMUXD unset");
+	if (fresh)
+		ck_assert_ptr_nonnull(mkdtemp(strcpy(dir, "/tmp/clmux-ckpt-XXXXXX")));
+	unlink(sock);
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	snprintf(admin, sizeof(admin), "%s/admin.sock", dir);
+	snprintf(state, sizeof(state), "%s/state", dir);
+	char server[128];
+	/* CMX_E2E_TRANSPORT=shm (e2e-shm.sh): the application's calls on
+	 * shared-memory rings; the restore's raw client stays on the socket. */
+	const char *t = getenv("CMX_E2E_TRANSPORT");
+	snprintf(server, sizeof(server), "%s:%s", t && !strcmp(t, "shm") ? "shm" : "unix", sock);
+	setenv("CLMUX_SERVER", server, 1);
+	/* Tenant "small", on a listener of its own, has a mem quota that a
+	 * program's records can pass. */
+	char conf[128];
+	snprintf(conf, sizeof(conf), "%s/clmuxd.conf", dir);
+	snprintf(small, sizeof(small), "%s/small.sock", dir);
+	unlink(small);
+	FILE *f = fopen(conf, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "[clmuxd]\ndefault-tenant = default\n[tenant small]\nmem = %u\n", SMALL_MEM);
+	ck_assert_int_eq(fclose(f), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char listen[128], listen_small[140];
+		snprintf(listen, sizeof(listen), "unix:%s", sock);
+		snprintf(listen_small, sizeof(listen_small), "unix:%s,tenant=small", small);
+		if (stateless)
+			execl(bin, bin, "--listen", listen, "--listen", listen_small, "--config",
+			      conf, "--admin", admin, "--workers", workers, (char *)NULL);
+		else
+			execl(bin, bin, "--listen", listen, "--listen", listen_small, "--config",
+			      conf, "--admin", admin, "--state-dir", state, "--workers", workers,
+			      (char *)NULL);
+		_exit(127);
+	}
+	for (int i = 0; i < 3000 && !daemon_accepts(); i++)
+		usleep(10000);
+	ck_assert_msg(daemon_accepts(), "clmuxd did not listen on %s", sock);
+	return pid;
+}
+
+static pid_t daemon_start(const char *workers)
+{
+	return daemon_again(workers, 1);
+}
+
+static void dir_remove(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void scramble_run(struct e2e_plat *p, const uint32_t *a, uint32_t k, uint32_t *out)
+{
+	cl_program prog = e2e_program_build(p, src, NULL);
+	cl_kernel kern = e2e_kernel_create(p, prog, "scramble");
+	cl_mem ma = e2e_buffer_create(p, CL_MEM_COPY_HOST_PTR, N * 4, (void *)a);
+	cl_mem mb = e2e_buffer_create(p, CL_MEM_READ_WRITE, N * 4, NULL);
+	size_t g = N;
+
+	E2E_OK(p, clSetKernelArg(kern, 0, sizeof(ma), &ma));
+	E2E_OK(p, clSetKernelArg(kern, 1, sizeof(mb), &mb));
+	E2E_OK(p, clSetKernelArg(kern, 2, sizeof(k), &k));
+	E2E_OK(p, clEnqueueNDRangeKernel(p->queue, kern, 1, NULL, &g, NULL, 0, NULL, NULL));
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, mb, CL_TRUE, 0, N * 4, out, 0, NULL, NULL));
+	clReleaseMemObject(ma);
+	clReleaseMemObject(mb);
+	clReleaseKernel(kern);
+	clReleaseProgram(prog);
+}
+
+/* The virtual platform's session: buffers a and b, a kernel from a
+ * program the application has released, its last argument set twice
+ * and run, a buffer made and released, and a second kernel whose
+ * argument names a buffer released since. */
+static void session_make(struct e2e_plat *v, const uint32_t *a)
+{
+	cl_program prog = e2e_program_build(v, src, NULL);
+	cl_kernel kern = e2e_kernel_create(v, prog, "scramble");
+	cl_mem ma = e2e_buffer_create(v, CL_MEM_COPY_HOST_PTR, N * 4, (void *)a);
+	cl_mem mb = e2e_buffer_create(v, CL_MEM_READ_WRITE, N * 4, NULL);
+	cl_mem gone = e2e_buffer_create(v, CL_MEM_READ_WRITE, 4096, NULL);
+	uint32_t k0 = 1, k = 7;
+	size_t g = N;
+
+	cl_kernel k2 = e2e_kernel_create(v, prog, "scramble");
+	cl_mem named = e2e_buffer_create(v, CL_MEM_READ_WRITE, 4096, NULL);
+
+	E2E_OK(v, clReleaseProgram(prog));
+	E2E_OK(v, clReleaseMemObject(gone));
+	/* A released buffer that a live kernel's argument still names. */
+	E2E_OK(v, clSetKernelArg(k2, 0, sizeof(named), &named));
+	E2E_OK(v, clReleaseMemObject(named));
+	E2E_OK(v, clSetKernelArg(kern, 0, sizeof(ma), &ma));
+	E2E_OK(v, clSetKernelArg(kern, 1, sizeof(mb), &mb));
+	E2E_OK(v, clSetKernelArg(kern, 2, sizeof(k0), &k0));
+	E2E_OK(v, clSetKernelArg(kern, 2, sizeof(k), &k));
+	E2E_OK(v, clEnqueueNDRangeKernel(v->queue, kern, 1, NULL, &g, NULL, 0, NULL, NULL));
+	/* Everything sent has reached the daemon before the checkpoint is
+	 * asked for on another socket. */
+	E2E_OK(v, clFinish(v->queue));
+}
+
+/* What a restore test needs of a state file: the session, its token,
+ * the fixture's queue and buffer b. */
+struct ids {
+	uint64_t session, token, queue, b, applied;
+	/* The build's kept message (header and arguments), as sent. */
+	uint8_t build[256];
+	size_t build_len;
+};
+
+/* The one state file in the state directory, checked and walked: what the
+ * session made, and b's bytes against want. */
+static void state_check(const uint32_t *a, const uint32_t *want, struct ids *ids, char *file)
+{
+	uint64_t a_id = 0;
+	DIR *d = opendir(state);
+	struct dirent *e;
+	char name[256] = "";
+	unsigned files = 0, creates[0x800] = {0}, args = 0, contents = 0;
+	int dfd;
+	const void *p;
+	size_t n;
+	struct cmx_state_reader r;
+	struct cmx_state_rec rec;
+	struct stat st;
+
+	ck_assert_int_eq(stat(state, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 0777, 0700);
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		if (strstr(e->d_name, ".state")) {
+			snprintf(name, sizeof(name), "%s", e->d_name);
+			files++;
+		}
+	closedir(d);
+	ck_assert_uint_eq(files, 1);
+	dfd = open(state, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_eq(cmx_state_map(dfd, name, &p, &n), 0);
+	ck_assert_int_eq(cmx_state_open(&r, p, n), 0);
+	ck_assert_str_eq(r.head.tenant, "default");
+	ids->session = r.head.session;
+	ids->token = r.head.token;
+	ids->applied = r.head.applied;
+	ids->queue = ids->b = 0;
+	strcpy(file, name);
+	while (cmx_state_next(&r, &rec) == 1) {
+		if (rec.type == CMX_STATE_AREA) {
+			/* The ICD's shared area, before every call. */
+			ck_assert_uint_eq(creates[CMX_OP_CreateContext], 0);
+			ck_assert_uint_ge(rec.area_len, 1u << 20);
+			continue;
+		}
+		if (rec.type == CMX_STATE_CALL) {
+			ck_assert_uint_lt(rec.hdr.op, 0x800);
+			creates[rec.hdr.op]++;
+			if (rec.hdr.op == CMX_OP_BuildProgram) {
+				ck_assert_uint_le(rec.len, sizeof(ids->build));
+				ck_assert(rec.hdr.flags & CMX_HDR_SYNC);
+				memcpy(ids->build, rec.data, rec.len);
+				ids->build_len = rec.len;
+			}
+			if (rec.hdr.op == CMX_OP_CreateQueue && !ids->queue) {
+				struct cmx_CreateQueue_in in;
+				ck_assert_int_eq(cmx_codec_decode(&cmx_desc_CreateQueue_in,
+								  rec.args, rec.hdr.size, &in),
+						 0);
+				ids->queue = in.queue.id;
+			}
+			if (rec.hdr.op == CMX_OP_CreateBuffer) {
+				struct cmx_CreateBuffer_in in;
+				ck_assert_int_eq(cmx_codec_decode(&cmx_desc_CreateBuffer_in,
+								  rec.args, rec.hdr.size, &in),
+						 0);
+				/* a, then b */
+				if (creates[CMX_OP_CreateBuffer] == 1)
+					a_id = in.mem.id;
+				else if (creates[CMX_OP_CreateBuffer] == 2)
+					ids->b = in.mem.id;
+			}
+			if (rec.hdr.op == CMX_OP_ReleaseMem)
+				ck_assert_uint_eq(args, 4);
+			if (rec.hdr.op == CMX_OP_SetKernelArg) {
+				struct cmx_SetKernelArg_in in;
+				ck_assert_int_eq(cmx_codec_decode(&cmx_desc_SetKernelArg_in,
+								  rec.args, rec.hdr.size, &in),
+						 0);
+				if (in.index == 2) {
+					uint32_t k;
+					ck_assert_uint_eq(in.value.len, 4);
+					memcpy(&k, in.value.ptr, 4);
+					ck_assert_uint_eq(k, 7);
+				}
+				args++;
+			}
+			ck_assert_int_eq(contents, 0);
+		} else {
+			ck_assert_uint_eq(rec.type, CMX_STATE_CONTENTS);
+			ck_assert_uint_eq(rec.offset, 0);
+			ck_assert_uint_eq(rec.len, 16 + N * 4);
+			ck_assert(rec.id == a_id || rec.id == ids->b);
+			ck_assert_mem_eq(rec.data + 16, rec.id == a_id ? a : want, N * 4);
+			contents++;
+		}
+	}
+	ck_assert_uint_eq(creates[CMX_OP_CreateContext], 1);
+	ck_assert_uint_eq(creates[CMX_OP_CreateQueue], 2); /* the fixture's two */
+	ck_assert_uint_eq(creates[CMX_OP_CreateProgramWithSource], 1);
+	ck_assert_uint_eq(creates[CMX_OP_BuildProgram], 1);
+	ck_assert_uint_eq(creates[CMX_OP_CreateKernel], 2);
+	/* a, b and the released one k2 names (released again once k2's
+	 * argument is set), not the other released one. */
+	ck_assert_uint_eq(creates[CMX_OP_CreateBuffer], 3);
+	ck_assert_uint_eq(creates[CMX_OP_ReleaseMem], 1);
+	ck_assert_uint_eq(creates[CMX_OP_ReleaseProgram], 0);
+	ck_assert_uint_eq(args, 4);
+	ck_assert_uint_eq(contents, 2);
+	cmx_state_unmap(p, n);
+	close(dfd);
+}
+
+static void setup_both(struct e2e_plat *nat, struct e2e_plat *v, uint32_t *a, uint32_t *want)
+{
+	e2e_rand_u32(a, N, 23, 0);
+	ck_assert_int_eq(e2e_plat_init(nat, "native", e2e_native_match()), 0);
+	scramble_run(nat, a, 7, want);
+	ck_assert_int_eq(e2e_plat_init(v, "virtual", e2e_virtual_match()), 0);
+}
+
+START_TEST(admin_checkpoint)
+{
+	static uint32_t a[N], want[N];
+	struct e2e_plat nat, v;
+	pid_t pid = daemon_start("off");
+	char *reply, file[256];
+	struct ids ids;
+	int st;
+
+	setup_both(&nat, &v, a, want);
+	session_make(&v, a);
+	reply = ask(admin, "checkpoint\n");
+	ck_assert_msg(!strncmp(reply, "ok\n1 sessions written", 21), "checkpoint: %s", reply);
+	free(reply);
+	state_check(a, want, &ids, file);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	dir_remove();
+}
+END_TEST
+
+START_TEST(sigterm_checkpoint)
+{
+	static uint32_t a[N], want[N];
+	struct e2e_plat nat, v;
+	pid_t pid = daemon_start("on");
+	struct ids ids;
+	char file[256];
+	int st;
+
+	setup_both(&nat, &v, a, want);
+	session_make(&v, a);
+	/* The worker writes it as it drains, before the session ends. */
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	state_check(a, want, &ids, file);
+	dir_remove();
+}
+END_TEST
+
+/* Hello resuming session ids on a fresh connection: its status (1: the
+ * daemon ended the connection). */
+static int resume(struct client *c, const struct ids *ids)
+{
+	struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC,
+				  .version = CMX_PROTO_VERSION,
+				  .role = CMX_ROLE_CALL,
+				  .session = ids->session,
+				  .token = ids->token};
+	struct cmx_Hello_out out = {0};
+	int e;
+
+	c->fd = dial_at(sock);
+	c->seq = 0;
+	send_msg(c, &cmx_desc_Hello_in, &in, 1, NULL, 0);
+	e = recv_reply(c, &cmx_desc_Hello_out, &out, NULL);
+	if (!e)
+		ck_assert_uint_eq(out.session, ids->session);
+	return e;
+}
+
+/* GetStats' first counter: the session's messages after its Hello. */
+static uint64_t messages_of(struct client *c)
+{
+	struct cmx_GetStats_in in = {0};
+	struct cmx_GetStats_out out = {0};
+	uint8_t *keep = NULL;
+	uint64_t n;
+
+	send_msg(c, &cmx_desc_GetStats_in, &in, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(c, &cmx_desc_GetStats_out, &out, &keep), 0);
+	ck_assert_uint_ge(out.counters.n, 1);
+	n = out.counters.v[0];
+	free(keep);
+	return n;
+}
+
+/* Buffer b of the resumed session, read with a blocking ReadBuffer. */
+static void read_b(struct client *c, const struct ids *ids, uint32_t *got)
+{
+	struct cmx_ReadBuffer_in in = {
+	    .queue = {.id = ids->queue}, .mem = {.id = ids->b}, .size = N * 4};
+	struct cmx_hdr h;
+	uint8_t args[64];
+	int64_t status;
+
+	send_msg(c, &cmx_desc_ReadBuffer_in, &in, 1, NULL, 0);
+	ck_assert_int_eq(recv(c->fd, &h, CMX_HDR_SIZE, MSG_WAITALL), CMX_HDR_SIZE);
+	ck_assert_uint_eq(h.op, CMX_OP_REPLY);
+	ck_assert_uint_le(h.size, sizeof(args));
+	ck_assert_int_eq(recv(c->fd, args, h.size, MSG_WAITALL), (ssize_t)h.size);
+	memcpy(&status, args, 8);
+	ck_assert_int_eq(status, CL_SUCCESS);
+	ck_assert_uint_eq(h.bulk, N * 4);
+	ck_assert_int_eq(recv(c->fd, got, N * 4, MSG_WAITALL), N * 4);
+}
+
+/* The same file for another session id: a second tenant session to
+ * restore beside the first. */
+static void file_clone(const char *from, uint64_t session)
+{
+	int dfd = open(state, O_RDONLY | O_DIRECTORY);
+	struct cmx_state_writer *w = malloc(sizeof(*w));
+	struct cmx_state_reader r;
+	struct cmx_state_rec rec;
+	const void *p;
+	size_t n;
+	char name[64];
+
+	ck_assert_int_eq(cmx_state_map(dfd, from, &p, &n), 0);
+	ck_assert_int_eq(cmx_state_open(&r, p, n), 0);
+	snprintf(name, sizeof(name), "clone-%llu.state", (unsigned long long)session);
+	ck_assert_int_eq(
+	    cmx_state_begin(w, dfd, name, session, r.head.token, r.head.applied, r.head.tenant), 0);
+	while (cmx_state_next(&r, &rec) == 1) {
+		struct iovec iov = {(void *)rec.data, rec.len};
+		cmx_state_put(w, rec.type, &iov, 1);
+	}
+	ck_assert_int_eq(cmx_state_commit(w), 0);
+	cmx_state_unmap(p, n);
+	free(w);
+	close(dfd);
+}
+
+static int exists(const char *name)
+{
+	char path[400];
+
+	snprintf(path, sizeof(path), "%s/%s", state, name);
+	return access(path, F_OK) == 0;
+}
+
+/* The daemon stops with SIGTERM, a new one restores the session from the
+ * state directory, and a guest that says Hello with its id and token
+ * finds its buffer's bytes where its kernel left them. A second session's
+ * file, damaged, is refused (kept as .bad) while the first is restored. */
+START_TEST(restore_resume)
+{
+	static uint32_t a[N], want[N], got[N];
+	struct e2e_plat nat, v;
+	pid_t pid = daemon_start("on");
+	struct ids ids, bad;
+	struct client c = {0}, cb = {0};
+	char file[256], badfile[300];
+	int st, fd;
+
+	setup_both(&nat, &v, a, want);
+	session_make(&v, a);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	state_check(a, want, &ids, file);
+	/* A second session, its file damaged in its last bytes (b's). */
+	file_clone(file, ids.session + 1000);
+	bad = ids;
+	bad.session = ids.session + 1000;
+	snprintf(badfile, sizeof(badfile), "%s/clone-%llu.state", state,
+		 (unsigned long long)bad.session);
+	fd = open(badfile, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "\xff", 1, lseek(fd, 0, SEEK_END) - 100), 1);
+	close(fd);
+
+	pid = daemon_again("on", 0);
+	/* Restored files are used up; the damaged one is set aside. */
+	for (int i = 0; i < 3000 && exists(file); i++)
+		usleep(10000);
+	ck_assert_msg(!exists(file), "%s was not restored", file);
+	snprintf(badfile, sizeof(badfile), "clone-%llu.state.bad", (unsigned long long)bad.session);
+	ck_assert(exists(badfile));
+
+	ck_assert_int_eq(resume(&c, &ids), 0);
+	read_b(&c, &ids, got);
+	ck_assert_mem_eq(got, want, sizeof(got));
+	/* The build, applied before the checkpoint, sent again as a
+	 * resuming guest whose reply was lost sends it: answered from what
+	 * the restore built (a build again would fail: the program has
+	 * kernels), its kernel described. */
+	{
+		struct cmx_BuildProgram_out out = {0};
+		uint8_t *keep = NULL;
+		struct cmx_hdr h;
+		memcpy(&h, ids.build, CMX_HDR_SIZE);
+		c.seq = h.seq;
+		send_raw(c.fd, ids.build, ids.build_len);
+		ck_assert_int_eq(recv_reply(&c, &cmx_desc_BuildProgram_out, &out, &keep),
+				 CL_SUCCESS);
+		ck_assert_uint_eq(out.kernels.n, 1);
+		free(keep);
+		c.seq = 1000;
+	}
+	/* Its count of messages goes on from the checkpoint's: this read,
+	 * the build and the GetStats asking. */
+	ck_assert_uint_gt(ids.applied, 0);
+	ck_assert_uint_eq(messages_of(&c), ids.applied + 3);
+	/* Nothing of the damaged one, and no session for a wrong token. */
+	ck_assert_int_ne(resume(&cb, &bad), 0);
+	close(cb.fd);
+	ids.token ^= 1;
+	ck_assert_int_ne(resume(&cb, &ids), 0);
+	close(cb.fd);
+	close(c.fd);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	dir_remove();
+}
+END_TEST
+
+/* Source of about SMALL_SRC bytes (a comment pads it), or build options
+ * of about SMALL_OPTS bytes: the caller frees it. */
+static char *padded(int options)
+{
+	size_t n = options ? SMALL_OPTS : SMALL_SRC, len = 0;
+	char *p = malloc(n + sizeof(src) + 64);
+
+	ck_assert_ptr_nonnull(p);
+	if (options) {
+		for (unsigned i = 0; len + 32 < n; i++)
+			len += (size_t)sprintf(p + len, "-DPAD%u=%u ", i, i);
+	} else {
+		len = (size_t)sprintf(p, "%s/*", src);
+		memset(p + len, 'x', n - len);
+		len = n;
+		len += (size_t)sprintf(p + len, "*/\n");
+	}
+	p[len] = '\0';
+	return p;
+}
+
+/* The virtual platform of tenant small. */
+static void small_init(struct e2e_plat *v)
+{
+	char server[128];
+
+	snprintf(server, sizeof(server), "unix:%s", small);
+	setenv("CLMUX_SERVER", server, 1);
+	ck_assert_int_eq(e2e_plat_init(v, "virtual", e2e_virtual_match()), 0);
+}
+
+/* With --state-dir the requests a checkpoint needs are memory the daemon
+ * holds for the tenant: charged to its mem quota, a call whose record
+ * would pass it failing with CL_OUT_OF_HOST_MEMORY, and given back when
+ * the guest releases what they made. */
+START_TEST(records_charged)
+{
+	pid_t pid = daemon_start("off");
+	char *big = padded(0), *opts = padded(1);
+	const char *bigc = big, *srcc = src;
+	struct e2e_plat v;
+	uint64_t base, mem;
+	cl_program p, q;
+	cl_int e;
+	int st;
+
+	small_init(&v);
+	/* Its creations have reached the daemon. */
+	E2E_OK(&v, clFinish(v.queue));
+	base = admin_tenant_field(admin, "small", "mem");
+	/* Its context and queues are kept: a few hundred bytes. */
+	ck_assert_uint_gt(base, 0);
+	ck_assert_uint_lt(base, 4096);
+	p = clCreateProgramWithSource(v.context, 1, &bigc, NULL, &e);
+	E2E_OK(&v, e);
+	E2E_OK(&v, clBuildProgram(p, 1, &v.device, NULL, NULL, NULL));
+	mem = admin_tenant_field(admin, "small", "mem");
+	ck_assert_uint_ge(mem, base + SMALL_SRC);
+	/* Its source and these options together pass the quota. */
+	E2E_EXPECT(&v, clBuildProgram(p, 1, &v.device, opts, NULL, NULL), CL_OUT_OF_HOST_MEMORY);
+	ck_assert_uint_eq(admin_tenant_field(admin, "small", "mem"), mem);
+	/* Released, its records go: the options fit now. */
+	E2E_OK(&v, clReleaseProgram(p));
+	E2E_OK(&v, clFinish(v.queue));
+	admin_field_becomes(admin, "small", "mem", base);
+	q = clCreateProgramWithSource(v.context, 1, &srcc, NULL, &e);
+	E2E_OK(&v, e);
+	E2E_OK(&v, clBuildProgram(q, 1, &v.device, opts, NULL, NULL));
+	E2E_OK(&v, clReleaseProgram(q));
+	E2E_OK(&v, clFinish(v.queue));
+	admin_field_becomes(admin, "small", "mem", base);
+	e2e_plat_fini(&v);
+	free(big);
+	free(opts);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	dir_remove();
+}
+END_TEST
+
+/* A kernel argument set again replaces its kept value, charge and all;
+ * a released buffer that a kernel's argument names stays kept (and
+ * charged) until the argument names another. */
+START_TEST(records_replaced)
+{
+	pid_t pid = daemon_start("off");
+	struct e2e_plat v;
+	cl_program p;
+	cl_kernel k;
+	cl_mem b, c;
+	uint64_t m1, m2;
+	cl_int e;
+	int st;
+
+	small_init(&v);
+	p = e2e_program_build(&v, src, NULL);
+	k = e2e_kernel_create(&v, p, "scramble");
+	b = clCreateBuffer(v.context, CL_MEM_READ_WRITE, 4096, NULL, &e);
+	E2E_OK(&v, e);
+	c = clCreateBuffer(v.context, CL_MEM_READ_WRITE, 4096, NULL, &e);
+	E2E_OK(&v, e);
+	E2E_OK(&v, clSetKernelArg(k, 0, sizeof(b), &b));
+	for (uint32_t i = 0; i < 2; i++)
+		E2E_OK(&v, clSetKernelArg(k, 2, sizeof(i), &i));
+	E2E_OK(&v, clFinish(v.queue));
+	m1 = admin_tenant_field(admin, "small", "mem");
+	for (uint32_t i = 0; i < 64; i++)
+		E2E_OK(&v, clSetKernelArg(k, 2, sizeof(i), &i));
+	E2E_OK(&v, clFinish(v.queue));
+	ck_assert_uint_eq(admin_tenant_field(admin, "small", "mem"), m1);
+	/* Its device memory goes; its records stay, for the argument. */
+	E2E_OK(&v, clReleaseMemObject(b));
+	E2E_OK(&v, clFinish(v.queue));
+	m2 = admin_tenant_field(admin, "small", "mem");
+	ck_assert_uint_eq(m2, m1 - 4096);
+	E2E_OK(&v, clSetKernelArg(k, 0, sizeof(c), &c));
+	E2E_OK(&v, clFinish(v.queue));
+	ck_assert_uint_lt(admin_tenant_field(admin, "small", "mem"), m2);
+	E2E_OK(&v, clReleaseKernel(k));
+	E2E_OK(&v, clReleaseProgram(p));
+	E2E_OK(&v, clReleaseMemObject(c));
+	e2e_plat_fini(&v);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	dir_remove();
+}
+END_TEST
+
+#define RESUME_ITERS 24
+#define RESUME_AT    4
+#define RESUME_HELD  1000u
+
+/* The application of guest_resume: a loop of write, kernel and read whose
+ * every result must equal the native run's; after each iteration it
+ * writes the iteration's number to fd. In iteration RESUME_AT, with its
+ * write sent and its kernel's calls still in the ICD's batch, it writes
+ * RESUME_HELD and waits for a byte on go before it reads. Exits 0 when
+ * all matched. */
+static void resume_app(int fd, int go)
+{
+	static uint32_t a[N], want[N], got[N];
+	struct e2e_plat nat, v;
+	cl_program prog;
+	cl_kernel kern;
+	cl_mem ma, mb;
+	size_t g = N;
+	cl_int e;
+
+	/* The ICD's defaults on the transport daemon_again() named (unix,
+	 * or shm's rings): a shared area whose heap holds ma
+	 * (CL_MEM_ALLOC_HOST_PTR), and payloads in its blocks. */
+	if (e2e_plat_init(&nat, "native", e2e_native_match()) ||
+	    e2e_plat_init(&v, "virtual", e2e_virtual_match()))
+		_exit(2);
+	prog = e2e_program_build(&v, src, NULL);
+	kern = e2e_kernel_create(&v, prog, "scramble");
+	ma = clCreateBuffer(v.context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR, N * 4, NULL, &e);
+	mb = clCreateBuffer(v.context, CL_MEM_READ_WRITE, N * 4, NULL, &e);
+	if (!ma || !mb || clSetKernelArg(kern, 0, sizeof(ma), &ma) ||
+	    clSetKernelArg(kern, 1, sizeof(mb), &mb))
+		_exit(3);
+	for (uint32_t i = 0; i < RESUME_ITERS; i++) {
+		e2e_rand_u32(a, N, 100 + i, 0);
+		scramble_run(&nat, a, i, want);
+		uint32_t held = RESUME_HELD;
+		char byte;
+		if ((e = clEnqueueWriteBuffer(v.queue, ma, i != RESUME_AT, 0, N * 4, a, 0, NULL,
+					      NULL)) ||
+		    (e = clSetKernelArg(kern, 2, sizeof(i), &i)) ||
+		    (e = clEnqueueNDRangeKernel(v.queue, kern, 1, NULL, &g, NULL, 0, NULL, NULL)) ||
+		    (i == RESUME_AT &&
+		     (write(fd, &held, sizeof(held)) != sizeof(held) || read(go, &byte, 1) != 1)) ||
+		    (e = clEnqueueReadBuffer(v.queue, mb, CL_TRUE, 0, N * 4, got, 0, NULL, NULL))) {
+			fprintf(stderr, "resume_app: iteration %u: error %d\n", i, e);
+			_exit(4);
+		}
+		if (memcmp(got, want, sizeof(got))) {
+			fprintf(stderr, "resume_app: iteration %u: checksum differs\n", i);
+			_exit(5);
+		}
+		if (write(fd, &i, sizeof(i)) != sizeof(i))
+			_exit(6);
+	}
+	_exit(0);
+}
+
+/* An application's daemon is checkpointed (SIGTERM) and restarted with the
+ * same --state-dir in the middle of its loop, with a write applied and
+ * the kernel's argument and launch not yet sent: the guest ICD resumes its
+ * session (its shared area too: the kernel's input lives there), sends
+ * again what the daemon had not applied, and every iteration's result
+ * equals the native run's, with no error seen. */
+static void guest_resume_with(const char *workers)
+{
+	pid_t pid = daemon_start(workers), app;
+	int pfd[2], gfd[2], st;
+	uint32_t i = 0, last = 0;
+
+	ck_assert_int_eq(pipe(pfd), 0);
+	ck_assert_int_eq(pipe(gfd), 0);
+	app = fork();
+	ck_assert_int_ge(app, 0);
+	if (app == 0) {
+		close(pfd[0]);
+		close(gfd[1]);
+		resume_app(pfd[1], gfd[0]);
+	}
+	close(pfd[1]);
+	close(gfd[0]);
+	while (read(pfd[0], &i, sizeof(i)) == sizeof(i) && i != RESUME_HELD)
+		;
+	ck_assert_uint_eq(i, RESUME_HELD);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	/* Its next call finds the daemon gone and resumes once it is back. */
+	ck_assert_int_eq(write(gfd[1], "", 1), 1);
+	close(gfd[1]);
+	pid = daemon_again(workers, 0);
+	while (read(pfd[0], &i, sizeof(i)) == sizeof(i))
+		last = i;
+	ck_assert_int_eq(waitpid(app, &st, 0), app);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the application failed: %d", st);
+	ck_assert_uint_eq(last, RESUME_ITERS - 1);
+	close(pfd[0]);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	dir_remove();
+}
+
+START_TEST(guest_resume)
+{
+	guest_resume_with("off");
+}
+END_TEST
+
+/* The same with worker processes: the tenant's worker writes the session
+ * and its successor restores it. */
+START_TEST(guest_resume_workers)
+{
+	guest_resume_with("on");
+}
+END_TEST
+
+/* A daemon with --state-dir killed without a checkpoint and started
+ * again has no such session: it says so to the resuming guest, whose
+ * session then fails at once (not after its minute of tries), as when a
+ * daemon dies. */
+START_TEST(resume_refused)
+{
+	pid_t pid = daemon_start("off"), app;
+	int pfd[2], gfd[2], st;
+	char byte;
+
+	ck_assert_int_eq(pipe(pfd), 0);
+	ck_assert_int_eq(pipe(gfd), 0);
+	app = fork();
+	ck_assert_int_ge(app, 0);
+	if (app == 0) {
+		struct e2e_plat v;
+		char server[128];
+		cl_int e;
+		snprintf(server, sizeof(server), "unix:%s", sock);
+		setenv("CLMUX_SERVER", server, 1);
+		setenv("CLMUX_AREA_MB", "0", 1);
+		if (e2e_plat_init(&v, "virtual", e2e_virtual_match()) || clFinish(v.queue) ||
+		    write(pfd[1], "r", 1) != 1 || read(gfd[0], &byte, 1) != 1)
+			_exit(2);
+		e = clFinish(v.queue);
+		_exit(e == CL_OUT_OF_RESOURCES ? 0 : 3);
+	}
+	close(pfd[1]);
+	close(gfd[0]);
+	ck_assert_int_eq(read(pfd[0], &byte, 1), 1);
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	pid = daemon_again("off", 0);
+	ck_assert_int_eq(write(gfd[1], "", 1), 1);
+	ck_assert_int_eq(waitpid(app, &st, 0), app);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the application: %d", st);
+	close(pfd[0]);
+	close(gfd[1]);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	dir_remove();
+}
+END_TEST
+
+/* Without --state-dir nothing is kept, so nothing is charged, and a
+ * checkpoint is refused with the reason. */
+START_TEST(no_state_dir)
+{
+	char *big = padded(0), *reply;
+	const char *bigc = big;
+	struct e2e_plat v;
+	cl_program p;
+	cl_int e;
+	pid_t pid;
+	int st;
+
+	stateless = 1;
+	pid = daemon_start("off");
+	small_init(&v);
+	p = clCreateProgramWithSource(v.context, 1, &bigc, NULL, &e);
+	E2E_OK(&v, e);
+	E2E_OK(&v, clBuildProgram(p, 1, &v.device, NULL, NULL, NULL));
+	E2E_OK(&v, clFinish(v.queue));
+	ck_assert_uint_eq(admin_tenant_field(admin, "small", "mem"), 0);
+	reply = ask(admin, "checkpoint\n");
+	ck_assert_msg(strstr(reply, "error: no state directory"), "checkpoint: %s", reply);
+	free(reply);
+	E2E_OK(&v, clReleaseProgram(p));
+	e2e_plat_fini(&v);
+	free(big);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	dir_remove();
+}
+END_TEST
+
+/* A state directory that others may read: the daemon does not start. */
+START_TEST(open_dir_refused)
+{
+	const char *bin = getenv("CLMUXD");
+	char listen[160];
+	int st;
+	pid_t pid;
+
+	ck_assert_msg(bin && *bin, "CLMUXD unset");
+	ck_assert_ptr_nonnull(mkdtemp(strcpy(dir, "/tmp/clmux-ckpt-XXXXXX")));
+	snprintf(state, sizeof(state), "%s/state", dir);
+	ck_assert_int_eq(mkdir(state, 0755), 0);
+	ck_assert_int_eq(chmod(state, 0755), 0);
+	snprintf(listen, sizeof(listen), "unix:%s/s.sock", dir);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		execl(bin, bin, "--listen", listen, "--admin", "none", "--state-dir", state,
+		      "--workers", "off", (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st));
+	ck_assert_int_ne(WEXITSTATUS(st), 0);
+	ck_assert_int_ne(WEXITSTATUS(st), 127);
+	dir_remove();
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("checkpoint");
+	TCase *tc = tcase_create("checkpoint");
+	SRunner *sr;
+	int failed;
+
+	if (!getenv("CLMUXD"))
+		return E2E_EXIT_SKIP;
+	tcase_add_test(tc, admin_checkpoint);
+	tcase_add_test(tc, sigterm_checkpoint);
+	tcase_add_test(tc, open_dir_refused);
+	tcase_add_test(tc, restore_resume);
+	tcase_add_test(tc, records_charged);
+	tcase_add_test(tc, records_replaced);
+	tcase_add_test(tc, no_state_dir);
+	tcase_add_test(tc, guest_resume);
+	tcase_add_test(tc, guest_resume_workers);
+	tcase_add_test(tc, resume_refused);
+	tcase_set_timeout(tc, E2E_TIMEOUT_S);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: MIT
+// Checkpoints: every session of this process written to the state
+// directory, each as one state file (host/state.h) of the requests that
+// made its objects and the contents of its buffers.
+#define _GNU_SOURCE
+#include "checkpoint.h"
+
+#include <CL/cl.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "area.h"
+#include "log.h"
+#include "proto.gen.h"
+#include "record.h"
+#include "server.h"
+#include "session.h"
+#include "state.h"
+#include "tenant.h"
+
+static int state_fd = -1;
+
+int cmx_checkpoint_open(const char *path)
+{
+	int fd = cmx_state_dir_open(path);
+
+	if (fd < 0)
+		return fd;
+	if (state_fd >= 0)
+		close(state_fd);
+	state_fd = fd;
+	return 0;
+}
+
+int cmx_checkpoint_enabled(void)
+{
+	return state_fd >= 0;
+}
+
+int cmx_checkpoint_dirfd(void)
+{
+	return state_fd;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* This process's files: "p<pid>-<tenant>-<session>.state". Session ids are
+ * a worker's own, so the pid keeps two workers' apart. */
+static void file_name(const struct cmx_session *s, char *buf, size_t len)
+{
+	char t[CMX_STATE_TENANT_MAX];
+	size_t i;
+
+	for (i = 0; s->tenant->name[i] && i + 1 < sizeof(t); i++) {
+		char ch = s->tenant->name[i];
+		t[i] = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+			       (ch >= '0' && ch <= '9') || ch == '_'
+			   ? ch
+			   : '_';
+	}
+	t[i] = '\0';
+	snprintf(buf, len, "p%d-%.20s-%" PRIu64 ".state", (int)getpid(), t, s->id);
+}
+
+/* A checkpoint replaces this process's last one: its files go first, so
+ * that a session closed since is not restored. */
+static void forget_old(void)
+{
+	char prefix[24];
+	int fd = openat(state_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	snprintf(prefix, sizeof(prefix), "p%d-", (int)getpid());
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, prefix, strlen(prefix)))
+			(void)unlinkat(state_fd, e->d_name, 0);
+	closedir(d);
+}
+
+struct objs {
+	struct cmx_obj **v;
+	size_t n, cap;
+	int oom;
+};
+
+static void collect(struct cmx_obj *o, void *arg)
+{
+	struct objs *l = arg;
+
+	if (o->err || !o->h || (o->kind != CMX_K_QUEUE && o->kind != CMX_K_MEM))
+		return;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct cmx_obj **v = realloc(l->v, cap * sizeof(*v));
+		if (!v) {
+			l->oom = 1;
+			return;
+		}
+		l->v = v;
+		l->cap = cap;
+	}
+	l->v[l->n++] = o;
+}
+
+/* The op that made o (its records' first is its creation). */
+static unsigned made_by(const struct cmx_obj *o)
+{
+	return o->recs ? o->recs->hdr.op : 0;
+}
+
+struct find_queue {
+	void *ctx;
+	cl_command_queue q;
+	uint64_t id;
+};
+
+static void find_queue(struct cmx_obj *o, void *arg)
+{
+	struct find_queue *f = arg;
+
+	if (!f->q && o->kind == CMX_K_QUEUE && o->h && !o->err && o->ctx == f->ctx) {
+		f->q = o->h;
+		f->id = o->id;
+	}
+}
+
+uint64_t cmx_checkpoint_queue_id(struct cmx_session *s, void *ctx)
+{
+	struct find_queue f = {.ctx = ctx};
+
+	cmx_objtab_each(&s->objs, find_queue, &f);
+	return f.id;
+}
+
+void *cmx_checkpoint_queue(struct cmx_session *s, void *ctx, int *made)
+{
+	struct find_queue f = {.ctx = ctx};
+	cl_device_id dev;
+	cl_int e;
+	cl_command_queue q;
+
+	*made = 0;
+	cmx_objtab_each(&s->objs, find_queue, &f);
+	if (f.q)
+		return f.q;
+	if (clGetContextInfo(ctx, CL_CONTEXT_DEVICES, sizeof(dev), &dev, NULL))
+		return NULL;
+	q = clCreateCommandQueue(ctx, dev, 0, &e);
+	*made = q != NULL;
+	return q;
+}
+
+/* Buffer o's bytes into w, in pieces. */
+static int write_contents(struct cmx_session *s, struct cmx_state_writer *w, struct cmx_obj *o,
+			  uint8_t *piece, uint64_t *bytes)
+{
+	int made;
+	cl_command_queue q = cmx_checkpoint_queue(s, o->ctx, &made);
+	int e = 0;
+
+	if (!q)
+		return -ENODEV;
+	for (uint64_t off = 0; off < o->size && !e; off += CMX_STATE_PIECE) {
+		uint64_t n = o->size - off < CMX_STATE_PIECE ? o->size - off : CMX_STATE_PIECE;
+		uint64_t head[2] = {o->id, off};
+		if (clEnqueueReadBuffer(q, o->h, CL_TRUE, off, n, piece, 0, NULL, NULL)) {
+			e = -EIO;
+			break;
+		}
+		struct iovec iov[2] = {{head, sizeof(head)}, {piece, n}};
+		cmx_state_put(w, CMX_STATE_CONTENTS, iov, 2);
+		*bytes += n;
+	}
+	if (made)
+		clReleaseCommandQueue(q);
+	return e;
+}
+
+static int write_session(struct cmx_session *s, struct cmx_state_writer *w, uint8_t *piece,
+			 struct cmx_checkpoint_stats *st)
+{
+	struct objs l = {0};
+	char name[64];
+	uint64_t bytes = 0;
+	int e;
+
+	/* A call that makes or changes an object is still running (a build
+	 * on the executor): the messages counted as applied include it, and
+	 * its record is not kept yet, so a restore would lack what it did. */
+	if (s->log.pending) {
+		cmx_err("session %" PRIu64 " (tenant %s): a call that changes an object is "
+			"still running (%" PRIu64 ")",
+			s->id, s->tenant->name, s->log.pending);
+		return -EBUSY;
+	}
+	cmx_objtab_each(&s->objs, collect, &l);
+	if (l.oom) {
+		free(l.v);
+		return -ENOMEM;
+	}
+	/* Drained: every command the guest was told of has run, so the
+	 * contents read next are what it will find. */
+	for (size_t i = 0; i < l.n; i++)
+		if (l.v[i]->kind == CMX_K_QUEUE)
+			clFinish(l.v[i]->h);
+	file_name(s, name, sizeof(name));
+	e = cmx_state_begin(w, state_fd, name, s->id, s->token, s->messages, s->tenant->name);
+	if (e) {
+		free(l.v);
+		return e;
+	}
+	if (s->area) {
+		/* Made again first, laid out as before: the buffers living
+		 * in it and the guest's offsets into it stay where they were. */
+		uint64_t area[2] = {s->area->hdr.data_len,
+				    s->area->hdr.ring_len[0] ? CMX_AREA_RINGS : 0};
+		struct iovec iov = {area, sizeof(area)};
+		cmx_state_put(w, CMX_STATE_AREA, &iov, 1);
+	}
+	st->records += cmx_record_mark(s);
+	cmx_record_write(s, w);
+	for (size_t i = 0; i < l.n && !e; i++) {
+		unsigned op = l.v[i]->kind == CMX_K_MEM ? made_by(l.v[i]) : 0;
+		/* Sub-buffers are their parent's bytes. An area buffer's
+		 * are read through the driver too: a device may hold them
+		 * apart from the shared memory until they are mapped. */
+		if (op == CMX_OP_CreateBuffer || op == CMX_OP_CreateBufferArea)
+			e = write_contents(s, w, l.v[i], piece, &bytes);
+		else if (op == CMX_OP_CreateImage)
+			cmx_warn("session %" PRIu64 ": object %#" PRIx64
+				 " written without its contents (an image)",
+				 s->id, l.v[i]->id);
+	}
+	free(l.v);
+	if (e) {
+		cmx_state_abort(w);
+		return e;
+	}
+	e = cmx_state_commit(w);
+	if (!e)
+		st->bytes += bytes;
+	return e;
+}
+
+int cmx_checkpoint_all(struct cmx_server *srv, struct cmx_checkpoint_stats *st)
+{
+	struct cmx_state_writer *w;
+	uint8_t *piece;
+	uint64_t t0 = now_ns();
+
+	memset(st, 0, sizeof(*st));
+	if (state_fd < 0)
+		return -ENOENT;
+	w = malloc(sizeof(*w));
+	piece = malloc(CMX_STATE_PIECE);
+	if (!w || !piece) {
+		free(w);
+		free(piece);
+		return -ENOMEM;
+	}
+	forget_old();
+	for (struct cmx_session *s = srv->sessions; s; s = s->next) {
+		int e;
+		if (s->closed)
+			continue;
+		e = write_session(s, w, piece, st);
+		if (e) {
+			st->failed++;
+			cmx_err("session %" PRIu64 " (tenant %s): not checkpointed: %s", s->id,
+				s->tenant->name, strerror(-e));
+		} else {
+			st->sessions++;
+		}
+	}
+	free(piece);
+	free(w);
+	st->ns = now_ns() - t0;
+	cmx_info("checkpoint: %u session%s written (%" PRIu64 " records, %" PRIu64
+		 " buffer bytes) in %.1f ms, %u failed",
+		 st->sessions, st->sessions == 1 ? "" : "s", st->records, st->bytes,
+		 (double)st->ns / 1e6, st->failed);
+	return 0;
+}

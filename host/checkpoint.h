@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: MIT
+// Checkpoints: every session of this process written to the state
+// directory (--state-dir), its device drained first.
+#ifndef CMX_HOST_CHECKPOINT_H
+#define CMX_HOST_CHECKPOINT_H
+
+#include <stdint.h>
+
+struct cmx_server;
+struct cmx_session;
+
+/* Opens (makes) the state directory for this process: 0 or -errno
+ * (-EPERM: not the daemon's user's alone). */
+int cmx_checkpoint_open(const char *path);
+/* Whether a state directory was given; its descriptor (-1: none). */
+int cmx_checkpoint_enabled(void);
+int cmx_checkpoint_dirfd(void);
+/* A queue of native context ctx: one of s's, else one made for the
+ * caller to release (*made set). NULL when none can be had. */
+void *cmx_checkpoint_queue(struct cmx_session *s, void *ctx, int *made);
+/* The id of a queue of s in native context ctx, or 0. */
+uint64_t cmx_checkpoint_queue_id(struct cmx_session *s, void *ctx);
+
+struct cmx_checkpoint_stats {
+	unsigned sessions, failed;
+	uint64_t records, bytes; /* buffer bytes written */
+	uint64_t ns;		 /* wall time, drain included */
+};
+
+/* Writes every open session (its queues finished first, on this thread);
+ * a session that cannot be written is logged and counted as failed, and
+ * the others are written still. 0, or -errno when there is no directory. */
+int cmx_checkpoint_all(struct cmx_server *srv, struct cmx_checkpoint_stats *st);
+
+#endif

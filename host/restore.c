@@ -1,0 +1,374 @@
+// SPDX-License-Identifier: MIT
+// Restores: the sessions of this process's tenants read back from the
+// state directory, each file's requests replayed through the same decoder
+// and handlers as a guest's, then its buffers' bytes written back.
+#define _GNU_SOURCE
+#include "restore.h"
+
+#include <CL/cl.h>
+#include <liburing.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "area.h"
+#include "call.h"
+#include "checkpoint.h"
+#include "codec.h"
+#include "frame.h"
+#include "log.h"
+#include "proto.gen.h"
+#include "loop.h"
+#include "server.h"
+#include "session.h"
+#include "staging.h"
+#include "state.h"
+#include "tenant.h"
+
+struct cmx_restore {
+	char name[256];
+	const void *map;
+	size_t len;
+	struct cmx_state_reader r;
+	uint64_t requests, bytes, t0;
+	int in_dispatch; /* a call of it is being dispatched */
+	int sync_done;	 /* the call just dispatched finished inside it */
+	int status;	 /* its status */
+};
+
+/* A restored session whose guest has not said Hello by then is closed:
+ * what it holds is charged to its tenant. */
+#define RESUME_WAIT_S 600
+
+static int (*serves)(const struct cmx_tenant *t);
+/* cmx_restore_all() has read the state directory: a session not found
+ * after it is not there to resume. */
+static int restore_ran;
+static struct cmx_server *wait_srv;
+static struct cmx_io wait_io;
+static struct __kernel_timespec wait_ts = {.tv_sec = RESUME_WAIT_S};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The file is used up either way: a whole restore removes it, a failed
+ * one keeps it as NAME.bad for the administrator, never tried again. */
+static void finish(struct cmx_session *s, int e, const char *why)
+{
+	struct cmx_restore *rs = s->restore;
+	int dfd = cmx_checkpoint_dirfd();
+
+	s->restore = NULL;
+	cmx_state_unmap(rs->map, rs->len);
+	if (!e) {
+		(void)unlinkat(dfd, rs->name, 0);
+		cmx_info("session %" PRIu64 " (tenant %s): restored from %s: %" PRIu64
+			 " requests, %" PRIu64 " buffer bytes in %.1f ms; waiting for its guest",
+			 s->id, s->tenant->name, rs->name, rs->requests, rs->bytes,
+			 (double)(now_ns() - rs->t0) / 1e6);
+	} else {
+		char bad[272];
+		snprintf(bad, sizeof(bad), "%s.bad", rs->name);
+		(void)renameat(dfd, rs->name, dfd, bad);
+		cmx_err("session %" PRIu64 " (tenant %s): not restored from %s: %s; kept as %s",
+			s->id, s->tenant->name, rs->name, why, bad);
+		cmx_session_close(s);
+	}
+	free(rs);
+}
+
+/* A buffer's bytes with no queue of the session in its context to write
+ * them through: on a queue made for it. */
+static int contents_direct(struct cmx_session *s, struct cmx_obj *o,
+			   const struct cmx_state_rec *rec)
+{
+	cl_command_queue q;
+	int made;
+	cl_int e;
+
+	q = cmx_checkpoint_queue(s, o->ctx, &made);
+	if (!q)
+		return -ENODEV;
+	e = clEnqueueWriteBuffer(q, o->h, CL_TRUE, rec->offset, rec->len - 16, rec->data + 16, 0,
+				 NULL, NULL);
+	if (made)
+		clReleaseCommandQueue(q);
+	return e ? -EIO : 0;
+}
+
+/* One request through the dispatcher, which checks ids, quotas and
+ * values as for a guest: 0 when it is done with success, 1 when it was
+ * deferred (cmx_restore_done() goes on), -1 when the restore ended. */
+static int replay(struct cmx_session *s, const struct cmx_hdr *h, const uint8_t *args,
+		  const uint8_t *payload)
+{
+	struct cmx_restore *rs = s->restore;
+	uint8_t *bulk = NULL;
+	char why[96];
+	int e;
+
+	if (h->flags & CMX_HDR_AREA) {
+		/* A buffer's storage in the area: taken as conn.c takes a
+		 * guest's block, within the same bounds. */
+		bulk = s->area ? cmx_area_take(s->area, h->area_off, h->bulk) : NULL;
+		if (!bulk) {
+			finish(s, -EBADMSG, "a block outside the area");
+			return -1;
+		}
+	} else if (h->bulk) {
+		bulk = cmx_staging_get(&s->srv->staging, h->bulk);
+		if (!bulk) {
+			finish(s, -ENOMEM, "out of memory");
+			return -1;
+		}
+		memcpy(bulk, payload, h->bulk);
+	}
+	rs->sync_done = 0;
+	rs->status = 0;
+	rs->requests++;
+	rs->in_dispatch = 1;
+	e = cmx_call_dispatch(s, h, args, bulk);
+	rs->in_dispatch = 0;
+	if (e) {
+		finish(s, e, "a request the decoder refused");
+		return -1;
+	}
+	if (!rs->sync_done)
+		return 1;
+	if (rs->status == CL_SUCCESS)
+		return 0;
+	snprintf(why, sizeof(why), "request %" PRIu64 " (op %#x) failed: %d", rs->requests, h->op,
+		 rs->status);
+	finish(s, -EIO, why);
+	return -1;
+}
+
+/* A buffer's bytes, written back where the guest left them: a blocking
+ * WriteBuffer on a queue of its context, so that it is ordered after the
+ * zero fill of the buffer's creation (host/zero.c), as a guest's is. */
+static int contents(struct cmx_session *s, const struct cmx_state_rec *rec)
+{
+	struct cmx_obj *o = cmx_session_obj(s, rec->id, CMX_K_MEM);
+	uint64_t n = rec->len - 16, qid;
+	struct cmx_WriteBuffer_in in = {0};
+	struct cmx_hdr h = {.op = CMX_OP_WriteBuffer, .flags = CMX_HDR_SYNC, .bulk = n};
+	uint8_t args[128];
+	int e;
+
+	if (!o || o->err || !o->h || rec->offset > o->size || n > o->size - rec->offset) {
+		finish(s, -EBADMSG, "contents of no such buffer");
+		return -1;
+	}
+	s->restore->bytes += n;
+	qid = cmx_checkpoint_queue_id(s, o->ctx);
+	if (!qid) {
+		e = contents_direct(s, o, rec);
+		if (e)
+			finish(s, e, "a write failed");
+		return e ? -1 : 0;
+	}
+	in.queue.id = qid;
+	in.mem.id = rec->id;
+	in.offset = rec->offset;
+	in.size = n;
+	h.size = (uint32_t)cmx_codec_size(&cmx_desc_WriteBuffer_in, &in);
+	if (h.size > sizeof(args)) {
+		finish(s, -EINVAL, "no room");
+		return -1;
+	}
+	cmx_codec_encode(&cmx_desc_WriteBuffer_in, &in, args);
+	return replay(s, &h, args, rec->data + 16);
+}
+
+/* The session's shared area, made again with its old layout; its memfd
+ * waits for the resuming guest's OpenArea (host/exec_session.c). */
+static int area(struct cmx_session *s, const struct cmx_state_rec *rec)
+{
+	int fd;
+
+	if (s->area || (rec->area_flags & ~(uint64_t)CMX_AREA_RINGS) ||
+	    rec->area_len > CMX_AREA_MAX) {
+		finish(s, -EBADMSG, "a second or malformed area");
+		return -1;
+	}
+	if (cmx_area_create(rec->area_len, (unsigned)rec->area_flags, &s->area, &fd)) {
+		finish(s, -ENOMEM, "no memory for its area");
+		return -1;
+	}
+	s->area_fd = fd;
+	return 0;
+}
+
+/* Replays records until one is deferred (its end calls this again) or
+ * the file ends. Loop thread. */
+static void next(struct cmx_session *s)
+{
+	struct cmx_restore *rs = s->restore;
+	struct cmx_state_rec rec;
+
+	while (cmx_state_next(&rs->r, &rec) == 1) {
+		int e = rec.type == CMX_STATE_CONTENTS ? contents(s, &rec)
+			: rec.type == CMX_STATE_AREA   ? area(s, &rec)
+						       : replay(s, &rec.hdr, rec.args, rec.bulk);
+		if (e)
+			return;
+	}
+	finish(s, 0, NULL);
+}
+
+void cmx_restore_done(struct cmx_session *s, int status)
+{
+	struct cmx_restore *rs = s->restore;
+
+	rs->status = status;
+	if (rs->in_dispatch) {
+		rs->sync_done = 1;
+		return;
+	}
+	if (status != CL_SUCCESS) {
+		finish(s, -EIO, "a deferred request failed");
+		return;
+	}
+	next(s);
+}
+
+/* One file: checked whole, its tenant this process's, then replayed. */
+static void restore_file(struct cmx_server *srv, int dfd, const char *name)
+{
+	struct cmx_restore *rs = calloc(1, sizeof(*rs));
+	struct cmx_tenant *t;
+	struct cmx_session *s;
+	int e;
+
+	if (!rs)
+		return;
+	snprintf(rs->name, sizeof(rs->name), "%s", name);
+	rs->t0 = now_ns();
+	e = cmx_state_map(dfd, name, &rs->map, &rs->len);
+	if (!e)
+		e = cmx_state_open(&rs->r, rs->map, rs->len);
+	if (e) {
+		char bad[272];
+		snprintf(bad, sizeof(bad), "%s.bad", name);
+		cmx_err("state file %s: refused: %s; kept as %s", name,
+			e == -EPROTONOSUPPORT ? "another version"
+			: e == -EBADMSG	      ? "damaged (size, magic or checksum)"
+					      : strerror(-e),
+			bad);
+		(void)renameat(dfd, name, dfd, bad);
+		cmx_state_unmap(rs->map, rs->len);
+		free(rs);
+		return;
+	}
+	t = cmx_tenant_find(&srv->tenants, rs->r.head.tenant);
+	/* The default tenant exists once a peer has been given it. */
+	if (!t && srv->tenants.fallback[0] && !strcmp(rs->r.head.tenant, srv->tenants.fallback))
+		t = cmx_tenant_get(&srv->tenants, rs->r.head.tenant);
+	if (!t || (serves && !serves(t))) {
+		/* Another worker's, or a tenant the configuration lost: left
+		 * for whoever serves it. */
+		cmx_state_unmap(rs->map, rs->len);
+		free(rs);
+		return;
+	}
+	for (s = srv->sessions; s; s = s->next)
+		if (s->id == rs->r.head.session && !s->closed)
+			break;
+	if (s || !(s = cmx_session_create(srv, NULL, t))) {
+		cmx_err("state file %s: session %" PRIu64 " exists already, or no memory", name,
+			rs->r.head.session);
+		cmx_state_unmap(rs->map, rs->len);
+		free(rs);
+		return;
+	}
+	s->id = rs->r.head.session;
+	s->token = rs->r.head.token;
+	/* Its guest's count of messages goes on from there (GetStats). */
+	s->messages = rs->r.head.applied;
+	s->restored = s->from_state = 1;
+	if (srv->next_session < s->id)
+		srv->next_session = s->id;
+	s->restore = rs;
+	next(s);
+}
+
+struct cmx_session *cmx_restore_find(struct cmx_server *srv, const struct cmx_tenant *t,
+				     uint64_t id, uint64_t token, int *busy)
+{
+	/* Before the files are read (posted to the loop, behind the
+	 * connections a worker may be handed first), it may be there soon. */
+	*busy = !restore_ran && cmx_checkpoint_dirfd() >= 0;
+	for (struct cmx_session *s = srv->sessions; s; s = s->next)
+		if (s->id == id && s->restored && !s->closed && s->tenant == t) {
+			/* Compared in constant time, as cmx_session_find(). */
+			volatile uint64_t diff = s->token ^ token;
+			if (diff)
+				return NULL;
+			*busy = s->restore != NULL;
+			return s->restore ? NULL : s;
+		}
+	return NULL;
+}
+
+static void resume_wait_over(struct cmx_io *io, int res, unsigned flags)
+{
+	struct cmx_session *s = wait_srv->sessions;
+
+	while (s) {
+		struct cmx_session *next = s->next;
+		if (s->restored && !s->restore && !s->closed) {
+			cmx_warn("session %" PRIu64
+				 " (tenant %s): restored, but no guest resumed it "
+				 "in %d s: closed",
+				 s->id, s->tenant->name, RESUME_WAIT_S);
+			/* Unlisted once unreferenced: next was read first. */
+			cmx_session_close(s);
+		}
+		s = next;
+	}
+}
+
+void cmx_restore_all(struct cmx_server *srv, int (*serves_fn)(const struct cmx_tenant *t))
+{
+	int dfd = cmx_checkpoint_dirfd(), fd;
+	DIR *d;
+	struct dirent *e;
+	char pid_prefix[24];
+
+	serves = serves_fn;
+	restore_ran = 1;
+	if (dfd < 0 || (fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	/* This process's own files are a checkpoint of what it serves now. */
+	snprintf(pid_prefix, sizeof(pid_prefix), "p%d-", (int)getpid());
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		if (n > 6 && !strcmp(e->d_name + n - 6, ".state") &&
+		    strncmp(e->d_name, pid_prefix, strlen(pid_prefix)))
+			restore_file(srv, dfd, e->d_name);
+	}
+	closedir(d);
+	for (struct cmx_session *s = srv->sessions; s; s = s->next)
+		if (s->restored) {
+			wait_srv = srv;
+			wait_io.cb = resume_wait_over;
+			io_uring_prep_timeout(cmx_loop_sqe(srv->loop, &wait_io), &wait_ts, 0, 0);
+			break;
+		}
+}

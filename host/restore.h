@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: MIT
+// Restores: this process's tenants' sessions read back from the state
+// directory (--state-dir), and a guest's Hello that resumes one.
+#ifndef CMX_HOST_RESTORE_H
+#define CMX_HOST_RESTORE_H
+
+#include <stdint.h>
+
+struct cmx_server;
+struct cmx_session;
+struct cmx_tenant;
+
+/* Every state file of a tenant that serves_fn says is this process's
+ * (NULL: every tenant) is replayed, on the loop; a file that fails is
+ * logged and kept as NAME.bad, and ends only its own session. */
+void cmx_restore_all(struct cmx_server *srv, int (*serves_fn)(const struct cmx_tenant *t));
+/* The end of a request a restore dispatched (cmx_call_done()). */
+void cmx_restore_done(struct cmx_session *s, int status);
+/* A restored session of tenant t waiting for its guest, with this id and
+ * token; NULL when there is none, *busy set when it is still being
+ * replayed. */
+struct cmx_session *cmx_restore_find(struct cmx_server *srv, const struct cmx_tenant *t,
+				     uint64_t id, uint64_t token, int *busy);
+
+#endif
