@@ -728,8 +728,17 @@ static void read_fail_check(size_t n, int how)
 	ck_assert_msg(virt.status < 0 && (nat.status < 0 || e2e_same_platform()),
 		      "how %d: failed read's status: virtual %d native %d, want negative", how,
 		      virt.status, nat.status);
-	ck_assert_msg(virt.finish_err == nat.finish_err, "how %d: clFinish: virtual %d native %d",
-		      how, virt.finish_err, nat.finish_err);
+	/* clFinish lists no error for a command that failed: NVIDIA answers
+	 * the failed command's (-5 here) when the queue's failed read was
+	 * not waited for first; the virtual side answers as natively or, as
+	 * the specification has it, CL_SUCCESS (docs/compatibility.md). */
+	if (virt.finish_err != nat.finish_err && virt.finish_err == CL_SUCCESS)
+		fprintf(stderr, "e2e: note: native: how %d: clFinish after a failed read: %d\n",
+			how, nat.finish_err);
+	else
+		ck_assert_msg(virt.finish_err == nat.finish_err,
+			      "how %d: clFinish: virtual %d native %d", how, virt.finish_err,
+			      nat.finish_err);
 	/* "The registered callback function will be called ... with the
 	 * error code" when the command fails: PoCL 3.1 never calls it for a
 	 * command whose wait list failed, so the virtual side is held to the
