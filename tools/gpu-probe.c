@@ -856,7 +856,9 @@ static double stall_run(cl_kernel k, unsigned inflight, unsigned every, int late
 	return (double)done / ((double)(now_ns() - t0) / 1e9);
 }
 
-static void probe_stall(void)
+/* tools/tenant-bench's short kernel (4096 work-items x 2,000 rounds) in c,
+ * its arguments set: its output buffer in *buf. */
+static cl_kernel spin_kernel(cl_context c, cl_mem *buf)
 {
 	static const char *src =
 	    "kernel void spin(global uint *p, uint n) {\n"
@@ -864,20 +866,28 @@ static void probe_stall(void)
 	    "  for (uint i = 0; i < n; i++) x = x * 1664525u + 1013904223u + (x >> 13);\n"
 	    "  p[get_global_id(0)] = x;\n"
 	    "}\n";
-	cl_int e;
-	cl_program prog = clCreateProgramWithSource(ctx, 1, &src, NULL, &e);
-	cl_kernel k;
-	cl_mem buf;
 	cl_uint work = 2000;
+	cl_int e;
+	cl_program prog = clCreateProgramWithSource(c, 1, &src, NULL, &e);
+	cl_kernel k;
 
 	CK(e);
 	CK(clBuildProgram(prog, 1, &dev, NULL, NULL, NULL));
 	k = clCreateKernel(prog, "spin", &e);
 	CK(e);
-	buf = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 4096 * 4, NULL, &e);
+	clReleaseProgram(prog);
+	*buf = clCreateBuffer(c, CL_MEM_READ_WRITE, 4096 * 4, NULL, &e);
 	CK(e);
-	CK(clSetKernelArg(k, 0, sizeof(buf), &buf));
+	CK(clSetKernelArg(k, 0, sizeof(*buf), buf));
 	CK(clSetKernelArg(k, 1, sizeof(work), &work));
+	return k;
+}
+
+static void probe_stall(void)
+{
+	cl_mem buf;
+	cl_kernel k = spin_kernel(ctx, &buf);
+
 	stall_run(k, 4, 0, 0, 0); /* warm */
 	printf("short kernels (4096 x 2000), 4 in flight, kernels/s:\n");
 	printf("  no callbacks                          %9.0f\n", stall_run(k, 4, 0, 0, 0));
@@ -890,7 +900,6 @@ static void probe_stall(void)
 	printf("  16 in flight, callback on every one   %9.0f\n", stall_run(k, 16, 1, 0, 0));
 	clReleaseMemObject(buf);
 	clReleaseKernel(k);
-	clReleaseProgram(prog);
 }
 
 /* ---- one process, several queues: what a group sharing a context could reach ---- */
@@ -909,29 +918,12 @@ struct qrun {
 
 static void qrun_open(struct qrun *r, cl_context c)
 {
-	static const char *src =
-	    "kernel void spin(global uint *p, uint n) {\n"
-	    "  uint x = get_global_id(0);\n"
-	    "  for (uint i = 0; i < n; i++) x = x * 1664525u + 1013904223u + (x >> 13);\n"
-	    "  p[get_global_id(0)] = x;\n"
-	    "}\n";
-	cl_uint work = 2000;
 	cl_int e;
-	cl_program prog;
 
 	r->c = c;
 	r->q = clCreateCommandQueueWithProperties(c, dev, NULL, &e);
 	CK(e);
-	prog = clCreateProgramWithSource(c, 1, &src, NULL, &e);
-	CK(e);
-	CK(clBuildProgram(prog, 1, &dev, NULL, NULL, NULL));
-	r->k = clCreateKernel(prog, "spin", &e);
-	CK(e);
-	r->buf = clCreateBuffer(c, CL_MEM_READ_WRITE, 4096 * 4, NULL, &e);
-	CK(e);
-	CK(clSetKernelArg(r->k, 0, sizeof(r->buf), &r->buf));
-	CK(clSetKernelArg(r->k, 1, sizeof(work), &work));
-	clReleaseProgram(prog);
+	r->k = spin_kernel(c, &r->buf);
 }
 
 static void qrun_launch(struct qrun *r)
