@@ -57,37 +57,32 @@ int cmx_h_OpenArea(struct cmx_call *c, struct cmx_OpenArea_in *in, struct cmx_Op
 	/* CMX_AREA_HEAP needs nothing made: it grants CreateBufferArea. */
 	unsigned flags = (unsigned)(in->flags & (CMX_AREA_RINGS | CMX_AREA_HEAP));
 	int fd;
-
 	struct sockaddr_storage sa = { 0 };
 	socklen_t len = sizeof(sa);
 
 	/* Only a Unix socket can carry the memfd, and only a peer on this
 	 * host can map it. A restored session's area, laid out as before,
 	 * goes to its resuming guest once (host/restore.c). */
-	if (c->s->area && c->s->area_fd >= 0 && !c->s->shm &&
-	    !(flags & CMX_AREA_RINGS) == !c->s->area->hdr.ring_len[0]) {
-		c->rfd[0] = c->s->area_fd;
+	int restored = c->s->area && c->s->area_fd >= 0 && !c->s->shm &&
+		       !(flags & CMX_AREA_RINGS) == !c->s->area->hdr.ring_len[0];
+
+	if (restored) {
+		fd = c->s->area_fd;
 		c->s->area_fd = -1;
-		if ((flags & CMX_AREA_RINGS) && cmx_shm_create(c->s, &c->rfd[1])) {
-			close(c->rfd[0]);
-			c->rfd[0] = -1;
-			return CL_OUT_OF_HOST_MEMORY;
-		}
-		out->size = c->s->area->size;
-		out->flags = flags;
-		return CL_SUCCESS;
-	}
-	if (c->s->area || (in->flags & ~(uint64_t)(CMX_AREA_RINGS | CMX_AREA_HEAP)) ||
-	    !c->s->conn || getsockname(c->s->conn->fd, (struct sockaddr *)&sa, &len) ||
-	    sa.ss_family != AF_UNIX)
+	} else if (c->s->area || (in->flags & ~(uint64_t)(CMX_AREA_RINGS | CMX_AREA_HEAP)) ||
+		   !c->s->conn || getsockname(c->s->conn->fd, (struct sockaddr *)&sa, &len) ||
+		   sa.ss_family != AF_UNIX) {
 		return CL_INVALID_OPERATION;
-	if (cmx_area_create(in->size, flags, &c->s->area, &fd))
+	} else if (cmx_area_create(in->size, flags, &c->s->area, &fd)) {
 		return CL_OUT_OF_HOST_MEMORY;
+	}
 	c->rfd[0] = fd;
 	/* shm: the rings take over once this reply is out. */
 	if ((flags & CMX_AREA_RINGS) && cmx_shm_create(c->s, &c->rfd[1])) {
-		cmx_area_put(c->s->area);
-		c->s->area = NULL;
+		if (!restored) {
+			cmx_area_put(c->s->area);
+			c->s->area = NULL;
+		}
 		close(c->rfd[0]);
 		c->rfd[0] = -1;
 		return CL_OUT_OF_HOST_MEMORY;
