@@ -338,6 +338,38 @@ START_TEST(sigterm_checkpoint)
 }
 END_TEST
 
+/* session_make() in a child process, which waits, its session open, to be
+ * killed: its pid, once its calls have reached the daemon. want is the
+ * native run's b. */
+static pid_t session_apart(uint32_t *a, uint32_t *want)
+{
+	struct e2e_plat nat, v;
+	int pfd[2];
+	char byte;
+	pid_t app;
+
+	e2e_rand_u32(a, N, 23, 0);
+	ck_assert_int_eq(e2e_plat_init(&nat, "native", e2e_native_match()), 0);
+	scramble_run(&nat, a, 7, want);
+	ck_assert_int_eq(pipe(pfd), 0);
+	app = fork();
+	ck_assert_int_ge(app, 0);
+	if (app == 0) {
+		close(pfd[0]);
+		if (e2e_plat_init(&v, "virtual", e2e_virtual_match()))
+			_exit(2);
+		session_make(&v, a);
+		if (write(pfd[1], "", 1) != 1)
+			_exit(3);
+		for (;;)
+			pause();
+	}
+	close(pfd[1]);
+	ck_assert_int_eq(read(pfd[0], &byte, 1), 1);
+	close(pfd[0]);
+	return app;
+}
+
 /* Hello resuming session ids on a fresh connection: its status (1: the
  * daemon ended the connection). */
 static int resume(struct client *c, const struct ids *ids)
@@ -437,17 +469,19 @@ static int exists(const char *name)
 START_TEST(restore_resume)
 {
 	static uint32_t a[N], want[N], got[N];
-	struct e2e_plat nat, v;
-	pid_t pid = daemon_start("on");
+	pid_t pid = daemon_start("on"), app;
 	struct ids ids, bad;
 	struct client c = {0}, cb = {0};
 	char file[256], badfile[300];
 	int st, fd;
 
-	setup_both(&nat, &v, a, want);
-	session_make(&v, a);
+	app = session_apart(a, want);
 	kill(pid, SIGTERM);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	/* The application is gone before the daemon is back: its ICD would
+	 * resume the session itself, before the raw client below. */
+	kill(app, SIGKILL);
+	ck_assert_int_eq(waitpid(app, &st, 0), app);
 	state_check(a, want, &ids, file);
 	/* A second session, its file damaged in its last bytes (b's). */
 	file_clone(file, ids.session + 1000);
