@@ -169,9 +169,11 @@ void *cmx_checkpoint_queue(struct cmx_session *s, void *ctx, int *made)
 	return q;
 }
 
-/* Buffer o's bytes into w, in pieces. */
+/* Buffer o's bytes into w, in pieces, each written straight from a map
+ * of it: on a CPU device the buffer's own memory, elsewhere the driver's
+ * copy, with no staging copy of the daemon's. */
 static int write_contents(struct cmx_session *s, struct cmx_state_writer *w, struct cmx_obj *o,
-			  uint8_t *piece, uint64_t *bytes)
+			  uint64_t *bytes)
 {
 	int made;
 	cl_command_queue q = cmx_checkpoint_queue(s, o->ctx, &made);
@@ -182,20 +184,25 @@ static int write_contents(struct cmx_session *s, struct cmx_state_writer *w, str
 	for (uint64_t off = 0; off < o->size && !e; off += CMX_STATE_PIECE) {
 		uint64_t n = o->size - off < CMX_STATE_PIECE ? o->size - off : CMX_STATE_PIECE;
 		uint64_t head[2] = {o->id, off};
-		if (clEnqueueReadBuffer(q, o->h, CL_TRUE, off, n, piece, 0, NULL, NULL)) {
+		cl_int ce;
+		void *p =
+		    clEnqueueMapBuffer(q, o->h, CL_TRUE, CL_MAP_READ, off, n, 0, NULL, NULL, &ce);
+		if (!p || ce) {
 			e = -EIO;
 			break;
 		}
-		struct iovec iov[2] = {{head, sizeof(head)}, {piece, n}};
+		struct iovec iov[2] = {{head, sizeof(head)}, {p, n}};
 		cmx_state_put(w, CMX_STATE_CONTENTS, iov, 2);
 		*bytes += n;
+		if (clEnqueueUnmapMemObject(q, o->h, p, 0, NULL, NULL) || clFinish(q))
+			e = -EIO;
 	}
 	if (made)
 		clReleaseCommandQueue(q);
 	return e;
 }
 
-static int write_session(struct cmx_session *s, struct cmx_state_writer *w, uint8_t *piece,
+static int write_session(struct cmx_session *s, struct cmx_state_writer *w,
 			 struct cmx_checkpoint_stats *st)
 {
 	struct objs l = {0};
@@ -244,7 +251,7 @@ static int write_session(struct cmx_session *s, struct cmx_state_writer *w, uint
 		 * are read through the driver too: a device may hold them
 		 * apart from the shared memory until they are mapped. */
 		if (op == CMX_OP_CreateBuffer || op == CMX_OP_CreateBufferArea)
-			e = write_contents(s, w, l.v[i], piece, &bytes);
+			e = write_contents(s, w, l.v[i], &bytes);
 		else if (op == CMX_OP_CreateImage)
 			cmx_warn("session %" PRIu64 ": object %#" PRIx64
 				 " written without its contents (an image)",
@@ -264,25 +271,20 @@ static int write_session(struct cmx_session *s, struct cmx_state_writer *w, uint
 int cmx_checkpoint_all(struct cmx_server *srv, struct cmx_checkpoint_stats *st)
 {
 	struct cmx_state_writer *w;
-	uint8_t *piece;
 	uint64_t t0 = now_ns();
 
 	memset(st, 0, sizeof(*st));
 	if (state_fd < 0)
 		return -ENOENT;
 	w = malloc(sizeof(*w));
-	piece = malloc(CMX_STATE_PIECE);
-	if (!w || !piece) {
-		free(w);
-		free(piece);
+	if (!w)
 		return -ENOMEM;
-	}
 	forget_old();
 	for (struct cmx_session *s = srv->sessions; s; s = s->next) {
 		int e;
 		if (s->closed)
 			continue;
-		e = write_session(s, w, piece, st);
+		e = write_session(s, w, st);
 		if (e) {
 			st->failed++;
 			cmx_err("session %" PRIu64 " (tenant %s): not checkpointed: %s", s->id,
@@ -291,7 +293,6 @@ int cmx_checkpoint_all(struct cmx_server *srv, struct cmx_checkpoint_stats *st)
 			st->sessions++;
 		}
 	}
-	free(piece);
 	free(w);
 	st->ns = now_ns() - t0;
 	cmx_info("checkpoint: %u session%s written (%" PRIu64 " records, %" PRIu64

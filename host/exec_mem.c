@@ -14,6 +14,7 @@
 #include "area.h"
 #include "clcheck.h"
 #include "conn.h"
+#include "restore.h"
 #include "zero.h"
 
 /* Host-access flags only bind the guest (which enforces them); the daemon
@@ -66,6 +67,15 @@ int cmx_h_CreateBuffer(struct cmx_call *c, struct cmx_CreateBuffer_in *in)
 
 	if (c->bulk_len && c->bulk_len != in->size)
 		return CL_INVALID_VALUE;
+	/* A restore that writes every byte of it next, before a guest can
+	 * reach it, needs no fill (host/restore.c). */
+	if (!c->bulk_len && c->s->restore && cmx_restore_covers(c->s, in->mem.id, in->size)) {
+		flags &= ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
+		e = buffer_make(c, &in->mem, in->context.h, flags, in->size, &in->props, NULL, &m);
+		if (!e)
+			cmx_restore_unfilled(c->s, in->mem.id, m);
+		return e;
+	}
 	/* Without contents, on a driver that takes no fill: made from zeros. */
 	if (!c->bulk_len && (e = cmx_zero_host(c->s->srv, in->size, &zeros)))
 		return e;

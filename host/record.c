@@ -223,8 +223,10 @@ int cmx_record_prepare(struct cmx_call *c)
 				  .seq = c->seq,
 				  .bulk = bulk};
 	/* Storage in the shared area (a buffer living there): where it
-	 * lies, for a restore to make it there again. */
-	if (made && c->bulk && cmx_area_holds(s->area, c->bulk, c->bulk_len)) {
+	 * lies, for a restore to make it there again. Another creation's
+	 * payload sent through the area is initial contents, not kept. */
+	if (made && c->op == CMX_OP_CreateBufferArea && c->bulk &&
+	    cmx_area_holds(s->area, c->bulk, c->bulk_len)) {
 		cmx_area_mark(s->area, &r->hdr, c->bulk);
 		r->hdr.bulk = c->bulk_len;
 	}

@@ -31,15 +31,28 @@
 #include "state.h"
 #include "tenant.h"
 
+/* A buffer whose every byte the file holds, in CONTENTS records one after
+ * another from offset 0: made without its zero fill, since the restore
+ * writes it whole before a guest can reach it. */
+struct fresh {
+	uint64_t id;
+	uint64_t bytes;	  /* the file's contiguous bytes of it */
+	uint64_t written; /* written into the buffer made for it */
+	void *h;	  /* that buffer (NULL: none made without its fill) */
+	int broken;	  /* its pieces are not one run from 0: filled as usual */
+};
+
 struct cmx_restore {
 	char name[256];
 	const void *map;
 	size_t len;
 	struct cmx_state_reader r;
 	uint64_t requests, bytes, t0;
-	int in_dispatch; /* a call of it is being dispatched */
-	int sync_done;	 /* the call just dispatched finished inside it */
-	int status;	 /* its status */
+	int in_dispatch;     /* a call of it is being dispatched */
+	int sync_done;	     /* the call just dispatched finished inside it */
+	int status;	     /* its status */
+	struct fresh *fresh; /* by id */
+	size_t nfresh;
 };
 
 /* A restored session whose guest has not said Hello by then is closed:
@@ -85,11 +98,89 @@ static void finish(struct cmx_session *s, int e, const char *why)
 			s->id, s->tenant->name, rs->name, why, bad);
 		cmx_session_close(s);
 	}
+	free(rs->fresh);
 	free(rs);
 }
 
-/* A buffer's bytes with no queue of the session in its context to write
- * them through: on a queue made for it. */
+static int by_id(const void *a, const void *b)
+{
+	const struct fresh *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* The buffers the file holds whole (struct fresh), from its CONTENTS
+ * records; the file was checked by cmx_state_open(). 0 or -ENOMEM. */
+static int scan(struct cmx_restore *rs)
+{
+	struct cmx_state_reader r = rs->r;
+	struct cmx_state_rec rec;
+	struct fresh *last = NULL;
+	size_t cap = 0;
+
+	while (cmx_state_next(&r, &rec) == 1) {
+		if (rec.type != CMX_STATE_CONTENTS)
+			continue;
+		if (!last || last->id != rec.id) {
+			if (rs->nfresh == cap) {
+				size_t n = cap ? cap * 2 : 16;
+				struct fresh *v = realloc(rs->fresh, n * sizeof(*v));
+				if (!v)
+					return -ENOMEM;
+				rs->fresh = v;
+				cap = n;
+			}
+			last = &rs->fresh[rs->nfresh++];
+			*last = (struct fresh){.id = rec.id};
+		}
+		/* A checkpoint writes a buffer's pieces in order: anything
+		 * else leaves it to its zero fill. */
+		if (rec.offset != last->bytes)
+			last->broken = 1;
+		last->bytes += rec.len - 16;
+	}
+	qsort(rs->fresh, rs->nfresh, sizeof(*rs->fresh), by_id);
+	/* An id with two runs is one no fill is skipped for. */
+	for (size_t i = 1; i < rs->nfresh; i++)
+		if (rs->fresh[i].id == rs->fresh[i - 1].id)
+			rs->fresh[i].broken = rs->fresh[i - 1].broken = 1;
+	return 0;
+}
+
+static struct fresh *fresh_find(struct cmx_restore *rs, uint64_t id)
+{
+	struct fresh key = {.id = id};
+
+	return rs && rs->nfresh ? bsearch(&key, rs->fresh, rs->nfresh, sizeof(key), by_id) : NULL;
+}
+
+int cmx_restore_covers(struct cmx_session *s, uint64_t id, uint64_t size)
+{
+	struct fresh *f = fresh_find(s->restore, id);
+
+	return f && !f->broken && !f->h && f->bytes == size;
+}
+
+void cmx_restore_unfilled(struct cmx_session *s, uint64_t id, void *mem)
+{
+	struct fresh *f = fresh_find(s->restore, id);
+
+	if (f)
+		f->h = mem;
+}
+
+/* Every buffer made without its fill got every byte: else the restore
+ * fails, before a guest could read what the driver's memory held. */
+static int fresh_whole(struct cmx_restore *rs)
+{
+	for (size_t i = 0; i < rs->nfresh; i++)
+		if (rs->fresh[i].h && rs->fresh[i].written != rs->fresh[i].bytes)
+			return 0;
+	return 1;
+}
+
+/* A buffer's bytes straight from the mapped file into the buffer, on a
+ * queue of its context: one copy, no staging. */
 static int contents_direct(struct cmx_session *s, struct cmx_obj *o,
 			   const struct cmx_state_rec *rec)
 {
@@ -154,12 +245,15 @@ static int replay(struct cmx_session *s, const struct cmx_hdr *h, const uint8_t 
 	return -1;
 }
 
-/* A buffer's bytes, written back where the guest left them: a blocking
- * WriteBuffer on a queue of its context, so that it is ordered after the
- * zero fill of the buffer's creation (host/zero.c), as a guest's is. */
+/* A buffer's bytes, written back where the guest left them. Into a
+ * buffer made without its fill, straight from the file; else as a
+ * blocking WriteBuffer on a queue of its context, so that it is ordered
+ * after the zero fill of the buffer's creation (host/zero.c), as a
+ * guest's is. */
 static int contents(struct cmx_session *s, const struct cmx_state_rec *rec)
 {
 	struct cmx_obj *o = cmx_session_obj(s, rec->id, CMX_K_MEM);
+	struct fresh *f;
 	uint64_t n = rec->len - 16, qid;
 	struct cmx_WriteBuffer_in in = {0};
 	struct cmx_hdr h = {.op = CMX_OP_WriteBuffer, .flags = CMX_HDR_SYNC, .bulk = n};
@@ -171,11 +265,14 @@ static int contents(struct cmx_session *s, const struct cmx_state_rec *rec)
 		return -1;
 	}
 	s->restore->bytes += n;
+	f = fresh_find(s->restore, rec->id);
 	qid = cmx_checkpoint_queue_id(s, o->ctx);
-	if (!qid) {
+	if ((f && f->h == o->h) || !qid) {
 		e = contents_direct(s, o, rec);
 		if (e)
 			finish(s, e, "a write failed");
+		else if (f && f->h == o->h)
+			f->written += n;
 		return e ? -1 : 0;
 	}
 	in.queue.id = qid;
@@ -223,6 +320,10 @@ static void next(struct cmx_session *s)
 						       : replay(s, &rec.hdr, rec.args, rec.bulk);
 		if (e)
 			return;
+	}
+	if (!fresh_whole(rs)) {
+		finish(s, -EBADMSG, "a buffer made for its bytes did not get them all");
+		return;
 	}
 	finish(s, 0, NULL);
 }
@@ -300,6 +401,10 @@ static void restore_file(struct cmx_server *srv, int dfd, const char *name)
 	if (srv->next_session < s->id)
 		srv->next_session = s->id;
 	s->restore = rs;
+	if (scan(rs)) {
+		finish(s, -ENOMEM, "out of memory");
+		return;
+	}
 	next(s);
 }
 

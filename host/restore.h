@@ -16,6 +16,12 @@ struct cmx_tenant;
 void cmx_restore_all(struct cmx_server *srv, int (*serves_fn)(const struct cmx_tenant *t));
 /* The end of a request a restore dispatched (cmx_call_done()). */
 void cmx_restore_done(struct cmx_session *s, int status);
+/* While s is being restored: whether its file holds every byte of buffer
+ * id, size bytes, not yet made; such a buffer needs no zero fill, and
+ * cmx_restore_unfilled() names the native buffer made without one (its
+ * restore fails unless it gets them all). */
+int cmx_restore_covers(struct cmx_session *s, uint64_t id, uint64_t size);
+void cmx_restore_unfilled(struct cmx_session *s, uint64_t id, void *mem);
 /* A restored session of tenant t waiting for its guest, with this id and
  * token; NULL when there is none, *busy set when it is still being
  * replayed. */

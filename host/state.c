@@ -361,12 +361,13 @@ int cmx_state_commit(struct cmx_state_writer *w)
 	w->head.crc = head_crc(&w->head);
 	if (!w->err && pwrite(w->fd, &w->head, sizeof(w->head), 0) != sizeof(w->head))
 		w->err = -EIO;
-	if (!w->err && fsync(w->fd))
-		w->err = -errno;
+	/* Not synced: a state file outlives the daemon, not the host (its
+	 * guests and the device's memory end with it), and the page cache
+	 * hands the next daemon what was written. The rename is what makes
+	 * a file whole under its name; one a host crash cut short fails its
+	 * checksums. */
 	if (!w->err && renameat(w->dirfd, w->tmp, w->dirfd, w->name))
 		w->err = -errno;
-	if (!w->err)
-		(void)fsync(w->dirfd);
 	close(w->fd);
 	w->fd = -1;
 	if (w->err)

@@ -117,7 +117,7 @@ int cmx_state_begin(struct cmx_state_writer *w, int dirfd, const char *name, uin
 		    uint64_t token, uint64_t applied, const char *tenant);
 /* One record from pieces; a failure is kept and reported by commit. */
 void cmx_state_put(struct cmx_state_writer *w, uint32_t type, const struct iovec *iov, int n);
-/* END, the header, fsync, rename: 0 or -errno (the file is gone then). */
+/* END, the header, rename: 0 or -errno (the file is gone then). */
 int cmx_state_commit(struct cmx_state_writer *w);
 void cmx_state_abort(struct cmx_state_writer *w);
 
