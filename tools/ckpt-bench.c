@@ -12,7 +12,12 @@
 // admin socket (its answer says how long the drain and the writing took),
 // SIGTERM (which writes the state again), a second clmuxd on the same
 // directory, and the restore time from its log line. Needs OCL_ICD_VENDORS
-// to name the clmux ICD.
+// to name the clmux ICD and the native one.
+//
+// Each is set beside what the native platform takes, in a fresh process,
+// for the same bytes: to save, map each buffer and write it to a file; to
+// restore, make the buffers and write the bytes into them. The ratios are
+// native / clmux (1: as fast as an application doing it itself).
 #define _GNU_SOURCE
 #ifndef CL_TARGET_OPENCL_VERSION
 #define CL_TARGET_OPENCL_VERSION 300
@@ -27,6 +32,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PIECE (64ull << 20)
@@ -43,6 +49,96 @@ __attribute__((noreturn)) static void die(const char *what)
 	if (daemon_pid > 0 && getpid() == bench_pid)
 		kill(daemon_pid, SIGKILL);
 	exit(1);
+}
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The first platform whose name has (want) or has not (!want) "clmux". */
+static cl_device_id device_of(int want)
+{
+	cl_platform_id plats[16];
+	cl_uint np = 0;
+	cl_device_id dev = NULL;
+	char name[256];
+
+	clGetPlatformIDs(16, plats, &np);
+	for (cl_uint i = 0; i < np && !dev; i++) {
+		clGetPlatformInfo(plats[i], CL_PLATFORM_NAME, sizeof(name), name, NULL);
+		if (!strcasestr(name, "clmux") == !want &&
+		    clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, 1, &dev, NULL))
+			dev = NULL;
+	}
+	return dev;
+}
+
+/* The native platform's time for the same bytes, in a process of its own
+ * (its memory as fresh as a new daemon's): ms[0] to map every buffer and
+ * write it to a file in dir, ms[1] to make the buffers and write their
+ * bytes in. */
+static void native(unsigned long long bytes, double ms[2])
+{
+	int pfd[2];
+	pid_t pid;
+
+	if (pipe(pfd))
+		die("pipe");
+	pid = fork();
+	if (!pid) {
+		unsigned nbuf = (unsigned)((bytes + PIECE - 1) / PIECE);
+		cl_device_id dev = device_of(0);
+		cl_context ctx;
+		cl_command_queue q;
+		cl_mem *bufs = calloc(nbuf, sizeof(*bufs));
+		uint8_t *data = malloc(PIECE);
+		char path[128];
+		double r[2], t;
+		cl_int e;
+		int fd;
+
+		if (!dev || !bufs || !data)
+			die("no native platform");
+		ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &e);
+		q = clCreateCommandQueueWithProperties(ctx, dev, NULL, &e);
+		memset(data, 7, PIECE);
+		t = now_ms();
+		for (unsigned i = 0; i < nbuf; i++) {
+			size_t n = i + 1 < nbuf ? PIECE : bytes - (unsigned long long)i * PIECE;
+			bufs[i] = clCreateBuffer(ctx, CL_MEM_READ_WRITE, n, NULL, &e);
+			if (e ||
+			    clEnqueueWriteBuffer(q, bufs[i], CL_TRUE, 0, n, data, 0, NULL, NULL))
+				die("native buffer");
+		}
+		r[1] = now_ms() - t;
+		snprintf(path, sizeof(path), "%s/native", dir);
+		t = now_ms();
+		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		for (unsigned i = 0; i < nbuf; i++) {
+			size_t n = i + 1 < nbuf ? PIECE : bytes - (unsigned long long)i * PIECE;
+			void *p = clEnqueueMapBuffer(q, bufs[i], CL_TRUE, CL_MAP_READ, 0, n, 0,
+						     NULL, NULL, &e);
+			if (e || fd < 0 || write(fd, p, n) != (ssize_t)n)
+				die("native save");
+			clEnqueueUnmapMemObject(q, bufs[i], p, 0, NULL, NULL);
+		}
+		clFinish(q);
+		close(fd);
+		r[0] = now_ms() - t;
+		unlink(path);
+		if (write(pfd[1], r, sizeof(r)) != sizeof(r))
+			_exit(1);
+		_exit(0);
+	}
+	close(pfd[1]);
+	if (pid < 0 || read(pfd[0], ms, 2 * sizeof(*ms)) != 2 * sizeof(*ms))
+		die("the native run failed");
+	close(pfd[0]);
+	waitpid(pid, NULL, 0);
 }
 
 static int accepts(const char *path)
@@ -140,15 +236,12 @@ static void one(unsigned long long mib)
 	unsigned nbuf = (unsigned)((bytes + PIECE - 1) / PIECE);
 	cl_mem *bufs = calloc(nbuf, sizeof(*bufs));
 	uint8_t *data = malloc(PIECE);
-	cl_platform_id plats[16];
-	cl_uint np = 0;
-	cl_platform_id plat = NULL;
 	cl_device_id dev = NULL;
 	cl_context ctx;
 	cl_command_queue q;
 	cl_int e;
 	char name[256], server[128];
-	double ck_ms = 0, rs_ms;
+	double ck_ms = 0, rs_ms, nat[2];
 	pid_t pid;
 	char *a;
 
@@ -169,13 +262,8 @@ static void one(unsigned long long mib)
 	pid_t app = fork();
 	if (!app) {
 		close(pfd[0]);
-		clGetPlatformIDs(16, plats, &np);
-		for (cl_uint i = 0; i < np; i++) {
-			clGetPlatformInfo(plats[i], CL_PLATFORM_NAME, sizeof(name), name, NULL);
-			if (strcasestr(name, "clmux"))
-				plat = plats[i];
-		}
-		if (!plat || clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &dev, NULL))
+		dev = device_of(1);
+		if (!dev)
 			die("no clmux platform (OCL_ICD_VENDORS)");
 		ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &e);
 		q = clCreateCommandQueueWithProperties(ctx, dev, NULL, &e);
@@ -208,8 +296,11 @@ static void one(unsigned long long mib)
 	pid = daemon_start();
 	rs_ms = restore_ms();
 	daemon_stop(pid);
-	printf("%8llu MiB  checkpoint %9.1f ms (%5.2f GB/s)  restore %9.1f ms (%5.2f GB/s)\n", mib,
-	       ck_ms, bytes / ck_ms / 1e6, rs_ms, bytes / rs_ms / 1e6);
+	native(bytes, nat);
+	printf("%6llu MiB  checkpoint %8.1f ms (%5.2f GB/s, native save %8.1f ms, ratio %4.2f)  "
+	       "restore %8.1f ms (%5.2f GB/s, native make+write %8.1f ms, ratio %4.2f)\n",
+	       mib, ck_ms, bytes / ck_ms / 1e6, nat[0], nat[0] / ck_ms, rs_ms, bytes / rs_ms / 1e6,
+	       nat[1], nat[1] / rs_ms);
 	fflush(stdout);
 	snprintf(name, sizeof(name), "rm -rf '%s'", dir);
 	if (system(name))
