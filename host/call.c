@@ -286,6 +286,9 @@ static int32_t resolve_all(struct cmx_call *c)
 			break;
 		case CMX_T_NEWID: {
 			uint64_t id = ((struct cmx_ref *)p)->id;
+			/* A creation sent again names what the restore made. */
+			if (c->applied)
+				break;
 			if ((!id && !(f->flags & CMX_F_NULLOK)) ||
 			    (id && (id < CMX_FIRST_GUEST_ID || cmx_objtab_get(&c->s->objs, id))))
 				err = CL_INVALID_VALUE;
@@ -471,6 +474,9 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 	if (sync)
 		s->sync_calls++;
 	cmx_session_ref(s);
+	/* A creation the old daemon applied without answering, sent again
+	 * by a resuming guest: answered from what the restore made. */
+	c->applied = (uint8_t)cmx_record_made_again(c);
 	status = resolve_all(c);
 	/* Its record for a checkpoint, charged before anything is made. */
 	if (status == CL_SUCCESS)

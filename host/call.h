@@ -58,7 +58,8 @@ struct cmx_call {
 	struct cmx_rec *rec; /* its record, kept when it succeeds (host/record.c) */
 	/* A resuming guest's call sent again that the restore already
 	 * applied (its kept record has the same sequence number and
-	 * arguments): a build answers from what was built. */
+	 * arguments): a build answers from what was built, a creation
+	 * from the object the restore made. */
 	uint8_t applied;
 };
 

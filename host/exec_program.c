@@ -42,6 +42,17 @@ int cmx_h_CreateProgramWithBinary(struct cmx_call *c, struct cmx_CreateProgramWi
 
 	if (!n || in->lengths.n != n)
 		return CL_INVALID_VALUE;
+	if (c->applied) {
+		/* Sent again after a restore that made it (host/record.c):
+		 * each binary loaded then (CL_SUCCESS, 0), or it would not
+		 * exist. */
+		status = calloc(n, sizeof(*status));
+		if (!status)
+			return CL_OUT_OF_HOST_MEMORY;
+		out->status = (struct cmx_u64s){status, n};
+		c->scratch = status;
+		return CL_SUCCESS;
+	}
 	bins = calloc(n, sizeof(*bins));
 	lens = calloc(n, sizeof(*lens));
 	st = calloc(n, sizeof(*st));
@@ -663,6 +674,12 @@ static void link_done(struct cmx_call *c, int status)
 int cmx_h_LinkProgram(struct cmx_call *c, struct cmx_LinkProgram_in *in,
 		      struct cmx_LinkProgram_out *out)
 {
+	if (c->applied) {
+		/* Sent again after a restore that linked it (host/record.c):
+		 * its kernels described, as the lost reply did. */
+		struct cmx_obj *o = cmx_session_obj(c->s, in->program.id, CMX_K_PROGRAM);
+		return o && o->h ? describe_kernels(c, o->h, &out->kernels) : CL_INVALID_PROGRAM;
+	}
 	for (uint64_t i = 0; i < in->inputs.n; i++) {
 		struct cmx_busy_program *b = busy_find(c->s->srv, in->inputs.h[i]);
 		if (b && b->building)

@@ -175,6 +175,19 @@ static int resent(const struct cmx_call *c, uint64_t owner, unsigned kind)
 	return 0;
 }
 
+int cmx_record_made_again(struct cmx_call *c)
+{
+	uint64_t owner, index, bulk;
+	unsigned kind = 0;
+	int made, slot;
+
+	/* Only in a restored session, after its restore: cheap for others. */
+	if (!c->sync || !c->s->from_state || c->s->restore)
+		return 0;
+	owner = owner_of(c, &kind, &index, &bulk, &made, &slot);
+	return owner && made && resent(c, owner, kind);
+}
+
 int cmx_record_prepare(struct cmx_call *c)
 {
 	struct cmx_session *s = c->s;
@@ -188,7 +201,8 @@ int cmx_record_prepare(struct cmx_call *c)
 	if (!cmx_checkpoint_enabled())
 		return 0;
 	owner = owner_of(c, &kind, &index, &bulk, &made, &slot);
-	if (!owner)
+	/* A creation sent again (cmx_record_made_again()) makes nothing. */
+	if (!owner || c->applied)
 		return 0;
 	if (!made && resent(c, owner, kind)) {
 		c->applied = 1;

@@ -51,6 +51,12 @@ struct cmx_reclog {
  * CL_OUT_OF_HOST_MEMORY (past the quota, or no memory): the call fails
  * with it. */
 int cmx_record_prepare(struct cmx_call *c);
+/* A sync creation that a resuming guest sent again though the daemon
+ * had applied it before the checkpoint (its reply lost with the
+ * connection): its object, which the restore made, has it as its kept
+ * creation record, with the same sequence number and arguments. Its
+ * handler answers from that object (struct cmx_call's applied). */
+int cmx_record_made_again(struct cmx_call *c);
 /* The call is done: with success the prepared record is kept on its
  * object; else it goes, and its charge with it. */
 void cmx_record_done(struct cmx_call *c, int status);

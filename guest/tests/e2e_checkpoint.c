@@ -156,6 +156,17 @@ static void session_make(struct e2e_plat *v, const uint32_t *a)
 	cl_kernel k2 = e2e_kernel_create(v, prog, "scramble");
 	cl_mem named = e2e_buffer_create(v, CL_MEM_READ_WRITE, 4096, NULL);
 
+	/* A program linked from a compiled one: a sync call that makes an
+	 * object (LinkProgram), for restore_resume to send again. */
+	const char *text = src;
+	cl_int e;
+	cl_program obj = clCreateProgramWithSource(v->context, 1, &text, NULL, &e);
+	E2E_OK(v, e);
+	E2E_OK(v, clCompileProgram(obj, 1, &v->device, NULL, 0, NULL, NULL, NULL, NULL));
+	cl_program linked = clLinkProgram(v->context, 1, &v->device, NULL, 1, &obj, NULL, NULL, &e);
+	E2E_OK(v, e);
+	ck_assert_ptr_nonnull(linked);
+
 	E2E_OK(v, clReleaseProgram(prog));
 	E2E_OK(v, clReleaseMemObject(gone));
 	/* A released buffer that a live kernel's argument still names. */
@@ -178,6 +189,9 @@ struct ids {
 	/* The build's kept message (header and arguments), as sent. */
 	uint8_t build[256];
 	size_t build_len;
+	/* The link's, a sync call that made its program. */
+	uint8_t link[256];
+	size_t link_len;
 };
 
 /* The one state file in the state directory, checked and walked: what the
@@ -231,6 +245,12 @@ static void state_check(const uint32_t *a, const uint32_t *want, struct ids *ids
 				memcpy(ids->build, rec.data, rec.len);
 				ids->build_len = rec.len;
 			}
+			if (rec.hdr.op == CMX_OP_LinkProgram) {
+				ck_assert_uint_le(rec.len, sizeof(ids->link));
+				ck_assert(rec.hdr.flags & CMX_HDR_SYNC);
+				memcpy(ids->link, rec.data, rec.len);
+				ids->link_len = rec.len;
+			}
 			if (rec.hdr.op == CMX_OP_CreateQueue && !ids->queue) {
 				struct cmx_CreateQueue_in in;
 				ck_assert_int_eq(cmx_codec_decode(&cmx_desc_CreateQueue_in,
@@ -276,8 +296,10 @@ static void state_check(const uint32_t *a, const uint32_t *want, struct ids *ids
 	}
 	ck_assert_uint_eq(creates[CMX_OP_CreateContext], 1);
 	ck_assert_uint_eq(creates[CMX_OP_CreateQueue], 2); /* the fixture's two */
-	ck_assert_uint_eq(creates[CMX_OP_CreateProgramWithSource], 1);
+	ck_assert_uint_eq(creates[CMX_OP_CreateProgramWithSource], 2);
 	ck_assert_uint_eq(creates[CMX_OP_BuildProgram], 1);
+	ck_assert_uint_eq(creates[CMX_OP_CompileProgram], 1);
+	ck_assert_uint_eq(creates[CMX_OP_LinkProgram], 1);
 	ck_assert_uint_eq(creates[CMX_OP_CreateKernel], 2);
 	/* a, b and the released one k2 names (released again once k2's
 	 * argument is set), not the other released one. */
@@ -522,10 +544,27 @@ START_TEST(restore_resume)
 		free(keep);
 		c.seq = 1000;
 	}
+	/* The link, a call that made its program, sent again the same way:
+	 * answered from the program the restore linked (made again, its id
+	 * would be refused as taken), its kernel described. */
+	{
+		struct cmx_LinkProgram_out out = {0};
+		uint8_t *keep = NULL;
+		struct cmx_hdr h;
+		ck_assert_uint_gt(ids.link_len, 0);
+		memcpy(&h, ids.link, CMX_HDR_SIZE);
+		c.seq = h.seq;
+		send_raw(c.fd, ids.link, ids.link_len);
+		ck_assert_int_eq(recv_reply(&c, &cmx_desc_LinkProgram_out, &out, &keep),
+				 CL_SUCCESS);
+		ck_assert_uint_eq(out.kernels.n, 1);
+		free(keep);
+		c.seq = 1000;
+	}
 	/* Its count of messages goes on from the checkpoint's: this read,
-	 * the build and the GetStats asking. */
+	 * the build, the link and the GetStats asking. */
 	ck_assert_uint_gt(ids.applied, 0);
-	ck_assert_uint_eq(messages_of(&c), ids.applied + 3);
+	ck_assert_uint_eq(messages_of(&c), ids.applied + 4);
 	/* Nothing of the damaged one, and no session for a wrong token. */
 	ck_assert_int_ne(resume(&cb, &bad), 0);
 	close(cb.fd);
