@@ -419,6 +419,7 @@ void cmx_call_done(struct cmx_call *c, int status)
 	}
 	cmx_codec_release(c->oi->in, c->in);
 	free(c);
+	s->calls--;
 	/* A restore's request: the next one goes (host/restore.c). */
 	if (s->restore)
 		cmx_restore_done(s, status);
@@ -474,6 +475,7 @@ int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint
 	if (sync)
 		s->sync_calls++;
 	cmx_session_ref(s);
+	s->calls++;
 	/* A creation the old daemon applied without answering, sent again
 	 * by a resuming guest: answered from what the restore made. */
 	c->applied = (uint8_t)cmx_record_made_again(c);

@@ -59,6 +59,7 @@
 /* Why a connection takes no input for now (struct cmx_conn's `stall`). */
 #define STALL_RATE   0x1u /* its tenant's rate: until rate_io fires */
 #define STALL_OUTPUT 0x2u /* its session's unread output: until it drains */
+#define STALL_DRAIN  0x4u /* the daemon checkpointed it and is ending: for good */
 /* A lane's receive buffer: headers and little else, so that the loop copies
  * next to nothing of a piece; the payload is received by a worker thread
  * straight into its region (host/lane.c). */
@@ -788,6 +789,16 @@ long cmx_conn_ring_input(struct cmx_conn *c)
 int cmx_conn_held(const struct cmx_conn *c)
 {
 	return c->stall != 0;
+}
+
+void cmx_conn_hold(struct cmx_conn *c)
+{
+	c->stall |= STALL_DRAIN;
+}
+
+int cmx_conn_sending(const struct cmx_conn *c)
+{
+	return !c->dead && c->tx_head != NULL;
 }
 
 void cmx_conn_rate_charge(struct cmx_conn *c, uint64_t n)

@@ -155,6 +155,12 @@ long cmx_conn_ring_input(struct cmx_conn *c);
 /* Whether the connection takes no input for now: its tenant's rate or its
  * session's unread output. */
 int cmx_conn_held(const struct cmx_conn *c);
+/* The daemon is ending after a checkpoint: c takes no more input (what
+ * it applies after the checkpoint would be lost; the resuming guest sends
+ * it again), while its output goes on. */
+void cmx_conn_hold(struct cmx_conn *c);
+/* Whether c has output queued that its peer has not taken yet. */
+int cmx_conn_sending(const struct cmx_conn *c);
 /* n bytes came from the tenant by a path no message carries (an area
  * buffer mapped for writing): charged to its rate like received bytes;
  * over it, the connection's next input waits. */

@@ -70,29 +70,17 @@ static void tick_done(struct cmx_io *io, int res, unsigned flags)
 	io_uring_prep_timeout(cmx_loop_sqe(cmx_srv->loop, &tick_io), &tick, 0, 0);
 }
 
-static void drain(void)
+/* After a checkpoint the replies and notifications of what its drain
+ * finished (a non-blocking read's data, an event's completion) go out
+ * before the connections close, since the resumed session will not get
+ * them again: the loop runs until no call is in flight and no output is
+ * queued, for at most this many ticks (a guest that reads nothing). */
+#define FLUSH_TICKS 500
+static struct cmx_io flush_io;
+static unsigned flush_ticks;
+
+static void close_all(void)
 {
-	if (cmx_srv->front) {
-		/* The workers drain their sessions; the front end ends with
-		 * the last of them. */
-		cmx_srv->draining = 1;
-		cmx_admin_close(cmx_srv);
-		for (unsigned i = 0; i < nlisteners; i++)
-			cmx_listener_close(cmx_srv, &listeners[i]);
-		cmx_front_drain();
-		return;
-	}
-	cmx_srv->draining = 1;
-	/* With --state-dir, the sessions are written down before they end. */
-	if (cmx_checkpoint_enabled()) {
-		struct cmx_checkpoint_stats st;
-		cmx_checkpoint_all(cmx_srv, &st);
-	}
-	cmx_admin_close(cmx_srv);
-	for (unsigned i = 0; i < nlisteners; i++)
-		cmx_listener_close(cmx_srv, &listeners[i]);
-	cmx_vhost_drain(cmx_srv);
-	cmx_ivshmem_drain(cmx_srv);
 	/* Ending each call channel releases its session's objects. */
 	while (cmx_srv->sessions) {
 		struct cmx_session *s = cmx_srv->sessions;
@@ -106,6 +94,59 @@ static void drain(void)
 			cmx_session_close(s);
 	}
 	tick_done(&tick_io, 0, 0);
+}
+
+static int output_left(void)
+{
+	for (struct cmx_session *s = cmx_srv->sessions; s; s = s->next)
+		if (!s->closed && (s->calls || (s->conn && cmx_conn_sending(s->conn)) ||
+				   (s->nconn && cmx_conn_sending(s->nconn))))
+			return 1;
+	return 0;
+}
+
+static void flush_tick(struct cmx_io *io, int res, unsigned flags)
+{
+	if (output_left() && ++flush_ticks < FLUSH_TICKS) {
+		io_uring_prep_timeout(cmx_loop_sqe(cmx_srv->loop, &flush_io), &tick, 0, 0);
+		return;
+	}
+	close_all();
+}
+
+static void drain(void)
+{
+	if (cmx_srv->front) {
+		/* The workers drain their sessions; the front end ends with
+		 * the last of them. */
+		cmx_srv->draining = 1;
+		cmx_admin_close(cmx_srv);
+		for (unsigned i = 0; i < nlisteners; i++)
+			cmx_listener_close(cmx_srv, &listeners[i]);
+		cmx_front_drain();
+		return;
+	}
+	cmx_srv->draining = 1;
+	/* With --state-dir, the sessions are written down before they end,
+	 * and take no more calls: one applied after would be lost. */
+	if (cmx_checkpoint_enabled()) {
+		struct cmx_checkpoint_stats st;
+		cmx_checkpoint_all(cmx_srv, &st);
+		for (struct cmx_session *s = cmx_srv->sessions; s; s = s->next)
+			if (!s->closed && s->conn)
+				cmx_conn_hold(s->conn);
+	}
+	cmx_admin_close(cmx_srv);
+	for (unsigned i = 0; i < nlisteners; i++)
+		cmx_listener_close(cmx_srv, &listeners[i]);
+	cmx_vhost_drain(cmx_srv);
+	cmx_ivshmem_drain(cmx_srv);
+	if (cmx_checkpoint_enabled()) {
+		flush_io.cb = flush_tick;
+		flush_tick(&flush_io, 0, 0);
+		return;
+	}
+	close_all();
 }
 
 static int keeps_cdi; /* this process writes [clmuxd] cdi's spec (no worker does) */

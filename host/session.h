@@ -26,6 +26,7 @@ struct cmx_session {
 	uint64_t id, token;
 	int refs; /* the call connection, calls in flight, callbacks pending */
 	int closed;
+	unsigned calls; /* dispatched and not done (cmx_call_done()) */
 	struct cmx_server *srv;
 	struct cmx_tenant *tenant; /* whose quotas it draws on */
 	struct cmx_conn *conn;	/* calls and replies */

@@ -484,6 +484,56 @@ static int exists(const char *name)
 	return access(path, F_OK) == 0;
 }
 
+#define READS 16
+
+/* Non-blocking reads of b whose data the daemon still holds when SIGTERM
+ * stops it (the notification channel is read only then, and their data
+ * passes what its socket holds): its drain sends every one before it
+ * closes the connections, since the resumed session would not get them
+ * again. */
+static void reads_flushed(struct client *c, const struct ids *ids, pid_t pid, const uint32_t *want)
+{
+	struct cmx_Hello_in in = {.magic = CMX_PROTO_MAGIC,
+				  .version = CMX_PROTO_VERSION,
+				  .role = CMX_ROLE_NOTIFY,
+				  .session = ids->session,
+				  .token = ids->token};
+	struct cmx_Hello_out out = {0};
+	struct client nc = {0};
+	static uint32_t got[N];
+
+	nc.fd = dial_at(sock);
+	send_msg(&nc, &cmx_desc_Hello_in, &in, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&nc, &cmx_desc_Hello_out, &out, NULL), 0);
+	for (unsigned i = 0; i < READS; i++) {
+		struct cmx_ReadBuffer_in r = {.queue = {.id = ids->queue},
+					      .mem = {.id = ids->b},
+					      .size = N * 4,
+					      .tag = i + 1};
+		send_msg(c, &cmx_desc_ReadBuffer_in, &r, 0, NULL, 0);
+	}
+	/* A sync call behind them: the daemon has applied them. */
+	messages_of(c);
+	kill(pid, SIGTERM);
+	for (unsigned i = 0; i < READS; i++) {
+		struct cmx_ReadDone_in rd = {0};
+		struct cmx_hdr h;
+		uint8_t args[64];
+
+		ck_assert_int_eq(recv(nc.fd, &h, CMX_HDR_SIZE, MSG_WAITALL), CMX_HDR_SIZE);
+		ck_assert_uint_eq(h.op, CMX_OP_ReadDone);
+		ck_assert_uint_le(h.size, sizeof(args));
+		ck_assert_int_eq(recv(nc.fd, args, h.size, MSG_WAITALL), (ssize_t)h.size);
+		ck_assert_int_eq(cmx_codec_decode(&cmx_desc_ReadDone_in, args, h.size, &rd), 0);
+		ck_assert_uint_eq(rd.tag, i + 1);
+		ck_assert_int_eq(rd.status, CL_SUCCESS);
+		ck_assert_uint_eq(h.bulk, N * 4);
+		ck_assert_int_eq(recv(nc.fd, got, N * 4, MSG_WAITALL), N * 4);
+		ck_assert_mem_eq(got, want, N * 4);
+	}
+	close(nc.fd);
+}
+
 /* The daemon stops with SIGTERM, a new one restores the session from the
  * state directory, and a guest that says Hello with its id and token
  * finds its buffer's bytes where its kernel left them. A second session's
@@ -571,8 +621,9 @@ START_TEST(restore_resume)
 	ids.token ^= 1;
 	ck_assert_int_ne(resume(&cb, &ids), 0);
 	close(cb.fd);
+	ids.token ^= 1;
+	reads_flushed(&c, &ids, pid, want);
 	close(c.fd);
-	kill(pid, SIGTERM);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	dir_remove();
 }
