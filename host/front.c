@@ -25,6 +25,7 @@
 
 #include "admin.h"
 #include "conn.h"
+#include "checkpoint.h"
 #include "ctl.h"
 #include "ivshmem.h"
 #include "listener.h"
@@ -42,6 +43,9 @@
 #define REPORT_WAIT_MS 250
 /* SIGTERM: how long workers may drain before they are killed. */
 #define DRAIN_GRACE_MS 1500
+/* With --state-dir a worker first writes its sessions down (a GiB of
+ * buffers takes seconds) and sends what the drain finished. */
+#define DRAIN_GRACE_CKPT_MS 120000
 /*
  * The arbiter between workers (host/ctl.h). A worker that said BUSY within
  * SHARE_TTL_NS has work. A turn is at least SHARE_MIN_TURN_NS. A holder
@@ -1222,12 +1226,14 @@ void cmx_front_reap(void)
 
 void cmx_front_drain(void)
 {
+	unsigned ms = cmx_checkpoint_enabled() ? DRAIN_GRACE_CKPT_MS : DRAIN_GRACE_MS;
+
 	fe.draining = 1;
 	for (struct link *k = fe.links; k; k = k->next)
 		if (k->pid)
 			kill(k->pid, SIGTERM);
-	fe.grace_ts.tv_nsec = DRAIN_GRACE_MS % 1000 * 1000000ll;
-	fe.grace_ts.tv_sec = DRAIN_GRACE_MS / 1000;
+	fe.grace_ts.tv_nsec = ms % 1000 * 1000000ll;
+	fe.grace_ts.tv_sec = ms / 1000;
 	fe.grace_io.cb = grace_over;
 	io_uring_prep_timeout(cmx_loop_sqe(fe.srv->loop, &fe.grace_io), &fe.grace_ts, 0, 0);
 	maybe_stop();
