@@ -59,21 +59,24 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* The first platform whose name has (want) or has not (!want) "clmux". */
+/* A device of the first platform whose name has (want) or has not
+ * (!want) "clmux": a GPU first, as clmuxd picks by default. */
 static cl_device_id device_of(int want)
 {
+	static const cl_device_type types[] = {CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_ALL};
 	cl_platform_id plats[16];
 	cl_uint np = 0;
 	cl_device_id dev = NULL;
 	char name[256];
 
 	clGetPlatformIDs(16, plats, &np);
-	for (cl_uint i = 0; i < np && !dev; i++) {
-		clGetPlatformInfo(plats[i], CL_PLATFORM_NAME, sizeof(name), name, NULL);
-		if (!strcasestr(name, "clmux") == !want &&
-		    clGetDeviceIDs(plats[i], CL_DEVICE_TYPE_ALL, 1, &dev, NULL))
-			dev = NULL;
-	}
+	for (unsigned t = 0; t < 2 && !dev; t++)
+		for (cl_uint i = 0; i < np && !dev; i++) {
+			clGetPlatformInfo(plats[i], CL_PLATFORM_NAME, sizeof(name), name, NULL);
+			if (!strcasestr(name, "clmux") == !want &&
+			    clGetDeviceIDs(plats[i], types[t], 1, &dev, NULL))
+				dev = NULL;
+		}
 	return dev;
 }
 
