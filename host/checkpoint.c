@@ -261,6 +261,25 @@ static int write_session(struct cmx_session *s, struct cmx_state_writer *w, uint
 	return e;
 }
 
+int cmx_checkpoint_session(struct cmx_session *s, char *name, size_t len,
+			   struct cmx_checkpoint_stats *st)
+{
+	struct cmx_state_writer *w;
+	uint8_t *piece;
+	int e;
+
+	if (state_fd < 0)
+		return -ENOENT;
+	w = malloc(sizeof(*w));
+	piece = malloc(CMX_STATE_PIECE);
+	e = w && piece ? write_session(s, w, piece, st) : -ENOMEM;
+	free(piece);
+	free(w);
+	if (!e)
+		file_name(s, name, len);
+	return e;
+}
+
 int cmx_checkpoint_all(struct cmx_server *srv, struct cmx_checkpoint_stats *st)
 {
 	struct cmx_state_writer *w;
