@@ -624,6 +624,17 @@ static void migrate_write(struct cmx_text *out, int json, int err,
 	}
 }
 
+/* An answer written into c->out: sent, then c ends. */
+static void client_answered(void *arg)
+{
+	struct client *c = arg;
+
+	if (c->out.oom || !c->out.len)
+		client_end(c);
+	else
+		client_send(c);
+}
+
 static void migrate_done(void *arg, int err, const struct cmx_migrate_stats *st)
 {
 	struct client *c = arg;
@@ -651,11 +662,9 @@ static int client_special(struct client *c, char *nl)
 	int fd;
 
 	if (n == strlen(CMX_MIGRATE_REQUEST) && !memcmp(c->req, CMX_MIGRATE_REQUEST, n)) {
-		cmx_migrate_in(c->srv, c->fd, (const uint8_t *)nl + 1, c->len - n - 1, &c->out);
-		if (c->out.oom)
-			client_end(c);
-		else
-			client_send(c);
+		if (!cmx_migrate_in(c->srv, c->fd, (const uint8_t *)nl + 1, c->len - n - 1,
+				    &c->out, client_answered, c))
+			client_answered(c);
 		return 1;
 	}
 	if (n >= sizeof(line))

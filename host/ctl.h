@@ -42,6 +42,8 @@ enum cmx_ctl_op {
 			     * cmx_ctl_migrated, seq the request's) */
 	CMX_CTL_RESTORE,    /* front -> worker: restore one state file now
 			     * (struct cmx_ctl_restore) */
+	CMX_CTL_RESTORED,   /* worker -> front: that restore's end (struct
+			     * cmx_ctl_migrated: err; seq the request's) */
 };
 
 /*
@@ -136,7 +138,8 @@ struct cmx_ctl_migrated {
 
 struct cmx_ctl_restore {
 	struct cmx_ctl_hdr h;
-	char name[64]; /* a file of the state directory */
+	uint64_t session; /* the file's */
+	char name[64];	  /* a file of the state directory */
 };
 
 #define CMX_CTL_MAX sizeof(struct cmx_ctl_conn)

@@ -560,6 +560,13 @@ static void on_packet(struct link *k, size_t n)
 			move_answer(h->seq, (const struct cmx_ctl_migrated *)k->buf);
 		}
 		break;
+	case CMX_CTL_RESTORED:
+		if (n == sizeof(struct cmx_ctl_migrated))
+			cmx_migrate_in_restored(h->seq,
+						((const struct cmx_ctl_migrated *)k->buf)->err < 0
+						    ? -EIO
+						    : 0);
+		break;
 	case CMX_CTL_POISONED: {
 		const struct cmx_ctl_poisoned *p = (const void *)k->buf;
 		if (n != sizeof(*p))
@@ -1196,19 +1203,20 @@ int cmx_front_migrate(struct cmx_tenant *t, const char *dest,
 	return 0;
 }
 
-void cmx_front_restore(struct cmx_tenant *t, const char *name)
+int cmx_front_restore(struct cmx_tenant *t, const char *name, uint64_t session, uint64_t seq)
 {
-	struct cmx_ctl_restore m = { .h = { .op = CMX_CTL_RESTORE, .len = sizeof(m) } };
+	struct cmx_ctl_restore m = { .h = { .op = CMX_CTL_RESTORE, .len = sizeof(m), .seq = seq },
+				     .session = session };
 	char key[KEY_MAX];
 	struct worker *w = worker_find(key_of(t, key));
 
 	/* Not running: the worker started for the guest's resume restores
 	 * every file of its tenants at its start. */
 	if (!w || !w->link || !w->link->pid || w->link->ctl < 0)
-		return;
+		return -ESRCH;
 	snprintf(m.h.tenant, sizeof(m.h.tenant), "%s", t->name);
 	snprintf(m.name, sizeof(m.name), "%s", name);
-	cmx_ctl_send(w->link->ctl, &m, sizeof(m), -1, 0);
+	return cmx_ctl_send(w->link->ctl, &m, sizeof(m), -1, 0);
 }
 
 unsigned cmx_front_checkpoint(void)

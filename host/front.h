@@ -53,8 +53,10 @@ struct cmx_migrate_stats;
 int cmx_front_migrate(struct cmx_tenant *t, const char *dest,
 		      void (*done)(void *arg, int err, const struct cmx_migrate_stats *st),
 		      void *arg);
-/* A state file received for tenant t: its running worker restores it now. */
-void cmx_front_restore(struct cmx_tenant *t, const char *name);
+/* A state file received for tenant t (session's): its running worker
+ * restores it now and answers CMX_CTL_RESTORED with seq. 0 when asked,
+ * -ESRCH when no worker of t runs (the one started later restores it). */
+int cmx_front_restore(struct cmx_tenant *t, const char *name, uint64_t session, uint64_t seq);
 
 /*
  * A connection of a front-end listener reached its Hello at `from` (n bytes

@@ -38,6 +38,9 @@
  * looking again every MIGRATE_RETRY_NS. */
 #define MIGRATE_QUIET_WAIT_NS (5ull * 1000 * 1000 * 1000)
 #define MIGRATE_RETRY_NS      (1000 * 1000)
+/* The destination answers once its restores are done, or after this:
+ * within the source's MIGRATE_IO_TIMEOUT_S wait for the answer. */
+#define MIGRATE_RESTORE_WAIT_NS (25ull * 1000 * 1000 * 1000)
 /* The destination copies a file through a buffer of this size. */
 #define MIGRATE_CHUNK (1u << 20)
 
@@ -429,32 +432,184 @@ static struct cmx_tenant *in_tenant(struct cmx_server *srv, const char *name)
 	return t;
 }
 
-void cmx_migrate_in(struct cmx_server *srv, int fd, const uint8_t *first, size_t nfirst,
-		    struct cmx_text *out)
+/*
+ * The destination answers once every session it received is restored, so
+ * that the source ends the connections only then and the guests' first
+ * tries find their sessions whole. A session whose restore failed is
+ * closed (host/restore.c): not found any more.
+ */
+struct in_wait {
+	struct cmx_io io;
+	struct __kernel_timespec ts;
+	struct cmx_server *srv;
+	uint64_t seq;	   /* with workers: the CMX_CTL_RESTORE requests' */
+	unsigned pending;  /* with workers: restores not yet answered */
+	uint64_t *ids;	   /* without: the sessions to look at */
+	unsigned n, count; /* ids; sessions received */
+	uint64_t bytes, t0, deadline;
+	int err;
+	struct cmx_text *out;
+	void (*answered)(void *arg);
+	void *arg;
+	struct in_wait *next;
+};
+
+static struct in_wait *in_waits;
+
+/* A restored session that waits for its guest: 1; still restoring: 0;
+ * gone (its restore failed): -1. */
+static int restored(struct cmx_server *srv, uint64_t id)
+{
+	for (struct cmx_session *s = srv->sessions; s; s = s->next)
+		if (s->id == id && !s->closed && s->from_state)
+			return s->restore ? 0 : 1;
+	return -1;
+}
+
+static void in_answer(struct in_wait *w)
+{
+	for (struct in_wait **pp = &in_waits; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	if (w->err) {
+		cmx_err("migration in: %u session%s received, not every one restored%s", w->count,
+			w->count == 1 ? "" : "s", w->err == -ETIMEDOUT ? " in time" : "");
+		cmx_text_add(w->out, "error: not every session was restored here%s\n",
+			     w->err == -ETIMEDOUT ? " in time" : "");
+	} else {
+		cmx_info("migration in: %u session%s (%" PRIu64
+			 " state bytes) received and restored in %.1f ms",
+			 w->count, w->count == 1 ? "" : "s", w->bytes,
+			 (double)(now_ns() - w->t0) / 1e6);
+		cmx_text_add(w->out, "ok\n%u sessions received (%" PRIu64 " bytes)\n", w->count,
+			     w->bytes);
+	}
+	w->answered(w->arg);
+	free(w->ids);
+	free(w);
+}
+
+/* Looks every MIGRATE_RETRY_NS until each session is restored (or the
+ * workers said so), up to the deadline. */
+static void in_look(struct cmx_io *io, int res, unsigned flags)
+{
+	struct in_wait *w = (struct in_wait *)io;
+	int waiting = w->pending > 0;
+
+	(void)res;
+	(void)flags;
+	for (unsigned i = 0; i < w->n; i++) {
+		int r = restored(w->srv, w->ids[i]);
+		if (r < 0 && !w->err)
+			w->err = -EIO;
+		waiting |= !r;
+	}
+	if (waiting && now_ns() < w->deadline) {
+		w->ts = (struct __kernel_timespec){.tv_nsec = MIGRATE_RETRY_NS};
+		io_uring_prep_timeout(cmx_loop_sqe(w->srv->loop, &w->io), &w->ts, 0, 0);
+		return;
+	}
+	if (waiting)
+		w->err = -ETIMEDOUT;
+	in_answer(w);
+}
+
+void cmx_migrate_in_restored(uint64_t seq, int err)
+{
+	struct in_wait *w = in_waits;
+
+	while (w && w->seq != seq)
+		w = w->next;
+	if (!w || !w->pending)
+		return;
+	if (err && !w->err)
+		w->err = err;
+	w->pending--;
+}
+
+/* A worker's restore of one session, until it waits for its guest. */
+struct restore_one {
+	struct cmx_io io;
+	struct __kernel_timespec ts;
+	struct cmx_server *srv;
+	uint64_t id, deadline;
+	void (*done)(void *arg, int err);
+	void *arg;
+};
+
+static void one_look(struct cmx_io *io, int res, unsigned flags)
+{
+	struct restore_one *r = (struct restore_one *)io;
+	int st = restored(r->srv, r->id);
+
+	(void)res;
+	(void)flags;
+	if (!st && now_ns() < r->deadline) {
+		r->ts = (struct __kernel_timespec){.tv_nsec = MIGRATE_RETRY_NS};
+		io_uring_prep_timeout(cmx_loop_sqe(r->srv->loop, &r->io), &r->ts, 0, 0);
+		return;
+	}
+	r->done(r->arg, st > 0 ? 0 : st < 0 ? -EIO : -ETIMEDOUT);
+	free(r);
+}
+
+void cmx_migrate_session_restored(struct cmx_server *srv, uint64_t id,
+				  void (*done)(void *arg, int err), void *arg)
+{
+	struct restore_one *r = calloc(1, sizeof(*r));
+
+	if (!r) {
+		done(arg, -ENOMEM);
+		return;
+	}
+	*r = (struct restore_one){.io.cb = one_look,
+				  .srv = srv,
+				  .id = id,
+				  .done = done,
+				  .arg = arg,
+				  .deadline = now_ns() + MIGRATE_RESTORE_WAIT_NS};
+	one_look(&r->io, 0, 0);
+}
+
+int cmx_migrate_in(struct cmx_server *srv, int fd, const uint8_t *first, size_t nfirst,
+		   struct cmx_text *out, void (*answered)(void *arg), void *arg)
 {
 	static unsigned serial;
+	static uint64_t seqs;
 	struct in_stream in = {.fd = fd, .first = first, .nfirst = nfirst};
 	int dfd = cmx_checkpoint_dirfd(), e = 0;
-	unsigned count = 0;
-	uint64_t bytes = 0, t0 = now_ns();
+	struct in_wait *w = NULL;
 	uint8_t *buf = NULL;
 	char why[160] = "", tmp[64], name[64];
 
 	if (dfd < 0) {
 		cmx_text_add(out, "error: no state directory here (clmuxd --state-dir)\n");
-		return;
+		return 0;
 	}
 	buf = malloc(MIGRATE_CHUNK);
-	if (!buf) {
+	w = calloc(1, sizeof(*w));
+	if (!buf || !w) {
+		free(buf);
+		free(w);
 		cmx_text_add(out, "error: out of memory\n");
-		return;
+		return 0;
 	}
+	*w = (struct in_wait){.io.cb = in_look,
+			      .srv = srv,
+			      .seq = srv->front ? ++seqs : 0,
+			      .t0 = now_ns(),
+			      .out = out,
+			      .answered = answered,
+			      .arg = arg};
 	io_timeouts(fd);
 	/* The admin's connection is blocking: this holds the loop while the
 	 * files come, as the source holds its own. */
 	for (;;) {
 		struct cmx_state_head head;
 		struct cmx_tenant *t;
+		uint64_t *ids;
 		snprintf(tmp, sizeof(tmp), "m%d-%u.tmp", (int)getpid(), serial);
 		e = in_file(&in, dfd, tmp, &head, buf, why, sizeof(why));
 		if (e) {
@@ -465,12 +620,17 @@ void cmx_migrate_in(struct cmx_server *srv, int fd, const uint8_t *first, size_t
 		}
 		head.tenant[sizeof(head.tenant) - 1] = '\0';
 		t = in_tenant(srv, head.tenant);
-		if (!t) {
+		ids = realloc(w->ids, (w->n + 1) * sizeof(*ids));
+		if (!t || !ids) {
 			(void)unlinkat(dfd, tmp, 0);
-			snprintf(why, sizeof(why), "no tenant '%.64s' here", head.tenant);
-			e = -ENOENT;
+			if (ids)
+				w->ids = ids;
+			snprintf(why, sizeof(why), t ? "out of memory" : "no tenant '%.64s' here",
+				 head.tenant);
+			e = t ? -ENOMEM : -ENOENT;
 			break;
 		}
+		w->ids = ids;
 		/* Never a name that a worker takes for its own checkpoint's
 		 * ("p<pid>-"): it is restored by whoever serves the tenant. */
 		snprintf(name, sizeof(name), "m%d-%u-%" PRIu64 ".state", (int)getpid(), serial++,
@@ -481,21 +641,29 @@ void cmx_migrate_in(struct cmx_server *srv, int fd, const uint8_t *first, size_t
 			snprintf(why, sizeof(why), "%s: %s", name, strerror(-e));
 			break;
 		}
-		count++;
-		bytes += CMX_STATE_HEAD_SIZE + head.body;
-		if (srv->front)
-			cmx_front_restore(t, name);
-		else
+		w->count++;
+		w->bytes += CMX_STATE_HEAD_SIZE + head.body;
+		if (!srv->front) {
 			cmx_restore_file(srv, name);
+			w->ids[w->n++] = head.session;
+		} else if (!cmx_front_restore(t, name, head.session, w->seq)) {
+			/* Its worker answers CMX_CTL_RESTORED. */
+			w->pending++;
+		}
 	}
 	free(buf);
 	if (e) {
-		cmx_err("migration in: %s (%u session%s taken before it)", why, count,
-			count == 1 ? "" : "s");
+		cmx_err("migration in: %s (%u session%s taken before it)", why, w->count,
+			w->count == 1 ? "" : "s");
 		cmx_text_add(out, "error: %s\n", why);
-		return;
+		/* Late answers of workers find no wait. */
+		free(w->ids);
+		free(w);
+		return 0;
 	}
-	cmx_info("migration in: %u session%s (%" PRIu64 " state bytes) received in %.1f ms", count,
-		 count == 1 ? "" : "s", bytes, (double)(now_ns() - t0) / 1e6);
-	cmx_text_add(out, "ok\n%u sessions received (%" PRIu64 " bytes)\n", count, bytes);
+	w->deadline = now_ns() + MIGRATE_RESTORE_WAIT_NS;
+	w->next = in_waits;
+	in_waits = w;
+	in_look(&w->io, 0, 0);
+	return 1;
 }

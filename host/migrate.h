@@ -42,8 +42,15 @@ int cmx_migrate_out(struct cmx_server *srv, struct cmx_tenant *t, int fd,
 /* Destination: the admin request CMX_MIGRATE_REQUEST on fd, whose next
  * nfirst bytes were read already into first. Each file is checked whole,
  * kept in the state directory and restored (by the tenant's worker when
- * there are workers); the answer goes to out. */
-void cmx_migrate_in(struct cmx_server *srv, int fd, const uint8_t *first, size_t nfirst,
-		    struct cmx_text *out);
+ * there are workers); the answer goes to out once every session is
+ * restored: 1, and answered(arg) runs then; 0 when out has it now. */
+int cmx_migrate_in(struct cmx_server *srv, int fd, const uint8_t *first, size_t nfirst,
+		   struct cmx_text *out, void (*answered)(void *arg), void *arg);
+/* Front end: a worker's answer to CMX_CTL_RESTORE of that seq. */
+void cmx_migrate_in_restored(uint64_t seq, int err);
+/* Worker: done(arg, err) once session id, being restored here, waits for
+ * its guest (0), or its restore failed (-errno). */
+void cmx_migrate_session_restored(struct cmx_server *srv, uint64_t id,
+				  void (*done)(void *arg, int err), void *arg);
 
 #endif

@@ -93,6 +93,16 @@ static void apply_quota(struct cmx_tenant *t, const char *line)
 	t->q = q;
 }
 
+/* A restore the front end asked for is over (CMX_CTL_RESTORED). */
+static void restored(void *arg, int err)
+{
+	struct cmx_ctl_migrated m = { .h = { .op = CMX_CTL_RESTORED, .len = sizeof(m),
+					     .seq = (uint64_t)(uintptr_t)arg },
+				      .err = err };
+
+	cmx_ctl_send(wk.ctl, &m, sizeof(m), -1, 0);
+}
+
 /* A move's end, for the front end (CMX_CTL_MIGRATED). */
 static void migrated(void *arg, int err, const struct cmx_migrate_stats *st)
 {
@@ -164,8 +174,13 @@ static void on_packet(void *arg)
 			break;
 		m->name[sizeof(m->name) - 1] = '\0';
 		/* A name in the state directory, nothing else. */
-		if (m->name[0] && !strchr(m->name, '/') && m->name[0] != '.')
-			cmx_restore_file(wk.srv, m->name);
+		if (!m->name[0] || strchr(m->name, '/') || m->name[0] == '.') {
+			restored((void *)(uintptr_t)h->seq, -EINVAL);
+			break;
+		}
+		cmx_restore_file(wk.srv, m->name);
+		cmx_migrate_session_restored(wk.srv, m->session, restored,
+					     (void *)(uintptr_t)h->seq);
 		break;
 	}
 	case CMX_CTL_SHARE: {
