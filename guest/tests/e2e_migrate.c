@@ -7,7 +7,8 @@
 // address stays while its host changes. Each move must report the one
 // session, and the application must finish with no error and no
 // mismatch. The longest gap between two completed iterations (the
-// blackout) is printed. Over unix, and shm from e2e-shm.sh.
+// blackout) is printed. A destination refuses bytes that are no whole
+// state file. Over unix, and shm from e2e-shm.sh.
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <signal.h>
@@ -263,6 +264,44 @@ static void migrate_loop(const char *workers)
 	ck_assert_int_eq(system(rm), 0);
 }
 
+/* What the destination's admin socket takes is checked before it is
+ * kept: bytes that are no state file, and one whose checksum is wrong,
+ * are refused with the reason, nothing is left in the state directory,
+ * and the daemon goes on answering. */
+START_TEST(state_in_refused)
+{
+	struct daemon d;
+	char req[160 + 128 + 16], *ans;
+	uint32_t head[32] = {0};
+
+	ck_assert_ptr_nonnull(mkdtemp(strcpy(dir, "/tmp/clmux-migrate-XXXXXX")));
+	daemon_start(&d, "b", "off");
+	memset(req, 'x', sizeof(req));
+	memcpy(req, "state-in\n", 9);
+	ans = ask_n(d.admin, req, 9 + 200);
+	ck_assert_msg(!strcmp(ans, "error: not a state file\n"), "%s", ans);
+	free(ans);
+	/* A header that says 16 bytes follow, without its checksum. */
+	memcpy(head, "CMXSTAT\n", 8);
+	head[2] = 1;   /* version */
+	head[3] = 128; /* head_size */
+	head[14] = 16; /* body */
+	memcpy(req + 9, head, sizeof(head));
+	ans = ask_n(d.admin, req, 9 + 128 + 16);
+	ck_assert_msg(!strcmp(ans, "error: a damaged state file\n"), "%s", ans);
+	free(ans);
+	ans = ask(d.admin, "tenants\n");
+	ck_assert_msg(!strncmp(ans, "ok\n", 3), "%s", ans);
+	free(ans);
+	char cmd[200];
+	snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A '%s')\"", d.state);
+	ck_assert_int_eq(system(cmd), 0);
+	daemon_stop(&d);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(migrate_no_workers)
 {
 	migrate_loop("off");
@@ -286,6 +325,7 @@ int main(void)
 
 	if (!getenv("CLMUXD"))
 		return E2E_EXIT_SKIP;
+	tcase_add_test(tc, state_in_refused);
 	tcase_add_test(tc, migrate_no_workers);
 	tcase_add_test(tw, migrate_workers);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S * 2);
