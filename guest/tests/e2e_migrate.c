@@ -26,8 +26,11 @@
 #include "e2e.h"
 
 #define N 65536
-/* Moves, and the iterations the application completes between two. */
-#define MOVES	  6
+/* Moves (more with -DMOVES=N: docs/performance.md), and the iterations
+ * the application completes between two. */
+#ifndef MOVES
+#define MOVES 6
+#endif
 #define ITERS_GAP 3
 
 struct daemon {
