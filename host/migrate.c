@@ -114,18 +114,21 @@ static int send_file(int fd, int dfd, const char *name, uint64_t *bytes)
 	return e;
 }
 
-/* The destination's answer, whole (it closes after it): its first line. */
+/* The destination's answer, whole (it closes after it): its first line,
+ * "" when none came. */
 static int answer_read(int fd, char *buf, size_t len)
 {
 	size_t got = 0;
 
+	buf[0] = '\0';
 	while (got + 1 < len) {
 		ssize_t k = recv(fd, buf + got, len - 1 - got, 0);
 		if (k < 0 && errno == EINTR)
 			continue;
-		if (k < 0)
+		/* What came before a reset is the answer. */
+		if (k < 0 && !got)
 			return errno == EAGAIN ? -ETIMEDOUT : -errno;
-		if (!k)
+		if (k <= 0)
 			break;
 		got += (size_t)k;
 	}
@@ -188,8 +191,12 @@ static int migrate_out(struct cmx_server *srv, struct cmx_tenant *t, int fd,
 		e = send_file(fd, dfd, names[i], &st->bytes);
 	if (!e && shutdown(fd, SHUT_WR))
 		e = -errno;
-	if (!e)
-		e = answer_read(fd, answer, sizeof(answer));
+	/* A destination that refused the first file answered and closed
+	 * before taking the rest: its answer says why. */
+	if (!e || e == -EPIPE || e == -ECONNRESET) {
+		int r = answer_read(fd, answer, sizeof(answer));
+		e = !e || answer[0] ? r : e;
+	}
 	if (e) {
 		snprintf(st->why, sizeof(st->why), "to the destination: %s", strerror(-e));
 		goto unlink;

@@ -39,6 +39,8 @@ struct daemon {
 };
 
 static char dir[64], link_path[96];
+/* Start the next daemon without --state-dir. */
+static int stateless;
 
 static const char src[] = "kernel void scramble(global const uint *a, global uint *b, uint k)\n"
 			  "{ size_t i = get_global_id(0); b[i] = a[i] * 2654435761u + k; }\n";
@@ -83,8 +85,12 @@ static void daemon_start(struct daemon *d, const char *name, const char *workers
 	if (d->pid == 0) {
 		char listen[128];
 		snprintf(listen, sizeof(listen), "unix:%s", d->sock);
-		execl(bin, bin, "--listen", listen, "--config", conf, "--admin", d->admin,
-		      "--state-dir", d->state, "--workers", workers, (char *)NULL);
+		if (stateless)
+			execl(bin, bin, "--listen", listen, "--config", conf, "--admin", d->admin,
+			      "--workers", workers, (char *)NULL);
+		else
+			execl(bin, bin, "--listen", listen, "--config", conf, "--admin", d->admin,
+			      "--state-dir", d->state, "--workers", workers, (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 3000 && !(accepts(d->sock) && accepts(d->admin)); i++)
@@ -185,7 +191,9 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void migrate_loop(const char *workers)
+/* refused: the destination has no state directory, the one move is
+ * refused, and the session goes on where it was. */
+static void migrate_loop(const char *workers, int refused)
 {
 	struct daemon d[2];
 	int pfd[2], sfd[2], st;
@@ -197,7 +205,9 @@ static void migrate_loop(const char *workers)
 
 	ck_assert_ptr_nonnull(mkdtemp(strcpy(dir, "/tmp/clmux-migrate-XXXXXX")));
 	daemon_start(&d[0], "a", workers);
+	stateless = refused;
 	daemon_start(&d[1], "b", workers);
+	stateless = 0;
 	snprintf(link_path, sizeof(link_path), "%s/guest.sock", dir);
 	point_at(&d[0]);
 	char server[128];
@@ -238,12 +248,20 @@ static void migrate_loop(const char *workers)
 		/* From the daemon that has the session to the other. */
 		const struct daemon *from = &d[moves % 2], *to = &d[(moves + 1) % 2];
 		char req[160], *ans;
-		point_at(to);
+		if (!refused)
+			point_at(to);
 		snprintf(req, sizeof(req), "migrate --tenant default --to unix:%s\n", to->admin);
 		ans = ask(from->admin, req);
-		ck_assert_msg(!strncmp(ans, "ok\n1 session moved", 18), "move %u: %s", moves, ans);
+		if (refused)
+			ck_assert_msg(!strcmp(ans,
+					      "error: the destination: no state directory here "
+					      "(clmuxd --state-dir)\n"),
+				      "%s", ans);
+		else
+			ck_assert_msg(!strncmp(ans, "ok\n1 session moved", 18), "move %u: %s",
+				      moves, ans);
 		free(ans);
-		moves++;
+		moves = refused ? MOVES : moves + 1;
 		moved_ns = now_ns();
 		after = 0;
 	}
@@ -255,11 +273,16 @@ static void migrate_loop(const char *workers)
 	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the application failed: %d", st);
 	close(pfd[0]);
 	qsort(gaps, ngaps, sizeof(gaps[0]), cmp_u64);
-	fprintf(stderr,
-		"e2e_migrate (workers %s): %d moves, %u iterations; blackout (longest gap "
-		"between two iterations) %.1f ms, median iteration %.1f ms\n",
-		workers, MOVES, seen, (double)gap_max / 1e6,
-		ngaps ? (double)gaps[ngaps / 2] / 1e6 : 0.0);
+	if (!refused)
+		fprintf(stderr,
+			"e2e_migrate (workers %s): %d moves, %u iterations; blackout (longest gap "
+			"between two iterations) %.1f ms, median iteration %.1f ms\n",
+			workers, MOVES, seen, (double)gap_max / 1e6,
+			ngaps ? (double)gaps[ngaps / 2] / 1e6 : 0.0);
+	/* The moves' files are gone from the sources' state directories. */
+	char cmd[200];
+	snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A '%s')\"", d[0].state);
+	ck_assert_int_eq(system(cmd), 0);
 	daemon_stop(&d[0]);
 	daemon_stop(&d[1]);
 	char rm[96];
@@ -305,9 +328,18 @@ START_TEST(state_in_refused)
 }
 END_TEST
 
+/* A destination that cannot take the session: the move is refused with
+ * its reason, the session stays on the source, and the application goes
+ * on with no error. */
+START_TEST(refused_move_stays)
+{
+	migrate_loop("on", 1);
+}
+END_TEST
+
 START_TEST(migrate_no_workers)
 {
-	migrate_loop("off");
+	migrate_loop("off", 0);
 }
 END_TEST
 
@@ -315,7 +347,7 @@ END_TEST
  * the destination's front end takes the files and its worker restores. */
 START_TEST(migrate_workers)
 {
-	migrate_loop("on");
+	migrate_loop("on", 0);
 }
 END_TEST
 
@@ -329,6 +361,7 @@ int main(void)
 	if (!getenv("CLMUXD"))
 		return E2E_EXIT_SKIP;
 	tcase_add_test(tc, state_in_refused);
+	tcase_add_test(tc, refused_move_stays);
 	tcase_add_test(tc, migrate_no_workers);
 	tcase_add_test(tw, migrate_workers);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S * 2);
