@@ -155,6 +155,10 @@ long cmx_conn_ring_input(struct cmx_conn *c);
 /* Whether the connection takes no input for now: its tenant's rate or its
  * session's unread output. */
 int cmx_conn_held(const struct cmx_conn *c);
+/* A session about to move (host/migrate.c): its call channel takes no
+ * input while held (what came stays unparsed, so not applied), and goes
+ * on when released. */
+void cmx_conn_hold(struct cmx_conn *c, int hold);
 /* n bytes came from the tenant by a path no message carries (an area
  * buffer mapped for writing): charged to its rate like received bytes;
  * over it, the connection's next input waits. */

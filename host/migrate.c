@@ -240,6 +240,7 @@ struct move {
 	struct cmx_server *srv;
 	struct cmx_tenant *t;
 	int fd;
+	int held; /* its sessions' input is held (hold()) */
 	uint64_t deadline;
 	void (*done)(void *arg, int err, const struct cmx_migrate_stats *st);
 	void *arg;
@@ -275,6 +276,24 @@ static int busy(struct cmx_server *srv, const struct cmx_tenant *t)
 	return 0;
 }
 
+/* The sessions of t take no input while held: what is in flight drains,
+ * and no new call comes. Not while an area buffer is mapped: its unmap is
+ * input. */
+static void hold(struct cmx_server *srv, const struct cmx_tenant *t, int on)
+{
+	for (struct cmx_session *s = srv->sessions; s; s = s->next)
+		if (!s->closed && s->tenant == t && s->conn)
+			cmx_conn_hold(s->conn, on);
+}
+
+static int maps_open(struct cmx_server *srv, const struct cmx_tenant *t)
+{
+	for (struct cmx_session *s = srv->sessions; s; s = s->next)
+		if (!s->closed && s->tenant == t && s->conn && s->amaps)
+			return 1;
+	return 0;
+}
+
 static void move_try(struct cmx_io *io, int res, unsigned flags)
 {
 	struct move *m = (struct move *)io;
@@ -284,6 +303,14 @@ static void move_try(struct cmx_io *io, int res, unsigned flags)
 	(void)res;
 	(void)flags;
 	if (busy(m->srv, m->t) && now_ns() < m->deadline) {
+		/* Held while no map is open, let go while one is. */
+		int on = !maps_open(m->srv, m->t);
+		if (on != m->held) {
+			cmx_dbg("tenant %s: input %s for a move", m->t->name,
+				on ? "held" : "let go");
+			hold(m->srv, m->t, on);
+		}
+		m->held = on;
 		m->ts = (struct __kernel_timespec){.tv_nsec = MIGRATE_RETRY_NS};
 		io_uring_prep_timeout(cmx_loop_sqe(m->srv->loop, &m->io), &m->ts, 0, 0);
 		return;
@@ -298,6 +325,10 @@ static void move_try(struct cmx_io *io, int res, unsigned flags)
 	} else {
 		e = migrate_out(m->srv, m->t, m->fd, &st);
 	}
+	/* Moved: the connections are gone, and their unparsed input with
+	 * them (the guests send it again). Not moved: they go on. */
+	if (m->held && e)
+		hold(m->srv, m->t, 0);
 	m->done(m->arg, e, &st);
 	free(m);
 }
