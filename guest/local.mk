@@ -137,3 +137,11 @@ guest_tests_e2e_checkpoint_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host
 guest_tests_e2e_checkpoint_CFLAGS = $(E2E_CFLAGS)
 guest_tests_e2e_checkpoint_LDADD = transport/libcmxtransport.la $(E2E_LDADD)
 endif
+
+# Live migration of a session between two daemons (host/migrate.c).
+if HAVE_CHECK
+check_PROGRAMS += guest/tests/e2e_migrate
+TESTS += guest/tests/e2e_migrate
+guest_tests_e2e_migrate_CFLAGS = $(E2E_CFLAGS)
+guest_tests_e2e_migrate_LDADD = $(E2E_LDADD)
+endif

@@ -26,6 +26,7 @@
 #include "libvirt.h"
 #include "listener.h"
 #include "log.h"
+#include "migrate.h"
 #include "server.h"
 #include "session.h"
 #include "tenant.h"
@@ -56,6 +57,7 @@ struct client {
 	int fd;
 	int metrics;
 	int sending;
+	int json; /* a migrate request's answer */
 	char req[REQ_MAX];
 	size_t len;
 	struct cmx_text out;
@@ -507,7 +509,8 @@ void cmx_admin_exec(struct cmx_server *srv, char *line, struct cmx_text *out)
 	} else {
 		cmx_text_add(out,
 			     "error: unknown request '%s' (tenants, workers, listeners, stats, "
-			     "quota get|set, evict, checkpoint, domain-xml, domain-prepare)\n",
+			     "quota get|set, evict, checkpoint, migrate, domain-xml, "
+			     "domain-prepare)\n",
 			     w[i]);
 	}
 }
@@ -600,9 +603,107 @@ static void client_answer(struct client *c)
 	client_send(c);
 }
 
+static void migrate_write(struct cmx_text *out, int json, int err,
+			  const struct cmx_migrate_stats *st)
+{
+	if (err) {
+		cmx_text_add(out, "error: %s\n", st->why[0] ? st->why : strerror(-err));
+		return;
+	}
+	cmx_text_add(out, "ok\n");
+	if (json) {
+		struct json_object *o = json_object_new_object();
+		add_u64(o, "sessions", st->sessions);
+		add_u64(o, "bytes", st->bytes);
+		add_fixed(o, "ms", 3, (double)st->ns / 1e6);
+		cmx_admin_json(out, o);
+	} else {
+		cmx_text_add(out, "%u session%s moved (%llu state bytes) in %.1f ms\n",
+			     st->sessions, st->sessions == 1 ? "" : "s",
+			     (unsigned long long)st->bytes, (double)st->ns / 1e6);
+	}
+}
+
+/* An answer written into c->out: sent, then c ends. */
+static void client_answered(void *arg)
+{
+	struct client *c = arg;
+
+	if (c->out.oom || !c->out.len)
+		client_end(c);
+	else
+		client_send(c);
+}
+
+static void migrate_done(void *arg, int err, const struct cmx_migrate_stats *st)
+{
+	struct client *c = arg;
+
+	migrate_write(&c->out, c->json, err, st);
+	if (c->out.oom)
+		client_end(c);
+	else
+		client_send(c);
+}
+
+/*
+ * The requests that are not one line answered at once: "state-in" (a
+ * migration's state files follow the line) and "migrate --tenant T --to
+ * ADMIN" (answered once the tenant's sessions are at the destination).
+ * 1 when c was taken.
+ */
+static int client_special(struct client *c, char *nl)
+{
+	char line[512], *w[8];
+	size_t n = (size_t)(nl - c->req);
+	unsigned k, i = 0;
+	struct cmx_tenant *t;
+	struct cmx_migrate_stats st = {0};
+	int fd;
+
+	if (n == strlen(CMX_MIGRATE_REQUEST) && !memcmp(c->req, CMX_MIGRATE_REQUEST, n)) {
+		if (!cmx_migrate_in(c->srv, c->fd, (const uint8_t *)nl + 1, c->len - n - 1,
+				    &c->out, client_answered, c))
+			client_answered(c);
+		return 1;
+	}
+	if (n >= sizeof(line))
+		return 0;
+	memcpy(line, c->req, n);
+	line[n] = '\0';
+	k = split_words(line, w, 8);
+	if (k && !strcmp(w[0], "json"))
+		c->json = i = 1;
+	if (i >= k || strcmp(w[i], "migrate"))
+		return 0;
+	if (k != i + 5 || strcmp(w[i + 1], "--tenant") || strcmp(w[i + 3], "--to")) {
+		cmx_text_add(&c->out, "error: migrate --tenant TENANT --to ADMIN-SOCKET\n");
+	} else if (!(t = cmx_tenant_find(&c->srv->tenants, w[i + 2]))) {
+		cmx_text_add(&c->out, "error: no tenant '%s'\n", w[i + 2]);
+	} else if (c->srv->front) {
+		int e = cmx_front_migrate(t, w[i + 4], migrate_done, c);
+		if (!e)
+			return 1;
+		migrate_write(&c->out, c->json, e, &st);
+	} else if ((fd = cmx_migrate_connect(w[i + 4])) < 0) {
+		snprintf(st.why, sizeof(st.why), "%s: %s", w[i + 4], strerror(-fd));
+		migrate_write(&c->out, c->json, fd, &st);
+	} else {
+		if (!cmx_migrate_out(c->srv, t, fd, migrate_done, c))
+			return 1;
+		migrate_write(&c->out, c->json, -ENOMEM, &st);
+	}
+	if (c->out.oom)
+		client_end(c);
+	else
+		client_send(c);
+	return 1;
+}
+
 static void client_io(struct cmx_io *io, int res, unsigned flags)
 {
 	struct client *c = (struct client *)io;
+	char *nl;
 
 	if (c->sending) {
 		if (res <= 0) {
@@ -622,8 +723,11 @@ static void client_io(struct cmx_io *io, int res, unsigned flags)
 	}
 	c->len += res > 0 ? (size_t)res : 0;
 	c->req[c->len] = '\0';
+	nl = c->metrics ? NULL : memchr(c->req, '\n', c->len);
+	if (nl && client_special(c, nl))
+		return;
 	/* Admin: one line. Metrics: whatever arrives first (a scrape's GET). */
-	if (c->metrics || memchr(c->req, '\n', c->len)) {
+	if (c->metrics || nl) {
 		/* The front end answers from the workers' latest figures. */
 		if (c->srv->front)
 			cmx_front_refresh((void (*)(void *))client_answer, c);

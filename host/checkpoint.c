@@ -268,6 +268,22 @@ static int write_session(struct cmx_session *s, struct cmx_state_writer *w,
 	return e;
 }
 
+int cmx_checkpoint_session(struct cmx_session *s, char *name, size_t len,
+			   struct cmx_checkpoint_stats *st)
+{
+	struct cmx_state_writer *w;
+	int e;
+
+	if (state_fd < 0)
+		return -ENOENT;
+	w = malloc(sizeof(*w));
+	e = w ? write_session(s, w, st) : -ENOMEM;
+	free(w);
+	if (!e)
+		file_name(s, name, len);
+	return e;
+}
+
 int cmx_checkpoint_all(struct cmx_server *srv, struct cmx_checkpoint_stats *st)
 {
 	struct cmx_state_writer *w;

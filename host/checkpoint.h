@@ -4,6 +4,7 @@
 #ifndef CMX_HOST_CHECKPOINT_H
 #define CMX_HOST_CHECKPOINT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct cmx_server;
@@ -31,5 +32,10 @@ struct cmx_checkpoint_stats {
  * a session that cannot be written is logged and counted as failed, and
  * the others are written still. 0, or -errno when there is no directory. */
 int cmx_checkpoint_all(struct cmx_server *srv, struct cmx_checkpoint_stats *st);
+/* Writes one session the same way (its queues finished first), as the
+ * file `name` of the state directory; 0 or -errno (-EBUSY: a call that
+ * changes an object is still running). */
+int cmx_checkpoint_session(struct cmx_session *s, char *name, size_t len,
+			   struct cmx_checkpoint_stats *st);
 
 #endif

@@ -60,6 +60,7 @@
 #define STALL_RATE   0x1u /* its tenant's rate: until rate_io fires */
 #define STALL_OUTPUT 0x2u /* its session's unread output: until it drains */
 #define STALL_DRAIN  0x4u /* the daemon checkpointed it and is ending: for good */
+#define STALL_MOVE   0x8u /* its session moves to another daemon (host/migrate.c) */
 /* A lane's receive buffer: headers and little else, so that the loop copies
  * next to nothing of a piece; the payload is received by a worker thread
  * straight into its region (host/lane.c). */
@@ -791,7 +792,7 @@ int cmx_conn_held(const struct cmx_conn *c)
 	return c->stall != 0;
 }
 
-void cmx_conn_hold(struct cmx_conn *c)
+void cmx_conn_drain(struct cmx_conn *c)
 {
 	c->stall |= STALL_DRAIN;
 }
@@ -799,6 +800,20 @@ void cmx_conn_hold(struct cmx_conn *c)
 int cmx_conn_sending(const struct cmx_conn *c)
 {
 	return !c->dead && c->tx_head != NULL;
+}
+
+void cmx_conn_hold(struct cmx_conn *c, int hold)
+{
+	if (c->dead)
+		return;
+	if (hold) {
+		c->stall |= STALL_MOVE;
+		return;
+	}
+	if (!(c->stall & STALL_MOVE))
+		return;
+	c->stall &= ~STALL_MOVE;
+	conn_resume(c);
 }
 
 void cmx_conn_rate_charge(struct cmx_conn *c, uint64_t n)

@@ -158,9 +158,13 @@ int cmx_conn_held(const struct cmx_conn *c);
 /* The daemon is ending after a checkpoint: c takes no more input (what
  * it applies after the checkpoint would be lost; the resuming guest sends
  * it again), while its output goes on. */
-void cmx_conn_hold(struct cmx_conn *c);
+void cmx_conn_drain(struct cmx_conn *c);
 /* Whether c has output queued that its peer has not taken yet. */
 int cmx_conn_sending(const struct cmx_conn *c);
+/* A session about to move (host/migrate.c): its call channel takes no
+ * input while held (what came stays unparsed, so not applied), and goes
+ * on when released. */
+void cmx_conn_hold(struct cmx_conn *c, int hold);
 /* n bytes came from the tenant by a path no message carries (an area
  * buffer mapped for writing): charged to its rate like received bytes;
  * over it, the connection's next input waits. */

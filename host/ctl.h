@@ -35,6 +35,15 @@ enum cmx_ctl_op {
 			   * cmx_ctl_turned) */
 	CMX_CTL_CHECKPOINT, /* front -> worker: write every session to the state
 			     * directory now (host/checkpoint.c) */
+	CMX_CTL_MIGRATE,    /* front -> worker: move one tenant's sessions through
+			     * the fd, a connection to the destination's admin
+			     * socket (host/migrate.c) */
+	CMX_CTL_MIGRATED,   /* worker -> front: that move's end (struct
+			     * cmx_ctl_migrated, seq the request's) */
+	CMX_CTL_RESTORE,    /* front -> worker: restore one state file now
+			     * (struct cmx_ctl_restore) */
+	CMX_CTL_RESTORED,   /* worker -> front: that restore's end (struct
+			     * cmx_ctl_migrated: err; seq the request's) */
 };
 
 /*
@@ -117,6 +126,20 @@ struct cmx_ctl_ready {
 struct cmx_ctl_poisoned {
 	struct cmx_ctl_hdr h;
 	char why[128];
+};
+
+struct cmx_ctl_migrated {
+	struct cmx_ctl_hdr h;
+	int32_t err; /* 0 or -errno */
+	uint32_t sessions;
+	uint64_t bytes, ns;
+	char why[128];
+};
+
+struct cmx_ctl_restore {
+	struct cmx_ctl_hdr h;
+	uint64_t session; /* the file's */
+	char name[64];	  /* a file of the state directory */
 };
 
 #define CMX_CTL_MAX sizeof(struct cmx_ctl_conn)

@@ -30,6 +30,7 @@
 #include "ivshmem.h"
 #include "listener.h"
 #include "log.h"
+#include "migrate.h"
 #include "server.h"
 #include "text.h"
 #include "vhost.h"
@@ -72,6 +73,7 @@ struct link {
 	pid_t pid;
 	int ctl;
 	int ready;
+	uint64_t move_seq; /* the move it owes an answer to (CMX_CTL_MIGRATED), or 0 */
 	char key[KEY_MAX]; /* its worker's, for log lines */
 	struct link *next; /* every link, for reaping by pid */
 	uint8_t buf[CMX_CTL_MAX];
@@ -109,6 +111,18 @@ struct round {
 	struct round *next;
 };
 
+/* An admin's migrate request waiting for the workers that move the
+ * tenant's sessions (CMX_CTL_MIGRATED). */
+struct move {
+	uint64_t seq;
+	unsigned waiting;
+	int err;
+	struct cmx_migrate_stats st;
+	void (*done)(void *arg, int err, const struct cmx_migrate_stats *st);
+	void *arg;
+	struct move *next;
+};
+
 static struct {
 	struct cmx_server *srv;
 	struct cmx_front_opts o;
@@ -124,6 +138,7 @@ static struct {
 	struct worker *workers;
 	struct link *links;
 	struct round *rounds;
+	struct move *moves;
 	uint64_t seq;
 	char exe[PATH_MAX];
 	unsigned live; /* links whose process has not been reaped */
@@ -476,6 +491,35 @@ static void link_free_if_done(struct link *k)
 	free(k);
 }
 
+/* One worker's part of a move; the admin is answered after the last. A
+ * worker that ends first answers with m == NULL. */
+static void move_answer(uint64_t seq, const struct cmx_ctl_migrated *m)
+{
+	struct move **pp = &fe.moves, *mv;
+
+	while (*pp && (*pp)->seq != seq)
+		pp = &(*pp)->next;
+	if (!(mv = *pp))
+		return;
+	if (!m) {
+		mv->err = mv->err ? mv->err : -ECHILD;
+		snprintf(mv->st.why, sizeof(mv->st.why), "a worker ended during the move");
+	} else if (m->err < 0 && !mv->err) {
+		mv->err = m->err;
+		snprintf(mv->st.why, sizeof(mv->st.why), "%.*s", (int)sizeof(m->why), m->why);
+	}
+	if (m) {
+		mv->st.sessions += m->sessions;
+		mv->st.bytes += m->bytes;
+		mv->st.ns = m->ns > mv->st.ns ? m->ns : mv->st.ns;
+	}
+	if (--mv->waiting)
+		return;
+	*pp = mv->next;
+	mv->done(mv->arg, mv->err, &mv->st);
+	free(mv);
+}
+
 static void on_packet(struct link *k, size_t n)
 {
 	const struct cmx_ctl_hdr *h = (const void *)k->buf;
@@ -513,6 +557,19 @@ static void on_packet(struct link *k, size_t n)
 	case CMX_CTL_TURNED:
 		if (n == sizeof(struct cmx_ctl_turned))
 			share_turned(w, h->seq, !!((const struct cmx_ctl_turned *)k->buf)->has_work);
+		break;
+	case CMX_CTL_MIGRATED:
+		if (n == sizeof(struct cmx_ctl_migrated) && k->move_seq == h->seq) {
+			k->move_seq = 0;
+			move_answer(h->seq, (const struct cmx_ctl_migrated *)k->buf);
+		}
+		break;
+	case CMX_CTL_RESTORED:
+		if (n == sizeof(struct cmx_ctl_migrated))
+			cmx_migrate_in_restored(h->seq,
+						((const struct cmx_ctl_migrated *)k->buf)->err < 0
+						    ? -EIO
+						    : 0);
 		break;
 	case CMX_CTL_POISONED: {
 		const struct cmx_ctl_poisoned *p = (const void *)k->buf;
@@ -1102,6 +1159,70 @@ unsigned cmx_front_evict(struct cmx_tenant *t)
 	return n;
 }
 
+int cmx_front_migrate(struct cmx_tenant *t, const char *dest,
+		      void (*done)(void *arg, int err, const struct cmx_migrate_stats *st),
+		      void *arg)
+{
+	struct cmx_ctl_hdr h = { .op = CMX_CTL_MIGRATE, .len = sizeof(h) };
+	struct move *mv = calloc(1, sizeof(*mv));
+
+	if (!mv)
+		return -ENOMEM;
+	mv->seq = h.seq = ++fe.seq;
+	mv->done = done;
+	mv->arg = arg;
+	snprintf(h.tenant, sizeof(h.tenant), "%s", t->name);
+	/* Every worker moves the tenant's sessions it has (a VM device's
+	 * worker serves any tenant), each on a connection of its own made
+	 * here: a worker reaches nothing but its own sockets. */
+	for (struct link *k = fe.links; k; k = k->next) {
+		int fd, e;
+		if (!k->pid || k->ctl < 0 || !k->w)
+			continue;
+		if (k->move_seq) {
+			mv->err = -EBUSY;
+			snprintf(mv->st.why, sizeof(mv->st.why), "another move is under way");
+			break;
+		}
+		fd = cmx_migrate_connect(dest);
+		if (fd < 0) {
+			mv->err = fd;
+			snprintf(mv->st.why, sizeof(mv->st.why), "%s: %s", dest, strerror(-fd));
+			break;
+		}
+		e = cmx_ctl_send(k->ctl, &h, sizeof(h), fd, 0);
+		close(fd);
+		if (!e) {
+			k->move_seq = h.seq;
+			mv->waiting++;
+		}
+	}
+	if (!mv->waiting) {
+		done(arg, mv->err, &mv->st);
+		free(mv);
+		return 0;
+	}
+	mv->next = fe.moves;
+	fe.moves = mv;
+	return 0;
+}
+
+int cmx_front_restore(struct cmx_tenant *t, const char *name, uint64_t session, uint64_t seq)
+{
+	struct cmx_ctl_restore m = { .h = { .op = CMX_CTL_RESTORE, .len = sizeof(m), .seq = seq },
+				     .session = session };
+	char key[KEY_MAX];
+	struct worker *w = worker_find(key_of(t, key));
+
+	/* Not running: the worker started for the guest's resume restores
+	 * every file of its tenants at its start. */
+	if (!w || !w->link || !w->link->pid || w->link->ctl < 0)
+		return -ESRCH;
+	snprintf(m.h.tenant, sizeof(m.h.tenant), "%s", t->name);
+	snprintf(m.name, sizeof(m.name), "%s", name);
+	return cmx_ctl_send(w->link->ctl, &m, sizeof(m), -1, 0);
+}
+
 unsigned cmx_front_checkpoint(void)
 {
 	struct cmx_ctl_hdr h = { .op = CMX_CTL_CHECKPOINT, .len = sizeof(h) };
@@ -1200,6 +1321,11 @@ static void reaped(pid_t pid, int st)
 	fe.live--;
 	k->pid = 0;
 	k->w = NULL;
+	if (k->move_seq) {
+		uint64_t seq = k->move_seq;
+		k->move_seq = 0;
+		move_answer(seq, NULL);
+	}
 	/* Its control socket's receive completes with the hang-up and frees
 	 * the link. */
 	if (k->ctl >= 0)

@@ -45,6 +45,18 @@ int cmx_front_spawn(void);
 /* Asks every worker to write its sessions to the state directory (each
  * logs what it wrote); how many were asked. */
 unsigned cmx_front_checkpoint(void);
+struct cmx_migrate_stats;
+/* Asks every worker to move tenant t's sessions to the daemon whose admin
+ * socket is dest (host/migrate.c); done(arg, ...) runs once all have
+ * answered, with their figures summed and the first error. 0, or -errno
+ * (done not called). */
+int cmx_front_migrate(struct cmx_tenant *t, const char *dest,
+		      void (*done)(void *arg, int err, const struct cmx_migrate_stats *st),
+		      void *arg);
+/* A state file received for tenant t (session's): its running worker
+ * restores it now and answers CMX_CTL_RESTORED with seq. 0 when asked,
+ * -ESRCH when no worker of t runs (the one started later restores it). */
+int cmx_front_restore(struct cmx_tenant *t, const char *name, uint64_t session, uint64_t seq);
 
 /*
  * A connection of a front-end listener reached its Hello at `from` (n bytes

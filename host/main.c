@@ -134,7 +134,7 @@ static void drain(void)
 		cmx_checkpoint_all(cmx_srv, &st);
 		for (struct cmx_session *s = cmx_srv->sessions; s; s = s->next)
 			if (!s->closed && s->conn)
-				cmx_conn_hold(s->conn);
+				cmx_conn_drain(s->conn);
 	}
 	cmx_admin_close(cmx_srv);
 	for (unsigned i = 0; i < nlisteners; i++)

@@ -66,6 +66,7 @@ static int restore_ran;
 static struct cmx_server *wait_srv;
 static struct cmx_io wait_io;
 static struct __kernel_timespec wait_ts = {.tv_sec = RESUME_WAIT_S};
+static int wait_armed;
 
 static uint64_t now_ns(void)
 {
@@ -430,6 +431,7 @@ static void resume_wait_over(struct cmx_io *io, int res, unsigned flags)
 {
 	struct cmx_session *s = wait_srv->sessions;
 
+	wait_armed = 0;
 	while (s) {
 		struct cmx_session *next = s->next;
 		if (s->restored && !s->restore && !s->closed) {
@@ -442,6 +444,21 @@ static void resume_wait_over(struct cmx_io *io, int res, unsigned flags)
 		}
 		s = next;
 	}
+}
+
+/* Restored sessions wait for their guests until the timer ends. */
+static void wait_arm(struct cmx_server *srv)
+{
+	if (wait_armed)
+		return;
+	for (struct cmx_session *s = srv->sessions; s; s = s->next)
+		if (s->restored) {
+			wait_srv = srv;
+			wait_armed = 1;
+			wait_io.cb = resume_wait_over;
+			io_uring_prep_timeout(cmx_loop_sqe(srv->loop, &wait_io), &wait_ts, 0, 0);
+			break;
+		}
 }
 
 void cmx_restore_all(struct cmx_server *srv, int (*serves_fn)(const struct cmx_tenant *t))
@@ -469,11 +486,15 @@ void cmx_restore_all(struct cmx_server *srv, int (*serves_fn)(const struct cmx_t
 			restore_file(srv, dfd, e->d_name);
 	}
 	closedir(d);
-	for (struct cmx_session *s = srv->sessions; s; s = s->next)
-		if (s->restored) {
-			wait_srv = srv;
-			wait_io.cb = resume_wait_over;
-			io_uring_prep_timeout(cmx_loop_sqe(srv->loop, &wait_io), &wait_ts, 0, 0);
-			break;
-		}
+	wait_arm(srv);
+}
+
+void cmx_restore_file(struct cmx_server *srv, const char *name)
+{
+	int dfd = cmx_checkpoint_dirfd();
+
+	if (dfd < 0)
+		return;
+	restore_file(srv, dfd, name);
+	wait_arm(srv);
 }

@@ -14,6 +14,9 @@ struct cmx_tenant;
  * (NULL: every tenant) is replayed, on the loop; a file that fails is
  * logged and kept as NAME.bad, and ends only its own session. */
 void cmx_restore_all(struct cmx_server *srv, int (*serves_fn)(const struct cmx_tenant *t));
+/* One state file of the directory, at run time (a migration's, received
+ * by host/migrate.c): replayed as cmx_restore_all() replays each. */
+void cmx_restore_file(struct cmx_server *srv, const char *name);
 /* The end of a request a restore dispatched (cmx_call_done()). */
 void cmx_restore_done(struct cmx_session *s, int status);
 /* While s is being restored: whether its file holds every byte of buffer

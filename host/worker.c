@@ -20,6 +20,8 @@
 #include "conn.h"
 #include "ctl.h"
 #include "log.h"
+#include "migrate.h"
+#include "restore.h"
 #include "scheduler.h"
 #include "server.h"
 
@@ -91,6 +93,28 @@ static void apply_quota(struct cmx_tenant *t, const char *line)
 	t->q = q;
 }
 
+/* A restore the front end asked for is over (CMX_CTL_RESTORED). */
+static void restored(void *arg, int err)
+{
+	struct cmx_ctl_migrated m = { .h = { .op = CMX_CTL_RESTORED, .len = sizeof(m),
+					     .seq = (uint64_t)(uintptr_t)arg },
+				      .err = err };
+
+	cmx_ctl_send(wk.ctl, &m, sizeof(m), -1, 0);
+}
+
+/* A move's end, for the front end (CMX_CTL_MIGRATED). */
+static void migrated(void *arg, int err, const struct cmx_migrate_stats *st)
+{
+	struct cmx_ctl_migrated m = { .h = { .op = CMX_CTL_MIGRATED, .len = sizeof(m),
+					     .seq = (uint64_t)(uintptr_t)arg },
+				      .err = err, .sessions = st->sessions, .bytes = st->bytes,
+				      .ns = st->ns };
+
+	memcpy(m.why, st->why, sizeof(m.why));
+	cmx_ctl_send(wk.ctl, &m, sizeof(m), -1, 0);
+}
+
 static void on_packet(void *arg)
 {
 	struct packet *p = arg;
@@ -133,6 +157,30 @@ static void on_packet(void *arg)
 	case CMX_CTL_CHECKPOINT: {
 		struct cmx_checkpoint_stats st;
 		cmx_checkpoint_all(wk.srv, &st);
+		break;
+	}
+	case CMX_CTL_MIGRATE: {
+		struct cmx_migrate_stats st = {.why = "out of memory"};
+		if (!t || p->fd < 0)
+			break;
+		if (cmx_migrate_out(wk.srv, t, p->fd, migrated, (void *)(uintptr_t)h->seq))
+			migrated((void *)(uintptr_t)h->seq, -ENOMEM, &st);
+		p->fd = -1;
+		break;
+	}
+	case CMX_CTL_RESTORE: {
+		struct cmx_ctl_restore *m = (void *)p->buf;
+		if (!t || p->len != sizeof(*m))
+			break;
+		m->name[sizeof(m->name) - 1] = '\0';
+		/* A name in the state directory, nothing else. */
+		if (!m->name[0] || strchr(m->name, '/') || m->name[0] == '.') {
+			restored((void *)(uintptr_t)h->seq, -EINVAL);
+			break;
+		}
+		cmx_restore_file(wk.srv, m->name);
+		cmx_migrate_session_restored(wk.srv, m->session, restored,
+					     (void *)(uintptr_t)h->seq);
 		break;
 	}
 	case CMX_CTL_SHARE: {

@@ -38,6 +38,10 @@ static void usage(FILE *f)
 		   "  stats                        daemon-wide counters\n"
 		   "  checkpoint                   every session written to clmuxd's\n"
 		   "                               --state-dir, its device drained first\n"
+		   "  migrate --tenant T --to ADMIN\n"
+		   "                               the tenant's sessions moved, while they run, to\n"
+		   "                               the clmuxd whose admin socket is ADMIN (both with\n"
+		   "                               --state-dir); their guests resume there\n"
 		   "  listeners                    the daemon's listening addresses and tenants\n"
 		   "  cdi generate [--output PATH] [--icd PATH]\n"
 		   "                               writes a CDI spec (default\n"
@@ -133,7 +137,7 @@ int cmx_ctl_ask(const char *path, const char *req, char **answer)
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	size_t len = strlen(req), got = 0, cap = 0;
 	char *buf = NULL, *nl;
-	int fd, ret = 1;
+	int fd, ret = 1, wait_s;
 	ssize_t n;
 
 	if (strlen(path) >= sizeof(sun.sun_path))
@@ -145,8 +149,10 @@ int cmx_ctl_ask(const char *path, const char *req, char **answer)
 		goto out;
 	}
 	/* A daemon that accepted but never answers (stopped, wedged) must not
-	 * hang the tool. */
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ .tv_sec = 10 },
+	 * hang the tool. A move answers once the state is at the destination,
+	 * which the daemon bounds itself. */
+	wait_s = strstr(req, "migrate ") ? 600 : 10;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ .tv_sec = wait_s },
 		   sizeof(struct timeval));
 	if (send(fd, req, len, MSG_NOSIGNAL | MSG_MORE) != (ssize_t)len ||
 	    send(fd, "\n", 1, MSG_NOSIGNAL) != 1) {

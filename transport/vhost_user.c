@@ -21,6 +21,8 @@ enum {
 	VHU_SET_OWNER = 3,
 	VHU_RESET_OWNER = 4,
 	VHU_SET_MEM_TABLE = 5,
+	VHU_SET_LOG_BASE = 6,
+	VHU_SET_LOG_FD = 7,
 	VHU_SET_VRING_NUM = 8,
 	VHU_SET_VRING_ADDR = 9,
 	VHU_SET_VRING_BASE = 10,
@@ -41,6 +43,16 @@ enum {
 #define VHU_F_PROTOCOL_FEATURES (1ull << 30)
 #define VIRTIO_F_VERSION_1 (1ull << 32)
 #define VHU_PROTOCOL_F_CONFIG (1ull << 9)
+/* Dirty logging for live migration: the feature, the log's memory as an
+ * fd (SET_LOG_BASE), and a ring's used area logged (SET_VRING_ADDR). */
+#define VHU_F_LOG_ALL (1ull << 26)
+#define VHU_PROTOCOL_F_LOG_SHMFD (1ull << 1)
+#define VHU_PROTOCOLS (VHU_PROTOCOL_F_CONFIG | VHU_PROTOCOL_F_LOG_SHMFD)
+#define VHU_VRING_F_LOG 0x1u
+/* One bit of the log per page of guest memory. */
+#define VHU_LOG_PAGE 4096u
+/* A log for up to 1 TiB of guest memory. */
+#define VHU_LOG_MAX (32ull << 20)
 #define VHU_VRING_NOFD 0x100u
 #define VHU_VRING_IDX 0xffu
 #define VHU_HDR_SIZE 12
@@ -64,6 +76,9 @@ struct vhu_msg {
 			uint32_t offset, size, flags;
 			uint8_t data[CMX_VHU_MAX_CONFIG];
 		} config;
+		struct {
+			uint64_t size, offset;
+		} log;
 		uint8_t raw[VHU_MAX_PAYLOAD];
 	};
 } __attribute__((packed));
@@ -75,7 +90,7 @@ void cmx_vhu_dev_init(struct cmx_vhu_dev *d, int fd, uint64_t device_features, c
 
 	memset(d, 0, sizeof(*d));
 	d->fd = fd;
-	d->features = device_features | VIRTIO_F_VERSION_1 | VHU_F_PROTOCOL_FEATURES;
+	d->features = device_features | VIRTIO_F_VERSION_1 | VHU_F_PROTOCOL_FEATURES | VHU_F_LOG_ALL;
 	if (config_len > CMX_VHU_MAX_CONFIG)
 		config_len = CMX_VHU_MAX_CONFIG;
 	memcpy(d->config, config, config_len);
@@ -111,6 +126,54 @@ static void vring_stop(struct cmx_vhu_dev *d, unsigned i)
 	d->ops->queue_state(d, i, 0);
 }
 
+static int reply(struct cmx_vhu_dev *d, struct vhu_msg *m, uint32_t size);
+
+static void log_unmap(struct cmx_vhu_dev *d)
+{
+	if (d->log_map)
+		munmap(d->log_map, d->log_map_len);
+	d->log_map = NULL;
+	d->log = NULL;
+	d->log_len = 0;
+}
+
+void cmx_vhu_log(void *ctx, uint64_t gpa, uint64_t len)
+{
+	struct cmx_vhu_dev *d = ctx;
+	uint64_t page, last;
+
+	if (!(d->acked_features & VHU_F_LOG_ALL) || !d->log || !len)
+		return;
+	last = (gpa + len - 1) / VHU_LOG_PAGE;
+	/* A page past the log is one the front end does not track. */
+	for (page = gpa / VHU_LOG_PAGE; page <= last && page / 8 < d->log_len; page++)
+		/* Pairs with the front end's atomic exchange that reads and
+		 * clears the log while the device runs. */
+		__atomic_fetch_or(&d->log[page / 8], (uint8_t)(1u << (page % 8)), __ATOMIC_RELAXED);
+}
+
+/* The front end's log memory: u64 size and offset, the fd. Replied to
+ * with no payload, as QEMU reads it. */
+static int set_log_base(struct cmx_vhu_dev *d, struct vhu_msg *m, const int *fds,
+			unsigned nfds)
+{
+	uint64_t size = m->log.size, off = m->log.offset;
+	void *p;
+
+	if (m->size < sizeof(m->log) || nfds != 1 || !size || size > VHU_LOG_MAX ||
+	    off > VHU_LOG_MAX)
+		return -EINVAL;
+	p = mmap(NULL, (size_t)(size + off), PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	log_unmap(d);
+	d->log_map = p;
+	d->log_map_len = (size_t)(size + off);
+	d->log = (uint8_t *)p + off;
+	d->log_len = size;
+	return reply(d, m, 0);
+}
+
 static void unmap_all(struct cmx_vhu_dev *d)
 {
 	for (unsigned i = 0; i < d->nregions; i++)
@@ -127,6 +190,7 @@ void cmx_vhu_dev_fini(struct cmx_vhu_dev *d)
 		close_fd(&d->vring[i].err_fd);
 	}
 	unmap_all(d);
+	log_unmap(d);
 	close_fd(&d->fd);
 }
 
@@ -153,6 +217,15 @@ static void *uva_to_host(struct cmx_vhu_dev *d, uint64_t uva, uint64_t len)
 	return NULL;
 }
 
+/* The ring's used area is logged when the front end asked for it. */
+static void vring_log_set(struct cmx_vhu_dev *d, unsigned i)
+{
+	struct cmx_vhu_vring *v = &d->vring[i];
+
+	v->q.log = (v->addr_flags & VHU_VRING_F_LOG) ? cmx_vhu_log : NULL;
+	v->q.used_gpa = v->log_gpa;
+}
+
 /* Starts a ring once it has its size, addresses, kick fd and is enabled. */
 static int vring_try_start(struct cmx_vhu_dev *d, unsigned i)
 {
@@ -170,6 +243,7 @@ static int vring_try_start(struct cmx_vhu_dev *d, unsigned i)
 	if (!desc || !avail || !used || cmx_virtq_init(&v->q, v->num, desc, avail, used, v->base,
 						     cmx_vhu_gpa, d))
 		return -EINVAL;
+	vring_log_set(d, i);
 	v->started = 1;
 	d->ops->queue_state(d, i, 1);
 	return 0;
@@ -295,10 +369,10 @@ static int handle(struct cmx_vhu_dev *d, struct vhu_msg *m, int *fds, unsigned *
 				d->vring[i].enabled = 1;
 		return 0;
 	case VHU_GET_PROTOCOL_FEATURES:
-		m->u64 = VHU_PROTOCOL_F_CONFIG;
+		m->u64 = VHU_PROTOCOLS;
 		return reply(d, m, 8);
 	case VHU_SET_PROTOCOL_FEATURES:
-		if (m->size < 8 || (m->u64 & ~VHU_PROTOCOL_F_CONFIG))
+		if (m->size < 8 || (m->u64 & ~VHU_PROTOCOLS))
 			return -EINVAL;
 		d->acked_protocol = m->u64;
 		return 0;
@@ -332,11 +406,25 @@ static int handle(struct cmx_vhu_dev *d, struct vhu_msg *m, int *fds, unsigned *
 	case VHU_SET_VRING_ADDR:
 		if ((e = vring_index(m, sizeof(m->addr), m->addr.index, &i)))
 			return e;
-		if (d->vring[i].started)
+		v = &d->vring[i];
+		/* A running ring's addresses stay; the front end sends them
+		 * again to turn its logging on or off (a migration's start and
+		 * end). */
+		if (v->started && (v->desc_uva != m->addr.desc || v->avail_uva != m->addr.avail ||
+				   v->used_uva != m->addr.used))
 			return -EINVAL;
-		d->vring[i].desc_uva = m->addr.desc;
-		d->vring[i].avail_uva = m->addr.avail;
-		d->vring[i].used_uva = m->addr.used;
+		v->desc_uva = m->addr.desc;
+		v->avail_uva = m->addr.avail;
+		v->used_uva = m->addr.used;
+		v->addr_flags = m->addr.flags;
+		v->log_gpa = m->addr.log;
+		if (v->started)
+			vring_log_set(d, i);
+		return 0;
+	case VHU_SET_LOG_BASE:
+		return set_log_base(d, m, fds, *nfds);
+	case VHU_SET_LOG_FD:
+		/* The eventfd of the log's updates: not used (fds closed). */
 		return 0;
 	case VHU_GET_VRING_BASE:
 		if ((e = vring_index(m, 8, m->state.index, &i)))

@@ -26,6 +26,8 @@ struct cmx_vhu_vring {
 	unsigned num;
 	uint16_t base;
 	uint64_t desc_uva, avail_uva, used_uva;
+	uint32_t addr_flags; /* SET_VRING_ADDR's: VHOST_VRING_F_LOG */
+	uint64_t log_gpa;    /* the used area's guest-physical address, for the log */
 	int kick_fd, call_fd, err_fd;
 	int enabled, started;
 	struct cmx_virtq q;
@@ -53,6 +55,12 @@ struct cmx_vhu_dev {
 	unsigned nregions;
 	struct cmx_vhu_region regions[CMX_VHU_MAX_REGIONS];
 	struct cmx_vhu_vring vring[CMX_VHU_MAX_QUEUES];
+	/* The dirty log (VHOST_F_LOG_ALL with LOG_SHMFD): a bit per page of
+	 * guest memory, set for each page the device writes. */
+	uint8_t *log;
+	uint64_t log_len;
+	void *log_map;
+	size_t log_map_len;
 	const struct cmx_vhu_ops *ops;
 	void *user;
 	int broken; /* sticky: the connection is unusable */
@@ -69,6 +77,9 @@ int cmx_vhu_dev_handle(struct cmx_vhu_dev *d);
 /* Guest-physical range as a host pointer, NULL unless wholly inside one
  * mapped region (a cmx_virtq_xlate_fn; ctx is the device). */
 void *cmx_vhu_gpa(void *ctx, uint64_t gpa, uint64_t len);
+/* Marks guest-physical [gpa, gpa+len) dirty in the front end's log while
+ * it asks for logging (a cmx_virtq_log_fn; ctx is the device). */
+void cmx_vhu_log(void *ctx, uint64_t gpa, uint64_t len);
 /* Signals the front end that queue idx has used buffers. */
 void cmx_vhu_call(struct cmx_vhu_dev *d, unsigned idx);
 

@@ -117,6 +117,7 @@ int cmx_virtq_pop(struct cmx_virtq *q, struct cmx_virtq_elem *e)
 			if (d.flags & VRING_DESC_F_WRITE) {
 				if (e->nin == CMX_VIRTQ_MAX_SEGS)
 					return broken(q, "chain has too many buffers");
+				e->in_gpa[e->nin] = d.addr;
 				e->in[e->nin].iov_base = p;
 				e->in[e->nin++].iov_len = d.len;
 				e->in_len += d.len;
@@ -151,6 +152,19 @@ void cmx_virtq_push(struct cmx_virtq *q, uint16_t head, uint32_t len)
 	/* Pairs with the driver's load-acquire of used->idx: the element is
 	 * visible before the index that publishes it. */
 	__atomic_store_n(&u->idx, q->used_idx, __ATOMIC_RELEASE);
+	if (q->log) {
+		q->log(q->ctx, q->used_gpa + (uint64_t)((uint8_t *)el - (uint8_t *)u), sizeof(*el));
+		q->log(q->ctx, q->used_gpa + offsetof(struct vring_used, idx), sizeof(u->idx));
+	}
+}
+
+void cmx_virtq_log_in(const struct cmx_virtq *q, const struct cmx_virtq_elem *e, uint64_t len)
+{
+	for (unsigned i = 0; q->log && i < e->nin && len; i++) {
+		uint64_t k = e->in[i].iov_len < len ? e->in[i].iov_len : len;
+		q->log(q->ctx, e->in_gpa[i], k);
+		len -= k;
+	}
 }
 
 int cmx_virtq_should_notify(const struct cmx_virtq *q)

@@ -10,6 +10,9 @@
 /* Guest-physical [gpa, gpa+len) as a host pointer, or NULL when any byte of
  * it lies outside the guest's memory. */
 typedef void *(*cmx_virtq_xlate_fn)(void *ctx, uint64_t gpa, uint64_t len);
+/* Marks guest-physical [gpa, gpa+len) as written by the device (a live
+ * migration's dirty log). */
+typedef void (*cmx_virtq_log_fn)(void *ctx, uint64_t gpa, uint64_t len);
 
 #define CMX_VIRTQ_MAX_SIZE 32768u
 /* Buffers of one chain a device accepts: a longer chain breaks the queue. */
@@ -22,6 +25,10 @@ struct cmx_virtq {
 	uint16_t used_idx;   /* next used entry to fill */
 	cmx_virtq_xlate_fn xlate;
 	void *ctx;
+	/* NULL, or where the device's writes are logged (ctx is its
+	 * argument too); used_gpa is the used ring's guest-physical address. */
+	cmx_virtq_log_fn log;
+	uint64_t used_gpa;
 	int broken; /* sticky: the guest broke the ring's rules */
 };
 
@@ -31,6 +38,7 @@ struct cmx_virtq_elem {
 	uint16_t head;
 	unsigned nout, nin;
 	struct iovec out[CMX_VIRTQ_MAX_SEGS], in[CMX_VIRTQ_MAX_SEGS];
+	uint64_t in_gpa[CMX_VIRTQ_MAX_SEGS]; /* the writable buffers' guest addresses */
 	uint64_t out_len, in_len;
 };
 
@@ -47,8 +55,11 @@ int cmx_virtq_init(struct cmx_virtq *q, unsigned num, void *desc, void *avail, v
  * broken for good: loops, indices or addresses out of range, an indirect
  * table, a readable buffer after a writable one, too many segments). */
 int cmx_virtq_pop(struct cmx_virtq *q, struct cmx_virtq_elem *e);
-/* Gives a chain back with len bytes written into its writable buffers. */
+/* Gives a chain back with len bytes written into its writable buffers
+ * (the used entry and index logged when q->log is set). */
 void cmx_virtq_push(struct cmx_virtq *q, uint16_t head, uint32_t len);
+/* Logs the first len bytes of e's writable buffers as written (q->log). */
+void cmx_virtq_log_in(const struct cmx_virtq *q, const struct cmx_virtq_elem *e, uint64_t len);
 /* 1 when the driver wants an interrupt for what was pushed. */
 int cmx_virtq_should_notify(const struct cmx_virtq *q);
 /* 1 when a pop would find a chain. */

@@ -110,6 +110,7 @@ static long rx_put(struct cmx_vsock_dev *d, struct virtio_vsock_hdr *h, const st
 		w += k;
 		off = 0;
 	}
+	cmx_virtq_log_in(d->rxq, &e, w);
 	cmx_virtq_push(d->rxq, e.head, (uint32_t)w);
 	d->rx_pushed = 1;
 	return (long)max;

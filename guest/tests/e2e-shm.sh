@@ -22,7 +22,7 @@ if [ "${1:-}" = ivshmem ]; then
 	exit $rc
 fi
 for t in e2e_compute e2e_memory e2e_events e2e_program e2e_multi e2e_async e2e_daemon_killed \
-	e2e_daemon_restart e2e_zcopy e2e_cmdbuf e2e_checkpoint; do
+	e2e_daemon_restart e2e_zcopy e2e_cmdbuf e2e_checkpoint e2e_migrate; do
 	run "$t-shm" CMX_E2E_TRANSPORT=shm "./guest/tests/$t"
 done
 run e2e_memory-unix-no-area CLMUX_AREA_MB=0 ./guest/tests/e2e_memory

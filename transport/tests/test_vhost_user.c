@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Unit tests of the vhost-user back end over a socketpair, with a memfd as
 // guest memory: the handshake QEMU makes, vring set-up, address checks,
-// and malformed messages breaking the connection.
+// the dirty log of a live migration, and malformed messages breaking the
+// connection.
 #define _GNU_SOURCE
 #include <check.h>
 #include <errno.h>
@@ -241,6 +242,79 @@ START_TEST(oversized_payload)
 }
 END_TEST
 
+/* Dirty logging (VHOST_F_LOG_ALL, LOG_SHMFD): a ring whose address
+ * message asks for it logs the used area's page on each push, a writable
+ * buffer's pages are logged as written, and nothing is logged once the
+ * front end acks the features without LOG_ALL again (a migration's end). */
+START_TEST(dirty_log)
+{
+	uint32_t st[2];
+	uint64_t addr[5] = { 0 }, lb[2] = { 4096, 0 }, v;
+	uint32_t *ai = (uint32_t *)addr;
+	int kick = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), call = eventfd(0, EFD_CLOEXEC);
+	int logfd = memfd_create("log", MFD_CLOEXEC);
+	uint64_t used_page = (GPA_BASE + 0x2000) / 4096;
+	uint8_t *log;
+
+	ck_assert_int_eq(ftruncate(logfd, 4096), 0);
+	log = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, logfd, 0);
+	ck_assert_ptr_ne(log, MAP_FAILED);
+	ck_assert_int_eq(msg(1, NULL, 0, NULL, 0), 0);
+	ck_assert_uint_eq(reply(1, &v), 8);
+	ck_assert(v & (1ull << 26));
+	ck_assert_int_eq(msg(15, NULL, 0, NULL, 0), 0);
+	ck_assert_uint_eq(reply(15, &v), 8);
+	ck_assert(v & (1ull << 1));
+	ck_assert_int_eq(msg(16, &v, 8, NULL, 0), 0);
+	v = (1ull << 32) | (1ull << 30) | (1ull << 26);
+	ck_assert_int_eq(msg(2, &v, 8, NULL, 0), 0);
+	set_mem();
+	/* SET_LOG_BASE is answered with an empty reply. */
+	ck_assert_int_eq(msg(6, lb, sizeof(lb), &logfd, 1), 0);
+	ck_assert_uint_eq(reply(6, NULL), 0);
+	st[0] = 1, st[1] = 256;
+	ck_assert_int_eq(msg(8, st, 8, NULL, 0), 0);
+	ai[0] = 1;
+	ai[1] = 1; /* VHOST_VRING_F_LOG */
+	addr[1] = UVA_BASE;
+	addr[2] = UVA_BASE + 0x2000;
+	addr[3] = UVA_BASE + 0x1000;
+	addr[4] = GPA_BASE + 0x2000;
+	ck_assert_int_eq(msg(9, addr, 40, NULL, 0), 0);
+	v = 1;
+	ck_assert_int_eq(msg(13, &v, 8, &call, 1), 0);
+	ck_assert_int_eq(msg(12, &v, 8, &kick, 1), 0);
+	st[1] = 1;
+	ck_assert_int_eq(msg(18, st, 8, NULL, 0), 0);
+	ck_assert_int_eq(running[1], 1);
+	cmx_virtq_push(&D.vring[1].q, 0, 0);
+	ck_assert(log[used_page / 8] & (1u << (used_page % 8)));
+	/* Two bytes across a page boundary: both pages. */
+	cmx_vhu_log(&D, GPA_BASE + 0x5000 - 1, 2);
+	ck_assert(log[(GPA_BASE + 0x4000) / 4096 / 8] & (1u << ((GPA_BASE + 0x4000) / 4096 % 8)));
+	ck_assert(log[(GPA_BASE + 0x5000) / 4096 / 8] & (1u << ((GPA_BASE + 0x5000) / 4096 % 8)));
+	/* The addresses again with logging off, on the running ring; then
+	 * the features without LOG_ALL: nothing more is logged. */
+	ai[1] = 0;
+	ck_assert_int_eq(msg(9, addr, 40, NULL, 0), 0);
+	ck_assert_int_eq(running[1], 1);
+	v = (1ull << 32) | (1ull << 30);
+	ck_assert_int_eq(msg(2, &v, 8, NULL, 0), 0);
+	memset(log, 0, 4096);
+	cmx_virtq_push(&D.vring[1].q, 0, 0);
+	cmx_vhu_log(&D, GPA_BASE, 4096);
+	for (unsigned i = 0; i < 4096; i++)
+		ck_assert_uint_eq(log[i], 0);
+	/* Moving a running ring is refused. */
+	addr[1] = UVA_BASE + 0x4000;
+	ck_assert_int_eq(msg(9, addr, 40, NULL, 0), -EINVAL);
+	munmap(log, 4096);
+	close(logfd);
+	close(kick);
+	close(call);
+}
+END_TEST
+
 START_TEST(unknown_request)
 {
 	ck_assert_int_eq(msg(99, NULL, 0, NULL, 0), -EOPNOTSUPP);
@@ -269,6 +343,7 @@ int main(void)
 	tcase_add_test(tc, bad_ring_size);
 	tcase_add_test(tc, mem_table_fd_count);
 	tcase_add_test(tc, oversized_payload);
+	tcase_add_test(tc, dirty_log);
 	tcase_add_test(tc, unknown_request);
 	tcase_add_test(tc, peer_gone);
 	return vq_run("vhost_user", tc);
