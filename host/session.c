@@ -275,6 +275,7 @@ void cmx_session_close(struct cmx_session *s)
 		free(all);
 	}
 	cmx_objtab_fini(&s->objs);
+	cmx_parts_drop(s);
 	cmx_record_free(s);
 	/* Blocks that commands in flight still hold keep the mapping. */
 	cmx_shm_close(s->shm);
