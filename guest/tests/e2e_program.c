@@ -1307,6 +1307,41 @@ START_TEST(test_large_header)
 }
 END_TEST
 
+/* Include directories named by paths of about 4000, 4090 and 6000 bytes
+ * ("/." repeated after a real directory): a header's path of PATH_MAX
+ * bytes or more opens nowhere, so natively only the first builds. clmux
+ * once cut the path at 4095 bytes and answered CL_OUT_OF_RESOURCES. */
+START_TEST(test_long_include_path)
+{
+	static const size_t lens[] = {4000, 4090, 6000};
+	char dir[64], hpath[128];
+	FILE *f;
+
+	strcpy(dir, "/tmp/e2e-inc-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(hpath, sizeof(hpath), "%s/e2e_top.h", dir);
+	f = fopen(hpath, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("#define E2E_TOP 20\n", f);
+	fclose(f);
+	for (size_t i = 0; i < sizeof(lens) / sizeof(*lens); i++) {
+		char *opts = e2e_xmalloc(lens[i] + 64), what[64];
+		size_t len = (size_t)sprintf(opts, "-I %s", dir);
+		struct big_run nat, v;
+
+		while (len < lens[i] + 3)
+			len += (size_t)sprintf(opts + len, "/.");
+		sprintf(opts + len, " -DE2E_EXTRA=0");
+		snprintf(what, sizeof(what), "an include path of %zu bytes", len - 3);
+		big_both(what, inc_src, opts, "top", 0, &nat, &v);
+		if (!v.build_err)
+			ck_assert_int_eq(v.x3, 20);
+		free(opts);
+	}
+	include_dir_remove(dir);
+}
+END_TEST
+
 static Suite *program_suite(void)
 {
 	Suite *s = suite_create("e2e_program");
@@ -1344,6 +1379,7 @@ static Suite *program_suite(void)
 	tcase_add_test(tc, test_many_args);
 	tcase_add_test(tc, test_large_build_log);
 	tcase_add_test(tc, test_large_header);
+	tcase_add_test(tc, test_long_include_path);
 	suite_add_tcase(s, tc);
 
 	/* No fixture: its clmux platform is the quota tenant's. */
