@@ -25,7 +25,7 @@ void cmx_event_bind(struct cmx_call *c, const struct cmx_ref *ev, cl_event e)
 		return;
 	if (q && !(q->flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)) {
 		clRetainEvent(e);
-		cmx_complete_release(c->s->srv, q->last);
+		cmx_complete_release(c->s->srv, c->s->tenant, q->last);
 		q->last = e;
 	}
 	if (!ev->id || c->s->closed ||
