@@ -61,6 +61,14 @@ void cmx_complete_init(struct cmx_server *srv)
  * own mem quota. The tenants of a process outlive its rests: a worker's
  * live as long as it does, and the front end removes one only with its
  * worker.
+ *
+ * Finding out takes a status query. An in-order queue's previous command
+ * is released at every enqueue, so that query is skipped until the
+ * session has seen a command fail (struct cmx_session's failed:
+ * cmx_event_bind()): a user event set to an error, a wait, event callback
+ * or status query that found one. A command that fails on its own with
+ * none of these noticing it is released at once, as every command was
+ * before the rest.
  */
 #define REST_MS 3000
 #define REST_TICK_MS 250
