@@ -2,6 +2,7 @@
 // "-I DIR" in build options names a directory of the guest: its header files
 // travel to the daemon (IncludeFiles) and the option names them there.
 #include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,14 +96,17 @@ static void dir_walk(struct walk *w, const char *dir, const char *rel, int depth
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
-		char path[4096], sub[INC_MAX_NAME + 256];
+		char path[PATH_MAX], sub[INC_MAX_NAME + 256];
 		struct stat st;
 
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path) ||
-		    snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", de->d_name) >=
-			(int)sizeof(sub)) {
+		/* A path of PATH_MAX bytes or more: no compiler opens it
+		 * (ENAMETOOLONG), natively either, so it is not there. */
+		if (snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= (int)sizeof(path))
+			continue;
+		if (snprintf(sub, sizeof(sub), "%s%s%s", rel, *rel ? "/" : "", de->d_name) >=
+		    (int)sizeof(sub)) {
 			/* A name the daemon could not take (CMX_INCDIR_MAX_NAME). */
 			w->truncated |= header_like(de->d_name);
 			continue;
@@ -145,7 +149,10 @@ static cl_int dir_send(cl_program p, unsigned k, const char *dir)
 	struct walk w = {0};
 	cl_int e;
 
-	dir_walk(&w, dir, "", 0);
+	/* A directory whose name is PATH_MAX bytes or more holds nothing a
+	 * compiler can open: it goes as an empty one. */
+	if (strlen(dir) < PATH_MAX)
+		dir_walk(&w, dir, "", 0);
 	if (w.truncated) {
 		cmx_warn("-I %s: more headers than clmux ships (%u files, %u bytes in all, names of "
 			 "%u bytes): CL_OUT_OF_RESOURCES",
@@ -170,9 +177,13 @@ cl_int cmx_include_prepare(cl_program p, const char *opts, char **wire)
 	struct cmx_buf out;
 	unsigned k = 0;
 	const char *s = opts;
-	char path[4096];
+	/* A token is never longer than the options: none is cut. */
+	size_t cap = strlen(opts) + 1;
+	char *path = malloc(cap);
 	cl_int e = CL_SUCCESS;
 
+	if (!path)
+		return CL_OUT_OF_HOST_MEMORY;
 	cmx_buf_init(&out);
 	while (*s && !e) {
 		const char *start = s, *end;
@@ -181,7 +192,7 @@ cl_int cmx_include_prepare(cl_program p, const char *opts, char **wire)
 			cmx_buf_put(&out, s++, 1);
 			continue;
 		}
-		end = token(s, path, sizeof(path));
+		end = token(s, path, cap);
 		if (strncmp(start, "-I", 2)) {
 			cmx_buf_put(&out, start, (size_t)(end - start));
 			s = end;
@@ -196,7 +207,7 @@ cl_int cmx_include_prepare(cl_program p, const char *opts, char **wire)
 				s = end;
 				continue;
 			}
-			end = token(end, path, sizeof(path));
+			end = token(end, path, cap);
 		} else {
 			memmove(path, path + 2, strlen(path + 2) + 1);
 		}
@@ -214,6 +225,7 @@ cl_int cmx_include_prepare(cl_program p, const char *opts, char **wire)
 		e = dir_send(p, k++, path);
 		s = end;
 	}
+	free(path);
 	cmx_buf_put(&out, "", 1);
 	if (!e && out.oom)
 		e = CL_OUT_OF_HOST_MEMORY;

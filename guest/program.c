@@ -7,6 +7,7 @@
 #include "entry.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,11 @@
 
 /* Devices one call may name (the schema's max for id[]:device). */
 #define PROGRAM_MAX_DEVICES 64
+/* Sources and IL up to this size travel in their creation call; larger
+ * ones in parts of at most PART_MAX bytes (ProgramPart), since a message's
+ * arguments are at most CMX_MAX_ARGS. */
+#define PROGRAM_ONE_MAX (CMX_MAX_ARGS - 4096)
+#define PART_MAX	(8u << 20)
 
 /*
  * Every program is made here, so its object carries what only this file
@@ -266,6 +272,45 @@ static cl_int build_check(cl_program p, cl_uint n, const cl_device_id *list,
 
 /* ---- creation ---- */
 
+/* The daemon keeps one program's parts per session: one upload at a time. */
+static pthread_mutex_t parts_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Creates p on the daemon from bytes too large for one message: the
+ * parts, then the creation that takes them. */
+static cl_int program_parts(cl_program p, cl_context ctx, int il, const void *bytes, size_t len)
+{
+	struct cmx_CreateProgramWithParts_in in = {
+	    .program.id = p->id, .context.id = ctx->id, .il = (uint64_t)il, .length = len};
+	struct cmx_CreateProgramWithParts_out out;
+	struct cmx_reply reply;
+	cl_int e = CL_SUCCESS;
+	int rc = 0;
+
+	pthread_mutex_lock(&parts_lock);
+	for (size_t off = 0; off < len && !rc; off += PART_MAX) {
+		size_t n = len - off < PART_MAX ? len - off : PART_MAX;
+		struct cmx_ProgramPart_in part = {
+		    .program = p->id,
+		    .offset = off,
+		    .total = len,
+		    .data = {(const char *)bytes + off, n},
+		};
+		rc = cmx_send_ProgramPart(cmx_icd.s, &part);
+	}
+	if (!rc)
+		rc = cmx_rpc_CreateProgramWithParts(cmx_icd.s, &in, NULL, 0, &out, &reply);
+	pthread_mutex_unlock(&parts_lock);
+	if (rc)
+		return cmx_transport_err(rc);
+	e = reply.status;
+	cmx_reply_fini(&reply);
+	if (e == CL_OUT_OF_HOST_MEMORY)
+		cmx_warn("a program %s of %zu bytes: the daemon holds no room for it (past the "
+			 "tenant's mem quota?): CL_OUT_OF_HOST_MEMORY",
+			 il ? "IL" : "source", len);
+	return e;
+}
+
 cl_program CL_API_CALL cmx_clCreateProgramWithSource(cl_context context, cl_uint count,
 						     const char **strings, const size_t *lengths,
 						     cl_int *errcode_ret)
@@ -319,6 +364,8 @@ cl_program CL_API_CALL cmx_clCreateProgramWithSource(cl_context context, cl_uint
 	p->source = src;
 	p->source_len = total;
 	p->may_print = cmx_may_print(src, total);
+	if (total > PROGRAM_ONE_MAX)
+		return program_created(p, program_parts(p, context, 0, src, total), errcode_ret);
 	in = (struct cmx_CreateProgramWithSource_in){
 	    .program.id = p->id,
 	    .context.id = context->id,
@@ -458,6 +505,8 @@ cl_program CL_API_CALL cmx_clCreateProgramWithIL(cl_context context, const void 
 	p->il = copy;
 	p->il_len = length;
 	p->may_print = cmx_may_print(il, length);
+	if (length > PROGRAM_ONE_MAX)
+		return program_created(p, program_parts(p, context, 1, copy, length), errcode_ret);
 	in = (struct cmx_CreateProgramWithIL_in){
 	    .program.id = p->id,
 	    .context.id = context->id,

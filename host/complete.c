@@ -12,6 +12,7 @@
 #include "log.h"
 #include "loop.h"
 #include "server.h"
+#include "tenant.h"
 
 struct cmx_complete_slot {
 	cl_event ev; /* NULL: settled */
@@ -54,15 +55,37 @@ void cmx_complete_init(struct cmx_server *srv)
  * walk, which then locks a destroyed mutex and aborts the worker
  * (pocl_lock_events_inorder(): Invalid argument), or hangs on a reused
  * one. Nothing says when the last of those events has ended, so a failed
- * event keeps the daemon's reference for REST_MS.
+ * event keeps the daemon's reference for REST_MS, charged to the tenant
+ * whose session held it (CMX_COMPLETE_REST_BYTES: the driver's event and
+ * command, rounded up), so that a tenant's failures are bounded by its
+ * own mem quota. The tenants of a process outlive its rests: a worker's
+ * live as long as it does, and the front end removes one only with its
+ * worker.
+ *
+ * Finding out takes a status query. An in-order queue's previous command
+ * is released at every enqueue, so that query is skipped until the
+ * session has seen a command fail (struct cmx_session's failed:
+ * cmx_event_bind()): a user event set to an error, a wait, event callback
+ * or status query that found one. A command that fails on its own with
+ * none of these noticing it is released at once, as every command was
+ * before the rest.
  */
 #define REST_MS 3000
 #define REST_TICK_MS 250
 
 struct cmx_complete_rest {
 	cl_event ev;
-	uint64_t until; /* CLOCK_MONOTONIC ns */
+	uint64_t until;		 /* CLOCK_MONOTONIC ns */
+	struct cmx_tenant *tenant; /* charged CMX_COMPLETE_REST_BYTES, or NULL */
 };
+
+/* What a resting event holds for its tenant, charged to its mem quota:
+ * the tenant's failures cost it, not the daemon. */
+static void rest_charge(struct cmx_tenant *t, int64_t n)
+{
+	if (t)
+		t->bytes += (uint64_t)n;
+}
 
 static uint64_t mono_ns(void)
 {
@@ -87,9 +110,10 @@ static void rest_tick(struct cmx_io *io, int res, unsigned flags)
 	(void)flags;
 	cs->rest_armed = 0;
 	for (size_t i = 0; i < cs->rest_n; i++) {
-		if (cs->rest[i].until <= now)
+		if (cs->rest[i].until <= now) {
 			clReleaseEvent(cs->rest[i].ev);
-		else
+			rest_charge(cs->rest[i].tenant, -(int64_t)CMX_COMPLETE_REST_BYTES);
+		} else
 			cs->rest[k++] = cs->rest[i];
 	}
 	cs->rest_n = k;
@@ -112,6 +136,7 @@ static void rest_arm(struct cmx_server *srv)
 
 struct rest_post {
 	struct cmx_server *srv;
+	struct cmx_tenant *tenant;
 	cl_event ev;
 };
 
@@ -133,12 +158,14 @@ static void rest_add(void *arg)
 		cs->rest = v;
 		cs->rest_cap = cap;
 	}
-	cs->rest[cs->rest_n++] = (struct cmx_complete_rest){p->ev, mono_ns() + REST_MS * 1000000ull};
+	cs->rest[cs->rest_n++] =
+	    (struct cmx_complete_rest){p->ev, mono_ns() + REST_MS * 1000000ull, p->tenant};
+	rest_charge(p->tenant, CMX_COMPLETE_REST_BYTES);
 	rest_arm(p->srv);
 	free(p);
 }
 
-void cmx_complete_release(struct cmx_server *srv, cl_event ev)
+void cmx_complete_release(struct cmx_server *srv, struct cmx_tenant *t, cl_event ev)
 {
 	struct rest_post *p;
 	cl_int st = CL_COMPLETE;
@@ -151,6 +178,7 @@ void cmx_complete_release(struct cmx_server *srv, cl_event ev)
 		return;
 	}
 	p->srv = srv;
+	p->tenant = t;
 	p->ev = ev;
 	cmx_loop_post(srv->loop, rest_add, p);
 }
@@ -174,7 +202,9 @@ static void slot_free(struct cmx_completions *cs, uint32_t idx)
 		s->next_free = cs->free;
 		cs->free = idx;
 	}
-	cmx_complete_release(s->srv, ev);
+	/* The daemon's own reference: charged to no tenant (the session's
+	 * references to the same event are). */
+	cmx_complete_release(s->srv, NULL, ev);
 }
 
 /* Ends slot idx with status: frees it first, so that fn may register

@@ -7,6 +7,7 @@
 #include <CL/cl.h>
 
 struct cmx_server;
+struct cmx_tenant;
 
 /*
  * fn(arg, status) runs once on the loop thread when e has ended: status is
@@ -38,9 +39,12 @@ void cmx_complete_failed(struct cmx_server *srv);
 void cmx_complete_init(struct cmx_server *srv);
 
 /* Releases the daemon's reference to ev, which may be its last. A failed
- * command's event rests a few seconds first (host/complete.c says why).
- * Any thread. */
-void cmx_complete_release(struct cmx_server *srv, cl_event ev);
+ * command's event rests a few seconds first (host/complete.c says why),
+ * charged CMX_COMPLETE_REST_BYTES of t's mem quota meanwhile (t: the
+ * tenant whose session held the reference; NULL: the daemon's own).
+ * Any thread; t's charge is changed on the loop thread. */
+#define CMX_COMPLETE_REST_BYTES 4096u
+void cmx_complete_release(struct cmx_server *srv, struct cmx_tenant *t, cl_event ev);
 /* Failed events resting now. */
 unsigned cmx_complete_resting(const struct cmx_server *srv);
 

@@ -25,7 +25,13 @@ void cmx_event_bind(struct cmx_call *c, const struct cmx_ref *ev, cl_event e)
 		return;
 	if (q && !(q->flags & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)) {
 		clRetainEvent(e);
-		cmx_complete_release(c->s->srv, q->last);
+		/* Until the session has seen a command fail, none of its
+		 * events has failed: no status query, no rest
+		 * (host/complete.c). */
+		if (c->s->failed)
+			cmx_complete_release(c->s->srv, c->s->tenant, q->last);
+		else if (q->last)
+			clReleaseEvent(q->last);
 		q->last = e;
 	}
 	if (!ev->id || c->s->closed ||
@@ -37,6 +43,9 @@ static void post_fin(void *arg)
 {
 	struct cmx_call *c = arg;
 
+	/* A command it waited for failed (cmx_event_bind()). */
+	if (c->status < 0)
+		c->s->failed = 1;
 	if (c->fin)
 		c->fin(c, c->status);
 	else

@@ -26,6 +26,10 @@ void cmx_event_bind(struct cmx_call *c, const struct cmx_ref *ev, cl_event e);
  * come, and are answered (host/exec_event.c). Loop thread. */
 void cmx_event_cbs_detach(struct cmx_obj *o);
 
+/* The session ends: a program's parts staged and not taken go, and their
+ * charge with them (host/exec_program.c). */
+void cmx_parts_drop(struct cmx_session *s);
+
 /* Finishes c on the loop with fin(c, status) once e completes (status is
  * the event's: CL_COMPLETE or its error). Returns CMX_DEFER, or the error. */
 int cmx_defer_event(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status));

@@ -31,8 +31,10 @@ int cmx_h_SetUserEventStatus(struct cmx_call *c, struct cmx_SetUserEventStatus_i
 	e = clSetUserEventStatus(in->event.h, (cl_int)in->status);
 	/* Commands behind it fail, and a driver may never call back for
 	 * them. */
-	if (e == CL_SUCCESS && in->status < 0)
+	if (e == CL_SUCCESS && in->status < 0) {
+		c->s->failed = 1;
 		cmx_complete_failed(c->s->srv);
+	}
 	cmx_sched_poke(c->s->srv);
 	return e;
 }
@@ -112,6 +114,7 @@ int cmx_h_GetEventInfo(struct cmx_call *c, struct cmx_GetEventInfo_in *in,
 		       struct cmx_GetEventInfo_out *out)
 {
 	struct cmx_obj *o = cmx_session_obj(c->s, in->event.id, CMX_K_EVENT);
+	cl_int e;
 
 	if (!in->event.h) {
 		/* Poisoned: its command failed before reaching the device. */
@@ -123,7 +126,12 @@ int cmx_h_GetEventInfo(struct cmx_call *c, struct cmx_GetEventInfo_in *in,
 	if (in->param == CL_EVENT_COMMAND_EXECUTION_STATUS &&
 	    cmx_sched_is_held(c->s->srv, in->event.h))
 		return status_answer(c, out, CL_QUEUED);
-	return CMX_INFO(c, &out->value, clGetEventInfo, in->event.h, (cl_uint)in->param);
+	e = CMX_INFO(c, &out->value, clGetEventInfo, in->event.h, (cl_uint)in->param);
+	/* A failed command seen (cmx_event_bind()). */
+	if (e == CL_SUCCESS && in->param == CL_EVENT_COMMAND_EXECUTION_STATUS &&
+	    out->value.len == sizeof(cl_int) && *(const cl_int *)out->value.ptr < 0)
+		c->s->failed = 1;
+	return e;
 }
 
 int cmx_h_GetEventProfilingInfo(struct cmx_call *c, struct cmx_GetEventProfilingInfo_in *in,
@@ -309,6 +317,9 @@ static void slot_settled(void *arg, cl_int status)
 {
 	struct cmx_cb_slot *sl = arg;
 
+	/* A failed command seen (cmx_event_bind()). */
+	if (status < 0 && hub_session(sl->hub))
+		hub_session(sl->hub)->failed = 1;
 	sl->native = status;
 	slot_called(sl);
 }

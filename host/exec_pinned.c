@@ -108,6 +108,7 @@ struct chunk {
 struct pinned_write {
 	struct copy_streams l;
 	struct cmx_server *srv;
+	struct cmx_tenant *tenant; /* the session's: charged for resting chunks */
 	void *payload; /* the call's bulk: an area block or staging */
 	uint64_t off;
 	atomic_uint copies; /* chunks not yet copied: the last gives the payload back */
@@ -139,7 +140,7 @@ static void chunk_copied(void *arg)
 
 	clSetUserEventStatus(w->gates[ch->k], CL_COMPLETE);
 	clReleaseEvent(w->gates[ch->k]);
-	cmx_complete_release(w->srv, w->held[ch->k]);
+	cmx_complete_release(w->srv, w->tenant, w->held[ch->k]);
 	if (atomic_fetch_sub_explicit(&w->copies, 1, memory_order_acq_rel) == 1)
 		cmx_staging_put(w->payload);
 	write_put(w);
@@ -245,6 +246,7 @@ int cmx_pinned_write(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t 
 	}
 	w->payload = c->bulk;
 	w->srv = c->s->srv;
+	w->tenant = c->s->tenant;
 	c->bulk = NULL;
 	atomic_init(&w->copies, (unsigned)done);
 	atomic_init(&w->refs, (unsigned)(2 * done));
@@ -274,6 +276,7 @@ struct pinned_read {
 	struct copy_streams l;
 	struct cmx_call *c;
 	struct cmx_server *srv;
+	struct cmx_tenant *tenant; /* the session's: charged for resting chunks */
 	cl_event *gates; /* [k] for k >= l.count */
 	/* [k] for k >= l.count: chunk k's native read, held until its gate
 	 * is set (struct pinned_write's held says why). */
@@ -293,7 +296,7 @@ static void rchunk_done(struct pinned_read *r, uint64_t k)
 	if (k + r->l.count < r->l.n) {
 		clSetUserEventStatus(r->gates[k + r->l.count], CL_COMPLETE);
 		clReleaseEvent(r->gates[k + r->l.count]);
-		cmx_complete_release(r->srv, r->held[k + r->l.count]);
+		cmx_complete_release(r->srv, r->tenant, r->held[k + r->l.count]);
 	} else {
 		cmx_pinned_put(chunk_slot(&r->l, k));
 	}
@@ -369,6 +372,7 @@ int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t o
 	}
 	r->c = c;
 	r->srv = c->s->srv;
+	r->tenant = c->s->tenant;
 	r->gates = calloc(r->l.n, sizeof(*r->gates));
 	r->held = calloc(r->l.n, sizeof(*r->held));
 	r->chunks = calloc(r->l.n, sizeof(*r->chunks));

@@ -6,6 +6,8 @@
 #include "exec.h"
 #include "incdir.h"
 #include "kprintf.h"
+#include "log.h"
+#include "record.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -13,21 +15,143 @@
 
 #include "tenant.h"
 
-int cmx_h_CreateProgramWithSource(struct cmx_call *c, struct cmx_CreateProgramWithSource_in *in)
+/* The program `id` of ctx from source (il 0) or IL (il 1). */
+static int program_make(struct cmx_call *c, uint64_t id, cl_context ctx, int il, const void *bytes,
+			size_t len)
 {
-	const char *src = in->source.ptr ? in->source.ptr : "";
-	size_t len = in->source.len;
+	const char *src = bytes ? bytes : "";
+	cl_program p;
 	cl_int e;
-	cl_program p = clCreateProgramWithSource(in->context.h, 1, &src, &len, &e);
 
+	if (il && c->s->srv->platform_version < 210)
+		return CL_INVALID_OPERATION;
+	p = il ? clCreateProgramWithIL(ctx, bytes, len, &e)
+	       : clCreateProgramWithSource(ctx, 1, &src, &len, &e);
 	if (e)
 		return e;
-	if (cmx_session_add(c->s, in->program.id, CMX_K_PROGRAM, p, in->context.h, 0, NULL)) {
+	if (cmx_session_add(c->s, id, CMX_K_PROGRAM, p, ctx, 0, NULL)) {
 		clReleaseProgram(p);
 		return CL_OUT_OF_HOST_MEMORY;
 	}
-	cmx_kprintf_program(c->s, in->program.id, in->source.ptr, in->source.len);
+	cmx_kprintf_program(c->s, id, bytes, len);
 	return CL_SUCCESS;
+}
+
+int cmx_h_CreateProgramWithSource(struct cmx_call *c, struct cmx_CreateProgramWithSource_in *in)
+{
+	return program_make(c, in->program.id, in->context.h, 0, in->source.ptr, in->source.len);
+}
+
+/*
+ * A source or IL larger than one message carries, staged part by part
+ * (ProgramPart) for the program whose id it will be. All of it is charged
+ * to the tenant's mem quota at the first part, so a program past the quota
+ * is refused before the guest has sent the rest; a part that fails leaves
+ * only its error, which CreateProgramWithParts answers.
+ */
+struct cmx_parts {
+	uint64_t program, total, len;
+	uint64_t charged; /* bytes charged to the session (total, or 0) */
+	int err;	  /* a part failed: the creation's answer */
+	char *data;
+};
+
+/* Host memory the daemon holds for the tenant, as a kept record's is. */
+static void parts_charge(struct cmx_session *s, int64_t n)
+{
+	s->bytes += (uint64_t)n;
+	s->srv->bytes += (uint64_t)n;
+	s->tenant->bytes += (uint64_t)n;
+}
+
+/* Frees p's bytes and their charge; p stays, with err, when err != 0. */
+static int parts_fail(struct cmx_session *s, int err)
+{
+	struct cmx_parts *p = s->parts;
+
+	free(p->data);
+	p->data = NULL;
+	parts_charge(s, -(int64_t)p->charged);
+	p->charged = 0;
+	p->err = err;
+	return err;
+}
+
+void cmx_parts_drop(struct cmx_session *s)
+{
+	if (!s->parts)
+		return;
+	parts_fail(s, 0);
+	free(s->parts);
+	s->parts = NULL;
+}
+
+int cmx_h_ProgramPart(struct cmx_call *c, struct cmx_ProgramPart_in *in)
+{
+	struct cmx_session *s = c->s;
+	struct cmx_parts *p;
+
+	if (in->offset == 0) {
+		/* A new program's first part: what an earlier one left goes. */
+		cmx_parts_drop(s);
+		if (!(s->parts = calloc(1, sizeof(*s->parts))))
+			return CL_OUT_OF_HOST_MEMORY;
+		p = s->parts;
+		p->program = in->program;
+		p->total = in->total;
+		if (!in->total || in->total > CMX_MAX_BULK)
+			return parts_fail(s, CL_INVALID_VALUE);
+		if (cmx_tenant_may_alloc(s->tenant, in->total)) {
+			cmx_dbg("session %llu: a program of %llu bytes in parts: past the quota",
+				(unsigned long long)s->id, (unsigned long long)in->total);
+			return parts_fail(s, CL_OUT_OF_HOST_MEMORY);
+		}
+		if (!(p->data = malloc(in->total)))
+			return parts_fail(s, CL_OUT_OF_HOST_MEMORY);
+		p->charged = in->total;
+		parts_charge(s, (int64_t)in->total);
+	}
+	p = s->parts;
+	if (!p || p->program != in->program)
+		return CL_INVALID_VALUE;
+	if (p->err)
+		return p->err;
+	if (in->offset != p->len || in->total != p->total || in->data.len > p->total - p->len)
+		return parts_fail(s, CL_INVALID_VALUE);
+	memcpy(p->data + p->len, in->data.ptr, in->data.len);
+	p->len += in->data.len;
+	return CL_SUCCESS;
+}
+
+int cmx_h_CreateProgramWithParts(struct cmx_call *c, struct cmx_CreateProgramWithParts_in *in,
+				 struct cmx_CreateProgramWithParts_out *out)
+{
+	struct cmx_parts *p = c->s->parts;
+	const void *bytes = c->bulk;
+	int e;
+
+	(void)out;
+	if (in->il > 1 || !in->length)
+		e = CL_INVALID_VALUE;
+	else if (c->bulk_len)
+		/* The bytes themselves: a restore's replay of a kept record. */
+		e = c->bulk_len == in->length ? CL_SUCCESS : CL_INVALID_VALUE;
+	else if (!p || p->program != in->program.id)
+		e = CL_INVALID_VALUE;
+	else if (p->err)
+		e = p->err;
+	else
+		e = p->len == p->total && p->len == in->length ? CL_SUCCESS : CL_INVALID_VALUE;
+	if (!e && !c->bulk_len)
+		bytes = p->data;
+	if (!e)
+		e = cmx_record_payload(c, bytes, in->length);
+	if (!e)
+		e = program_make(c, in->program.id, in->context.h, (int)in->il, bytes,
+				 (size_t)in->length);
+	if (!c->bulk_len && p && p->program == in->program.id)
+		cmx_parts_drop(c->s);
+	return e;
 }
 
 int cmx_h_CreateProgramWithBinary(struct cmx_call *c, struct cmx_CreateProgramWithBinary_in *in,
@@ -94,20 +218,7 @@ out:
 
 int cmx_h_CreateProgramWithIL(struct cmx_call *c, struct cmx_CreateProgramWithIL_in *in)
 {
-	cl_int e;
-	cl_program p;
-
-	if (c->s->srv->platform_version < 210)
-		return CL_INVALID_OPERATION;
-	p = clCreateProgramWithIL(in->context.h, in->il.ptr, in->il.len, &e);
-	if (e)
-		return e;
-	if (cmx_session_add(c->s, in->program.id, CMX_K_PROGRAM, p, in->context.h, 0, NULL)) {
-		clReleaseProgram(p);
-		return CL_OUT_OF_HOST_MEMORY;
-	}
-	cmx_kprintf_program(c->s, in->program.id, in->il.ptr, in->il.len);
-	return CL_SUCCESS;
+	return program_make(c, in->program.id, in->context.h, 1, in->il.ptr, in->il.len);
 }
 
 int cmx_h_ReleaseProgram(struct cmx_call *c, struct cmx_ReleaseProgram_in *in)

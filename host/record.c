@@ -262,6 +262,37 @@ int cmx_record_prepare(struct cmx_call *c)
 	return 0;
 }
 
+int cmx_record_payload(struct cmx_call *c, const void *data, uint64_t len)
+{
+	struct cmx_rec *r = c->rec, *n;
+	uint64_t was, size;
+
+	if (!r || !len || rec_len(r) != r->hdr.size)
+		return 0;
+	was = sizeof(*r) + ((rec_len(r) + 7) & ~7ull) + r->nrefs * 16ull;
+	size = sizeof(*r) + ((r->hdr.size + len + 7) & ~7ull) + r->nrefs * 16ull;
+	if (cmx_tenant_may_alloc(c->s->tenant, size - was)) {
+		cmx_dbg("session %llu: %s not kept: %llu bytes past the mem quota of tenant %s",
+			(unsigned long long)c->s->id, c->oi->in->name, (unsigned long long)size,
+			c->s->tenant->name);
+		return CL_OUT_OF_HOST_MEMORY;
+	}
+	n = malloc(size);
+	if (!n)
+		return CL_OUT_OF_HOST_MEMORY;
+	/* Pending: nothing points at r but the call (the records it names
+	 * are counted, not linked back). */
+	memcpy(n, r, sizeof(*r) + r->hdr.size);
+	memcpy(n->data + r->hdr.size, data, len);
+	n->hdr.bulk = len;
+	memcpy(rec_refs(n), rec_refs(r), r->nrefs * 16ull);
+	n->charge = r->charge + (size - was);
+	charge(c->s, (int64_t)(size - was));
+	free(r);
+	c->rec = n;
+	return 0;
+}
+
 void cmx_record_done(struct cmx_call *c, int status)
 {
 	struct cmx_session *s = c->s;

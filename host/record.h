@@ -57,6 +57,11 @@ int cmx_record_prepare(struct cmx_call *c);
  * creation record, with the same sequence number and arguments. Its
  * handler answers from that object (struct cmx_call's applied). */
 int cmx_record_made_again(struct cmx_call *c);
+/* The handler of a call whose creation needs bytes it did not carry (a
+ * program made from parts) keeps them with its prepared record as the
+ * call's payload, charged as the record is: 0 (also without a record), or
+ * CL_OUT_OF_HOST_MEMORY. */
+int cmx_record_payload(struct cmx_call *c, const void *data, uint64_t len);
 /* The call is done: with success the prepared record is kept on its
  * object; else it goes, and its charge with it. */
 void cmx_record_done(struct cmx_call *c, int status);

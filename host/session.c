@@ -110,7 +110,9 @@ static void ext_free(struct cmx_obj *o)
 	o->ext = NULL;
 }
 
-static void release_native(struct cmx_server *srv, struct cmx_obj *o)
+/* t: the tenant its failed command's event rests for (host/complete.h),
+ * or NULL. */
+static void release_native(struct cmx_server *srv, struct cmx_tenant *t, struct cmx_obj *o)
 {
 	if (o->kind == CMX_K_CMDBUF) {
 		/* Its ext holds native objects, released after the buffer. */
@@ -130,7 +132,7 @@ static void release_native(struct cmx_server *srv, struct cmx_obj *o)
 		clReleaseContext(o->h);
 		break;
 	case CMX_K_QUEUE:
-		cmx_complete_release(srv, o->last);
+		cmx_complete_release(srv, t, o->last);
 		clReleaseCommandQueue(o->h);
 		break;
 	case CMX_K_MEM:
@@ -144,7 +146,7 @@ static void release_native(struct cmx_server *srv, struct cmx_obj *o)
 		break;
 	case CMX_K_EVENT:
 		/* A failed command's may still be in the driver's lists. */
-		cmx_complete_release(srv, o->h);
+		cmx_complete_release(srv, t, o->h);
 		break;
 	case CMX_K_SAMPLER:
 		clReleaseSampler(o->h);
@@ -158,7 +160,7 @@ static void reap_obj(void *ctx, void *arg)
 	/* Oclgrind's queue release finishes the queue, running its commands
 	 * in this thread: one thread drives that driver at a time. */
 	cmx_exec_drive_lock(ctx);
-	release_native(ctx, arg);
+	release_native(ctx, NULL, arg);
 	cmx_exec_drive_unlock(ctx);
 	free(arg);
 }
@@ -182,10 +184,19 @@ static void free_obj(struct cmx_session *s, struct cmx_obj *o)
 	 * keeps their order. */
 	if (s->closed || (o->kind == CMX_K_MEM && o->size >= CMX_REAP_MIN) ||
 	    (o->kind == CMX_K_QUEUE && s->srv->flush_runs)) {
+		/* A failed command's event rests charged to the tenant, which
+		 * the reaper does not know: handed over here. */
+		if (o->kind == CMX_K_EVENT) {
+			cmx_complete_release(s->srv, s->tenant, o->h);
+			o->h = NULL;
+		} else if (o->kind == CMX_K_QUEUE) {
+			cmx_complete_release(s->srv, s->tenant, o->last);
+			o->last = NULL;
+		}
 		cmx_reap(reap_obj, s->srv, o);
 		return;
 	}
-	release_native(s->srv, o);
+	release_native(s->srv, s->tenant, o);
 	free(o);
 }
 
@@ -275,6 +286,7 @@ void cmx_session_close(struct cmx_session *s)
 		free(all);
 	}
 	cmx_objtab_fini(&s->objs);
+	cmx_parts_drop(s);
 	cmx_record_free(s);
 	/* Blocks that commands in flight still hold keep the mapping. */
 	cmx_shm_close(s->shm);

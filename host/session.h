@@ -18,6 +18,7 @@ struct cmx_server;
 struct cmx_tenant;
 struct cmx_xfer;
 struct cmx_restore;
+struct cmx_parts;
 
 /* Commands of a session whose completion the loop looks for at once. */
 #define CMX_FENCE_PEND 32
@@ -51,6 +52,14 @@ struct cmx_session {
 	struct cmx_shm *shm;   /* its rings at work (shm transport), or NULL */
 	struct cmx_amap *amaps; /* area buffers' native maps (host/exec_mem.c) */
 	uint64_t bytes; /* device memory charged */
+	/* It set a user event to an error, or a command it waited for
+	 * failed: its in-order queues' commands may have failed, and their
+	 * events rest before their release (host/complete.c). Until then
+	 * they are released at once. */
+	int failed;
+	/* A program's source or IL arriving in parts (ProgramPart), or NULL
+	 * (host/exec_program.c). */
+	struct cmx_parts *parts;
 	/* Guest event ids of commands whose completion fences are still to be
 	 * stored, oldest first (host/fence.c), and the list of sessions with
 	 * some. */

@@ -709,6 +709,74 @@ START_TEST(records_charged)
 }
 END_TEST
 
+/* After an admin checkpoint, the one state file holds one
+ * CreateProgramWithParts, its payload the size bytes of want. */
+static void parts_checked(const char *want, size_t size)
+{
+	struct cmx_state_reader r;
+	struct cmx_state_rec rec;
+	char name[256] = "", *reply = ask(admin, "checkpoint\n");
+	struct dirent *e;
+	const void *p;
+	int dfd, found = 0, same = 0;
+	size_t n;
+	DIR *d;
+
+	ck_assert_msg(!strncmp(reply, "ok\n1 sessions written", 21), "checkpoint: %s", reply);
+	free(reply);
+	ck_assert_ptr_nonnull(d = opendir(state));
+	while ((e = readdir(d)))
+		if (strstr(e->d_name, ".state"))
+			snprintf(name, sizeof(name), "%s", e->d_name);
+	closedir(d);
+	dfd = open(state, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_eq(cmx_state_map(dfd, name, &p, &n), 0);
+	ck_assert_int_eq(cmx_state_open(&r, p, n), 0);
+	while (cmx_state_next(&r, &rec) == 1)
+		if (rec.type == CMX_STATE_CALL && rec.hdr.op == CMX_OP_CreateProgramWithParts) {
+			found++;
+			same = rec.hdr.bulk == size && rec.bulk && !memcmp(rec.bulk, want, size);
+		}
+	cmx_state_unmap(p, n);
+	close(dfd);
+	ck_assert_msg(found == 1 && same, "CreateProgramWithParts kept %d times, its source %s",
+		      found, same ? "whole" : "not whole");
+}
+
+/* A program whose source came in parts (over 16 MiB) is kept as its
+ * creation with the whole source as payload; a restarted daemon replays
+ * it, and keeps it again. */
+START_TEST(parts_kept)
+{
+	const size_t size = 20u << 20;
+	pid_t pid = daemon_start("off");
+	char *big = e2e_xmalloc(size + 1);
+	const char *bigc = big;
+	struct e2e_plat v;
+	cl_program prog;
+	cl_int err;
+	int st;
+
+	memset(big, ' ', size);
+	memcpy(big, "// e2e: parts", 13);
+	big[size] = 0;
+	ck_assert_int_eq(e2e_plat_init(&v, "virtual", e2e_virtual_match()), 0);
+	prog = clCreateProgramWithSource(v.context, 1, &bigc, NULL, &err);
+	E2E_OK(&v, err);
+	parts_checked(big, size);
+	/* Checkpointed at SIGTERM, restored by the next daemon. */
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	pid = daemon_again("off", 0);
+	parts_checked(big, size);
+	clReleaseProgram(prog);
+	free(big);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	dir_remove();
+}
+END_TEST
+
 /* A kernel argument set again replaces its kept value, charge and all;
  * a released buffer that a kernel's argument names stays kept (and
  * charged) until the argument names another. */
@@ -992,6 +1060,7 @@ int main(void)
 	tcase_add_test(tc, restore_resume);
 	tcase_add_test(tc, records_charged);
 	tcase_add_test(tc, records_replaced);
+	tcase_add_test(tc, parts_kept);
 	tcase_add_test(tc, no_state_dir);
 	tcase_add_test(tc, guest_resume);
 	tcase_add_test(tc, guest_resume_workers);

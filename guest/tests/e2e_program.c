@@ -1132,43 +1132,97 @@ START_TEST(test_long_options)
 }
 END_TEST
 
-/* A 4 MiB source (a kernel after 4 MiB of comment lines between
- * declarations: a cut source fails to build, and no compiler takes long);
- * past what one message carries (16 MiB), an error the specification names
- * and never a cut source. */
-START_TEST(test_large_source)
+/* A source of about `size` bytes: a kernel after comment lines between
+ * two declarations, so a cut source fails to build, and no compiler
+ * takes long. The kernel writes 7. */
+static char *comment_source(size_t size)
 {
-	size_t size = 4u << 20, len = 0;
-	char *src = e2e_xmalloc(size + 256), *huge;
-	struct big_run nat, v;
-	cl_program prog;
-	cl_int err;
+	char *src = e2e_xmalloc(size + 256);
+	size_t len = 0;
 
 	len += (size_t)sprintf(src + len, "constant int e2e_c1 = 1;\n");
 	while (len < size)
 		len += (size_t)sprintf(src + len, "// e2e: a line of comment, %zu bytes in\n", len);
 	len += (size_t)sprintf(src + len, "constant int e2e_c7 = 7;\n");
 	sprintf(src + len, "__kernel void k(__global int *x) { x[get_global_id(0)] = e2e_c7; }\n");
-	big_both("a 4 MiB source", src, NULL, "k", 0, &nat, &v);
-	ck_assert_msg(v.build_err == CL_SUCCESS && v.x3 == 7, "4 MiB source: virtual %d, x[3] %d",
-		      v.build_err, v.x3);
-	free(src);
+	return src;
+}
 
-	size = 17u << 20;
-	huge = e2e_xmalloc(size + 1);
-	memset(huge, ' ', size);
-	huge[size] = 0;
-	prog = clCreateProgramWithSource(e2e_virtual.context, 1, (const char **)&huge, NULL, &err);
-	ck_assert_msg((prog && err == CL_SUCCESS) || (!prog && err == CL_OUT_OF_RESOURCES),
-		      "a 17 MiB source: %p, %d", (void *)prog, err);
-	if (prog) {
-		size_t got = 0;
-		E2E_OK(&e2e_virtual,
-		       clGetProgramInfo(prog, CL_PROGRAM_SOURCE, 0, NULL, &got));
-		ck_assert_msg(got == size + 1, "a 17 MiB source reads back as %zu bytes", got);
+/* Sources of 4 MiB and of 20 MiB, past what one message carries (16 MiB:
+ * the larger one travels in parts), build and run as natively; the source
+ * reads back whole. */
+START_TEST(test_large_source)
+{
+	static const size_t sizes[] = {4u << 20, 20u << 20};
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(*sizes); i++) {
+		char *src = comment_source(sizes[i]), what[64];
+		size_t got = 0, len = strlen(src);
+		struct big_run nat, v;
+		cl_program prog;
+		cl_int err;
+
+		snprintf(what, sizeof(what), "a %zu MiB source", sizes[i] >> 20);
+		big_both(what, src, NULL, "k", 0, &nat, &v);
+		ck_assert_msg(v.build_err == CL_SUCCESS && v.x3 == 7, "%s: virtual %d, x[3] %d",
+			      what, v.build_err, v.x3);
+		prog = clCreateProgramWithSource(e2e_virtual.context, 1, (const char **)&src, NULL,
+						 &err);
+		E2E_OK(&e2e_virtual, err);
+		E2E_OK(&e2e_virtual, clGetProgramInfo(prog, CL_PROGRAM_SOURCE, 0, NULL, &got));
+		ck_assert_msg(got == len + 1, "%s reads back as %zu bytes", what, got);
 		clReleaseProgram(prog);
+		free(src);
 	}
+}
+END_TEST
+
+/* The quota tenant's: a source in parts is held by the daemon until the
+ * program is made, charged to the tenant's mem quota. */
+#define PARTS_QUOTA "mem = 24M"
+
+/* Through a tenant of 24 MiB: a 20 MiB source, twice (the first one's
+ * charge is back once it is made); a 40 MiB one is refused with
+ * CL_OUT_OF_HOST_MEMORY, and the session goes on. Natively all three are
+ * made. */
+START_TEST(test_source_quota)
+{
+	const char *server = e2e_tenant_server();
+	char *src = comment_source(20u << 20), *huge = comment_source(40u << 20);
+	struct e2e_plat nat, virt;
+	struct big_run n, v;
+	cl_program prog;
+	cl_int err;
+
+	if (!server) {
+		fprintf(stderr, "e2e_program: no daemon of the harness's, no quota to test\n");
+		return;
+	}
+	/* Before the first OpenCL call: the ICD connects when it loads. */
+	ck_assert_int_eq(setenv("CLMUX_SERVER", server, 1), 0);
+	ck_assert_int_eq(e2e_plat_init(&nat, "native", e2e_native_match()), 0);
+	ck_assert_int_eq(e2e_plat_init(&virt, "virtual", e2e_virtual_match()), 0);
+	for (int i = 0; i < 2; i++) {
+		big_build(&nat, src, NULL, "k", 0, &n);
+		big_build(&virt, src, NULL, "k", 0, &v);
+		big_compare("a 20 MiB source, 24 MiB quota", &v, &n);
+		ck_assert_int_eq(v.x3, 7);
+	}
+	prog = clCreateProgramWithSource(nat.context, 1, (const char **)&huge, NULL, &err);
+	E2E_OK(&nat, err);
+	clReleaseProgram(prog);
+	prog = clCreateProgramWithSource(virt.context, 1, (const char **)&huge, NULL, &err);
+	ck_assert_msg(!prog && err == CL_OUT_OF_HOST_MEMORY,
+		      "a 40 MiB source past a 24 MiB quota: %p, %s (%d), want "
+		      "CL_OUT_OF_HOST_MEMORY",
+		      (void *)prog, e2e_cl_strerror(err), err);
+	big_build(&virt, src, NULL, "k", 0, &v);
+	ck_assert_msg(v.build_err == CL_SUCCESS && v.x3 == 7,
+		      "after the refusal: build %d, x[3] %d", v.build_err, v.x3);
+	e2e_plat_fini(&virt);
+	e2e_plat_fini(&nat);
 	free(huge);
+	free(src);
 }
 END_TEST
 
@@ -1253,6 +1307,41 @@ START_TEST(test_large_header)
 }
 END_TEST
 
+/* Include directories named by paths of about 4000, 4090 and 6000 bytes
+ * ("/." repeated after a real directory): a header's path of PATH_MAX
+ * bytes or more opens nowhere, so natively only the first builds. clmux
+ * once cut the path at 4095 bytes and answered CL_OUT_OF_RESOURCES. */
+START_TEST(test_long_include_path)
+{
+	static const size_t lens[] = {4000, 4090, 6000};
+	char dir[64], hpath[128];
+	FILE *f;
+
+	strcpy(dir, "/tmp/e2e-inc-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(hpath, sizeof(hpath), "%s/e2e_top.h", dir);
+	f = fopen(hpath, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("#define E2E_TOP 20\n", f);
+	fclose(f);
+	for (size_t i = 0; i < sizeof(lens) / sizeof(*lens); i++) {
+		char *opts = e2e_xmalloc(lens[i] + 64), what[64];
+		size_t len = (size_t)sprintf(opts, "-I %s", dir);
+		struct big_run nat, v;
+
+		while (len < lens[i] + 3)
+			len += (size_t)sprintf(opts + len, "/.");
+		sprintf(opts + len, " -DE2E_EXTRA=0");
+		snprintf(what, sizeof(what), "an include path of %zu bytes", len - 3);
+		big_both(what, inc_src, opts, "top", 0, &nat, &v);
+		if (!v.build_err)
+			ck_assert_int_eq(v.x3, 20);
+		free(opts);
+	}
+	include_dir_remove(dir);
+}
+END_TEST
+
 static Suite *program_suite(void)
 {
 	Suite *s = suite_create("e2e_program");
@@ -1290,6 +1379,13 @@ static Suite *program_suite(void)
 	tcase_add_test(tc, test_many_args);
 	tcase_add_test(tc, test_large_build_log);
 	tcase_add_test(tc, test_large_header);
+	tcase_add_test(tc, test_long_include_path);
+	suite_add_tcase(s, tc);
+
+	/* No fixture: its clmux platform is the quota tenant's. */
+	tc = tcase_create("source_quota");
+	tcase_set_timeout(tc, E2E_TIMEOUT_S);
+	tcase_add_test(tc, test_source_quota);
 	suite_add_tcase(s, tc);
 
 	tc = e2e_tcase("info");
@@ -1302,5 +1398,6 @@ static Suite *program_suite(void)
 
 int main(void)
 {
+	e2e_tenant("parts", PARTS_QUOTA);
 	return e2e_main(program_suite());
 }

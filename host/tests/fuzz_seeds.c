@@ -356,6 +356,50 @@ static void seed_compile_link(const char *dir)
 	save(dir, "compile_link");
 }
 
+/* A source in parts: two parts, the creation that takes them, a build and
+ * a launch; then parts out of order, a creation of the wrong length, one
+ * with nothing staged, and one that carries its bytes. */
+static void seed_parts(const char *dir)
+{
+	static const char src[] = "__kernel void inc(__global int *x) { x[0] += 1; }";
+	const uint64_t len = sizeof(src) - 1, half = len / 2;
+	struct cmx_ProgramPart_in p1 = {
+	    .program = G(10), .offset = 0, .total = len, .data = {src, half}};
+	struct cmx_ProgramPart_in p2 = {
+	    .program = G(10), .offset = half, .total = len, .data = {src + half, len - half}};
+	struct cmx_CreateProgramWithParts_in cp = {
+	    .program = REF(G(10)), .context = REF(G(1)), .il = 0, .length = len};
+	struct cmx_BuildProgram_in bp = {
+	    .program = REF(G(10)), .devices = DEVS, .options = {"", 1}};
+
+	begin(0);
+	context_queue();
+	buffer(G(3), 64);
+	msg(CMX_OP_ProgramPart, &p1, NULL, 0);
+	msg(CMX_OP_ProgramPart, &p2, NULL, 0);
+	msg(CMX_OP_CreateProgramWithParts, &cp, NULL, 0);
+	msg(CMX_OP_BuildProgram, &bp, NULL, 0);
+	kernel(G(11), G(10), "inc");
+	arg_mem(G(11), 0, G(3));
+	launch(G(11), 1, 0, 0);
+	finish();
+	/* Out of order, then the wrong length, then nothing staged. */
+	p2.program = p1.program = G(12);
+	msg(CMX_OP_ProgramPart, &p2, NULL, 0);
+	msg(CMX_OP_ProgramPart, &p1, NULL, 0);
+	msg(CMX_OP_ProgramPart, &p1, NULL, 0);
+	cp.program.id = G(12);
+	cp.length = len + 1;
+	msg(CMX_OP_CreateProgramWithParts, &cp, NULL, 0);
+	cp.program.id = G(13);
+	cp.length = len;
+	msg(CMX_OP_CreateProgramWithParts, &cp, NULL, 0);
+	/* The bytes themselves, as a restore replays it. */
+	cp.program.id = G(14);
+	msg(CMX_OP_CreateProgramWithParts, &cp, src, len);
+	save(dir, "program_parts");
+}
+
 /* Compiles and links of one program in flight together: builds run on
  * executor threads side by side, and a compile that fails while a link
  * reads the program aborted PoCL 3.1 (the session fuzzer's finding). */
@@ -840,6 +884,7 @@ int main(int argc, char **argv)
 	seed_kernel(argv[1]);
 	seed_printf(argv[1]);
 	seed_compile_link(argv[1]);
+	seed_parts(argv[1]);
 	seed_build_race(argv[1]);
 	seed_image(argv[1]);
 	seed_include(argv[1], argv[2]);

@@ -350,6 +350,43 @@ START_TEST(inflight_quota)
 }
 END_TEST
 
+/* What a resting event is charged: CMX_COMPLETE_REST_BYTES (host/complete.h). */
+#define REST_BYTES 4096u
+
+/* A failed command's event rests a few seconds before the daemon's last
+ * release (host/complete.c), charged to its tenant's mem quota meanwhile,
+ * and the charge goes with it. */
+START_TEST(failed_events_charged)
+{
+	static const char src[] = "kernel void k(void) { }\n";
+	struct cmx_CreateUserEvent_in ue = {.event = {0x10300}, .context = {0x10100}};
+	struct cmx_SetUserEventStatus_in fail = {.event = {0x10300}, .status = -1};
+	struct client a;
+	uint64_t mem = 0;
+
+	field_becomes("a", "mem", 0);
+	hello_at(&a, sock_a);
+	kernel_setup(&a, src, "k");
+	send_msg(&a, &cmx_desc_CreateUserEvent_in, &ue, 0, NULL, 0);
+	for (uint64_t i = 0; i < 4; i++)
+		launch(&a, 0x10301 + i, 0x10300, 1);
+	send_msg(&a, &cmx_desc_SetUserEventStatus_in, &fail, 0, NULL, 0);
+	ck_assert_int_lt(event_status(&a, 0x10304), 0);
+	for (uint64_t i = 0; i <= 4; i++) {
+		struct cmx_ReleaseEvent_in re = {.event = {0x10300 + i}};
+		send_msg(&a, &cmx_desc_ReleaseEvent_in, &re, 0, NULL, 0);
+	}
+	/* The five resting: the user event and the four launches. */
+	for (int i = 0; i < 200 && mem < 5 * REST_BYTES; i++)
+		mem = tenant_field("a", "mem");
+	ck_assert_uint_ge(mem, 5 * REST_BYTES);
+	field_becomes("a", "mem", 0);
+	ping(&a);
+	close(a.fd);
+	field_becomes("a", "objects", 0);
+}
+END_TEST
+
 START_TEST(forged_ids_across_tenants)
 {
 	struct client a, b;
@@ -1029,6 +1066,7 @@ int main(void)
 	tcase_add_test(tc, memory_quota);
 	tcase_add_test(tc, object_quota);
 	tcase_add_test(tc, inflight_quota);
+	tcase_add_test(tc, failed_events_charged);
 	tcase_add_test(tc, lone_launches_counted);
 	tcase_add_test(tc, forged_ids_across_tenants);
 	tcase_add_test(tc, killed_client_returns_memory);
