@@ -517,3 +517,12 @@ void *cmx_call_read_buffer(struct cmx_call *c, uint64_t size)
 	}
 	return c->rbulk;
 }
+
+static const struct cmx_conn_ops call_ops = {
+	.auth = cmx_call_auth, .hello = cmx_call_hello, .dispatch = cmx_call_dispatch
+};
+
+void cmx_call_attach(struct cmx_server *srv)
+{
+	srv->conn_ops = &call_ops;
+}

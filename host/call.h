@@ -9,6 +9,7 @@
 #include "wire.h"
 
 struct cmx_conn;
+struct cmx_server;
 struct cmx_session;
 
 #define CMX_CALL_FDS 2
@@ -62,6 +63,9 @@ struct cmx_call {
 	uint8_t applied;
 };
 
+/* A worker's connections hand their messages to this file
+ * (srv->conn_ops). */
+void cmx_call_attach(struct cmx_server *srv);
 int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args);
 /* Checks an Auth message's token (host/auth.h) and replies. 0, or
  * -ECONNABORTED once a refusal is queued: the connection ends after it. */

@@ -156,7 +156,7 @@ void cmx_area_maps_drop(struct cmx_session *s, uint64_t mem);
 
 /* An error that means the driver's state in this process is lost (a GPU
  * fault): the worker retires (host/worker.c). Any thread. */
-void cmx_exec_check_lost(cl_int err, const char *what);
+void cmx_exec_check_lost(struct cmx_server *srv, cl_int err, const char *what);
 
 /* cmx_defer_wait() for an event of no queue the call names (a wait for one
  * event): no flush first, so only where the driver submits at enqueue. */

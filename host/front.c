@@ -23,7 +23,8 @@
 
 #include <json.h>
 
-#include "admin.h"
+#include "jsonline.h"
+#include "call.h"
 #include "conn.h"
 #include "ctl.h"
 #include "ivshmem.h"
@@ -797,6 +798,11 @@ static int wait_ready(void)
 	return 0;
 }
 
+/* The front end's connections: Auth as in a worker, and at Hello they go
+ * to their worker. */
+static const struct cmx_conn_ops front_ops = { .auth = cmx_call_auth,
+					       .handoff = cmx_front_handoff };
+
 int cmx_front_start(struct cmx_server *srv, const struct cmx_front_opts *o,
 		    struct cmx_listener *ls, const char *const *lspecs, unsigned nls,
 		    const char *const *vspecs, unsigned nvspecs)
@@ -806,6 +812,7 @@ int cmx_front_start(struct cmx_server *srv, const struct cmx_front_opts *o,
 
 	fe.srv = srv;
 	fe.o = *o;
+	srv->conn_ops = &front_ops;
 	fe.ls = ls;
 	fe.lspecs = lspecs;
 	fe.nls = nls;

@@ -11,7 +11,7 @@ host_core_sources = host/loop.h host/loop.c host/conn.h host/conn.c \
 	host/tls.h host/tls.c host/inflate.h host/inflate.c host/land.h host/land.c host/lane.h host/lane.c \
 	host/reaper.h host/reaper.c host/vhost.h host/vhost.c host/ivshmem.h host/ivshmem.c \
 	host/tenant.h host/tenant.c host/conffile.h host/conffile.c host/text.h host/text.c \
-	host/admin.h host/admin.c host/scheduler.h host/scheduler.c host/pinned.h host/pinned.c host/exec_pinned.c \
+	host/admin.h host/admin.c host/jsonline.h host/jsonline.c host/scheduler.h host/scheduler.c host/pinned.h host/pinned.c host/exec_pinned.c \
 	host/ctl.h host/ctl.c host/front.h host/front.c host/worker.h host/worker.c \
 	host/privilege.h host/privilege.c host/zero.h host/zero.c host/libvirt.h host/libvirt.c \
 	host/sandbox.h host/sandbox.c host/activation.h host/activation.c \

@@ -19,6 +19,7 @@ struct cmx_ivshmem;
 struct cmx_session;
 struct cmx_executor;
 struct cmx_listener;
+struct cmx_conn_ops;
 
 #define CMX_MAX_DEVICES 16
 
@@ -63,6 +64,26 @@ struct cmx_completions {
 
 struct cmx_cb_slot;
 
+/* What a worker tells its front end (host/worker.c registers them at
+ * cmx_worker_start(); srv->report is NULL in a process without a front
+ * end). The handlers and the scheduler below it call through here. */
+struct cmx_report_ops {
+	/* Any thread. The driver's state is lost (a GPU fault: every context
+	 * of this process is gone): the front end sends new sessions
+	 * elsewhere; this process stops accepting and ends with its last
+	 * session. Once. */
+	void (*poisoned)(const char *why);
+	/* Loop thread. A command of tenant's has outrun its kernel-time: asks
+	 * the front end to end this process (OpenCL stops a running kernel
+	 * only with the process that owns its context). 0 or -errno. */
+	int (*overtime)(const char *tenant, const char *why);
+	/* Loop thread. The arbiter between workers (host/ctl.h,
+	 * CMX_CTL_SHARE): this worker has work (BUSY); its turn seq is over
+	 * and drained (TURNED). */
+	void (*busy)(void);
+	void (*turned)(uint64_t seq, int has_work);
+};
+
 /* The programs a build or link is using (host/exec_program.c). Loop
  * thread. */
 struct cmx_busy_program;
@@ -85,6 +106,8 @@ struct cmx_server {
 	unsigned ndevices;
 	cl_uint platform_version; /* major * 100 + minor */
 
+	/* Where connections' messages go (host/conn.h). */
+	const struct cmx_conn_ops *conn_ops;
 	struct cmx_session *sessions;
 	uint64_t next_session;
 	uint64_t nsessions;
@@ -143,6 +166,8 @@ struct cmx_server {
 	int printf_trails;
 	uint64_t started_ns;
 	struct cmx_sched *sched;
+	/* The reports to the front end; NULL without one. */
+	const struct cmx_report_ops *report;
 	/* The --listen addresses (host/main.c), for the admin's listeners
 	 * request: clmuxctl cdi generate makes a container device of each
 	 * tenant's unix socket. */

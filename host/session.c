@@ -289,6 +289,22 @@ void cmx_session_close(struct cmx_session *s)
 	cmx_session_unref(s);
 }
 
+unsigned cmx_session_evict(struct cmx_server *srv, struct cmx_tenant *t)
+{
+	unsigned n = 0;
+
+	/* Killing a connection can free its session: walk again each time. */
+	for (;;) {
+		struct cmx_session *s = srv->sessions;
+		while (s && (s->closed || s->tenant != t || !s->conn))
+			s = s->next;
+		if (!s)
+			return n;
+		cmx_conn_kill(s->conn, "evicted by the administrator");
+		n++;
+	}
+}
+
 void cmx_session_ref(struct cmx_session *s)
 {
 	s->refs++;

@@ -9,6 +9,7 @@
 #   call-cycles.sh                  check (run by make check in the build tree)
 #   call-cycles.sh --why host A B   the symbols through which A uses B
 #   call-cycles.sh --layers host    every module with its layer
+#   call-cycles.sh --edges host     the uses inside each circle
 set -eu
 srcdir=${srcdir:-.}
 exec "${PYTHON:-python3}" - "$srcdir" "${NM:-nm}" "$@" <<'PY'
@@ -143,6 +144,21 @@ if args and args[0] == "--layers":
         print("%d: %s" % (lay[i], " ".join(comps[i])))
     sys.exit(0)
 
+def inside(edges, c):
+    for m in c:
+        for w in sorted(edges[m]):
+            if w in c:
+                print("    %s -> %s (%s)" % (m, w, ", ".join(edges[m][w][:3])))
+
+
+if args and args[0] == "--edges":
+    edges = graph(args[1])
+    for c in sccs(edges):
+        if len(c) > 1:
+            print("circle of %d: %s" % (len(c), " ".join(c)))
+            inside(edges, c)
+    sys.exit(0)
+
 allow, bad = allowed(), 0
 for folder in FOLDERS:
     fail = 0
@@ -159,12 +175,8 @@ for folder in FOLDERS:
                                            len(c), " ".join(c)))
         if not ok:
             fail = bad = 1
-            # The edges inside the circle, so the one that closed it shows.
-            for m in c:
-                for w in sorted(edges[m]):
-                    if w in c:
-                        print("    %s -> %s (%s)" % (m, w,
-                                                   ", ".join(edges[m][w][:3])))
+            # The uses inside the circle, so the one that closed it shows.
+            inside(edges, c)
     for a in allow.get(folder, []):
         if not any(set(c) <= a for c in circles) or \
                 len(a) > sum(len(c) for c in circles if set(c) <= a):
