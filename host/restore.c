@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,9 +51,6 @@ static int (*serves)(const struct cmx_tenant *t);
 /* cmx_restore_all() has read the state directory: a session not found
  * after it is not there to resume. */
 static int restore_ran;
-static struct cmx_server *wait_srv;
-static struct cmx_io wait_io;
-static struct __kernel_timespec wait_ts = {.tv_sec = RESUME_WAIT_S};
 
 static uint64_t now_ns(void)
 {
@@ -323,7 +321,9 @@ struct cmx_session *cmx_restore_find(struct cmx_server *srv, const struct cmx_te
 
 static void resume_wait_over(struct cmx_io *io, int res, unsigned flags)
 {
-	struct cmx_session *s = wait_srv->sessions;
+	struct cmx_server *srv =
+	    (struct cmx_server *)((char *)io - offsetof(struct cmx_server, resume_wait));
+	struct cmx_session *s = srv->sessions;
 
 	while (s) {
 		struct cmx_session *next = s->next;
@@ -366,9 +366,10 @@ void cmx_restore_all(struct cmx_server *srv, int (*serves_fn)(const struct cmx_t
 	closedir(d);
 	for (struct cmx_session *s = srv->sessions; s; s = s->next)
 		if (s->restored) {
-			wait_srv = srv;
-			wait_io.cb = resume_wait_over;
-			io_uring_prep_timeout(cmx_loop_sqe(srv->loop, &wait_io), &wait_ts, 0, 0);
+			srv->resume_wait.cb = resume_wait_over;
+			srv->resume_wait_ts.tv_sec = RESUME_WAIT_S;
+			io_uring_prep_timeout(cmx_loop_sqe(srv->loop, &srv->resume_wait),
+					      &srv->resume_wait_ts, 0, 0);
 			break;
 		}
 }

@@ -195,6 +195,10 @@ struct cmx_server {
 	struct cmx_fences fences;
 	/* Programs being built or linked (host/exec_program.c). */
 	struct cmx_busy_programs busy_programs;
+	/* The end of the wait for guests to resume restored sessions
+	 * (host/restore.c). */
+	struct cmx_io resume_wait;
+	struct __kernel_timespec resume_wait_ts;
 	/* Slots whose event callbacks the status poll watches
 	 * (host/exec_event.c, flush_runs only). */
 	struct cmx_cb_slot *cb_watched;
