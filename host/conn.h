@@ -43,7 +43,7 @@ struct cmx_conn_mover {
 
 /* Where a connection's messages go: the layer that serves them registers
  * its table on the server (srv->conn_ops) before the first accept
- * (cmx_call_attach() in a worker, cmx_front_start() in the front end). */
+ * (cmx_dispatch_attach() in a worker, cmx_front_start() in the front end). */
 struct cmx_conn_ops {
 	/* An Auth message, before Hello (host/call.c): 0, or -ECONNABORTED
 	 * once a refusal is queued. */

@@ -24,7 +24,7 @@
 #include <json.h>
 
 #include "jsonline.h"
-#include "call.h"
+#include "dispatch.h"
 #include "conn.h"
 #include "ctl.h"
 #include "ivshmem.h"
@@ -800,7 +800,7 @@ static int wait_ready(void)
 
 /* The front end's connections: Auth as in a worker, and at Hello they go
  * to their worker. */
-static const struct cmx_conn_ops front_ops = { .auth = cmx_call_auth,
+static const struct cmx_conn_ops front_ops = { .auth = cmx_dispatch_auth,
 					       .handoff = cmx_front_handoff };
 
 int cmx_front_start(struct cmx_server *srv, const struct cmx_front_opts *o,

@@ -18,7 +18,7 @@
 #include "cdikeep.h"
 #include "checkpoint.h"
 #include "conffile.h"
-#include "call.h"
+#include "dispatch.h"
 #include "conn.h"
 #include "exec.h"
 #include "executor.h"
@@ -437,7 +437,7 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	e = cmx_loop_create(&srv->loop, (int)srv->tune.uring_coop);
 	if (!e) {
 		cmx_exec_init(srv);
-		cmx_call_attach(srv);
+		cmx_dispatch_attach(srv);
 	}
 	if (e || cmx_executor_create(srv->loop, o->threads, &srv->exec) ||
 	    cmx_sched_create(srv, o->window_us)) {

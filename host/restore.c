@@ -20,6 +20,7 @@
 
 #include "area.h"
 #include "call.h"
+#include "dispatch.h"
 #include "checkpoint.h"
 #include "codec.h"
 #include "frame.h"
@@ -136,7 +137,7 @@ static int replay(struct cmx_session *s, const struct cmx_hdr *h, const uint8_t 
 	rs->status = 0;
 	rs->requests++;
 	rs->in_dispatch = 1;
-	e = cmx_call_dispatch(s, h, args, bulk);
+	e = cmx_dispatch_call(s, h, args, bulk);
 	rs->in_dispatch = 0;
 	if (e) {
 		finish(s, e, "a request the decoder refused");

@@ -108,6 +108,9 @@ struct cmx_server {
 
 	/* Where connections' messages go (host/conn.h). */
 	const struct cmx_conn_ops *conn_ops;
+	/* A call of a restore ended (cmx_call_done()): the restore sends its
+	 * next (host/restore.c; registered by cmx_dispatch_attach()). */
+	void (*replayed)(struct cmx_session *s, int status);
 	struct cmx_session *sessions;
 	uint64_t next_session;
 	uint64_t nsessions;

@@ -52,7 +52,7 @@
 #include <unistd.h>
 
 #include "area_layout.h"
-#include "call.h"
+#include "dispatch.h"
 #include "conn.h"
 #include "exec.h"
 #include "executor.h"
@@ -124,7 +124,7 @@ static void *loop_main(void *arg)
 
 	if (!e) {
 		cmx_exec_init(&fsrv);
-		cmx_call_attach(&fsrv);
+		cmx_dispatch_attach(&fsrv);
 	}
 	if (e || cmx_executor_create(fsrv.loop, 16, &fsrv.exec) ||
 	    cmx_sched_create(&fsrv, CMX_SCHED_WINDOW_US)) {
