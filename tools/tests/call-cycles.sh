@@ -13,7 +13,7 @@
 set -eu
 srcdir=${srcdir:-.}
 exec "${PYTHON:-python3}" - "$srcdir" "${NM:-nm}" "$@" <<'PY'
-import glob, os, re, subprocess, sys
+import glob, os, subprocess, sys
 
 top, nm, args = sys.argv[1], sys.argv[2], sys.argv[3:]
 
