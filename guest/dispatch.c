@@ -68,3 +68,11 @@ const struct _cl_icd_dispatch cmx_dispatch = {
 	CMX_ENTRIES(CMX_SLOT)
 	.clGetExtensionFunctionAddress = clGetExtensionFunctionAddress,
 };
+
+/* Before any entry point can run: the objects below take the table from
+ * the platform, so that none of them names this file, which names them
+ * all. */
+__attribute__((constructor)) static void dispatch_register(void)
+{
+	cmx_icd.platform.dispatch = &cmx_dispatch;
+}

@@ -256,7 +256,7 @@ static int device_load(struct cmx_session *s, cl_device_id d, uint64_t id, cl_de
 		cmx_reply_fini(&r);
 		return e ? e : -EIO;
 	}
-	d->dispatch = &cmx_dispatch;
+	d->dispatch = cmx_icd.platform.dispatch;
 	d->magic = CMX_MAGIC_DEVICE;
 	d->id = id;
 	d->parent = parent;
@@ -338,7 +338,6 @@ static void icd_init(void)
 	int e;
 
 	cmx_log_init("clmux", CMX_LOG_WARN);
-	cmx_icd.platform.dispatch = &cmx_dispatch;
 	cmx_icd.platform.magic = CMX_MAGIC_PLATFORM;
 	if (cmx_env()->disable) {
 		init_err = -ENODEV;

@@ -49,6 +49,9 @@ struct cmx_icd {
 };
 
 extern struct cmx_icd cmx_icd;
+/* The table every object points to (guest/dispatch.c, the layer above all
+ * others): it names every entry point, so the files below learn it from
+ * the platform (cmx_icd.platform.dispatch), which it sets at load. */
 extern const struct _cl_icd_dispatch cmx_dispatch;
 
 /* 0 when the platform is up (connecting on first use), else -errno. */

@@ -39,7 +39,7 @@ void *cmx_object_new(size_t size, uint32_t magic)
 
 	if (!o)
 		return NULL;
-	o->dispatch = &cmx_dispatch;
+	o->dispatch = cmx_icd.platform.dispatch;
 	o->magic = magic;
 	atomic_init(&o->refs, 1);
 	o->id = cmx_new_id();

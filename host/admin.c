@@ -23,6 +23,7 @@
 #include "conffile.h"
 #include "conn.h"
 #include "front.h"
+#include "jsonline.h"
 #include "libvirt.h"
 #include "listener.h"
 #include "log.h"
@@ -149,24 +150,6 @@ static uint64_t json_limit(uint64_t v)
 	return v == CMX_UNLIMITED ? 0 : v;
 }
 
-void cmx_admin_json(struct cmx_text *out, struct json_object *o)
-{
-	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-							      JSON_C_TO_STRING_NOSLASHESCAPE);
-
-	if (!o || !s)
-		out->oom = 1;
-	else
-		cmx_text_add(out, "%s\n", s);
-	json_object_put(o);
-}
-
-void cmx_json_add(struct json_object *o, const char *key, struct json_object *v)
-{
-	if (!o || json_object_object_add(o, key, v))
-		json_object_put(v);
-}
-
 static void add_u64(struct json_object *o, const char *key, uint64_t v)
 {
 	cmx_json_add(o, key, json_object_new_uint64(v));
@@ -230,7 +213,7 @@ static void tenants_table(struct cmx_server *srv, int json, struct cmx_text *out
 			     t->name, t->sessions, mem, obj, inf, t->q.weight, share);
 	}
 	if (json)
-		cmx_admin_json(out, arr);
+		cmx_json_line(out, arr);
 }
 
 static void quota_show(const struct cmx_tenant *t, int json, struct cmx_text *out)
@@ -247,7 +230,7 @@ static void quota_show(const struct cmx_tenant *t, int json, struct cmx_text *ou
 			cmx_text_add(out, "%-9s %s\n", cmx_quota_keys[k].name, v);
 	}
 	if (json)
-		cmx_admin_json(out, o);
+		cmx_json_line(out, o);
 }
 
 static void stats_show(struct cmx_server *srv, int json, struct cmx_text *out)
@@ -285,7 +268,7 @@ static void stats_show(struct cmx_server *srv, int json, struct cmx_text *out)
 		add_u64(o, "completed", completed);
 		add_u64(o, "refused", refused);
 		add_fixed(o, "device_s", 3, (double)ns / 1e9);
-		cmx_admin_json(out, o);
+		cmx_json_line(out, o);
 		return;
 	}
 	cmx_text_add(out,
@@ -336,23 +319,7 @@ static void listeners_table(struct cmx_server *srv, int json, struct cmx_text *o
 			json_object_put(o);
 	}
 	if (json)
-		cmx_admin_json(out, arr);
-}
-
-unsigned cmx_admin_evict(struct cmx_server *srv, struct cmx_tenant *t)
-{
-	unsigned n = 0;
-
-	/* Killing a connection can free its session: walk again each time. */
-	for (;;) {
-		struct cmx_session *s = srv->sessions;
-		while (s && (s->closed || s->tenant != t || !s->conn))
-			s = s->next;
-		if (!s)
-			return n;
-		cmx_conn_kill(s->conn, "evicted by the administrator");
-		n++;
-	}
+		cmx_json_line(out, arr);
 }
 
 static void quota_set(struct cmx_server *srv, const char *name, char **kv, unsigned n,
@@ -421,7 +388,7 @@ static void checkpoint(struct cmx_server *srv, int json, struct cmx_text *out)
 		if (json) {
 			struct json_object *o = json_object_new_object();
 			add_u64(o, "workers", k);
-			cmx_admin_json(out, o);
+			cmx_json_line(out, o);
 		} else {
 			cmx_text_add(out, "%u workers asked\n", k);
 		}
@@ -436,7 +403,7 @@ static void checkpoint(struct cmx_server *srv, int json, struct cmx_text *out)
 		add_u64(o, "records", st.records);
 		add_u64(o, "bytes", st.bytes);
 		add_fixed(o, "ms", 3, (double)st.ns / 1e6);
-		cmx_admin_json(out, o);
+		cmx_json_line(out, o);
 	} else {
 		cmx_text_add(out, "%u sessions written (%llu buffer bytes) in %.1f ms, %u failed\n",
 			     st.sessions, (unsigned long long)st.bytes, (double)st.ns / 1e6,
@@ -469,7 +436,7 @@ void cmx_admin_exec(struct cmx_server *srv, char *line, struct cmx_text *out)
 		if (json) {
 			struct json_object *arr = json_object_new_array();
 			cmx_front_workers(arr, out);
-			cmx_admin_json(out, arr);
+			cmx_json_line(out, arr);
 		} else {
 			cmx_front_workers(NULL, out);
 		}
@@ -493,12 +460,12 @@ void cmx_admin_exec(struct cmx_server *srv, char *line, struct cmx_text *out)
 			cmx_text_add(out, "error: no tenant '%s'\n", w[i + 1]);
 			return;
 		}
-		unsigned k = srv->front ? cmx_front_evict(t) : cmx_admin_evict(srv, t);
+		unsigned k = srv->front ? cmx_front_evict(t) : cmx_session_evict(srv, t);
 		cmx_text_add(out, "ok\n");
 		if (json) {
 			struct json_object *o = json_object_new_object();
 			add_u64(o, "evicted", k);
-			cmx_admin_json(out, o);
+			cmx_json_line(out, o);
 		} else
 			cmx_text_add(out, "%u session%s of %s closed\n", k, k == 1 ? "" : "s",
 				     t->name);
@@ -616,7 +583,7 @@ static void migrate_write(struct cmx_text *out, int json, int err,
 		add_u64(o, "sessions", st->sessions);
 		add_u64(o, "bytes", st->bytes);
 		add_fixed(o, "ms", 3, (double)st->ns / 1e6);
-		cmx_admin_json(out, o);
+		cmx_json_line(out, o);
 	} else {
 		cmx_text_add(out, "%u session%s moved (%llu state bytes) in %.1f ms\n",
 			     st->sessions, st->sessions == 1 ? "" : "s",

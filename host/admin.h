@@ -8,7 +8,6 @@
 struct cmx_server;
 struct cmx_text;
 struct cmx_tenant;
-struct json_object;
 
 #define CMX_ADMIN_DEFAULT "/run/clmux/admin.sock"
 
@@ -26,13 +25,6 @@ void cmx_admin_destroy(struct cmx_server *srv);
 /* One admin request line ("[json] tenants", "quota set T mem=1G", ...)
  * answered into out: "ok\n" then the body, or "error: reason\n". */
 void cmx_admin_exec(struct cmx_server *srv, char *line, struct cmx_text *out);
-/* Ends every session of t in this process; how many. */
-unsigned cmx_admin_evict(struct cmx_server *srv, struct cmx_tenant *t);
-/* Appends o as one line of plain JSON and drops the reference; a NULL o
- * (out of memory) marks out oom. */
-void cmx_admin_json(struct cmx_text *out, struct json_object *o);
-/* json_object_object_add() where o may be NULL (out of memory): drops v. */
-void cmx_json_add(struct json_object *o, const char *key, struct json_object *v);
 /* Every tenant's counters in the Prometheus text format. */
 void cmx_metrics_write(struct cmx_server *srv, struct cmx_text *out);
 

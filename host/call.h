@@ -8,7 +8,9 @@
 #include "handlers.gen.h"
 #include "wire.h"
 
+struct cmx_area;
 struct cmx_conn;
+struct cmx_server;
 struct cmx_session;
 
 #define CMX_CALL_FDS 2
@@ -63,14 +65,16 @@ struct cmx_call {
 	uint8_t applied;
 };
 
-int cmx_call_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args);
-/* Checks an Auth message's token (host/auth.h) and replies. 0, or
- * -ECONNABORTED once a refusal is queued: the connection ends after it. */
-int cmx_call_auth(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args);
-/* Decodes, checks ids, runs the handler. Takes ownership of bulk. 0, or
- * -errno for a malformed message (the connection ends). */
-int cmx_call_dispatch(struct cmx_session *s, const struct cmx_hdr *h, const uint8_t *args,
-		      uint8_t *bulk);
+/* A reply on conn; a payload in the session's area (area, NULL: none) is
+ * marked as such, and fds (NULL, or two of them, -1 for none) travel with
+ * it (SCM_RIGHTS). free_fn(bulk) once it has gone. */
+void cmx_call_reply_on(struct cmx_conn *conn, const struct cmx_area *area, uint32_t seq,
+		       int32_t status, const struct cmx_msgdesc *d, const void *out, void *bulk,
+		       uint64_t bulk_len, void (*free_fn)(void *), const int *fds);
+/* The same on the session's call channel. */
+void cmx_call_reply(struct cmx_session *s, uint32_t seq, int32_t status,
+		    const struct cmx_msgdesc *d, const void *out, void *bulk, uint64_t bulk_len,
+		    void (*free_fn)(void *), const int *fds);
 /* Finishes a call: replies (sync calls) or records the failure of an async
  * one, then frees it. Runs on the loop. */
 void cmx_call_done(struct cmx_call *c, int status);

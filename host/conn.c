@@ -3,7 +3,6 @@
 // staging buffers), dispatches them, and writes replies with gathered I/O.
 #define _GNU_SOURCE
 #include "conn.h"
-#include "front.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -15,7 +14,6 @@
 
 #include "addr.h"
 #include "area.h"
-#include "call.h"
 #include "auth.h"
 #include "frame.h"
 #include "inflate.h"
@@ -302,7 +300,7 @@ static int front_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_
 
 	if (h->bulk || c->mover || from < c->rx || from > c->rx + c->rx_len)
 		return -EBADMSG;
-	e = cmx_front_handoff(c, from, c->rx_len - (size_t)(from - c->rx));
+	e = c->srv->conn_ops->handoff(c, from, c->rx_len - (size_t)(from - c->rx));
 	if (e)
 		return e;
 	c->dead = 1;
@@ -326,17 +324,17 @@ static int deliver(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *a
 		h = &raw;
 	}
 	if (h->op == CMX_OP_Auth)
-		return cmx_call_auth(c, h, args);
+		return c->srv->conn_ops->auth(c, h, args);
 	if (c->role == CMX_ROLE_NEW) {
 		int e;
 		if (c->srv->front)
 			return front_hello(c, h, args);
-		e = cmx_call_hello(c, h, args);
+		e = c->srv->conn_ops->hello(c, h, args);
 		return e || c->role == CMX_ROLE_NEW ? e : hello_done(c);
 	}
 	c->last_sync = (h->flags & CMX_HDR_SYNC) != 0;
 	c->sess->messages++;
-	return cmx_call_dispatch(c->sess, h, args, bulk);
+	return c->srv->conn_ops->dispatch(c->sess, h, args, bulk);
 }
 
 /* The session's peer leaves more than TX_CAP of its output unread, on its

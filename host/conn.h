@@ -14,6 +14,7 @@
 #include "wire.h"
 
 struct cmx_auth;
+struct cmx_conn;
 struct cmx_listener;
 struct cmx_ring;
 struct cmx_server;
@@ -38,6 +39,25 @@ struct cmx_conn_mover {
 	/* The connection takes input again after it took less than it was
 	 * offered (cmx_conn_input()); NULL: the mover never holds input back. */
 	void (*resume)(void *ctx);
+};
+
+/* Where a connection's messages go: the layer that serves them registers
+ * its table on the server (srv->conn_ops) before the first accept
+ * (cmx_dispatch_attach() in a worker, cmx_front_start() in the front end). */
+struct cmx_conn_ops {
+	/* An Auth message, before Hello (host/call.c): 0, or -ECONNABORTED
+	 * once a refusal is queued. */
+	int (*auth)(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args);
+	/* Hello, in a worker: the connection's session begins or it joins
+	 * one as its notification channel or a lane. */
+	int (*hello)(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_t *args);
+	/* Hello, in the front end: the connection goes to its tenant's
+	 * worker with the n bytes from `from` on (host/front.c); 0 when
+	 * handed over. */
+	int (*handoff)(struct cmx_conn *c, const uint8_t *from, size_t n);
+	/* Every later message of a call channel; takes ownership of bulk. */
+	int (*dispatch)(struct cmx_session *s, const struct cmx_hdr *h, const uint8_t *args,
+			uint8_t *bulk);
 };
 
 struct cmx_conn {

@@ -2,7 +2,6 @@
 // Shared handler plumbing: binding events, deferring calls to event
 // completion or to the executor.
 #include "exec.h"
-#include "worker.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -155,7 +154,7 @@ void cmx_exec_drive_unlock(struct cmx_server *srv)
 		pthread_mutex_unlock(&srv->drive_lock);
 }
 
-void cmx_exec_check_lost(cl_int err, const char *what)
+void cmx_exec_check_lost(struct cmx_server *srv, cl_int err, const char *what)
 {
 	char why[96];
 
@@ -166,7 +165,8 @@ void cmx_exec_check_lost(cl_int err, const char *what)
 	if (err != CL_INVALID_COMMAND_QUEUE && err != CL_OUT_OF_RESOURCES && err != -9999)
 		return;
 	snprintf(why, sizeof(why), "%s: %d", what, err);
-	cmx_worker_poisoned(why);
+	if (srv->report)
+		srv->report->poisoned(why);
 }
 
 static int wait_work(struct cmx_call *c)
@@ -182,7 +182,7 @@ static int wait_work(struct cmx_call *c)
 		/* The wait failed, and the command never ended or its event
 		 * cannot even be asked (NVIDIA after a memory fault: -9999
 		 * from both): the driver has lost it. */
-		cmx_exec_check_lost(qe != CL_SUCCESS ? qe : we, "clWaitForEvents");
+		cmx_exec_check_lost(c->s->srv, qe != CL_SUCCESS ? qe : we, "clWaitForEvents");
 		status = we;
 	}
 	clReleaseEvent(e);

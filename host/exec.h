@@ -26,10 +26,6 @@ void cmx_event_bind(struct cmx_call *c, const struct cmx_ref *ev, cl_event e);
  * come, and are answered (host/exec_event.c). Loop thread. */
 void cmx_event_cbs_detach(struct cmx_obj *o);
 
-/* The session ends: a program's parts staged and not taken go, and their
- * charge with them (host/exec_program.c). */
-void cmx_parts_drop(struct cmx_session *s);
-
 /* Finishes c on the loop with fin(c, status) once e completes (status is
  * the event's: CL_COMPLETE or its error). Returns CMX_DEFER, or the error. */
 int cmx_defer_event(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status));
@@ -160,7 +156,7 @@ void cmx_area_maps_drop(struct cmx_session *s, uint64_t mem);
 
 /* An error that means the driver's state in this process is lost (a GPU
  * fault): the worker retires (host/worker.c). Any thread. */
-void cmx_exec_check_lost(cl_int err, const char *what);
+void cmx_exec_check_lost(struct cmx_server *srv, cl_int err, const char *what);
 
 /* cmx_defer_wait() for an event of no queue the call names (a wait for one
  * event): no flush first, so only where the driver submits at enqueue. */

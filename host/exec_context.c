@@ -293,7 +293,7 @@ int cmx_h_CreateContext(struct cmx_call *c, struct cmx_CreateContext_in *in)
 	if (e) {
 		free(tmpl);
 		if (e == -9999)
-			cmx_exec_check_lost(e, "clCreateContext");
+			cmx_exec_check_lost(c->s->srv, e, "clCreateContext");
 		return e;
 	}
 	if (cmx_session_add(c->s, in->context.id, CMX_K_CONTEXT, ctx, ctx, 0, &o)) {

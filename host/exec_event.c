@@ -64,7 +64,8 @@ static int wait_work(struct cmx_call *c)
 			e = CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST;
 		if (e && e != CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST &&
 		    (qe != CL_SUCCESS || st > CL_COMPLETE))
-			cmx_exec_check_lost(qe != CL_SUCCESS ? qe : e, "clWaitForEvents");
+			cmx_exec_check_lost(c->s->srv, qe != CL_SUCCESS ? qe : e,
+					    "clWaitForEvents");
 		clReleaseEvent(in->events.h[i]);
 	}
 	return e;

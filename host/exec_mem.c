@@ -14,7 +14,6 @@
 #include "area.h"
 #include "clcheck.h"
 #include "conn.h"
-#include "restore.h"
 #include "zero.h"
 
 /* Host-access flags only bind the guest (which enforces them); the daemon
@@ -69,11 +68,11 @@ int cmx_h_CreateBuffer(struct cmx_call *c, struct cmx_CreateBuffer_in *in)
 		return CL_INVALID_VALUE;
 	/* A restore that writes every byte of it next, before a guest can
 	 * reach it, needs no fill (host/restore.c). */
-	if (!c->bulk_len && c->s->restore && cmx_restore_covers(c->s, in->mem.id, in->size)) {
+	if (!c->bulk_len && c->s->restore && c->s->srv->restore_covers(c->s, in->mem.id, in->size)) {
 		flags &= ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
 		e = buffer_make(c, &in->mem, in->context.h, flags, in->size, &in->props, NULL, &m);
 		if (!e)
-			cmx_restore_unfilled(c->s, in->mem.id, m);
+			c->s->srv->restore_unfilled(c->s, in->mem.id, m);
 		return e;
 	}
 	/* Without contents, on a driver that takes no fill: made from zeros. */

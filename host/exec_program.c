@@ -7,6 +7,7 @@
 #include "incdir.h"
 #include "kprintf.h"
 #include "log.h"
+#include "parts.h"
 #include "record.h"
 
 #include <errno.h>
@@ -42,50 +43,6 @@ int cmx_h_CreateProgramWithSource(struct cmx_call *c, struct cmx_CreateProgramWi
 	return program_make(c, in->program.id, in->context.h, 0, in->source.ptr, in->source.len);
 }
 
-/*
- * A source or IL larger than one message carries, staged part by part
- * (ProgramPart) for the program whose id it will be. All of it is charged
- * to the tenant's mem quota at the first part, so a program past the quota
- * is refused before the guest has sent the rest; a part that fails leaves
- * only its error, which CreateProgramWithParts answers.
- */
-struct cmx_parts {
-	uint64_t program, total, len;
-	uint64_t charged; /* bytes charged to the session (total, or 0) */
-	int err;	  /* a part failed: the creation's answer */
-	char *data;
-};
-
-/* Host memory the daemon holds for the tenant, as a kept record's is. */
-static void parts_charge(struct cmx_session *s, int64_t n)
-{
-	s->bytes += (uint64_t)n;
-	s->srv->bytes += (uint64_t)n;
-	s->tenant->bytes += (uint64_t)n;
-}
-
-/* Frees p's bytes and their charge; p stays, with err, when err != 0. */
-static int parts_fail(struct cmx_session *s, int err)
-{
-	struct cmx_parts *p = s->parts;
-
-	free(p->data);
-	p->data = NULL;
-	parts_charge(s, -(int64_t)p->charged);
-	p->charged = 0;
-	p->err = err;
-	return err;
-}
-
-void cmx_parts_drop(struct cmx_session *s)
-{
-	if (!s->parts)
-		return;
-	parts_fail(s, 0);
-	free(s->parts);
-	s->parts = NULL;
-}
-
 int cmx_h_ProgramPart(struct cmx_call *c, struct cmx_ProgramPart_in *in)
 {
 	struct cmx_session *s = c->s;
@@ -100,16 +57,16 @@ int cmx_h_ProgramPart(struct cmx_call *c, struct cmx_ProgramPart_in *in)
 		p->program = in->program;
 		p->total = in->total;
 		if (!in->total || in->total > CMX_MAX_BULK)
-			return parts_fail(s, CL_INVALID_VALUE);
+			return cmx_parts_fail(s, CL_INVALID_VALUE);
 		if (cmx_tenant_may_alloc(s->tenant, in->total)) {
 			cmx_dbg("session %llu: a program of %llu bytes in parts: past the quota",
 				(unsigned long long)s->id, (unsigned long long)in->total);
-			return parts_fail(s, CL_OUT_OF_HOST_MEMORY);
+			return cmx_parts_fail(s, CL_OUT_OF_HOST_MEMORY);
 		}
 		if (!(p->data = malloc(in->total)))
-			return parts_fail(s, CL_OUT_OF_HOST_MEMORY);
+			return cmx_parts_fail(s, CL_OUT_OF_HOST_MEMORY);
 		p->charged = in->total;
-		parts_charge(s, (int64_t)in->total);
+		cmx_parts_charge(s, (int64_t)in->total);
 	}
 	p = s->parts;
 	if (!p || p->program != in->program)
@@ -117,7 +74,7 @@ int cmx_h_ProgramPart(struct cmx_call *c, struct cmx_ProgramPart_in *in)
 	if (p->err)
 		return p->err;
 	if (in->offset != p->len || in->total != p->total || in->data.len > p->total - p->len)
-		return parts_fail(s, CL_INVALID_VALUE);
+		return cmx_parts_fail(s, CL_INVALID_VALUE);
 	memcpy(p->data + p->len, in->data.ptr, in->data.len);
 	p->len += in->data.len;
 	return CL_SUCCESS;

@@ -89,12 +89,12 @@ int cmx_h_Flush(struct cmx_call *c, struct cmx_Flush_in *in)
  * command that merely failed never comes here, so the loop never waits in
  * clFinish (nor runs a queue in it, as Oclgrind's would).
  */
-static cl_int finish_failed(cl_command_queue q)
+static cl_int finish_failed(struct cmx_server *srv, cl_command_queue q)
 {
 	cl_int e = clFinish(q);
 
 	if (e != CL_SUCCESS)
-		cmx_exec_check_lost(e, "clFinish");
+		cmx_exec_check_lost(srv, e, "clFinish");
 	return e;
 }
 
@@ -104,7 +104,7 @@ static void finish_done(struct cmx_call *c, int status)
 
 	if (status != -9999)
 		cmx_sched_finished(c->s->srv, in->queue.h);
-	cmx_call_done(c, status == -9999 ? finish_failed(in->queue.h) : CL_SUCCESS);
+	cmx_call_done(c, status == -9999 ? finish_failed(c->s->srv, in->queue.h) : CL_SUCCESS);
 }
 
 int cmx_h_Finish(struct cmx_call *c, struct cmx_Finish_in *in, struct cmx_Finish_out *out)

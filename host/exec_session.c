@@ -11,14 +11,14 @@
 
 int cmx_h_Hello(struct cmx_call *c, struct cmx_Hello_in *in, struct cmx_Hello_out *out)
 {
-	/* Hello is answered by cmx_call_hello() before a session exists; a
+	/* Hello is answered by cmx_dispatch_hello() before a session exists; a
 	 * second one on an open session is an error. */
 	return CL_INVALID_OPERATION;
 }
 
 int cmx_h_Auth(struct cmx_call *c, struct cmx_Auth_in *in, struct cmx_Auth_out *out)
 {
-	/* Auth is answered by cmx_call_auth() before Hello; later it is an error. */
+	/* Auth is answered by cmx_dispatch_auth() before Hello; later it is an error. */
 	return CL_INVALID_OPERATION;
 }
 

@@ -23,7 +23,8 @@
 
 #include <json.h>
 
-#include "admin.h"
+#include "jsonline.h"
+#include "dispatch.h"
 #include "conn.h"
 #include "checkpoint.h"
 #include "ctl.h"
@@ -858,6 +859,11 @@ static int wait_ready(void)
 	return 0;
 }
 
+/* The front end's connections: Auth as in a worker, and at Hello they go
+ * to their worker. */
+static const struct cmx_conn_ops front_ops = { .auth = cmx_dispatch_auth,
+					       .handoff = cmx_front_handoff };
+
 int cmx_front_start(struct cmx_server *srv, const struct cmx_front_opts *o,
 		    struct cmx_listener *ls, const char *const *lspecs, unsigned nls,
 		    const char *const *vspecs, unsigned nvspecs)
@@ -867,6 +873,8 @@ int cmx_front_start(struct cmx_server *srv, const struct cmx_front_opts *o,
 
 	fe.srv = srv;
 	fe.o = *o;
+	srv->conn_ops = &front_ops;
+	srv->restore_in_worker = cmx_front_restore;
 	fe.ls = ls;
 	fe.lspecs = lspecs;
 	fe.nls = nls;

@@ -18,6 +18,7 @@
 #include "cdikeep.h"
 #include "checkpoint.h"
 #include "conffile.h"
+#include "dispatch.h"
 #include "conn.h"
 #include "exec.h"
 #include "executor.h"
@@ -361,7 +362,7 @@ static void retire_tick(struct cmx_io *io, int res, unsigned flags)
 	io_uring_prep_timeout(cmx_loop_sqe(cmx_srv->loop, &retire_io), &tick, 0, 0);
 }
 
-void cmx_main_retire(void)
+static void main_retire(void)
 {
 	for (unsigned i = 0; i < nlisteners; i++)
 		cmx_listener_close(cmx_srv, &listeners[i]);
@@ -475,8 +476,10 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	 * sandbox. */
 	cmx_buildcheck_init(o->device, o->worker ? sandbox_mode(srv, o) : CMX_SANDBOX_OFF);
 	e = cmx_loop_create(&srv->loop, (int)srv->tune.uring_coop);
-	if (!e)
+	if (!e) {
 		cmx_exec_init(srv);
+		cmx_dispatch_attach(srv);
+	}
 	if (e || cmx_executor_create(srv->loop, o->threads, &srv->exec) ||
 	    cmx_sched_create(srv, o->window_us)) {
 		cmx_err("cannot start the io_uring loop: %s", strerror(-e));
@@ -500,7 +503,7 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 			return 1;
 		}
 	}
-	if (o->worker && cmx_worker_start(srv, o->ctl, o->worker)) {
+	if (o->worker && cmx_worker_start(srv, o->ctl, o->worker, main_retire)) {
 		cmx_err("worker %s: no control channel", o->worker);
 		return 1;
 	}

@@ -21,7 +21,6 @@
 
 #include "checkpoint.h"
 #include "conn.h"
-#include "front.h"
 #include "log.h"
 #include "loop.h"
 #include "restore.h"
@@ -684,7 +683,7 @@ int cmx_migrate_in(struct cmx_server *srv, int fd, const uint8_t *first, size_t 
 		if (!srv->front) {
 			cmx_restore_file(srv, name);
 			w->ids[w->n++] = head.session;
-		} else if (!cmx_front_restore(t, name, head.session, w->seq)) {
+		} else if (!srv->restore_in_worker(t, name, head.session, w->seq)) {
 			/* Its worker answers CMX_CTL_RESTORED. */
 			w->pending++;
 		}

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 
 #include "area.h"
 #include "call.h"
+#include "dispatch.h"
 #include "checkpoint.h"
 #include "codec.h"
 #include "frame.h"
@@ -63,10 +65,6 @@ static int (*serves)(const struct cmx_tenant *t);
 /* cmx_restore_all() has read the state directory: a session not found
  * after it is not there to resume. */
 static int restore_ran;
-static struct cmx_server *wait_srv;
-static struct cmx_io wait_io;
-static struct __kernel_timespec wait_ts = {.tv_sec = RESUME_WAIT_S};
-static int wait_armed;
 
 static uint64_t now_ns(void)
 {
@@ -230,7 +228,7 @@ static int replay(struct cmx_session *s, const struct cmx_hdr *h, const uint8_t 
 	rs->status = 0;
 	rs->requests++;
 	rs->in_dispatch = 1;
-	e = cmx_call_dispatch(s, h, args, bulk);
+	e = cmx_dispatch_call(s, h, args, bulk);
 	rs->in_dispatch = 0;
 	if (e) {
 		finish(s, e, "a request the decoder refused");
@@ -429,9 +427,11 @@ struct cmx_session *cmx_restore_find(struct cmx_server *srv, const struct cmx_te
 
 static void resume_wait_over(struct cmx_io *io, int res, unsigned flags)
 {
-	struct cmx_session *s = wait_srv->sessions;
+	struct cmx_server *srv =
+	    (struct cmx_server *)((char *)io - offsetof(struct cmx_server, resume_wait));
+	struct cmx_session *s = srv->sessions;
 
-	wait_armed = 0;
+	srv->resume_wait_armed = 0;
 	while (s) {
 		struct cmx_session *next = s->next;
 		if (s->restored && !s->restore && !s->closed) {
@@ -449,14 +449,15 @@ static void resume_wait_over(struct cmx_io *io, int res, unsigned flags)
 /* Restored sessions wait for their guests until the timer ends. */
 static void wait_arm(struct cmx_server *srv)
 {
-	if (wait_armed)
+	if (srv->resume_wait_armed)
 		return;
 	for (struct cmx_session *s = srv->sessions; s; s = s->next)
 		if (s->restored) {
-			wait_srv = srv;
-			wait_armed = 1;
-			wait_io.cb = resume_wait_over;
-			io_uring_prep_timeout(cmx_loop_sqe(srv->loop, &wait_io), &wait_ts, 0, 0);
+			srv->resume_wait_armed = 1;
+			srv->resume_wait.cb = resume_wait_over;
+			srv->resume_wait_ts.tv_sec = RESUME_WAIT_S;
+			io_uring_prep_timeout(cmx_loop_sqe(srv->loop, &srv->resume_wait),
+					      &srv->resume_wait_ts, 0, 0);
 			break;
 		}
 }

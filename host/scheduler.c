@@ -22,7 +22,6 @@
 #include "server.h"
 #include "session.h"
 #include "tenant.h"
-#include "worker.h"
 
 #define MAX_DEPS 4
 /* The cap's bucket holds at most this much device time (its window). */
@@ -815,7 +814,7 @@ static int dog_state(const struct cmx_ticket *g)
 	return st == CL_RUNNING || (st == CL_SUBMITTED && !g->waits);
 }
 
-static void overtime(struct cmx_tenant *t, uint64_t ns)
+static void overtime(struct cmx_sched *sc, struct cmx_tenant *t, uint64_t ns)
 {
 	char why[128];
 
@@ -824,7 +823,7 @@ static void overtime(struct cmx_tenant *t, uint64_t ns)
 	t->overtime = 1;
 	snprintf(why, sizeof(why), "a command ran %.1f s, past its kernel-time (%" PRIu64 " s)",
 		 (double)ns / 1e9, t->q.kernel_time);
-	if (cmx_worker_overtime(t->name, why))
+	if (!sc->srv->report || sc->srv->report->overtime(t->name, why))
 		cmx_warn("tenant %s: %s: nothing ends it without worker processes", t->name, why);
 }
 
@@ -850,7 +849,7 @@ static void watchdog(struct cmx_io *io, int res, unsigned flags)
 			l->dog_seq = on ? g->seq : 0;
 			l->dog_since = now;
 		} else if (now - l->dog_since > g->t->q.kernel_time * 1000000000ull) {
-			overtime(g->t, now - l->dog_since);
+			overtime(sc, g->t, now - l->dog_since);
 		}
 	}
 	if (again)
@@ -1417,7 +1416,8 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	 * one packet per beat, a held worker joins the turns. */
 	if ((sc->share != CMX_SHARE_TURN || sc->turned) && now - sc->beat >= CMX_SHARE_BEAT_NS) {
 		sc->beat = now;
-		cmx_worker_busy();
+		if (sc->srv->report)
+			sc->srv->report->busy();
 	}
 	open = share_open(sc, now, estimate(sc, t));
 	/* Alone, uncapped, nothing held and nothing to wait for: straight to
@@ -1628,7 +1628,8 @@ static void share_check(struct cmx_sched *sc)
 				now > sc->share_end ? (now - sc->share_end) / 1000 : 0,
 				sc->turn_done, sc->turn_dev_ns / 1000);
 			sc->share_since = now;
-			cmx_worker_turned(sc->share_seq, sc->held || now < idle_at);
+			if (sc->srv->report)
+				sc->srv->report->turned(sc->share_seq, sc->held || now < idle_at);
 		} else if (!sc->running) {
 			timer_arm(sc,
 				  (sc->held || idle_at > sc->share_end ? sc->share_end : idle_at) -

@@ -19,6 +19,7 @@ struct cmx_ivshmem;
 struct cmx_session;
 struct cmx_executor;
 struct cmx_listener;
+struct cmx_conn_ops;
 
 #define CMX_MAX_DEVICES 16
 
@@ -63,6 +64,26 @@ struct cmx_completions {
 
 struct cmx_cb_slot;
 
+/* What a worker tells its front end (host/worker.c registers them at
+ * cmx_worker_start(); srv->report is NULL in a process without a front
+ * end). The handlers and the scheduler below it call through here. */
+struct cmx_report_ops {
+	/* Any thread. The driver's state is lost (a GPU fault: every context
+	 * of this process is gone): the front end sends new sessions
+	 * elsewhere; this process stops accepting and ends with its last
+	 * session. Once. */
+	void (*poisoned)(const char *why);
+	/* Loop thread. A command of tenant's has outrun its kernel-time: asks
+	 * the front end to end this process (OpenCL stops a running kernel
+	 * only with the process that owns its context). 0 or -errno. */
+	int (*overtime)(const char *tenant, const char *why);
+	/* Loop thread. The arbiter between workers (host/ctl.h,
+	 * CMX_CTL_SHARE): this worker has work (BUSY); its turn seq is over
+	 * and drained (TURNED). */
+	void (*busy)(void);
+	void (*turned)(uint64_t seq, int has_work);
+};
+
 /* The programs a build or link is using (host/exec_program.c). Loop
  * thread. */
 struct cmx_busy_program;
@@ -85,6 +106,16 @@ struct cmx_server {
 	unsigned ndevices;
 	cl_uint platform_version; /* major * 100 + minor */
 
+	/* Where connections' messages go (host/conn.h). */
+	const struct cmx_conn_ops *conn_ops;
+	/* A call of a restore ended (cmx_call_done()): the restore sends its
+	 * next (host/restore.c; registered by cmx_dispatch_attach()). */
+	void (*replayed)(struct cmx_session *s, int status);
+	/* A restore's CreateBuffer asks whether the restore writes its every
+	 * byte next (then it is made without its fill), and tells it the
+	 * buffer so made (host/restore.c; registered as replayed is). */
+	int (*restore_covers)(struct cmx_session *s, uint64_t id, uint64_t size);
+	void (*restore_unfilled)(struct cmx_session *s, uint64_t id, void *mem);
 	struct cmx_session *sessions;
 	uint64_t next_session;
 	uint64_t nsessions;
@@ -92,6 +123,11 @@ struct cmx_server {
 	/* This process is the front end (host/front.c): it never calls OpenCL;
 	 * connections go to worker processes at Hello. */
 	int front;
+	/* With workers, the front end asks the worker serving t to restore
+	 * state file name (host/migrate.c; cmx_front_restore(), registered by
+	 * the front end): 0, or -errno. */
+	int (*restore_in_worker)(struct cmx_tenant *t, const char *name, uint64_t session,
+				 uint64_t seq);
 	/* A group sharing one native context (host/front.c): every guest
 	 * context of one device is shared_ctx, and launches go straight to the
 	 * driver, which runs the queues of one context concurrently. */
@@ -143,6 +179,8 @@ struct cmx_server {
 	int printf_trails;
 	uint64_t started_ns;
 	struct cmx_sched *sched;
+	/* The reports to the front end; NULL without one. */
+	const struct cmx_report_ops *report;
 	/* The --listen addresses (host/main.c), for the admin's listeners
 	 * request: clmuxctl cdi generate makes a container device of each
 	 * tenant's unix socket. */
@@ -170,6 +208,11 @@ struct cmx_server {
 	struct cmx_fences fences;
 	/* Programs being built or linked (host/exec_program.c). */
 	struct cmx_busy_programs busy_programs;
+	/* The end of the wait for guests to resume restored sessions
+	 * (host/restore.c). */
+	struct cmx_io resume_wait;
+	struct __kernel_timespec resume_wait_ts;
+	int resume_wait_armed;
 	/* Slots whose event callbacks the status poll watches
 	 * (host/exec_event.c, flush_runs only). */
 	struct cmx_cb_slot *cb_watched;

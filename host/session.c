@@ -18,6 +18,7 @@
 #include "fence.h"
 #include "lane.h"
 #include "log.h"
+#include "parts.h"
 #include "reaper.h"
 #include "server.h"
 #include "shm.h"
@@ -299,6 +300,22 @@ void cmx_session_close(struct cmx_session *s)
 	cmx_incdir_drop_session(s->id);
 	cmx_info("session %llu: closed, everything it held released", (unsigned long long)s->id);
 	cmx_session_unref(s);
+}
+
+unsigned cmx_session_evict(struct cmx_server *srv, struct cmx_tenant *t)
+{
+	unsigned n = 0;
+
+	/* Killing a connection can free its session: walk again each time. */
+	for (;;) {
+		struct cmx_session *s = srv->sessions;
+		while (s && (s->closed || s->tenant != t || !s->conn))
+			s = s->next;
+		if (!s)
+			return n;
+		cmx_conn_kill(s->conn, "evicted by the administrator");
+		n++;
+	}
 }
 
 void cmx_session_ref(struct cmx_session *s)

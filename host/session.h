@@ -81,6 +81,8 @@ void cmx_session_unref(struct cmx_session *s);
 /* The call connection went away: release every object, drop the session. */
 void cmx_session_close(struct cmx_session *s);
 struct cmx_session *cmx_session_find(struct cmx_server *srv, uint64_t id, uint64_t token);
+/* Ends every session of t in this process (clmuxctl evict); how many. */
+unsigned cmx_session_evict(struct cmx_server *srv, struct cmx_tenant *t);
 
 /* The object `id` of `kind`, or NULL (absent, another kind). */
 struct cmx_obj *cmx_session_obj(struct cmx_session *s, uint64_t id, unsigned kind);

@@ -15,7 +15,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "admin.h"
+#include "session.h"
 #include "checkpoint.h"
 #include "conn.h"
 #include "ctl.h"
@@ -33,6 +33,7 @@ static struct {
 	int reading;	   /* reader started */
 	atomic_int stopping; /* the loop is going away: post nothing more */
 	atomic_int poisoned;
+	void (*retire)(void);
 } wk = { .ctl = -1 };
 
 struct packet {
@@ -149,7 +150,7 @@ static void on_packet(void *arg)
 		break;
 	case CMX_CTL_EVICT:
 		if (t)
-			cmx_admin_evict(wk.srv, t);
+			cmx_session_evict(wk.srv, t);
 		break;
 	case CMX_CTL_USAGE:
 		send_usage(h->seq);
@@ -241,7 +242,9 @@ static void *reader_main(void *arg)
 	return NULL;
 }
 
-int cmx_worker_start(struct cmx_server *srv, int ctl, const char *key)
+static const struct cmx_report_ops reports;
+
+int cmx_worker_start(struct cmx_server *srv, int ctl, const char *key, void (*retire)(void))
 {
 	struct cmx_ctl_ready ready = { .h = { .op = CMX_CTL_READY, .len = sizeof(ready) },
 				       .flags = srv->slices_contexts ? CMX_READY_SLICES : 0 };
@@ -249,11 +252,13 @@ int cmx_worker_start(struct cmx_server *srv, int ctl, const char *key)
 
 	wk.srv = srv;
 	wk.ctl = ctl;
+	wk.retire = retire;
 	snprintf(wk.key, sizeof(wk.key), "%s", key);
 	e = pthread_create(&wk.reader, NULL, reader_main, NULL);
 	if (e)
 		return -e;
 	wk.reading = 1;
+	srv->report = &reports;
 	return cmx_ctl_send(ctl, &ready, sizeof(ready), -1, 0);
 }
 
@@ -271,10 +276,10 @@ void cmx_worker_stop(void)
 static void retire(void *arg)
 {
 	(void)arg;
-	cmx_main_retire();
+	wk.retire();
 }
 
-int cmx_worker_overtime(const char *tenant, const char *why)
+static int overtime(const char *tenant, const char *why)
 {
 	struct cmx_ctl_poisoned p = { .h = { .op = CMX_CTL_OVERTIME, .len = sizeof(p) } };
 
@@ -285,7 +290,7 @@ int cmx_worker_overtime(const char *tenant, const char *why)
 	return cmx_ctl_send(wk.ctl, &p, sizeof(p), -1, 1);
 }
 
-void cmx_worker_busy(void)
+static void busy(void)
 {
 	struct cmx_ctl_hdr h = { .op = CMX_CTL_BUSY, .len = sizeof(h) };
 
@@ -293,7 +298,7 @@ void cmx_worker_busy(void)
 		cmx_ctl_send(wk.ctl, &h, sizeof(h), -1, 1);
 }
 
-void cmx_worker_turned(uint64_t seq, int has_work)
+static void turned(uint64_t seq, int has_work)
 {
 	struct cmx_ctl_turned m = { .h = { .op = CMX_CTL_TURNED, .len = sizeof(m), .seq = seq },
 				    .has_work = !!has_work };
@@ -302,7 +307,7 @@ void cmx_worker_turned(uint64_t seq, int has_work)
 		cmx_ctl_send(wk.ctl, &m, sizeof(m), -1, 1);
 }
 
-void cmx_worker_poisoned(const char *why)
+static void poisoned(const char *why)
 {
 	struct cmx_ctl_poisoned p = { .h = { .op = CMX_CTL_POISONED, .len = sizeof(p) } };
 
@@ -313,3 +318,7 @@ void cmx_worker_poisoned(const char *why)
 	cmx_ctl_send(wk.ctl, &p, sizeof(p), -1, 1);
 	cmx_loop_post(wk.srv->loop, retire, NULL);
 }
+
+static const struct cmx_report_ops reports = {
+	.poisoned = poisoned, .overtime = overtime, .busy = busy, .turned = turned
+};

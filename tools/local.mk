@@ -78,7 +78,7 @@ tools_clmux_loopback_bench_LDADD = -lpthread
 TESTS += tools/tests/test_cmxgen.sh tools/tests/test_adding_call.sh tools/compat-clinfo.sh tools/compat-pyopencl.sh \
 	tools/tests/transports.sh tools/tests/tenant-bench-slice.sh tools/tests/tls.sh \
 	tools/tests/cdi.sh tools/tests/perf-report.sh tools/tests/activation.sh \
-	tools/tests/admin-json.sh tools/tests/include-cycles.sh
+	tools/tests/admin-json.sh tools/tests/include-cycles.sh tools/tests/call-cycles.sh
 EXTRA_DIST += tools/tests/perf-report.sh tools/bench-results tools/perf-report \
  tools/tests/test_cmxgen.sh tools/tests/golden.schema \
 	tools/tests/test_adding_call.sh tools/tests/adding_call.c \
@@ -88,7 +88,7 @@ EXTRA_DIST += tools/tests/perf-report.sh tools/bench-results tools/perf-report \
 	tools/compat-clinfo.sh tools/compat-pyopencl.sh tools/tests/compat_pyopencl.py \
 	tools/tests/compat-env.sh tools/tests/transports.sh tools/tests/tenant-bench-slice.sh \
 	tools/tests/tls.sh tools/tests/cdi.sh tools/tests/activation.sh tools/tests/admin-json.sh \
-	tools/tests/include-cycles.sh \
+	tools/tests/include-cycles.sh tools/tests/call-cycles.sh tools/tests/call-cycles.allow \
 	tools/compat-oclgrind.sh tools/compat-piglit.sh tools/compat-apps.sh \
 	tools/compat-oclgrind-suites.sh \
 	tools/gpu-bundle tools/gpu-check tools/transport-bench tools/seccomp-trace.py \

@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "area_layout.h"
+#include "dispatch.h"
 #include "conn.h"
 #include "exec.h"
 #include "executor.h"
@@ -68,12 +69,8 @@
 #define CMX_FUZZ_FLIP 0
 #endif
 
-/* The server this program runs; host/main.c, which is not part of it,
- * defines cmx_main_retire(). */
+/* The server this program runs. */
 static struct cmx_server fsrv;
-void cmx_main_retire(void)
-{
-}
 
 #define MAX_MSG_PAYLOAD 65535u
 #define REPLY_WAIT_MS	8000   /* a sync call's reply; longer: the input is cut short */
@@ -125,8 +122,10 @@ static void *loop_main(void *arg)
 {
 	int e = cmx_loop_create(&fsrv.loop, (int)fsrv.tune.uring_coop);
 
-	if (!e)
+	if (!e) {
 		cmx_exec_init(&fsrv);
+		cmx_dispatch_attach(&fsrv);
+	}
 	if (e || cmx_executor_create(fsrv.loop, 16, &fsrv.exec) ||
 	    cmx_sched_create(&fsrv, CMX_SCHED_WINDOW_US)) {
 		fprintf(stderr, "fuzz: no loop\n");
