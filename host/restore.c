@@ -138,7 +138,8 @@ static int scan(struct cmx_restore *rs)
 			last->broken = 1;
 		last->bytes += rec.len - 16;
 	}
-	qsort(rs->fresh, rs->nfresh, sizeof(*rs->fresh), by_id);
+	if (rs->nfresh)
+		qsort(rs->fresh, rs->nfresh, sizeof(*rs->fresh), by_id);
 	/* An id with two runs is one no fill is skipped for. */
 	for (size_t i = 1; i < rs->nfresh; i++)
 		if (rs->fresh[i].id == rs->fresh[i - 1].id)
