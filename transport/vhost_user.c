@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -158,10 +159,14 @@ static int set_log_base(struct cmx_vhu_dev *d, struct vhu_msg *m, const int *fds
 			unsigned nfds)
 {
 	uint64_t size = m->log.size, off = m->log.offset;
+	struct stat st;
 	void *p;
 
 	if (m->size < sizeof(m->log) || nfds != 1 || !size || size > VHU_LOG_MAX ||
 	    off > VHU_LOG_MAX)
+		return -EINVAL;
+	/* A log past the file's end would be a SIGBUS at the first mark. */
+	if (fstat(fds[0], &st) || st.st_size < 0 || (uint64_t)st.st_size < size + off)
 		return -EINVAL;
 	p = mmap(NULL, (size_t)(size + off), PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
 	if (p == MAP_FAILED)
