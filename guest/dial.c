@@ -94,6 +94,14 @@ static int link_add(int fd, struct cmx_tls *t)
 	return -EMFILE;
 }
 
+void cmx_dial_forked(void)
+{
+	for (int i = 0; i < LINKS; i++) {
+		atomic_store(&links[i].fd, -1);
+		links[i].t = NULL;
+	}
+}
+
 void cmx_dial_close(int fd)
 {
 	if (fd < 0)

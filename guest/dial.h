@@ -51,5 +51,8 @@ int cmx_dial_send_all(int fd, struct iovec *iov, int n, uint64_t *writes);
 int cmx_dial_recv_all(int fd, void *p, uint64_t n);
 /* Closes a channel's socket and frees its TLS link. */
 void cmx_dial_close(int fd);
+/* In a child of fork(): the TLS links are the parent's (their sockets are
+ * closed by their session); forgotten, never used or shut down. */
+void cmx_dial_forked(void);
 
 #endif

@@ -330,6 +330,8 @@ static int devices_load(struct cmx_session *s, struct _cl_device_id **devs, cl_u
 	return e;
 }
 
+static void forked(void);
+
 static void icd_init(void)
 {
 	struct cmx_session *s;
@@ -343,6 +345,7 @@ static void icd_init(void)
 		init_err = -ENODEV;
 		return;
 	}
+	pthread_atfork(NULL, NULL, forked);
 	spec = cmx_dial_server(buf, sizeof(buf));
 	e = cmx_session_open(spec, &cmx_notify_ops, NULL, &s);
 	if (e) {
@@ -396,6 +399,7 @@ int cmx_icd_init(void)
 static pthread_mutex_t revive_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t revive_next_ns, revive_gap_ms; /* under revive_lock */
 static int revive_said; /* the first failure since the session ended is logged */
+static int revive_forked; /* the session ended in this process's fork() */
 
 static uint64_t mono_ns(void)
 {
@@ -505,8 +509,37 @@ static int revive_locked(void)
 	atomic_store(&cmx_icd.floor, floor);
 	lost_keep(cmx_icd.s);
 	cmx_icd.s = s;
-	cmx_warn("connected to clmuxd at %s again; objects made before are lost", spec);
+	if (revive_forked)
+		cmx_dbg("a child of fork(): a session of its own at %s; objects made before the "
+			"fork are the parent's",
+			spec);
+	else
+		cmx_warn("connected to clmuxd at %s again; objects made before are lost", spec);
+	revive_forked = 0;
 	return 0;
+}
+
+/*
+ * A child of fork() has the ICD's state but not its threads, and the
+ * session it inherits is the parent's, which the parent goes on using:
+ * two processes writing one socket would garble both. The child lets go
+ * of it (cmx_session_forked()) and treats it as a lost session: calls on
+ * objects made before the fork fail as after a daemon's death, never
+ * reaching the parent's connection, and its first new context opens a
+ * session of its own (revive_locked()), on the same devices.
+ */
+static void forked(void)
+{
+	/* Held, perhaps, by a thread that did not come along. */
+	pthread_mutex_init(&revive_lock, NULL);
+	revive_next_ns = revive_gap_ms = 0;
+	revive_said = 0;
+	cmx_dial_forked();
+	if (!cmx_icd.s)
+		return;
+	revive_forked = 1;
+	cmx_session_forked(cmx_icd.s);
+	atomic_store(&cmx_icd.floor, atomic_load(&cmx_icd.next_id));
 }
 
 int cmx_icd_revive(void)

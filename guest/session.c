@@ -1789,6 +1789,29 @@ void cmx_session_close(struct cmx_session *s)
 	session_free(s);
 }
 
+/* In the child of a fork(): the session is the parent's, and its threads
+ * did not come along. Its calls fail as on a lost connection and it is
+ * never resumed; the child closes its copies of the sockets (close(),
+ * never shutdown(), which would end the parent's connection too) and
+ * leaves the shared memory mapped and untouched. */
+void cmx_session_forked(struct cmx_session *s)
+{
+	int *fds[] = { &s->fd, &s->nfd, &s->rx_next, &s->bell, &s->area_fd, &s->ivs.fd };
+
+	atomic_store(&s->broken, 1);
+	s->resumable = 0;
+	if (s->rx.fd != s->fd && s->rx.fd >= 0)
+		close(s->rx.fd);
+	if (s->nrx.fd != s->nfd && s->nrx.fd >= 0)
+		close(s->nrx.fd);
+	s->rx.fd = s->nrx.fd = -1;
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (*fds[i] >= 0) {
+			close(*fds[i]);
+			*fds[i] = -1;
+		}
+}
+
 void cmx_session_get_stats(struct cmx_session *s, struct cmx_session_stats *st)
 {
 	pthread_mutex_lock(&s->send_lock);

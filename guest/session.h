@@ -45,6 +45,8 @@ struct cmx_session_stats {
 int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *ctx,
 		     struct cmx_session **out);
 void cmx_session_close(struct cmx_session *s);
+/* In a child of fork(): the parent's session is let go of, untouched. */
+void cmx_session_forked(struct cmx_session *s);
 
 /* Queues an async call (and its payload) in the batch. 0 or -errno. */
 int cmx_session_send(struct cmx_session *s, const struct cmx_msgdesc *d, const void *in,

@@ -45,6 +45,7 @@ enum client_kind {
 	CLIENT_PLAIN, /* write x, axpb, read y */
 	CLIENT_MIXED, /* plus a copy, a map of the copy, object churn */
 	CLIENT_FOREVER, /* plain, never stops; signals once it is busy */
+	CLIENT_FORKS, /* plain, and forks a plain client of its own midway */
 };
 
 struct client {
@@ -120,12 +121,39 @@ fail:
 
 /* Returns the exit status for the client process: 0 when every result
  * was right. */
+static int client_main(const struct client *c);
+
+/*
+ * The child a CLIENT_FORKS client forks while its session is busy: the
+ * session it inherits is the parent's. Reading the parent's buffer fails
+ * (it would garble the parent's connection if it went out), and then a
+ * client of its own, on a new context of the device from before the
+ * fork, gets right results while the parent goes on with its loop.
+ */
+static int forked_child(struct e2e_plat *p, cl_mem parents, size_t bytes, int id)
+{
+	struct client c = {.id = id + 1, .kind = CLIENT_PLAIN, .iters = CLIENT_ITERS};
+	cl_uint *y = malloc(bytes);
+	cl_int err;
+
+	if (!y)
+		return 2;
+	err = clEnqueueReadBuffer(p->queue, parents, CL_TRUE, 0, bytes, y, 0, NULL, NULL);
+	free(y);
+	if (err == CL_SUCCESS) {
+		fprintf(stderr, "client %d: the parent's buffer read in a child of fork()\n", c.id);
+		return 4;
+	}
+	return client_main(&c);
+}
+
 static int client_main(const struct client *c)
 {
 	struct e2e_plat plat;
 	struct e2e_plat *p = &plat;
 	struct client_objs o = {0};
 	int id = c->id, rc = 1;
+	pid_t child = -1;
 	/* Each client its own size and data. */
 	size_t n = 1024u * (size_t)(id % 4 + 1), bytes = n * sizeof(cl_uint);
 	cl_uint *x = malloc(bytes), *y = malloc(bytes);
@@ -185,6 +213,17 @@ static int client_main(const struct client *c)
 				goto out;
 			}
 		}
+		if (c->kind == CLIENT_FORKS && it == 10) {
+			/* Commands of the parent's still in flight. */
+			CLIENT_CL(clEnqueueNDRangeKernel(p->queue, o.k, 1, NULL, &n, NULL, 0,
+							 NULL, NULL));
+			fflush(NULL);
+			child = fork();
+			if (child < 0)
+				goto out;
+			if (child == 0)
+				_exit(forked_child(p, o.y, bytes, id));
+		}
 		if (c->kind == CLIENT_FOREVER && it == 20) {
 			char one = 1;
 
@@ -195,6 +234,17 @@ static int client_main(const struct client *c)
 	CLIENT_CL(clFinish(p->queue));
 	rc = 0;
 out:
+	if (child > 0) {
+		int st;
+		while (waitpid(child, &st, 0) < 0 && errno == EINTR)
+			;
+		if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+			fprintf(stderr, "client %d: its forked child: %s %d\n", id,
+				WIFEXITED(st) ? "exit status" : "signal",
+				WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+			rc = 1;
+		}
+	}
 	client_objs_release(&o);
 	e2e_plat_fini(p);
 	free(y);
@@ -278,6 +328,20 @@ START_TEST(test_four_clients_mixed)
 END_TEST
 
 /*
+ * A client forks while its session is busy (guest/icd.c, forked()): the
+ * child's calls on the parent's objects fail without touching the
+ * parent's connection, and each goes on with a session of its own.
+ */
+START_TEST(test_fork_midway)
+{
+	struct client c = {.id = 10, .kind = CLIENT_FORKS, .iters = CLIENT_ITERS};
+
+	client_warm_up();
+	assert_exit_ok(c.id, client_reap(client_spawn(&c)));
+}
+END_TEST
+
+/*
  * One client is killed mid-stream, holding objects and in-flight commands;
  * the other three finish, and a client started afterwards still works.
  */
@@ -333,6 +397,7 @@ static Suite *multi_suite(void)
 	tcase_add_test(tc, test_four_clients);
 	tcase_add_test(tc, test_four_clients_mixed);
 	tcase_add_test(tc, test_client_killed);
+	tcase_add_test(tc, test_fork_midway);
 	suite_add_tcase(s, tc);
 	return s;
 }
