@@ -137,6 +137,12 @@ struct cmx_session {
 	int reading;
 	struct rx rx;
 
+	/* nrx_lock: the notification reader holds it while it reads a
+	 * message; a resume that unmaps the ring it reads takes it, and
+	 * says so in nrx_gone (notify_loop(), resume_area()). */
+	pthread_mutex_t nrx_lock;
+	int nrx_gone;
+
 	atomic_int broken;
 	struct cmx_session_stats stats; /* under send_lock, notifications atomic */
 
@@ -991,8 +997,18 @@ void cmx_reply_fini(struct cmx_reply *r)
 	r->buf = NULL;
 }
 
+/* Whether a reader holds bytes not yet taken: in its buffer, or in its
+ * ring. */
+static int rx_unread(struct rx *r)
+{
+	return r->pos < r->len || (r->ring && cmx_ring_readable(r->ring) > 0);
+}
+
 static void notify_loop(struct cmx_session *s)
 {
+	/* A read on the old daemon's ring failed: nothing more comes on it. */
+	int old_ended = 0;
+
 	for (;;) {
 		const struct cmx_opinfo *oi;
 		struct cmx_hdr h;
@@ -1003,18 +1019,37 @@ static void notify_loop(struct cmx_session *s)
 		int e;
 
 		if (gen != s->nrx.gen) {
-			/* shm: a resume's new ring (taken under the lock that
+			/* Another thread resumed the session (while this one
+			 * ran a callback, say). What the old daemon sent is read
+			 * first, for a resume sends none of it again (a
+			 * non-blocking read's ReadDone would be lost; its data,
+			 * in the area, was carried over by resume_area()): the
+			 * old socket until its end, or the old ring while it
+			 * holds bytes. Then the generation is this reader's, and
+			 * over shm the new ring too (taken under the lock that
 			 * the resume holds). */
 			pthread_mutex_lock(&s->send_lock);
-			if (s->nrx.ring_next) {
-				s->nrx.ring = s->nrx.ring_next;
-				s->nrx.ring_next = NULL;
-				s->nrx.pos = s->nrx.len = 0;
+			if (!old_ended && (s->nrx.ring_next ? rx_unread(&s->nrx)
+							    : s->nrx.fd != s->nfd)) {
+				gen = s->nrx.gen;
+			} else {
+				if (s->nrx.ring_next) {
+					s->nrx.ring = s->nrx.ring_next;
+					s->nrx.ring_next = NULL;
+					s->nrx.pos = s->nrx.len = 0;
+				}
+				gen = s->nrx.gen = atomic_load(&s->gen);
+				old_ended = 0;
+				s->nrx_gone = 0;
 			}
-			gen = s->nrx.gen = atomic_load(&s->gen);
 			pthread_mutex_unlock(&s->send_lock);
 		}
-		e = rx_message(&s->nrx, &h, &args);
+		pthread_mutex_lock(&s->nrx_lock);
+		/* A later resume unmapped the old ring being drained. */
+		e = s->nrx_gone ? -ESTALE : rx_message(&s->nrx, &h, &args);
+		pthread_mutex_unlock(&s->nrx_lock);
+		if (e)
+			old_ended = 1;
 
 		if (e && !atomic_load(&s->broken) && s->resumable && !resume_after(s, e, gen)) {
 			/* Resumed: the notifications come on its new socket. */
@@ -1504,6 +1539,13 @@ static int resume_area(struct cmx_session *s, int fd)
 		const struct cmx_area_hdr *h = &s->area.hdr;
 		unsigned k = s->ring_slot ^= 1;
 		struct cmx_ring *v = s->ring_alt[k];
+		/* The notification reader may still be draining the rings of
+		 * two resumes ago, the ones unmapped here (notify_loop()). */
+		int drained = s->nrx.ring == &v[1];
+		if (drained) {
+			pthread_mutex_lock(&s->nrx_lock);
+			s->nrx_gone = 1;
+		}
 		if (s->rings_map[k])
 			munmap(s->rings_map[k] + AREA_PAGE, h->data_off - AREA_PAGE);
 		s->rings_map[k] = at;
@@ -1514,6 +1556,8 @@ static int resume_area(struct cmx_session *s, int fd)
 		    cmx_ring_init(&v[1], at + h->ring_off[CMX_RING_NOTIFY],
 				  h->ring_len[CMX_RING_NOTIFY], 0))
 			e = -EPROTO;
+		if (drained)
+			pthread_mutex_unlock(&s->nrx_lock);
 		if (!e) {
 			close(s->bell);
 			s->bell = rfd[1];
@@ -1756,6 +1800,7 @@ int cmx_session_open(const char *spec, const struct cmx_notify_ops *ops, void *c
 	s->ctx = ctx;
 	pthread_mutex_init(&s->send_lock, NULL);
 	pthread_mutex_init(&s->recv_lock, NULL);
+	pthread_mutex_init(&s->nrx_lock, NULL);
 	pthread_cond_init(&s->recv_cond, NULL);
 	s->batch = malloc(BATCH_SIZE);
 	s->rx.buf = malloc(RX_SIZE);

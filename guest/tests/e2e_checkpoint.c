@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -949,6 +950,116 @@ START_TEST(guest_resume_workers)
 }
 END_TEST
 
+#define HELD_READS 16
+#define HELD_BYTES 4096
+
+static atomic_int held_in, held_go;
+
+/* Holds the notification thread (callbacks run on it) until let go. */
+static void CL_CALLBACK hold(cl_event e, cl_int status, void *arg)
+{
+	(void)e;
+	(void)status;
+	(void)arg;
+	atomic_store(&held_in, 1);
+	while (!atomic_load(&held_go))
+		usleep(1000);
+}
+
+/* The application of notify_drained: b computed, the notification thread
+ * held in a callback, non-blocking reads of b whose ReadDone wait unread
+ * in the old daemon's channel; after the restart a blocking write resumes
+ * the session on this thread, then the callback ends. Exit status 0: the
+ * reads' bytes are the native run's. */
+static void held_app(int ready, int go)
+{
+	static uint32_t a[N], want[N], got[HELD_READS][HELD_BYTES / 4];
+	struct e2e_plat nat, v;
+	cl_event marker;
+	char byte;
+
+	e2e_rand_u32(a, N, 29, 0);
+	if (e2e_plat_init(&nat, "native", e2e_native_match()))
+		_exit(2);
+	scramble_run(&nat, a, 7, want);
+	if (e2e_plat_init(&v, "virtual", e2e_virtual_match()))
+		_exit(2);
+	cl_program prog = e2e_program_build(&v, src, NULL);
+	cl_kernel kern = e2e_kernel_create(&v, prog, "scramble");
+	cl_mem ma = e2e_buffer_create(&v, CL_MEM_COPY_HOST_PTR, N * 4, a);
+	cl_mem mb = e2e_buffer_create(&v, CL_MEM_READ_WRITE, N * 4, NULL);
+	uint32_t k = 7;
+	size_t g = N;
+	if (clSetKernelArg(kern, 0, sizeof(ma), &ma) || clSetKernelArg(kern, 1, sizeof(mb), &mb) ||
+	    clSetKernelArg(kern, 2, sizeof(k), &k) ||
+	    clEnqueueNDRangeKernel(v.queue, kern, 1, NULL, &g, NULL, 0, NULL, NULL) ||
+	    clEnqueueMarkerWithWaitList(v.queue, 0, NULL, &marker) ||
+	    clSetEventCallback(marker, CL_COMPLETE, hold, NULL))
+		_exit(3);
+	clFlush(v.queue);
+	while (!atomic_load(&held_in))
+		usleep(1000);
+	for (unsigned i = 0; i < HELD_READS; i++)
+		if (clEnqueueReadBuffer(v.queue, mb, CL_FALSE, i * HELD_BYTES, HELD_BYTES, got[i], 0,
+					NULL, NULL))
+			_exit(4);
+	/* A blocking write behind them, on a queue of its own (on theirs it
+	 * would wait for their data, which waits for the callback): the
+	 * daemon has taken them. */
+	cl_int e;
+	cl_command_queue q2 = clCreateCommandQueueWithProperties(v.context, v.device, NULL, &e);
+	if (!q2 || clEnqueueWriteBuffer(q2, ma, CL_TRUE, 0, 4, a, 0, NULL, NULL) ||
+	    write(ready, "", 1) != 1 || read(go, &byte, 1) != 1)
+		_exit(5);
+	/* The daemon is back: this call resumes the session. */
+	if (clEnqueueWriteBuffer(q2, ma, CL_TRUE, 0, 4, a, 0, NULL, NULL))
+		_exit(6);
+	atomic_store(&held_go, 1);
+	if (clFinish(v.queue))
+		_exit(7);
+	for (unsigned i = 0; i < HELD_READS; i++)
+		if (memcmp(got[i], want + i * (HELD_BYTES / 4), HELD_BYTES))
+			_exit(8);
+	_exit(0);
+}
+
+/* Notifications the old daemon sent before it stopped, still unread when
+ * another thread of the application resumes the session (its
+ * notification thread was in a callback), are read before the new
+ * daemon's: a resume sends none of them again. Over shm the new daemon's
+ * ring replaces the old one. */
+START_TEST(notify_drained)
+{
+	pid_t pid = daemon_start("off"), app;
+	int rfd[2], gfd[2], st;
+	char byte;
+
+	ck_assert_int_eq(pipe(rfd), 0);
+	ck_assert_int_eq(pipe(gfd), 0);
+	app = fork();
+	ck_assert_int_ge(app, 0);
+	if (app == 0) {
+		close(rfd[0]);
+		close(gfd[1]);
+		held_app(rfd[1], gfd[0]);
+	}
+	close(rfd[1]);
+	close(gfd[0]);
+	ck_assert_int_eq(read(rfd[0], &byte, 1), 1);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	pid = daemon_again("off", 0);
+	ck_assert_int_eq(write(gfd[1], "", 1), 1);
+	ck_assert_int_eq(waitpid(app, &st, 0), app);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the application: %d", st);
+	close(rfd[0]);
+	close(gfd[1]);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	dir_remove();
+}
+END_TEST
+
 /* A daemon with --state-dir killed without a checkpoint and started
  * again has no such session: it says so to the resuming guest, whose
  * session then fails at once (not after its minute of tries), as when a
@@ -1074,6 +1185,7 @@ int main(void)
 	tcase_add_test(tc, guest_resume);
 	tcase_add_test(tc, guest_resume_workers);
 	tcase_add_test(tc, resume_refused);
+	tcase_add_test(tc, notify_drained);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
