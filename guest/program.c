@@ -275,6 +275,24 @@ static cl_int build_check(cl_program p, cl_uint n, const cl_device_id *list,
 /* The daemon keeps one program's parts per session: one upload at a time. */
 static pthread_mutex_t parts_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* The bytes of program p in parts, under parts_lock: 0 or -errno. */
+static int parts_send(cl_program p, const void *bytes, size_t len)
+{
+	int rc = 0;
+
+	for (size_t off = 0; off < len && !rc; off += PART_MAX) {
+		size_t n = len - off < PART_MAX ? len - off : PART_MAX;
+		struct cmx_ProgramPart_in part = {
+		    .program = p->id,
+		    .offset = off,
+		    .total = len,
+		    .data = {(const char *)bytes + off, n},
+		};
+		rc = cmx_send_ProgramPart(cmx_icd.s, &part);
+	}
+	return rc;
+}
+
 /* Creates p on the daemon from bytes too large for one message: the
  * parts, then the creation that takes them. */
 static cl_int program_parts(cl_program p, cl_context ctx, int il, const void *bytes, size_t len)
@@ -287,16 +305,7 @@ static cl_int program_parts(cl_program p, cl_context ctx, int il, const void *by
 	int rc = 0;
 
 	pthread_mutex_lock(&parts_lock);
-	for (size_t off = 0; off < len && !rc; off += PART_MAX) {
-		size_t n = len - off < PART_MAX ? len - off : PART_MAX;
-		struct cmx_ProgramPart_in part = {
-		    .program = p->id,
-		    .offset = off,
-		    .total = len,
-		    .data = {(const char *)bytes + off, n},
-		};
-		rc = cmx_send_ProgramPart(cmx_icd.s, &part);
-	}
+	rc = parts_send(p, bytes, len);
 	if (!rc)
 		rc = cmx_rpc_CreateProgramWithParts(cmx_icd.s, &in, NULL, 0, &out, &reply);
 	pthread_mutex_unlock(&parts_lock);
@@ -445,7 +454,31 @@ cl_program CL_API_CALL cmx_clCreateProgramWithBinary(cl_context context, cl_uint
 	    .binaries = {cat, total},
 	};
 	memset(&out, 0, sizeof(out));
-	rc = cmx_rpc_CreateProgramWithBinary(cmx_icd.s, &in, &out, &reply);
+	if (total <= PROGRAM_ONE_MAX) {
+		rc = cmx_rpc_CreateProgramWithBinary(cmx_icd.s, &in, &out, &reply);
+	} else {
+		/* Too large for one message: in parts (as a large source). */
+		struct cmx_CreateProgramWithBinaryParts_in pin = {
+		    .program = in.program,
+		    .context = in.context,
+		    .devices = in.devices,
+		    .lengths = in.lengths,
+		    .length = total,
+		};
+		struct cmx_CreateProgramWithBinaryParts_out pout;
+		memset(&pout, 0, sizeof(pout));
+		pthread_mutex_lock(&parts_lock);
+		rc = parts_send(p, cat, total);
+		if (!rc)
+			rc = cmx_rpc_CreateProgramWithBinaryParts(cmx_icd.s, &pin, NULL, 0, &pout,
+								  &reply);
+		pthread_mutex_unlock(&parts_lock);
+		out.status = pout.status;
+		if (!rc && reply.status == CL_OUT_OF_HOST_MEMORY)
+			cmx_warn("binaries of %zu bytes: the daemon holds no room for them (past the "
+				 "tenant's mem quota?): CL_OUT_OF_HOST_MEMORY",
+				 total);
+	}
 	free(cat);
 	if (rc) {
 		program_free(p);

@@ -80,49 +80,71 @@ int cmx_h_ProgramPart(struct cmx_call *c, struct cmx_ProgramPart_in *in)
 	return CL_SUCCESS;
 }
 
+/* The `length` bytes a creation from parts takes: its payload (a
+ * restore's replay of a kept record) or what ProgramPart staged for the
+ * program, all of them. CL_SUCCESS or the error, *bytes set. */
+static int parts_bytes(struct cmx_call *c, uint64_t program, uint64_t length, const void **bytes)
+{
+	struct cmx_parts *p = c->s->parts;
+
+	*bytes = c->bulk;
+	if (!length)
+		return CL_INVALID_VALUE;
+	if (c->bulk_len)
+		return c->bulk_len == length ? CL_SUCCESS : CL_INVALID_VALUE;
+	if (!p || p->program != program)
+		return CL_INVALID_VALUE;
+	if (p->err)
+		return p->err;
+	if (p->len != p->total || p->len != length)
+		return CL_INVALID_VALUE;
+	*bytes = p->data;
+	return CL_SUCCESS;
+}
+
+/* The staged parts of program are used up, whatever the creation's end. */
+static void parts_done(struct cmx_call *c, uint64_t program)
+{
+	if (!c->bulk_len && c->s->parts && c->s->parts->program == program)
+		cmx_parts_drop(c->s);
+}
+
 int cmx_h_CreateProgramWithParts(struct cmx_call *c, struct cmx_CreateProgramWithParts_in *in,
 				 struct cmx_CreateProgramWithParts_out *out)
 {
-	struct cmx_parts *p = c->s->parts;
-	const void *bytes = c->bulk;
+	const void *bytes;
 	int e;
 
 	(void)out;
-	if (in->il > 1 || !in->length)
-		e = CL_INVALID_VALUE;
-	else if (c->bulk_len)
-		/* The bytes themselves: a restore's replay of a kept record. */
-		e = c->bulk_len == in->length ? CL_SUCCESS : CL_INVALID_VALUE;
-	else if (!p || p->program != in->program.id)
-		e = CL_INVALID_VALUE;
-	else if (p->err)
-		e = p->err;
-	else
-		e = p->len == p->total && p->len == in->length ? CL_SUCCESS : CL_INVALID_VALUE;
-	if (!e && !c->bulk_len)
-		bytes = p->data;
+	/* Sent again after a restore that made it (host/record.c): its
+	 * parts may have been used up before the checkpoint. */
+	if (c->applied) {
+		parts_done(c, in->program.id);
+		return CL_SUCCESS;
+	}
+	e = in->il > 1 ? CL_INVALID_VALUE : parts_bytes(c, in->program.id, in->length, &bytes);
 	if (!e)
 		e = cmx_record_payload(c, bytes, in->length);
 	if (!e)
 		e = program_make(c, in->program.id, in->context.h, (int)in->il, bytes,
 				 (size_t)in->length);
-	if (!c->bulk_len && p && p->program == in->program.id)
-		cmx_parts_drop(c->s);
+	parts_done(c, in->program.id);
 	return e;
 }
 
-int cmx_h_CreateProgramWithBinary(struct cmx_call *c, struct cmx_CreateProgramWithBinary_in *in,
-				  struct cmx_CreateProgramWithBinary_out *out)
+/* The program `id` of ctx from n binaries, concatenated in bytes (len),
+ * lengths[i] bytes for devs[i]; each one's status in *out (freed with the
+ * call). */
+static int binary_make(struct cmx_call *c, uint64_t id, cl_context ctx, size_t n,
+		       const cl_device_id *devs, const uint64_t *lengths, const void *bytes,
+		       size_t len, struct cmx_u64s *out)
 {
-	size_t n = in->devices.n, total = 0;
 	const unsigned char **bins;
-	size_t *lens;
+	size_t *lens, total = 0;
 	cl_int *st, e;
 	uint64_t *status;
 	cl_program p;
 
-	if (!n || in->lengths.n != n)
-		return CL_INVALID_VALUE;
 	if (c->applied) {
 		/* Sent again after a restore that made it (host/record.c):
 		 * each binary loaded then (CL_SUCCESS, 0), or it would not
@@ -130,7 +152,7 @@ int cmx_h_CreateProgramWithBinary(struct cmx_call *c, struct cmx_CreateProgramWi
 		status = calloc(n, sizeof(*status));
 		if (!status)
 			return CL_OUT_OF_HOST_MEMORY;
-		out->status = (struct cmx_u64s){status, n};
+		*out = (struct cmx_u64s){status, n};
 		c->scratch = status;
 		return CL_SUCCESS;
 	}
@@ -143,33 +165,67 @@ int cmx_h_CreateProgramWithBinary(struct cmx_call *c, struct cmx_CreateProgramWi
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (in->lengths.v[i] > in->binaries.len - total) {
+		if (lengths[i] > len - total) {
 			e = CL_INVALID_VALUE;
 			goto out;
 		}
-		bins[i] = (const unsigned char *)in->binaries.ptr + total;
-		lens[i] = in->lengths.v[i];
+		bins[i] = (const unsigned char *)bytes + total;
+		lens[i] = lengths[i];
 		total += lens[i];
 	}
-	p = clCreateProgramWithBinary(in->context.h, (cl_uint)n,
-				      (const cl_device_id *)in->devices.h, lens, bins, st, &e);
+	p = clCreateProgramWithBinary(ctx, (cl_uint)n, devs, lens, bins, st, &e);
 	for (size_t i = 0; i < n; i++)
 		status[i] = (uint64_t)(int64_t)st[i];
-	out->status.v = status;
-	out->status.n = n;
+	out->v = status;
+	out->n = n;
 	c->scratch = status;
 	status = NULL;
-	if (!e && cmx_session_add(c->s, in->program.id, CMX_K_PROGRAM, p, in->context.h, 0, NULL)) {
+	if (!e && cmx_session_add(c->s, id, CMX_K_PROGRAM, p, ctx, 0, NULL)) {
 		clReleaseProgram(p);
 		e = CL_OUT_OF_HOST_MEMORY;
 	}
 	if (!e)
-		cmx_kprintf_program(c->s, in->program.id, in->binaries.ptr, in->binaries.len);
+		cmx_kprintf_program(c->s, id, bytes, len);
 out:
 	free(bins);
 	free(lens);
 	free(st);
 	free(status);
+	return e;
+}
+
+int cmx_h_CreateProgramWithBinary(struct cmx_call *c, struct cmx_CreateProgramWithBinary_in *in,
+				  struct cmx_CreateProgramWithBinary_out *out)
+{
+	if (!in->devices.n || in->lengths.n != in->devices.n)
+		return CL_INVALID_VALUE;
+	return binary_make(c, in->program.id, in->context.h, in->devices.n,
+			   (const cl_device_id *)in->devices.h, in->lengths.v, in->binaries.ptr,
+			   in->binaries.len, &out->status);
+}
+
+int cmx_h_CreateProgramWithBinaryParts(struct cmx_call *c,
+				       struct cmx_CreateProgramWithBinaryParts_in *in,
+				       struct cmx_CreateProgramWithBinaryParts_out *out)
+{
+	const void *bytes = NULL;
+	int e;
+
+	if (!in->devices.n || in->lengths.n != in->devices.n)
+		e = CL_INVALID_VALUE;
+	else if (c->applied)
+		/* Sent again after a restore that made it: binary_make()
+		 * answers; its parts may have been used up before. */
+		e = CL_SUCCESS;
+	else
+		e = parts_bytes(c, in->program.id, in->length, &bytes);
+	if (!e && !c->applied)
+		e = cmx_record_payload(c, bytes, in->length);
+	if (!e)
+		e = binary_make(c, in->program.id, in->context.h, in->devices.n,
+				(const cl_device_id *)in->devices.h, in->lengths.v, bytes,
+				(size_t)in->length, &out->status);
+	parts_done(c, in->program.id);
 	return e;
 }
 

@@ -787,6 +787,61 @@ START_TEST(parts_kept)
 }
 END_TEST
 
+/* Binaries of 20 MiB, made in parts (the program's own binary, padded),
+ * are kept: after a SIGTERM's checkpoint and the restore, a kernel made
+ * from the program computes what the native run does. */
+START_TEST(binary_parts_kept)
+{
+	const size_t total = 20u << 20;
+	static uint32_t a[N], want[N], got[N];
+	pid_t pid = daemon_start("off");
+	struct e2e_plat nat, v;
+	unsigned char *bin = calloc(1, total);
+	const unsigned char *binc = bin;
+	size_t size = 0, g = N;
+	cl_int err, status = 1;
+	uint32_t k = 7;
+	int st;
+
+	ck_assert_ptr_nonnull(bin);
+	e2e_rand_u32(a, N, 31, 0);
+	ck_assert_int_eq(e2e_plat_init(&nat, "native", e2e_native_match()), 0);
+	scramble_run(&nat, a, k, want);
+	ck_assert_int_eq(e2e_plat_init(&v, "virtual", e2e_virtual_match()), 0);
+	cl_program built = e2e_program_build(&v, src, NULL);
+	E2E_OK(&v, clGetProgramInfo(built, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, NULL));
+	ck_assert(size > 0 && size < total);
+	E2E_OK(&v, clGetProgramInfo(built, CL_PROGRAM_BINARIES, sizeof(bin), &bin, NULL));
+	E2E_OK(&v, clReleaseProgram(built));
+	cl_program prog = clCreateProgramWithBinary(v.context, 1, &v.device, &total, &binc, &status, &err);
+	E2E_OK(&v, err);
+	ck_assert_int_eq(status, CL_SUCCESS);
+	E2E_OK(&v, clBuildProgram(prog, 1, &v.device, NULL, NULL, NULL));
+	E2E_OK(&v, clFinish(v.queue));
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	pid = daemon_again("off", 0);
+	/* The next calls resume the session. */
+	cl_kernel kern = e2e_kernel_create(&v, prog, "scramble");
+	cl_mem ma = e2e_buffer_create(&v, CL_MEM_COPY_HOST_PTR, N * 4, a);
+	cl_mem mb = e2e_buffer_create(&v, CL_MEM_READ_WRITE, N * 4, NULL);
+	E2E_OK(&v, clSetKernelArg(kern, 0, sizeof(ma), &ma));
+	E2E_OK(&v, clSetKernelArg(kern, 1, sizeof(mb), &mb));
+	E2E_OK(&v, clSetKernelArg(kern, 2, sizeof(k), &k));
+	E2E_OK(&v, clEnqueueNDRangeKernel(v.queue, kern, 1, NULL, &g, NULL, 0, NULL, NULL));
+	E2E_OK(&v, clEnqueueReadBuffer(v.queue, mb, CL_TRUE, 0, N * 4, got, 0, NULL, NULL));
+	ck_assert_mem_eq(got, want, sizeof(got));
+	clReleaseMemObject(ma);
+	clReleaseMemObject(mb);
+	clReleaseKernel(kern);
+	clReleaseProgram(prog);
+	free(bin);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	dir_remove();
+}
+END_TEST
+
 /* A kernel argument set again replaces its kept value, charge and all;
  * a released buffer that a kernel's argument names stays kept (and
  * charged) until the argument names another. */
@@ -1181,6 +1236,7 @@ int main(void)
 	tcase_add_test(tc, records_charged);
 	tcase_add_test(tc, records_replaced);
 	tcase_add_test(tc, parts_kept);
+	tcase_add_test(tc, binary_parts_kept);
 	tcase_add_test(tc, no_state_dir);
 	tcase_add_test(tc, guest_resume);
 	tcase_add_test(tc, guest_resume_workers);

@@ -744,6 +744,69 @@ START_TEST(test_binaries)
 }
 END_TEST
 
+/* A binary past what one message carries (it travels in parts): p's own
+ * binary of prog_build()'s program followed by zeros to `total` bytes,
+ * and `total` bytes of junk. Their errors and binary statuses in res[4];
+ * where the padded one loads, attr8's output with c[0] = 7 in out. */
+static void large_binary_run(struct e2e_plat *p, size_t total, cl_uint *out, cl_int res[4])
+{
+	cl_program src_prog = prog_build(p), prog;
+	size_t size = 0, gws = BIN_N, lws = 8;
+	unsigned char *buf;
+	const unsigned char *bin;
+	cl_uint c = 7;
+
+	E2E_OK(p, clGetProgramInfo(src_prog, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, NULL));
+	ck_assert(size > 0 && size < total);
+	buf = calloc(1, total);
+	ck_assert_ptr_nonnull(buf);
+	E2E_OK(p, clGetProgramInfo(src_prog, CL_PROGRAM_BINARIES, sizeof(buf), &buf, NULL));
+	clReleaseProgram(src_prog);
+	bin = buf;
+	res[1] = 1; /* no status written */
+	prog = clCreateProgramWithBinary(p->context, 1, &p->device, &total, &bin, &res[1], &res[0]);
+	if (prog && clBuildProgram(prog, 1, &p->device, NULL, NULL, NULL) == CL_SUCCESS) {
+		cl_kernel k = e2e_kernel_create(p, prog, "attr8");
+		cl_mem mx = e2e_buffer_create(p, CL_MEM_WRITE_ONLY, BIN_N * sizeof(cl_uint), NULL);
+		cl_mem mc = e2e_buffer_create(p, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+					      sizeof(c), &c);
+		E2E_OK(p, clSetKernelArg(k, 0, sizeof(mx), &mx));
+		E2E_OK(p, clSetKernelArg(k, 1, sizeof(mc), &mc));
+		E2E_OK(p, clEnqueueNDRangeKernel(p->queue, k, 1, NULL, &gws, &lws, 0, NULL, NULL));
+		E2E_OK(p, clEnqueueReadBuffer(p->queue, mx, CL_TRUE, 0, BIN_N * sizeof(cl_uint),
+					      out, 0, NULL, NULL));
+		clReleaseMemObject(mc);
+		clReleaseMemObject(mx);
+		clReleaseKernel(k);
+	}
+	if (prog)
+		clReleaseProgram(prog);
+	memset(buf, 0x5a, total);
+	res[3] = 1;
+	prog = clCreateProgramWithBinary(p->context, 1, &p->device, &total, &bin, &res[3], &res[2]);
+	if (prog)
+		clReleaseProgram(prog);
+	free(buf);
+}
+
+/* Binaries of 20 MiB, past what one message carries: the driver's answer
+ * to each, and the padded one's kernel output, are the native ones. */
+START_TEST(test_large_binary)
+{
+	cl_uint nat[BIN_N] = {0}, virt[BIN_N] = {0};
+	cl_int rn[4], rv[4];
+
+	large_binary_run(&e2e_native, 20u << 20, nat, rn);
+	large_binary_run(&e2e_virtual, 20u << 20, virt, rv);
+	fprintf(stderr, "e2e: note: native 20 MiB binaries: padded %s (status %d), junk %s (status %d)\n",
+		e2e_cl_strerror(rn[0]), rn[1], e2e_cl_strerror(rn[2]), rn[3]);
+	for (int i = 0; i < 4; i++)
+		ck_assert_msg(rv[i] == rn[i], "20 MiB binaries: virtual %d %d %d %d, native %d %d %d %d",
+			      rv[0], rv[1], rv[2], rv[3], rn[0], rn[1], rn[2], rn[3]);
+	ck_assert_mem_eq(virt, nat, sizeof(nat));
+}
+END_TEST
+
 /* ---- compile, link, include directories, options ---- */
 
 static void write_file(const char *dir, const char *name, const char *text)
@@ -1376,6 +1439,7 @@ static Suite *program_suite(void)
 	tcase_add_test(tc, test_long_kernel_name);
 	tcase_add_test(tc, test_long_options);
 	tcase_add_test(tc, test_large_source);
+	tcase_add_test(tc, test_large_binary);
 	tcase_add_test(tc, test_many_args);
 	tcase_add_test(tc, test_large_build_log);
 	tcase_add_test(tc, test_large_header);

@@ -397,6 +397,26 @@ static void seed_parts(const char *dir)
 	/* The bytes themselves, as a restore replays it. */
 	cp.program.id = G(14);
 	msg(CMX_OP_CreateProgramWithParts, &cp, src, len);
+	/* Binaries in parts (junk to the driver), lengths past the bytes
+	 * staged, and as many lengths as devices but not the staged size. */
+	uint64_t lens[1] = {len};
+	struct cmx_CreateProgramWithBinaryParts_in bin = {
+	    .program = REF(G(15)), .context = REF(G(1)), .devices = DEVS, .lengths = {lens, 1},
+	    .length = len};
+	p2.program = p1.program = G(15);
+	msg(CMX_OP_ProgramPart, &p1, NULL, 0);
+	msg(CMX_OP_ProgramPart, &p2, NULL, 0);
+	msg(CMX_OP_CreateProgramWithBinaryParts, &bin, NULL, 0);
+	p2.program = p1.program = G(16);
+	msg(CMX_OP_ProgramPart, &p1, NULL, 0);
+	msg(CMX_OP_ProgramPart, &p2, NULL, 0);
+	lens[0] = len + 1;
+	bin.program.id = G(16);
+	msg(CMX_OP_CreateProgramWithBinaryParts, &bin, NULL, 0);
+	lens[0] = len;
+	bin.program.id = G(17);
+	bin.length = len - 1;
+	msg(CMX_OP_CreateProgramWithBinaryParts, &bin, src, len - 1);
 	save(dir, "program_parts");
 }
 
