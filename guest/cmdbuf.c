@@ -3,6 +3,7 @@
 #include "entry.h"
 #include "command.h"
 #include "icd.h"
+#include "image.h"
 #include "mem.h"
 #include "object.h"
 #include "program.h"
@@ -328,6 +329,112 @@ static cl_int CL_API_CALL cmx_clCommandFillBufferKHR(
 			   &in.points, &in.point);
 }
 
+static void u64x3(uint64_t *d, const size_t *s)
+{
+	for (int i = 0; i < 3; i++)
+		d[i] = s[i];
+}
+
+static cl_int CL_API_CALL cmx_clCommandCopyImageKHR(
+    cl_command_buffer_khr b, cl_command_queue q, cl_mem src, cl_mem dst, const size_t *so,
+    const size_t *dor, const size_t *region, cl_uint n, const cl_sync_point_khr *list,
+    cl_sync_point_khr *sync_point, cl_mutable_command_khr *mutable_handle)
+{
+	struct cmx_CommandCopyImage_in in;
+	uint64_t s64[3], d64[3], r64[3];
+	cl_int e = record_begin(b, q, n, list, mutable_handle);
+
+	if (e)
+		return e;
+	e = cmx_copy_image_check(b->queue, src, dst, so, dor, region);
+	if (!e) {
+		u64x3(s64, so), u64x3(d64, dor), u64x3(r64, region);
+		in = (struct cmx_CommandCopyImage_in){.cmdbuf.id = b->id,
+						      .src.id = src->id,
+						      .dst.id = dst->id,
+						      .src_origin = {s64, 3},
+						      .dst_origin = {d64, 3},
+						      .region = {r64, 3}};
+	}
+	return record_send(b, e, n, list, sync_point, &cmx_desc_CommandCopyImage_in, &in,
+			   &in.points, &in.point);
+}
+
+static cl_int CL_API_CALL cmx_clCommandCopyImageToBufferKHR(
+    cl_command_buffer_khr b, cl_command_queue q, cl_mem src, cl_mem dst, const size_t *so,
+    const size_t *region, size_t doff, cl_uint n, const cl_sync_point_khr *list,
+    cl_sync_point_khr *sync_point, cl_mutable_command_khr *mutable_handle)
+{
+	struct cmx_CommandCopyImageToBuffer_in in;
+	uint64_t o64[3], r64[3];
+	cl_int e = record_begin(b, q, n, list, mutable_handle);
+
+	if (e)
+		return e;
+	e = cmx_image_buffer_check(b->queue, src, dst, doff, so, region);
+	if (!e) {
+		u64x3(o64, so), u64x3(r64, region);
+		in = (struct cmx_CommandCopyImageToBuffer_in){.cmdbuf.id = b->id,
+							      .src.id = src->id,
+							      .dst.id = dst->id,
+							      .src_origin = {o64, 3},
+							      .region = {r64, 3},
+							      .dst_offset = doff};
+	}
+	return record_send(b, e, n, list, sync_point, &cmx_desc_CommandCopyImageToBuffer_in, &in,
+			   &in.points, &in.point);
+}
+
+static cl_int CL_API_CALL cmx_clCommandCopyBufferToImageKHR(
+    cl_command_buffer_khr b, cl_command_queue q, cl_mem src, cl_mem dst, size_t soff,
+    const size_t *dor, const size_t *region, cl_uint n, const cl_sync_point_khr *list,
+    cl_sync_point_khr *sync_point, cl_mutable_command_khr *mutable_handle)
+{
+	struct cmx_CommandCopyBufferToImage_in in;
+	uint64_t o64[3], r64[3];
+	cl_int e = record_begin(b, q, n, list, mutable_handle);
+
+	if (e)
+		return e;
+	e = cmx_image_buffer_check(b->queue, dst, src, soff, dor, region);
+	if (!e) {
+		u64x3(o64, dor), u64x3(r64, region);
+		in = (struct cmx_CommandCopyBufferToImage_in){.cmdbuf.id = b->id,
+							      .src.id = src->id,
+							      .dst.id = dst->id,
+							      .src_offset = soff,
+							      .dst_origin = {o64, 3},
+							      .region = {r64, 3}};
+	}
+	return record_send(b, e, n, list, sync_point, &cmx_desc_CommandCopyBufferToImage_in, &in,
+			   &in.points, &in.point);
+}
+
+static cl_int CL_API_CALL cmx_clCommandFillImageKHR(
+    cl_command_buffer_khr b, cl_command_queue q, cl_mem m, const void *color,
+    const size_t *origin, const size_t *region, cl_uint n, const cl_sync_point_khr *list,
+    cl_sync_point_khr *sync_point, cl_mutable_command_khr *mutable_handle)
+{
+	struct cmx_CommandFillImage_in in;
+	unsigned char col[16];
+	uint64_t o64[3], r64[3];
+	cl_int e = record_begin(b, q, n, list, mutable_handle);
+
+	if (e)
+		return e;
+	e = cmx_fill_image_check(b->queue, m, color, origin, region, col);
+	if (!e) {
+		u64x3(o64, origin), u64x3(r64, region);
+		in = (struct cmx_CommandFillImage_in){.cmdbuf.id = b->id,
+						      .mem.id = m->id,
+						      .color = {col, sizeof(col)},
+						      .origin = {o64, 3},
+						      .region = {r64, 3}};
+	}
+	return record_send(b, e, n, list, sync_point, &cmx_desc_CommandFillImage_in, &in,
+			   &in.points, &in.point);
+}
+
 /* The arguments are the kernel's now: the daemon's driver copies them into
  * the record, and later clSetKernelArg calls change only later launches. */
 static cl_int CL_API_CALL cmx_clCommandNDRangeKernelKHR(
@@ -481,7 +588,9 @@ void *cmx_cmdbuf_function(const char *name)
 	    FN(clCreateCommandBufferKHR),	 FN(clRetainCommandBufferKHR),
 	    FN(clReleaseCommandBufferKHR),	 FN(clFinalizeCommandBufferKHR),
 	    FN(clCommandBarrierWithWaitListKHR), FN(clCommandCopyBufferKHR),
-	    FN(clCommandCopyBufferRectKHR),
+	    FN(clCommandCopyBufferRectKHR),	 FN(clCommandCopyImageKHR),
+	    FN(clCommandCopyImageToBufferKHR),	 FN(clCommandCopyBufferToImageKHR),
+	    FN(clCommandFillImageKHR),
 	    FN(clCommandFillBufferKHR),		 FN(clCommandNDRangeKernelKHR),
 	    FN(clEnqueueCommandBufferKHR),	 FN(clGetCommandBufferInfoKHR),
 #undef FN

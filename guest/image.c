@@ -749,13 +749,9 @@ static void u64x3(uint64_t *out, const size_t *in)
 		out[i] = in[i];
 }
 
-cl_int cmx_clEnqueueCopyImage(cl_command_queue q, cl_mem src, cl_mem dst, const size_t *so,
-			      const size_t *dor, const size_t *region, cl_uint n,
-			      const cl_event *list, cl_event *event)
+cl_int cmx_copy_image_check(cl_command_queue q, cl_mem src, cl_mem dst, const size_t *so,
+			    const size_t *dor, const size_t *region)
 {
-	struct cmx_CopyImage_in in;
-	uint64_t s64[3], d64[3], r64[3];
-	struct cmx_cmd c;
 	cl_int e = cmx_image_check(q, src);
 
 	if (!e)
@@ -769,7 +765,19 @@ cl_int cmx_clEnqueueCopyImage(cl_command_queue q, cl_mem src, cl_mem dst, const 
 		return e;
 	if (src == dst && boxes_meet(so, dor, region))
 		return CL_MEM_COPY_OVERLAP;
-	if ((e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_COPY_IMAGE)))
+	return CL_SUCCESS;
+}
+
+cl_int cmx_clEnqueueCopyImage(cl_command_queue q, cl_mem src, cl_mem dst, const size_t *so,
+			      const size_t *dor, const size_t *region, cl_uint n,
+			      const cl_event *list, cl_event *event)
+{
+	struct cmx_CopyImage_in in;
+	uint64_t s64[3], d64[3], r64[3];
+	struct cmx_cmd c;
+	cl_int e = cmx_copy_image_check(q, src, dst, so, dor, region);
+
+	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_COPY_IMAGE)))
 		return e;
 	u64x3(s64, so), u64x3(d64, dor), u64x3(r64, region);
 	in = (struct cmx_CopyImage_in){.queue = {q->id},
@@ -783,24 +791,35 @@ cl_int cmx_clEnqueueCopyImage(cl_command_queue q, cl_mem src, cl_mem dst, const 
 	return cmx_cmd_end(&c, CMX_SEND(CopyImage, &in));
 }
 
-cl_int cmx_clEnqueueFillImage(cl_command_queue q, cl_mem m, const void *color, const size_t *origin,
-			      const size_t *region, cl_uint n, const cl_event *list,
-			      cl_event *event)
+cl_int cmx_fill_image_check(cl_command_queue q, cl_mem m, const void *color, const size_t *origin,
+			    const size_t *region, unsigned char col[16])
 {
-	unsigned char col[16] = {0};
-	uint64_t o64[3], r64[3];
-	struct cmx_FillImage_in in;
-	struct cmx_cmd c;
 	cl_int e = cmx_image_check(q, m);
 
 	if (!e)
 		e = cmx_image_region_check(m, origin, region);
 	if (!e && !color)
 		e = CL_INVALID_VALUE;
-	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_FILL_IMAGE)))
+	if (e)
 		return e;
 	/* A depth image's color is one float; every other, four components. */
+	memset(col, 0, 16);
 	memcpy(col, color, m->image->format.image_channel_order == CL_DEPTH ? 4 : 16);
+	return CL_SUCCESS;
+}
+
+cl_int cmx_clEnqueueFillImage(cl_command_queue q, cl_mem m, const void *color, const size_t *origin,
+			      const size_t *region, cl_uint n, const cl_event *list,
+			      cl_event *event)
+{
+	unsigned char col[16];
+	uint64_t o64[3], r64[3];
+	struct cmx_FillImage_in in;
+	struct cmx_cmd c;
+	cl_int e = cmx_fill_image_check(q, m, color, origin, region, col);
+
+	if (e || (e = cmx_cmd_begin(&c, q, n, list, event, CL_COMMAND_FILL_IMAGE)))
+		return e;
 	u64x3(o64, origin), u64x3(r64, region);
 	in = (struct cmx_FillImage_in){.queue = {q->id},
 				       .mem = {m->id},
@@ -812,12 +831,8 @@ cl_int cmx_clEnqueueFillImage(cl_command_queue q, cl_mem m, const void *color, c
 	return cmx_cmd_end(&c, CMX_SEND(FillImage, &in));
 }
 
-/* The checks of an image <-> buffer copy, then its command: the image
- * box, and the buffer's range from off. */
-static cl_int image_buffer_begin(struct cmx_cmd *c, cl_command_queue q, cl_mem img, cl_mem buf,
-				 size_t off, const size_t *origin, const size_t *region,
-				 cl_uint n, const cl_event *list, cl_event *event,
-				 cl_command_type type)
+cl_int cmx_image_buffer_check(cl_command_queue q, cl_mem img, cl_mem buf, size_t off,
+			      const size_t *origin, const size_t *region)
 {
 	size_t bytes;
 	cl_int e = cmx_image_check(q, img);
@@ -834,7 +849,18 @@ static cl_int image_buffer_begin(struct cmx_cmd *c, cl_command_queue q, cl_mem i
 	bytes = img->image->elem * region[0] * region[1] * region[2];
 	if (off > buf->size || bytes > buf->size - off)
 		return CL_INVALID_VALUE;
-	return cmx_cmd_begin(c, q, n, list, event, type);
+	return CL_SUCCESS;
+}
+
+/* The checks of an image <-> buffer copy, then its command. */
+static cl_int image_buffer_begin(struct cmx_cmd *c, cl_command_queue q, cl_mem img, cl_mem buf,
+				 size_t off, const size_t *origin, const size_t *region,
+				 cl_uint n, const cl_event *list, cl_event *event,
+				 cl_command_type type)
+{
+	cl_int e = cmx_image_buffer_check(q, img, buf, off, origin, region);
+
+	return e ? e : cmx_cmd_begin(c, q, n, list, event, type);
 }
 
 cl_int cmx_clEnqueueCopyImageToBuffer(cl_command_queue q, cl_mem src, cl_mem dst, const size_t *so,

@@ -139,6 +139,12 @@ int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t o
  * checked before the driver, which would take the range as given:
  * CL_SUCCESS, CL_INVALID_MEM_OBJECT or CL_INVALID_VALUE (host/exec_mem.c). */
 int cmx_buffer_range(struct cmx_call *c, uint64_t id, uint64_t off, uint64_t size);
+/* A box of the image `id` of the session (origin and region, 3 each) inside
+ * the image, into o and r, and its packed size in *bytes when bytes is
+ * given: CL_SUCCESS, CL_INVALID_MEM_OBJECT (no image) or CL_INVALID_VALUE
+ * (host/exec_image.c). */
+int cmx_image_region(struct cmx_call *c, uint64_t id, const struct cmx_u64s *origin,
+		     const struct cmx_u64s *region, size_t o[3], size_t r[3], uint64_t *bytes);
 /* A rect of the buffer `id` as the *BufferRect enqueues and a command
  * buffer's copy-rect record take it: origin and region (3 each) into o and
  * r, the pitches *row and *slice (0 filled in as the specification's

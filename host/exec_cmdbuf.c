@@ -36,6 +36,11 @@ static struct {
 	clCommandCopyBufferRectKHR_fn copy_rect;
 	clCommandFillBufferKHR_fn fill;
 	clCommandNDRangeKernelKHR_fn kernel;
+	/* The image commands: a driver without them records none. */
+	clCommandCopyImageKHR_fn copy_image;
+	clCommandCopyImageToBufferKHR_fn copy_image_buffer;
+	clCommandCopyBufferToImageKHR_fn copy_buffer_image;
+	clCommandFillImageKHR_fn fill_image;
 } fn;
 
 static int fn_load(const struct cmx_server *srv)
@@ -56,6 +61,10 @@ static int fn_load(const struct cmx_server *srv)
 	LOOK(copy_rect, clCommandCopyBufferRectKHR);
 	LOOK(fill, clCommandFillBufferKHR);
 	LOOK(kernel, clCommandNDRangeKernelKHR);
+	LOOK(copy_image, clCommandCopyImageKHR);
+	LOOK(copy_image_buffer, clCommandCopyImageToBufferKHR);
+	LOOK(copy_buffer_image, clCommandCopyBufferToImageKHR);
+	LOOK(fill_image, clCommandFillImageKHR);
 #undef LOOK
 	fn.state = fn.create && fn.retain && fn.release && fn.finalize && fn.enqueue && fn.info && fn.barrier &&
 			   fn.copy && fn.copy_rect && fn.fill && fn.kernel
@@ -360,6 +369,90 @@ int cmx_h_CommandFillBuffer(struct cmx_call *c, struct cmx_CommandFillBuffer_in 
 	if (!e)
 		e = fn.fill(in->cmdbuf.h, NULL, in->mem.h, in->pattern.ptr, p, in->offset, in->size,
 			    (cl_uint)in->points.n, w, &sp, NULL);
+	return record_end(b, e, sp);
+}
+
+/* Image commands are checked as their clEnqueue* counterparts are
+ * (host/exec_image.c): each box inside its image, the buffer's range
+ * inside the buffer. */
+int cmx_h_CommandCopyImage(struct cmx_call *c, struct cmx_CommandCopyImage_in *in)
+{
+	size_t so[3], dO[3], r[3];
+	struct cmdbuf *b = NULL;
+	cl_sync_point_khr *w, sp = 0;
+	cl_int e = record_begin(c, in->cmdbuf.id, in->point, &in->points, &b, &w);
+
+	if (!e)
+		e = cmx_image_region(c, in->src.id, &in->src_origin, &in->region, so, r, NULL);
+	if (!e)
+		e = cmx_image_region(c, in->dst.id, &in->dst_origin, &in->region, dO, r, NULL);
+	if (!e && !fn.copy_image)
+		e = CL_INVALID_OPERATION;
+	if (!e)
+		e = fn.copy_image(in->cmdbuf.h, NULL, in->src.h, in->dst.h, so, dO, r,
+				  (cl_uint)in->points.n, w, &sp, NULL);
+	return record_end(b, e, sp);
+}
+
+int cmx_h_CommandCopyImageToBuffer(struct cmx_call *c, struct cmx_CommandCopyImageToBuffer_in *in)
+{
+	size_t o[3], r[3];
+	uint64_t bytes = 0;
+	struct cmdbuf *b = NULL;
+	cl_sync_point_khr *w, sp = 0;
+	cl_int e = record_begin(c, in->cmdbuf.id, in->point, &in->points, &b, &w);
+
+	if (!e)
+		e = cmx_image_region(c, in->src.id, &in->src_origin, &in->region, o, r, &bytes);
+	if (!e)
+		e = cmx_buffer_range(c, in->dst.id, in->dst_offset, bytes);
+	if (!e && !fn.copy_image_buffer)
+		e = CL_INVALID_OPERATION;
+	if (!e)
+		e = fn.copy_image_buffer(in->cmdbuf.h, NULL, in->src.h, in->dst.h, o, r,
+					 in->dst_offset, (cl_uint)in->points.n, w, &sp, NULL);
+	return record_end(b, e, sp);
+}
+
+int cmx_h_CommandCopyBufferToImage(struct cmx_call *c, struct cmx_CommandCopyBufferToImage_in *in)
+{
+	size_t o[3], r[3];
+	uint64_t bytes = 0;
+	struct cmdbuf *b = NULL;
+	cl_sync_point_khr *w, sp = 0;
+	cl_int e = record_begin(c, in->cmdbuf.id, in->point, &in->points, &b, &w);
+
+	if (!e)
+		e = cmx_image_region(c, in->dst.id, &in->dst_origin, &in->region, o, r, &bytes);
+	if (!e)
+		e = cmx_buffer_range(c, in->src.id, in->src_offset, bytes);
+	if (!e && !fn.copy_buffer_image)
+		e = CL_INVALID_OPERATION;
+	if (!e)
+		e = fn.copy_buffer_image(in->cmdbuf.h, NULL, in->src.h, in->dst.h, in->src_offset, o,
+					 r, (cl_uint)in->points.n, w, &sp, NULL);
+	return record_end(b, e, sp);
+}
+
+int cmx_h_CommandFillImage(struct cmx_call *c, struct cmx_CommandFillImage_in *in)
+{
+	unsigned char color[16];
+	size_t o[3], r[3];
+	struct cmdbuf *b = NULL;
+	cl_sync_point_khr *w, sp = 0;
+	cl_int e = record_begin(c, in->cmdbuf.id, in->point, &in->points, &b, &w);
+
+	if (!e)
+		e = cmx_image_region(c, in->mem.id, &in->origin, &in->region, o, r, NULL);
+	if (!e && in->color.len != sizeof(color))
+		e = CL_INVALID_VALUE;
+	if (!e && !fn.fill_image)
+		e = CL_INVALID_OPERATION;
+	if (!e) {
+		memcpy(color, in->color.ptr, sizeof(color));
+		e = fn.fill_image(in->cmdbuf.h, NULL, in->mem.h, color, o, r, (cl_uint)in->points.n,
+				  w, &sp, NULL);
+	}
 	return record_end(b, e, sp);
 }
 

@@ -231,9 +231,7 @@ int cmx_h_GetImageInfo(struct cmx_call *c, struct cmx_GetImageInfo_in *in,
 	return CMX_INFO(c, &out->value, clGetImageInfo, in->mem.h, (cl_uint)in->param);
 }
 
-/* A transfer's box of image m (the session's object id) inside the image,
- * and its packed size when bytes is given. */
-static int image_region(struct cmx_call *c, uint64_t id, const struct cmx_u64s *origin,
+int cmx_image_region(struct cmx_call *c, uint64_t id, const struct cmx_u64s *origin,
 			const struct cmx_u64s *region, size_t o[3], size_t r[3], uint64_t *bytes)
 {
 	struct cmx_obj *m = cmx_session_obj(c->s, id, CMX_K_MEM);
@@ -258,7 +256,7 @@ static int write_image(struct cmx_call *c, struct cmx_WriteImage_in *in, int syn
 	size_t o[3], r[3];
 	uint64_t bytes;
 	cl_event ev;
-	cl_int e = image_region(c, in->mem.id, &in->origin, &in->region, o, r, &bytes);
+	cl_int e = cmx_image_region(c, in->mem.id, &in->origin, &in->region, o, r, &bytes);
 
 	if (e)
 		return e;
@@ -281,7 +279,7 @@ static int read_image(struct cmx_call *c, struct cmx_ReadImage_in *in, int sync)
 	uint64_t bytes;
 	cl_event ev;
 	void *dst;
-	cl_int e = image_region(c, in->mem.id, &in->origin, &in->region, o, r, &bytes);
+	cl_int e = cmx_image_region(c, in->mem.id, &in->origin, &in->region, o, r, &bytes);
 
 	if (e)
 		return e;
@@ -303,9 +301,9 @@ int cmx_h_CopyImage(struct cmx_call *c, struct cmx_CopyImage_in *in)
 {
 	size_t so[3], dO[3], r[3];
 	cl_event ev;
-	cl_int e = image_region(c, in->src.id, &in->src_origin, &in->region, so, r, NULL);
+	cl_int e = cmx_image_region(c, in->src.id, &in->src_origin, &in->region, so, r, NULL);
 
-	if (e || (e = image_region(c, in->dst.id, &in->dst_origin, &in->region, dO, r, NULL)))
+	if (e || (e = cmx_image_region(c, in->dst.id, &in->dst_origin, &in->region, dO, r, NULL)))
 		return e;
 	e = clEnqueueCopyImage(in->queue.h, in->src.h, in->dst.h, so, dO, r, WAIT(in->wait), &ev);
 	if (!e)
@@ -318,7 +316,7 @@ int cmx_h_FillImage(struct cmx_call *c, struct cmx_FillImage_in *in)
 	unsigned char color[16] = {0};
 	size_t o[3], r[3];
 	cl_event ev;
-	cl_int e = image_region(c, in->mem.id, &in->origin, &in->region, o, r, NULL);
+	cl_int e = cmx_image_region(c, in->mem.id, &in->origin, &in->region, o, r, NULL);
 
 	if (e)
 		return e;
@@ -331,25 +329,14 @@ int cmx_h_FillImage(struct cmx_call *c, struct cmx_FillImage_in *in)
 	return e;
 }
 
-/* The buffer side of an image <-> buffer copy: bytes from off inside the
- * buffer (not an image). */
-static int buffer_range(struct cmx_call *c, uint64_t id, uint64_t off, uint64_t bytes)
-{
-	struct cmx_obj *b = cmx_session_obj(c->s, id, CMX_K_MEM);
-
-	if (!b || b->ext)
-		return CL_INVALID_MEM_OBJECT;
-	return cmx_cl_range_bad(off, bytes, b->size) ? CL_INVALID_VALUE : CL_SUCCESS;
-}
-
 int cmx_h_CopyImageToBuffer(struct cmx_call *c, struct cmx_CopyImageToBuffer_in *in)
 {
 	size_t o[3], r[3];
 	uint64_t bytes;
 	cl_event ev;
-	cl_int e = image_region(c, in->src.id, &in->src_origin, &in->region, o, r, &bytes);
+	cl_int e = cmx_image_region(c, in->src.id, &in->src_origin, &in->region, o, r, &bytes);
 
-	if (e || (e = buffer_range(c, in->dst.id, in->dst_offset, bytes)))
+	if (e || (e = cmx_buffer_range(c, in->dst.id, in->dst_offset, bytes)))
 		return e;
 	e = clEnqueueCopyImageToBuffer(in->queue.h, in->src.h, in->dst.h, o, r, in->dst_offset,
 				       WAIT(in->wait), &ev);
@@ -363,9 +350,9 @@ int cmx_h_CopyBufferToImage(struct cmx_call *c, struct cmx_CopyBufferToImage_in 
 	size_t o[3], r[3];
 	uint64_t bytes;
 	cl_event ev;
-	cl_int e = image_region(c, in->dst.id, &in->dst_origin, &in->region, o, r, &bytes);
+	cl_int e = cmx_image_region(c, in->dst.id, &in->dst_origin, &in->region, o, r, &bytes);
 
-	if (e || (e = buffer_range(c, in->src.id, in->src_offset, bytes)))
+	if (e || (e = cmx_buffer_range(c, in->src.id, in->src_offset, bytes)))
 		return e;
 	e = clEnqueueCopyBufferToImage(in->queue.h, in->src.h, in->dst.h, in->src_offset, o, r,
 				       WAIT(in->wait), &ev);

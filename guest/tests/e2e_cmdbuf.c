@@ -437,6 +437,102 @@ START_TEST(test_cmdbuf_rect)
 }
 END_TEST
 
+#define IMG 16 /* the images' side, in pixels of 4 bytes */
+
+/* Image commands recorded and replayed twice: A (random) copied into B's
+ * box, a box of B filled, B read into buffer X, X's first row written
+ * into A. The bytes of A, B and X after the replays in out (3 x IMG x IMG
+ * x 4); bad[2]: the codes of a copy whose box reaches past A and of a fill
+ * of a buffer given as an image. The images' functions looked up by name:
+ * a driver's record of them is optional to clmux's build. */
+static void images_run(struct e2e_plat *p, unsigned char *out, cl_int bad[2])
+{
+	const size_t bytes = IMG * IMG * 4;
+	cl_image_format fmt = {CL_RGBA, CL_UNSIGNED_INT8};
+	cl_image_desc desc = {.image_type = CL_MEM_OBJECT_IMAGE2D, .image_width = IMG,
+			      .image_height = IMG};
+	unsigned char *src = e2e_xmalloc(bytes);
+	size_t zero[3] = {0, 0, 0}, so[3] = {2, 3, 0}, dor[3] = {5, 1, 0}, region[3] = {8, 9, 1};
+	size_t fo[3] = {1, 10, 0}, fr[3] = {6, 4, 1}, row[3] = {IMG, 1, 1}, all[3] = {IMG, IMG, 1};
+	size_t far[3] = {12, 12, 0};
+	cl_uint color[4] = {11, 22, 33, 44};
+	cl_command_buffer_khr cb;
+	cl_sync_point_khr sp[4];
+	struct cbfn f;
+	cl_int e;
+	clCommandCopyImageKHR_fn copy_image = (clCommandCopyImageKHR_fn)
+	    clGetExtensionFunctionAddressForPlatform(p->platform, "clCommandCopyImageKHR");
+	clCommandFillImageKHR_fn fill_image = (clCommandFillImageKHR_fn)
+	    clGetExtensionFunctionAddressForPlatform(p->platform, "clCommandFillImageKHR");
+	clCommandCopyImageToBufferKHR_fn to_buffer = (clCommandCopyImageToBufferKHR_fn)
+	    clGetExtensionFunctionAddressForPlatform(p->platform, "clCommandCopyImageToBufferKHR");
+	clCommandCopyBufferToImageKHR_fn to_image = (clCommandCopyBufferToImageKHR_fn)
+	    clGetExtensionFunctionAddressForPlatform(p->platform, "clCommandCopyBufferToImageKHR");
+
+	ck_assert_msg(copy_image && fill_image && to_buffer && to_image,
+		      "%s: the image recording functions are missing", p->role);
+	cbfn_load(p, &f);
+	e2e_rand_bytes(src, bytes, 11);
+	cl_mem a = clCreateImage(p->context, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, &fmt, &desc,
+				 src, &e);
+	E2E_OK(p, e);
+	cl_mem b = clCreateImage(p->context, CL_MEM_READ_WRITE, &fmt, &desc, NULL, &e);
+	E2E_OK(p, e);
+	cl_mem x = e2e_buffer_create(p, CL_MEM_READ_WRITE, bytes, NULL);
+	cl_uint black[4] = {0, 0, 0, 0};
+	E2E_OK(p, clEnqueueFillImage(p->queue, b, black, zero, all, 0, NULL, NULL));
+	cb = f.create(1, &p->queue, NULL, &e);
+	E2E_OK(p, e);
+	E2E_OK(p, copy_image(cb, NULL, a, b, so, dor, region, 0, NULL, &sp[0], NULL));
+	E2E_OK(p, fill_image(cb, NULL, b, color, fo, fr, 1, &sp[0], &sp[1], NULL));
+	E2E_OK(p, to_buffer(cb, NULL, b, x, zero, all, 0, 1, &sp[1], &sp[2], NULL));
+	E2E_OK(p, to_image(cb, NULL, x, a, 0, zero, row, 1, &sp[2], &sp[3], NULL));
+	bad[0] = copy_image(cb, NULL, a, b, far, zero, region, 0, NULL, NULL, NULL);
+	bad[1] = fill_image(cb, NULL, x, color, zero, row, 0, NULL, NULL, NULL);
+	E2E_OK(p, f.finalize(cb));
+	for (int i = 0; i < 2; i++) {
+		E2E_OK(p, f.enqueue(0, NULL, cb, 0, NULL, NULL));
+		E2E_OK(p, clFinish(p->queue));
+	}
+	E2E_OK(p, clEnqueueReadImage(p->queue, a, CL_TRUE, zero, all, 0, 0, out, 0, NULL, NULL));
+	E2E_OK(p, clEnqueueReadImage(p->queue, b, CL_TRUE, zero, all, 0, 0, out + bytes, 0, NULL,
+				     NULL));
+	E2E_OK(p, clEnqueueReadBuffer(p->queue, x, CL_TRUE, 0, bytes, out + 2 * bytes, 0, NULL,
+				      NULL));
+	E2E_OK(p, f.release(cb));
+	clReleaseMemObject(x);
+	clReleaseMemObject(b);
+	clReleaseMemObject(a);
+	free(src);
+}
+
+START_TEST(test_cmdbuf_images)
+{
+	const size_t bytes = IMG * IMG * 4;
+	unsigned char *nat = e2e_xcalloc(3 * bytes), *virt = e2e_xcalloc(3 * bytes);
+	cl_bool img = CL_FALSE;
+	cl_int nbad[2], vbad[2];
+
+	if (!both_have())
+		return;
+	clGetDeviceInfo(e2e_native.device, CL_DEVICE_IMAGE_SUPPORT, sizeof(img), &img, NULL);
+	if (!img) {
+		fprintf(stderr, "native device has no images: nothing to compare\n");
+		return;
+	}
+	images_run(&e2e_native, nat, nbad);
+	images_run(&e2e_virtual, virt, vbad);
+	/* B's filled box reads the color; X holds B. */
+	ck_assert_uint_eq(nat[bytes + (11 * IMG + 2) * 4 + 1], 22);
+	ck_assert_mem_eq(nat + bytes, nat + 2 * bytes, bytes);
+	e2e_assert_bytes_eq(virt, nat, 3 * bytes, "virtual image records vs native");
+	e2e_check_err("image copy past the end", vbad[0], nbad[0], CL_INVALID_VALUE);
+	e2e_check_err("image fill of a buffer", vbad[1], nbad[1], CL_INVALID_MEM_OBJECT);
+	free(virt);
+	free(nat);
+}
+END_TEST
+
 /* The error paths of one platform, in a fixed order: *codes gets each. */
 #define CB_ERRS 12
 static void errors_run(struct e2e_plat *p, cl_int codes[CB_ERRS])
@@ -545,6 +641,7 @@ static Suite *cmdbuf_suite(void)
 	tcase_add_test(tc, test_cmdbuf_args_captured);
 	tcase_add_test(tc, test_cmdbuf_many);
 	tcase_add_test(tc, test_cmdbuf_rect);
+	tcase_add_test(tc, test_cmdbuf_images);
 	tcase_add_test(tc, test_cmdbuf_errors);
 	suite_add_tcase(s, tc);
 	return s;
