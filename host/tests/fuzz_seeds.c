@@ -894,6 +894,80 @@ static void seed_cmdbuf(const char *dir)
 	save(dir, "cmdbuf");
 }
 
+/* A command buffer's image records: a copy, a fill and both image <->
+ * buffer copies of a 4x2 image, then a box past the image and a buffer
+ * named as the image. */
+static void seed_cmdbuf_images(const char *dir)
+{
+	unsigned char px[4 * 4 * 2] = {0}, color[16] = {1, 2, 3, 4};
+	uint64_t fmt[2] = {0x10B5 /* CL_RGBA */, 0x10D2 /* CL_UNORM_INT8 */};
+	uint64_t desc[9] = {0x10F1 /* CL_MEM_OBJECT_IMAGE2D */, 4, 2, 0, 0, 0, 0, 0, 0};
+	uint64_t z3[3] = {0, 0, 0}, o3[3] = {2, 0, 0}, r3[3] = {2, 2, 1}, far[3] = {3, 1, 0};
+	uint64_t p1[1] = {1};
+
+	begin(0);
+	context_queue();
+	buffer(G(3), 64);
+	struct cmx_CreateImage_in ci = {.mem = REF(G(20)),
+					.context = REF(G(1)),
+					.flags = 1 | 0x20 /* RW, COPY_HOST_PTR */,
+					.format = {fmt, 2},
+					.desc = {desc, 9}};
+	msg(CMX_OP_CreateImage, &ci, px, sizeof(px));
+	struct cmx_CreateCommandBuffer_in cc = {.cmdbuf = REF(G(30)), .queue = REF(G(2))};
+	msg(CMX_OP_CreateCommandBuffer, &cc, NULL, 0);
+	struct cmx_CommandCopyImage_in cpi = {.cmdbuf = REF(G(30)),
+					      .src = REF(G(20)),
+					      .dst = REF(G(20)),
+					      .src_origin = {z3, 3},
+					      .dst_origin = {o3, 3},
+					      .region = {r3, 3},
+					      .point = 1};
+	msg(CMX_OP_CommandCopyImage, &cpi, NULL, 0);
+	struct cmx_CommandFillImage_in fim = {.cmdbuf = REF(G(30)),
+					      .mem = REF(G(20)),
+					      .color = {color, 16},
+					      .origin = {z3, 3},
+					      .region = {r3, 3},
+					      .points = {p1, 1},
+					      .point = 2};
+	msg(CMX_OP_CommandFillImage, &fim, NULL, 0);
+	struct cmx_CommandCopyImageToBuffer_in ib = {.cmdbuf = REF(G(30)),
+						     .src = REF(G(20)),
+						     .dst = REF(G(3)),
+						     .src_origin = {z3, 3},
+						     .region = {r3, 3},
+						     .dst_offset = 8,
+						     .point = 3};
+	msg(CMX_OP_CommandCopyImageToBuffer, &ib, NULL, 0);
+	struct cmx_CommandCopyBufferToImage_in bi = {.cmdbuf = REF(G(30)),
+						     .src = REF(G(3)),
+						     .dst = REF(G(20)),
+						     .dst_origin = {o3, 3},
+						     .region = {r3, 3},
+						     .point = 4};
+	msg(CMX_OP_CommandCopyBufferToImage, &bi, NULL, 0);
+	struct cmx_FinalizeCommandBuffer_in fi = {.cmdbuf = REF(G(30))};
+	msg(CMX_OP_FinalizeCommandBuffer, &fi, NULL, 0);
+	struct cmx_EnqueueCommandBuffer_in en = {.queue = REF(G(2)), .cmdbuf = REF(G(30))};
+	msg(CMX_OP_EnqueueCommandBuffer, &en, NULL, 0);
+	finish();
+	/* A second buffer: a box past the image, a buffer as the image. */
+	cc.cmdbuf.id = G(31);
+	msg(CMX_OP_CreateCommandBuffer, &cc, NULL, 0);
+	cpi.cmdbuf.id = G(31);
+	cpi.src_origin = (struct cmx_u64s){far, 3};
+	msg(CMX_OP_CommandCopyImage, &cpi, NULL, 0);
+	fim.cmdbuf.id = G(31);
+	fim.mem.id = G(3);
+	fim.points.n = 0;
+	fim.point = 2;
+	msg(CMX_OP_CommandFillImage, &fim, NULL, 0);
+	fi.cmdbuf.id = G(31);
+	msg(CMX_OP_FinalizeCommandBuffer, &fi, NULL, 0);
+	save(dir, "cmdbuf_images");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
@@ -914,5 +988,6 @@ int main(int argc, char **argv)
 	seed_handshake(argv[1]);
 	seed_compress(argv[1]);
 	seed_cmdbuf(argv[1]);
+	seed_cmdbuf_images(argv[1]);
 	return 0;
 }
