@@ -258,9 +258,13 @@ static void CL_CALLBACK on_complete(cl_event e, cl_int status, void *arg)
 
 	(void)e;
 	(void)status;
-	/* A driver thread: the slot is the loop's to read, but for srv,
-	 * written before the slot was first handed to the driver. */
-	cmx_loop_post(s->srv->loop, called, s);
+	/* A driver thread, or the loop's own inside clSetEventCallback for
+	 * an event already complete: the slot is the loop's to read, but for
+	 * srv, written before the slot was first handed to the driver. Either
+	 * way behind the completions the driver's threads reported before:
+	 * a non-blocking read's ReadDone writes the guest's memory, in the
+	 * order the reads completed. */
+	cmx_loop_post_shared(s->srv->loop, called, s);
 }
 
 static int grow(struct cmx_server *srv)

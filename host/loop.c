@@ -80,7 +80,7 @@ static void run_posts(struct cmx_loop *l)
 	p = l->posts;
 	l->posts = NULL;
 	l->posts_tail = &l->posts;
-	/* Pairs with the exchange in cmx_loop_post(): a post queued after this
+	/* Pairs with the exchange in post(): a post queued after this
 	 * point writes the eventfd again. */
 	atomic_store(&l->wake_pending, 0);
 	pthread_mutex_unlock(&l->post_lock);
@@ -112,7 +112,7 @@ static void run_local(struct cmx_loop *l)
 	}
 }
 
-void cmx_loop_post(struct cmx_loop *l, void (*fn)(void *arg), void *arg)
+static void post(struct cmx_loop *l, void (*fn)(void *arg), void *arg, int shared)
 {
 	struct post *p = malloc(sizeof(*p));
 	uint64_t one = 1;
@@ -125,6 +125,19 @@ void cmx_loop_post(struct cmx_loop *l, void (*fn)(void *arg), void *arg)
 	p->arg = arg;
 	p->next = NULL;
 	if (pthread_equal(pthread_self(), l->thread)) {
+		/* Shared: behind what other threads posted and the loop has
+		 * not run yet, if anything. */
+		if (shared) {
+			pthread_mutex_lock(&l->post_lock);
+			shared = l->posts != NULL;
+			if (shared) {
+				*l->posts_tail = p;
+				l->posts_tail = &p->next;
+			}
+			pthread_mutex_unlock(&l->post_lock);
+			if (shared)
+				return; /* the eventfd was written for the first */
+		}
 		*l->local_tail = p;
 		l->local_tail = &p->next;
 		return;
@@ -135,6 +148,16 @@ void cmx_loop_post(struct cmx_loop *l, void (*fn)(void *arg), void *arg)
 	pthread_mutex_unlock(&l->post_lock);
 	if (!atomic_exchange(&l->wake_pending, 1) && write(l->efd, &one, sizeof(one)) < 0)
 		cmx_err("eventfd write: %m");
+}
+
+void cmx_loop_post(struct cmx_loop *l, void (*fn)(void *arg), void *arg)
+{
+	post(l, fn, arg, 0);
+}
+
+void cmx_loop_post_shared(struct cmx_loop *l, void (*fn)(void *arg), void *arg)
+{
+	post(l, fn, arg, 1);
 }
 
 /*

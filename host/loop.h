@@ -69,5 +69,10 @@ void cmx_loop_report(struct cmx_loop *l);
 /* Thread-safe: runs fn(arg) on the loop thread soon. Used by executor
  * threads and native OpenCL callbacks. */
 void cmx_loop_post(struct cmx_loop *l, void (*fn)(void *arg), void *arg);
+/* The same, and on the loop's thread behind whatever other threads posted
+ * that has not run yet: a driver's callback that runs inside a
+ * registration on the loop's thread keeps its place behind those its
+ * threads ran before. */
+void cmx_loop_post_shared(struct cmx_loop *l, void (*fn)(void *arg), void *arg);
 
 #endif
