@@ -21,6 +21,7 @@
 #include "area.h"
 #include "call.h"
 #include "dispatch.h"
+#include "eventstate.h"
 #include "checkpoint.h"
 #include "codec.h"
 #include "frame.h"
@@ -307,6 +308,17 @@ static int area(struct cmx_session *s, const struct cmx_state_rec *rec)
 	return 0;
 }
 
+/* An event the guest holds, made again (host/eventstate.c). */
+static int event(struct cmx_session *s, const struct cmx_state_rec *rec)
+{
+	const char *why = NULL;
+	int e = cmx_eventstate_restore(s, rec, &why);
+
+	if (e)
+		finish(s, e, why);
+	return e ? -1 : 0;
+}
+
 /* Replays records until one is deferred (its end calls this again) or
  * the file ends. Loop thread. */
 static void next(struct cmx_session *s)
@@ -317,6 +329,7 @@ static void next(struct cmx_session *s)
 	while (cmx_state_next(&rs->r, &rec) == 1) {
 		int e = rec.type == CMX_STATE_CONTENTS ? contents(s, &rec)
 			: rec.type == CMX_STATE_AREA   ? area(s, &rec)
+			: rec.type == CMX_STATE_EVENT  ? event(s, &rec)
 						       : replay(s, &rec.hdr, rec.args, rec.bulk);
 		if (e)
 			return;

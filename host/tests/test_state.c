@@ -124,7 +124,7 @@ START_TEST(damaged)
 		ck_assert_int_ne(cmx_state_open(&r, f, k), 0);
 	ck_assert_int_eq(cmx_state_open(&r, f, n), 0);
 	/* Another version of the file: named as such. */
-	f[8] = 2;
+	f[8] = CMX_STATE_VERSION + 1;
 	ck_assert_int_eq(cmx_state_open(&r, f, n), -EPROTONOSUPPORT);
 	free(f);
 	close(dfd);
