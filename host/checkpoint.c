@@ -37,6 +37,7 @@ int cmx_checkpoint_open(const char *path)
 	if (state_fd >= 0)
 		close(state_fd);
 	state_fd = fd;
+	cmx_record_keep();
 	return 0;
 }
 
