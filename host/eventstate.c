@@ -239,7 +239,7 @@ static const char *check(struct cmx_session *s, const struct cmx_state_event *ev
 	if (ev->status < INT32_MIN || ev->status > CL_SUBMITTED ||
 	    (ev->status > CL_COMPLETE && !(user && ev->status == CL_SUBMITTED)))
 		return "an event status no checkpoint writes";
-	if (ev->status >= CL_COMPLETE && (!*ctx || !(*ctx)->h))
+	if ((ev->context && !*ctx) || (ev->status >= CL_COMPLETE && (!*ctx || !(*ctx)->h)))
 		return "an event of no such context";
 	for (uint64_t i = 0; i < ev->nc; i++) {
 		struct cmx_state_event_cb cb;

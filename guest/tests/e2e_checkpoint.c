@@ -1344,6 +1344,134 @@ START_TEST(events_resume_workers)
 }
 END_TEST
 
+/* The file from, for another session id, with one EVENT record added
+ * (and its callbacks, nc of cb); its name. */
+static void file_clone_event(const char *from, uint64_t session, const struct cmx_state_event *ev,
+			     const struct cmx_state_event_cb *cb, char *name, size_t len)
+{
+	int dfd = open(state, O_RDONLY | O_DIRECTORY);
+	struct cmx_state_writer *w = malloc(sizeof(*w));
+	struct cmx_state_reader r;
+	struct cmx_state_rec rec;
+	const void *p;
+	size_t n;
+
+	ck_assert_int_eq(cmx_state_map(dfd, from, &p, &n), 0);
+	ck_assert_int_eq(cmx_state_open(&r, p, n), 0);
+	snprintf(name, len, "event-%llu.state", (unsigned long long)session);
+	ck_assert_int_eq(
+	    cmx_state_begin(w, dfd, name, session, r.head.token, r.head.applied, r.head.tenant), 0);
+	while (cmx_state_next(&r, &rec) == 1) {
+		struct iovec iov = {(void *)rec.data, rec.len};
+		cmx_state_put(w, rec.type, &iov, 1);
+	}
+	struct iovec iov[2] = {{(void *)ev, sizeof(*ev)}, {(void *)cb, ev->nc * sizeof(*cb)}};
+	cmx_state_put(w, CMX_STATE_EVENT, iov, 2);
+	ck_assert_int_eq(cmx_state_commit(w), 0);
+	cmx_state_unmap(p, n);
+	free(w);
+	close(dfd);
+}
+
+/* The context the file's session made first. */
+static uint64_t file_context(const char *name)
+{
+	int dfd = open(state, O_RDONLY | O_DIRECTORY);
+	struct cmx_state_reader r;
+	struct cmx_state_rec rec;
+	uint64_t id = 0;
+	const void *p;
+	size_t n;
+
+	ck_assert_int_eq(cmx_state_map(dfd, name, &p, &n), 0);
+	ck_assert_int_eq(cmx_state_open(&r, p, n), 0);
+	while (!id && cmx_state_next(&r, &rec) == 1)
+		if (rec.type == CMX_STATE_CALL && rec.hdr.op == CMX_OP_CreateContext) {
+			struct cmx_CreateContext_in in;
+			ck_assert_int_eq(cmx_codec_decode(&cmx_desc_CreateContext_in, rec.args,
+							  rec.hdr.size, &in),
+					 0);
+			id = in.context.id;
+		}
+	cmx_state_unmap(p, n);
+	close(dfd);
+	ck_assert_uint_ne(id, 0);
+	return id;
+}
+
+/* EVENT records whose checksums hold but whose values no checkpoint
+ * writes (an id taken or of the daemon's range, a context that is
+ * none, a status no checkpoint writes, a callback on a completed event
+ * or for a status the event has reached): each ends its own session's
+ * restore, kept as .bad, while the same file with a well-formed event
+ * (complete; a user event unset with a callback) is restored beside
+ * them. */
+START_TEST(events_refused)
+{
+	static uint32_t a[N], want[N];
+	pid_t pid = daemon_start("off"), app;
+	struct ids ids;
+	char file[256], name[64], bad[80];
+	int st;
+
+	app = session_apart(a, want);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	kill(app, SIGKILL);
+	ck_assert_int_eq(waitpid(app, &st, 0), app);
+	state_check(a, want, &ids, file);
+	uint64_t ctx = file_context(file), free_id = 0x7ff00000;
+	struct cmx_state_event_cb cb = {.type = CL_COMPLETE, .tag = 0x1234};
+	const struct {
+		struct cmx_state_event ev;
+		int good;
+	} cases[] = {
+	    {{.id = free_id, .context = ctx, .status = CL_COMPLETE, .type = CL_COMMAND_MARKER}, 1},
+	    {{.id = free_id,
+	      .context = ctx,
+	      .status = CL_SUBMITTED,
+	      .type = CL_COMMAND_USER,
+	      .flags = CMX_STATE_EV_USER,
+	      .nc = 1},
+	     1},
+	    {{.id = free_id, .context = ids.b, .status = CL_COMPLETE}, 0},
+	    {{.id = ids.b, .context = ctx, .status = CL_COMPLETE}, 0},
+	    {{.id = 5, .context = ctx, .status = CL_COMPLETE}, 0},
+	    {{.id = free_id, .context = ctx, .status = CL_COMPLETE, .nc = 1}, 0},
+	    {{.id = free_id, .context = ctx, .status = CL_RUNNING}, 0},
+	    {{.id = free_id, .context = ctx, .status = CL_SUBMITTED}, 0},
+	    {{.id = free_id, .context = ctx, .status = (int64_t)INT32_MIN - 1}, 0},
+	};
+	const int ncases = (int)(sizeof(cases) / sizeof(cases[0]));
+	for (int i = 0; i < ncases; i++)
+		file_clone_event(file, ids.session + 100 + (uint64_t)i, &cases[i].ev, &cb, name,
+				 sizeof(name));
+	/* A callback for a status the user event has reached. */
+	struct cmx_state_event sub = cases[1].ev;
+	struct cmx_state_event_cb cbs = {.type = CL_SUBMITTED, .tag = 1};
+	file_clone_event(file, ids.session + 100 + (uint64_t)ncases, &sub, &cbs, name,
+			 sizeof(name));
+
+	pid = daemon_again("off", 0);
+	for (int i = 0; i <= ncases; i++) {
+		int good = i < ncases && cases[i].good;
+		snprintf(name, sizeof(name), "event-%llu.state",
+			 (unsigned long long)(ids.session + 100 + (uint64_t)i));
+		snprintf(bad, sizeof(bad), "%s.bad", name);
+		for (int k = 0; k < 3000 && exists(name); k++)
+			usleep(10000);
+		ck_assert_msg(!exists(name), "%s was not read", name);
+		ck_assert_msg(exists(bad) == !good, "case %d: %s", i,
+			      good ? "refused" : "restored");
+	}
+	/* The session itself, beside them. */
+	ck_assert(!exists(file));
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	dir_remove();
+}
+END_TEST
+
 /* A command behind a user event the application has not set: a
  * checkpoint does not wait for it (the drain would wait for the
  * application), it fails for that session; once the event is set it is
@@ -1415,6 +1543,7 @@ int main(void)
 	tcase_add_test(tc, events_resume);
 	tcase_add_test(tc, events_resume_workers);
 	tcase_add_test(tc, checkpoint_blocked);
+	tcase_add_test(tc, events_refused);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
