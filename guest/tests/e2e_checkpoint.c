@@ -1253,11 +1253,11 @@ static void events_app(int fd, int go)
 
 /* The state file a SIGTERM wrote: its events, and the callbacks they
  * carry. */
-static void events_counted(unsigned *events, unsigned *cbs, unsigned *pending)
+static void events_counted(unsigned *events, unsigned *cbs, unsigned *pending, char *name)
 {
 	DIR *d = opendir(state);
 	struct dirent *e;
-	char name[256] = "";
+
 	struct cmx_state_reader r;
 	struct cmx_state_rec rec;
 	const void *p;
@@ -1267,7 +1267,7 @@ static void events_counted(unsigned *events, unsigned *cbs, unsigned *pending)
 	ck_assert_ptr_nonnull(d);
 	while ((e = readdir(d)))
 		if (strstr(e->d_name, ".state"))
-			snprintf(name, sizeof(name), "%s", e->d_name);
+			snprintf(name, 256, "%s", e->d_name);
 	closedir(d);
 	dfd = open(state, O_RDONLY | O_DIRECTORY);
 	ck_assert_int_eq(cmx_state_map(dfd, name, &p, &n), 0);
@@ -1312,16 +1312,27 @@ static void events_resume_with(const char *workers)
 	close(pfd[1]);
 	close(gfd[0]);
 	for (int k = 0; k < EV_RESTARTS; k++) {
+		char file[256] = "";
+		uint64_t objects, mem;
 		ck_assert_int_eq(read(pfd[0], &i, sizeof(i)), sizeof(i));
 		ck_assert_uint_eq(i, RESUME_HELD);
+		objects = admin_tenant_field(admin, "default", "objects");
+		mem = admin_tenant_field(admin, "default", "mem");
 		kill(pid, SIGTERM);
 		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-		events_counted(&events, &cbs, &pending);
+		events_counted(&events, &cbs, &pending, file);
 		ck_assert_uint_eq(events, EV_N);
 		ck_assert_uint_eq(cbs, 1);
 		ck_assert_uint_eq(pending, 1);
-		ck_assert_int_eq(write(gfd[1], "", 1), 1);
 		pid = daemon_again(workers, 0);
+		/* Restored, its guest not back yet: the tenant is charged
+		 * what it was, its events and their callbacks too. */
+		for (int t = 0; t < 3000 && exists(file); t++)
+			usleep(10000);
+		ck_assert_msg(!exists(file), "%s was not restored", file);
+		admin_field_becomes(admin, "default", "objects", objects);
+		ck_assert_uint_eq(admin_tenant_field(admin, "default", "mem"), mem);
+		ck_assert_int_eq(write(gfd[1], "", 1), 1);
 	}
 	close(gfd[1]);
 	ck_assert_int_eq(waitpid(app, &st, 0), app);
