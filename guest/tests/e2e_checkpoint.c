@@ -9,7 +9,11 @@
 // buffers' bytes equal to the native run's. A state directory that others
 // can read is refused at start. The kept requests are charged to the
 // tenant's mem quota, and without --state-dir none is kept and a
-// checkpoint is refused. Over unix, and shm from e2e-shm.sh.
+// checkpoint is refused. The events case: events an application holds
+// across restarts answer and serve as natively, a checkpoint that a
+// command behind an unset user event would hang is refused, and EVENT
+// records no checkpoint writes end only their own session's restore.
+// Over unix, and shm from e2e-shm.sh.
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
