@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "area.h"
+#include "eventstate.h"
 #include "log.h"
 #include "proto.gen.h"
 #include "record.h"
@@ -36,6 +37,7 @@ int cmx_checkpoint_open(const char *path)
 	if (state_fd >= 0)
 		close(state_fd);
 	state_fd = fd;
+	cmx_record_keep();
 	return 0;
 }
 
@@ -207,7 +209,7 @@ static int write_session(struct cmx_session *s, struct cmx_state_writer *w,
 {
 	struct objs l = {0};
 	char name[64];
-	uint64_t bytes = 0;
+	uint64_t bytes = 0, blocked;
 	int e;
 
 	/* A call that makes or changes an object is still running (a build
@@ -217,6 +219,14 @@ static int write_session(struct cmx_session *s, struct cmx_state_writer *w,
 		cmx_err("session %" PRIu64 " (tenant %s): a call that changes an object is "
 			"still running (%" PRIu64 ")",
 			s->id, s->tenant->name, s->log.pending);
+		return -EBUSY;
+	}
+	/* A command waits for a user event the guest has not set: the
+	 * drain would wait for the guest, and the command is not kept. */
+	if ((blocked = cmx_eventstate_blocked(s)) != 0) {
+		cmx_err("session %" PRIu64 " (tenant %s): a command waits for user event %#" PRIx64
+			", not set yet",
+			s->id, s->tenant->name, blocked);
 		return -EBUSY;
 	}
 	cmx_objtab_each(&s->objs, collect, &l);
@@ -245,6 +255,9 @@ static int write_session(struct cmx_session *s, struct cmx_state_writer *w,
 	}
 	st->records += cmx_record_mark(s);
 	cmx_record_write(s, w);
+	/* After the contexts they name; drained, so each has ended but a
+	 * user event the guest has not set. */
+	cmx_eventstate_write(s, w);
 	for (size_t i = 0; i < l.n && !e; i++) {
 		unsigned op = l.v[i]->kind == CMX_K_MEM ? made_by(l.v[i]) : 0;
 		/* Sub-buffers are their parent's bytes. An area buffer's

@@ -201,7 +201,8 @@ int cmx_dispatch_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_
 	return 0;
 }
 
-/* Checks one id against the table; returns 0 or the cl error. */
+/* Checks one id against the table; returns 0 or the cl error.
+ * in_wait_list: 1 an event waited for, 2 one a command's wait list names. */
 static int32_t resolve(struct cmx_session *s, const struct cmx_field *f, uint64_t id, void **h,
 		       int in_wait_list)
 {
@@ -215,6 +216,10 @@ static int32_t resolve(struct cmx_session *s, const struct cmx_field *f, uint64_
 	if (!o || o->kind != f->kind)
 		return f->err ? f->err : kind_error[f->kind];
 	*h = o->h;
+	/* A command behind a user event that its guest has not set holds a
+	 * checkpoint's drain (cmx_eventstate_blocked()); a wait does not. */
+	if (in_wait_list == 2)
+		o->flags |= CMX_OBJ_WAITED;
 	if (o->err)
 		return in_wait_list ? CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST : CMX_POISONED;
 	return 0;
@@ -260,8 +265,10 @@ static int32_t resolve_all(struct cmx_call *c)
 			struct cmx_refs *r = p;
 			r->h = r->n ? c->handles + nh : NULL;
 			nh += r->n;
+			/* A command's wait list (2), not a wait's. */
+			int wl = f->kind != CMX_K_EVENT ? 0 : c->op == CMX_OP_WaitForEvents ? 1 : 2;
 			for (uint64_t k = 0; k < r->n && !err; k++)
-				err = resolve(c->s, f, r->v[k], &r->h[k], f->kind == CMX_K_EVENT);
+				err = resolve(c->s, f, r->v[k], &r->h[k], wl);
 			if (err == CMX_POISONED)
 				err = kind_error[f->kind];
 			break;

@@ -26,6 +26,25 @@ void cmx_event_bind(struct cmx_call *c, const struct cmx_ref *ev, cl_event e);
  * come, and are answered (host/exec_event.c). Loop thread. */
 void cmx_event_cbs_detach(struct cmx_obj *o);
 
+/* The ext of an event a restore made (host/eventstate.c): its native
+ * event is a user event set as the command ended, and what the command's
+ * own event answered is kept here. */
+struct cmx_event_past {
+	cl_command_type type;
+	unsigned prof_have; /* bit i: prof[i] is CL_PROFILING_COMMAND_QUEUED + i's */
+	cl_ulong prof[5];
+};
+/* A checkpoint: o's callbacks whose status its event has reached
+ * (status: CL_COMPLETE, an error, or a user event's own) are answered
+ * now, by this daemon, so that only those still waiting are written. */
+void cmx_event_cbs_reached(struct cmx_obj *o, cl_int status);
+/* Each callback on o not answered yet: fn(arg, its status, its tag). */
+void cmx_event_cbs_each(struct cmx_obj *o, void (*fn)(void *arg, unsigned type, uint64_t tag),
+			void *arg);
+/* A callback on o for the guest's tag when o reaches type, as
+ * SetEventCallback registers one: 0 or a cl error. */
+cl_int cmx_event_cb_add(struct cmx_session *s, struct cmx_obj *o, unsigned type, uint64_t tag);
+
 /* Finishes c on the loop with fin(c, status) once e completes (status is
  * the event's: CL_COMPLETE or its error). Returns CMX_DEFER, or the error. */
 int cmx_defer_event(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status));

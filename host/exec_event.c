@@ -127,6 +127,10 @@ int cmx_h_GetEventInfo(struct cmx_call *c, struct cmx_GetEventInfo_in *in,
 	if (in->param == CL_EVENT_COMMAND_EXECUTION_STATUS &&
 	    cmx_sched_is_held(c->s->srv, in->event.h))
 		return status_answer(c, out, CL_QUEUED);
+	/* Made by a restore: its native event is a user event, the command's
+	 * type is kept. */
+	if (in->param == CL_EVENT_COMMAND_TYPE && o && o->ext)
+		return status_answer(c, out, (cl_int)((struct cmx_event_past *)o->ext)->type);
 	e = CMX_INFO(c, &out->value, clGetEventInfo, in->event.h, (cl_uint)in->param);
 	/* A failed command seen (cmx_event_bind()). */
 	if (e == CL_SUCCESS && in->param == CL_EVENT_COMMAND_EXECUTION_STATUS &&
@@ -138,9 +142,23 @@ int cmx_h_GetEventInfo(struct cmx_call *c, struct cmx_GetEventInfo_in *in,
 int cmx_h_GetEventProfilingInfo(struct cmx_call *c, struct cmx_GetEventProfilingInfo_in *in,
 				struct cmx_GetEventProfilingInfo_out *out)
 {
+	struct cmx_obj *o = cmx_session_obj(c->s, in->event.id, CMX_K_EVENT);
+	const struct cmx_event_past *past = o ? o->ext : NULL;
+	uint64_t i = in->param - CL_PROFILING_COMMAND_QUEUED;
 	cl_ulong v = 0;
-	cl_int e = clGetEventProfilingInfo(in->event.h, (cl_uint)in->param, sizeof(v), &v, NULL);
+	cl_int e;
 
+	/* Made by a restore: the values its command's event had (a user
+	 * event has none). */
+	if (past) {
+		if (in->param < CL_PROFILING_COMMAND_QUEUED || i >= 5)
+			return CL_INVALID_VALUE;
+		if (!(past->prof_have & (1u << i)))
+			return CL_PROFILING_INFO_NOT_AVAILABLE;
+		out->value = past->prof[i];
+		return CL_SUCCESS;
+	}
+	e = clGetEventProfilingInfo(in->event.h, (cl_uint)in->param, sizeof(v), &v, NULL);
 	out->value = v;
 	return e;
 }
@@ -398,25 +416,24 @@ static int event_is_user(cl_event ev)
 	       t == CL_COMMAND_USER;
 }
 
-int cmx_h_SetEventCallback(struct cmx_call *c, struct cmx_SetEventCallback_in *in)
+cl_int cmx_event_cb_add(struct cmx_session *s, struct cmx_obj *o, unsigned type, uint64_t tag)
 {
-	struct cmx_obj *o = cmx_session_obj(c->s, in->event.id, CMX_K_EVENT);
 	struct cmx_cb_slot *sl;
 	struct cb_note *n;
 	struct cb_hub *h;
 	cl_int e;
 
-	if (in->type >= CB_TYPES)
+	if (type >= CB_TYPES)
 		return CL_INVALID_VALUE;
-	if (!in->event.h || !o) {
+	if (!o->h) {
 		/* A poisoned event has already failed: answered at once. */
-		notify_done(c->s, in->tag, o ? o->err : CL_INVALID_EVENT);
+		notify_done(s, tag, o->err);
 		return CL_SUCCESS;
 	}
-	h = hub_of(c->s, o);
+	h = hub_of(s, o);
 	if (!h)
 		return CL_OUT_OF_HOST_MEMORY;
-	sl = &h->slot[in->type];
+	sl = &h->slot[type];
 	/* Armed before, the driver may never call back (PoCL's for a command
 	 * whose dependency failed): the status it has now decides. */
 	if (!sl->fired && h->slot[CL_COMPLETE].armed) {
@@ -428,14 +445,14 @@ int cmx_h_SetEventCallback(struct cmx_call *c, struct cmx_SetEventCallback_in *i
 			slot_fire(sl, st < 0 ? st : sl->type);
 	}
 	if (sl->fired) {
-		notify_done(c->s, in->tag, sl->status);
+		notify_done(s, tag, sl->status);
 		return CL_SUCCESS;
 	}
 	/* Past either, the call fails: its EventDone carries the error
 	 * (cmx_call_done()), as for any asynchronous call that promised one. */
 	if (h->notes >= CB_PER_EVENT)
 		return CL_OUT_OF_RESOURCES;
-	e = cmx_tenant_may_create(c->s->tenant);
+	e = cmx_tenant_may_create(s->tenant);
 	if (e)
 		return e;
 	n = malloc(sizeof(*n));
@@ -444,21 +461,56 @@ int cmx_h_SetEventCallback(struct cmx_call *c, struct cmx_SetEventCallback_in *i
 	/* The completion fires an earlier status that the driver skipped or
 	 * never reports: a user event's (the scheduler's placeholders too)
 	 * never runs, so that slot is left to it alone. */
-	e = in->type == CL_COMPLETE ? CL_SUCCESS : slot_arm(&h->slot[CL_COMPLETE]);
-	if (!e && !(in->type == CL_RUNNING && event_is_user(h->ev)))
+	e = type == CL_COMPLETE ? CL_SUCCESS : slot_arm(&h->slot[CL_COMPLETE]);
+	if (!e && !(type == CL_RUNNING && event_is_user(h->ev)))
 		e = slot_arm(sl);
 	if (e) {
 		free(n);
 		hub_maybe_free(h);
 		return e;
 	}
-	n->tag = in->tag;
+	n->tag = tag;
 	n->next = NULL;
 	*sl->notes_tail = n;
 	sl->notes_tail = &n->next;
 	h->notes++;
 	h->t->objects++;
 	return CL_SUCCESS;
+}
+
+int cmx_h_SetEventCallback(struct cmx_call *c, struct cmx_SetEventCallback_in *in)
+{
+	struct cmx_obj *o = cmx_session_obj(c->s, in->event.id, CMX_K_EVENT);
+
+	if (in->type >= CB_TYPES)
+		return CL_INVALID_VALUE;
+	if (!o) {
+		notify_done(c->s, in->tag, CL_INVALID_EVENT);
+		return CL_SUCCESS;
+	}
+	return cmx_event_cb_add(c->s, o, (unsigned)in->type, in->tag);
+}
+
+void cmx_event_cbs_reached(struct cmx_obj *o, cl_int status)
+{
+	struct cb_hub *h = o->cbs;
+
+	if (!h)
+		return;
+	/* Latest first: slot_fire() fires the earlier ones with it. */
+	for (int i = 0; i < CB_TYPES; i++)
+		if (!h->slot[i].fired && status <= i)
+			slot_fire(&h->slot[i], status < 0 ? status : i);
+}
+
+void cmx_event_cbs_each(struct cmx_obj *o, void (*fn)(void *arg, unsigned type, uint64_t tag),
+			void *arg)
+{
+	struct cb_hub *h = o->cbs;
+
+	for (int i = 0; h && i < CB_TYPES; i++)
+		for (struct cb_note *n = h->slot[i].fired ? NULL : h->slot[i].notes; n; n = n->next)
+			fn(arg, (unsigned)i, n->tag);
 }
 
 int cmx_h_EnqueueMarker(struct cmx_call *c, struct cmx_EnqueueMarker_in *in)

@@ -18,6 +18,7 @@ host_core_sources = host/loop.h host/loop.c host/conn.h host/conn.c \
 	host/tuning.h host/tuning.c \
 	host/state.h host/state.c host/record.h host/record.c \
 	host/checkpoint.h host/checkpoint.c host/restore.h host/restore.c \
+	host/eventstate.h host/eventstate.c \
 	host/migrate.h host/migrate.c
 if HAVE_LIBVIRT
 host_core_sources += host/domxml.h host/domxml.c

@@ -30,5 +30,7 @@ struct cmx_obj {
 #define CMX_OBJ_PRINTS 0x1
 /* flags of devices: a sub-device, released natively with its id. */
 #define CMX_OBJ_SUBDEVICE 0x2
+/* flags of events: a command's wait list named it (host/eventstate.c). */
+#define CMX_OBJ_WAITED 0x4
 
 #endif

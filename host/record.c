@@ -10,7 +10,6 @@
 
 #include "area.h"
 #include "call.h"
-#include "checkpoint.h"
 #include "codec.h"
 #include "log.h"
 #include "proto.gen.h"
@@ -23,6 +22,14 @@
  * compiled with another as its header, and that one with it) are dropped,
  * all at once, when there are this many more of them than of live ones. */
 #define COMPACT_SLACK 256
+
+/* A state directory was given (cmx_record_keep()). */
+static int keeping;
+
+void cmx_record_keep(void)
+{
+	keeping = 1;
+}
 
 static int kept_kind(unsigned kind)
 {
@@ -198,7 +205,7 @@ int cmx_record_prepare(struct cmx_call *c)
 	int made, slot;
 
 	/* Kept for a checkpoint, which needs a state directory. */
-	if (!cmx_checkpoint_enabled())
+	if (!keeping)
 		return 0;
 	owner = owner_of(c, &kind, &index, &bulk, &made, &slot);
 	/* A creation sent again (cmx_record_made_again()) makes nothing. */

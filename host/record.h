@@ -43,6 +43,9 @@ struct cmx_reclog {
 	uint64_t pending; /* prepared records of calls not done yet */
 };
 
+/* With --state-dir: requests are kept from now on (cmx_checkpoint_open()
+ * says so, so that this file asks nothing of the checkpoint's). */
+void cmx_record_keep(void);
 /* Before a call's handler runs, with --state-dir only: when it makes or
  * changes a lasting object (context, queue, buffer, program, kernel,
  * sampler, image; the schema's `changes` calls: builds, include files,

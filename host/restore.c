@@ -21,6 +21,7 @@
 #include "area.h"
 #include "call.h"
 #include "dispatch.h"
+#include "eventstate.h"
 #include "checkpoint.h"
 #include "codec.h"
 #include "frame.h"
@@ -49,7 +50,7 @@ struct cmx_restore {
 	const void *map;
 	size_t len;
 	struct cmx_state_reader r;
-	uint64_t requests, bytes, t0;
+	uint64_t requests, events, bytes, t0;
 	int in_dispatch;     /* a call of it is being dispatched */
 	int sync_done;	     /* the call just dispatched finished inside it */
 	int status;	     /* its status */
@@ -86,8 +87,9 @@ static void finish(struct cmx_session *s, int e, const char *why)
 	if (!e) {
 		(void)unlinkat(dfd, rs->name, 0);
 		cmx_info("session %" PRIu64 " (tenant %s): restored from %s: %" PRIu64
-			 " requests, %" PRIu64 " buffer bytes in %.1f ms; waiting for its guest",
-			 s->id, s->tenant->name, rs->name, rs->requests, rs->bytes,
+			 " requests, %" PRIu64 " events, %" PRIu64
+			 " buffer bytes in %.1f ms; waiting for its guest",
+			 s->id, s->tenant->name, rs->name, rs->requests, rs->events, rs->bytes,
 			 (double)(now_ns() - rs->t0) / 1e6);
 	} else {
 		char bad[272];
@@ -307,6 +309,20 @@ static int area(struct cmx_session *s, const struct cmx_state_rec *rec)
 	return 0;
 }
 
+/* An event the guest holds, made again (host/eventstate.c). */
+static int event(struct cmx_session *s, const struct cmx_state_rec *rec)
+{
+	const char *why = NULL;
+	int e = cmx_eventstate_restore(s, rec, &why);
+
+	if (e) {
+		finish(s, e, why);
+		return -1;
+	}
+	s->restore->events++;
+	return 0;
+}
+
 /* Replays records until one is deferred (its end calls this again) or
  * the file ends. Loop thread. */
 static void next(struct cmx_session *s)
@@ -317,6 +333,7 @@ static void next(struct cmx_session *s)
 	while (cmx_state_next(&rs->r, &rec) == 1) {
 		int e = rec.type == CMX_STATE_CONTENTS ? contents(s, &rec)
 			: rec.type == CMX_STATE_AREA   ? area(s, &rec)
+			: rec.type == CMX_STATE_EVENT  ? event(s, &rec)
 						       : replay(s, &rec.hdr, rec.args, rec.bulk);
 		if (e)
 			return;

@@ -109,6 +109,17 @@ static int check_rec(const struct cmx_state_rechdr *rh, const uint8_t *data)
 		return rh->len < 16 || rh->len - 16 > CMX_STATE_PIECE ? -EBADMSG : 0;
 	case CMX_STATE_END:
 		return rh->len == 8 ? 0 : -EBADMSG;
+	case CMX_STATE_EVENT: {
+		struct cmx_state_event ev;
+		if (rh->len < sizeof(ev))
+			return -EBADMSG;
+		memcpy(&ev, data, sizeof(ev));
+		/* Values are the restore's to check; the shape is here. */
+		if (ev.nc > CMX_STATE_EVENT_CBS || (ev.flags & ~CMX_STATE_EV_ALL) ||
+		    rh->len != sizeof(ev) + ev.nc * sizeof(struct cmx_state_event_cb))
+			return -EBADMSG;
+		return 0;
+	}
 	}
 	return -EBADMSG;
 }
@@ -198,6 +209,9 @@ int cmx_state_next(struct cmx_state_reader *r, struct cmx_state_rec *rec)
 	} else if (rh.type == CMX_STATE_CONTENTS) {
 		memcpy(&rec->id, rec->data, 8);
 		memcpy(&rec->offset, rec->data + 8, 8);
+	} else if (rh.type == CMX_STATE_EVENT) {
+		memcpy(&rec->ev, rec->data, sizeof(rec->ev));
+		rec->cbs = rec->data + sizeof(rec->ev);
 	}
 	r->pos += CMX_STATE_REC_SIZE + pad8(rh.len);
 	return 1;

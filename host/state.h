@@ -13,7 +13,7 @@
 /* docs/architecture.md "Restarting the daemon" has the layout. Every
  * integer is little-endian; every record starts 8-byte aligned. */
 #define CMX_STATE_MAGIC	     "CMXSTAT\n"
-#define CMX_STATE_VERSION    1u
+#define CMX_STATE_VERSION    2u
 #define CMX_STATE_HEAD_SIZE  128u
 #define CMX_STATE_REC_SIZE   16u
 #define CMX_STATE_TENANT_MAX 64u
@@ -35,7 +35,40 @@ enum cmx_state_type {
 	/* The session's shared area (OpenArea), before any call: u64 bytes
 	 * of its data region, u64 CMX_AREA_* flags of its layout. */
 	CMX_STATE_AREA = 4,
+	/* An event the guest holds: struct cmx_state_event, then its
+	 * callbacks not yet answered, nc struct cmx_state_event_cb. */
+	CMX_STATE_EVENT = 5,
 };
+
+/* An event as a checkpoint found it: its command ended (complete, or
+ * failed with a negative status), or a user event the guest has not set
+ * yet. What the guest answers itself (its queue, its context's handle)
+ * is not here. */
+struct cmx_state_event {
+	uint64_t id;
+	uint64_t context; /* the context's id; 0 for a failed one that has none */
+	int64_t status;	  /* CL_COMPLETE, a negative status, or a user event's own */
+	uint32_t type;	  /* CL_EVENT_COMMAND_TYPE */
+	uint32_t flags;	  /* CMX_STATE_EV_* */
+	/* CL_PROFILING_COMMAND_QUEUED .. _COMPLETE, where flags has
+	 * CMX_STATE_EV_PROF << i */
+	uint64_t prof[5];
+	uint64_t nc; /* callbacks after it */
+};
+_Static_assert(sizeof(struct cmx_state_event) == 80, "state event layout");
+
+/* A user event (else a command's), and which profiling values it has. */
+#define CMX_STATE_EV_USER 0x1u
+#define CMX_STATE_EV_PROF 0x2u
+#define CMX_STATE_EV_ALL  0x3fu
+
+/* A callback the guest registered and was not answered yet: the status
+ * it waits for (CL_COMPLETE, CL_RUNNING, CL_SUBMITTED) and its tag. */
+struct cmx_state_event_cb {
+	uint64_t type, tag;
+};
+/* The daemon's own limit is 64 an event (host/exec_event.c). */
+#define CMX_STATE_EVENT_CBS 64u
 
 struct cmx_state_head {
 	char magic[8];
@@ -75,6 +108,9 @@ struct cmx_state_rec {
 	uint64_t id, offset;
 	/* CMX_STATE_AREA */
 	uint64_t area_len, area_flags;
+	/* CMX_STATE_EVENT: its callbacks are ev.nc at cbs (unaligned) */
+	struct cmx_state_event ev;
+	const uint8_t *cbs;
 };
 
 struct cmx_state_reader {

@@ -2,7 +2,7 @@
 // ckpt-bench: how long a checkpoint and a restore take against the bytes
 // of a session's buffers (docs/performance.md "Checkpoint and restore").
 //
-//   clmux-ckpt-bench --clmuxd PATH [--mib N]...
+//   clmux-ckpt-bench --clmuxd PATH [--events N] [--mib N]...
 //
 // For each size: a clmuxd of its own (--workers off, a private state
 // directory), one session through the clmux ICD with buffers of N MiB in
@@ -11,8 +11,10 @@
 // file does not hold) written with known bytes, `checkpoint` on the
 // admin socket (its answer says how long the drain and the writing took),
 // SIGTERM (which writes the state again), a second clmuxd on the same
-// directory, and the restore time from its log line. Needs OCL_ICD_VENDORS
-// to name the clmux ICD and the native one.
+// directory, and the restore time from its log line. With --events N the
+// session also holds N completed markers' events (for the --mib sizes
+// after it), which a checkpoint writes and a restore makes again. Needs
+// OCL_ICD_VENDORS to name the clmux ICD and the native one.
 //
 // Each is set beside what the native platform takes, in a fresh process,
 // for the same bytes: to save, map each buffer and write it to a file; to
@@ -38,6 +40,8 @@
 #define PIECE (64ull << 20)
 
 static const char *clmuxd;
+/* Completed events the session holds (--events). */
+static unsigned long events;
 static char dir[64], sock[96], admin[96], state[96], logf[96];
 /* The daemon running, and the process that started it. */
 static pid_t daemon_pid, bench_pid;
@@ -279,6 +283,11 @@ static void one(unsigned long long mib)
 			    clEnqueueWriteBuffer(q, bufs[i], CL_TRUE, 0, n, data, 0, NULL, NULL))
 				die("buffer");
 		}
+		for (unsigned long i = 0; i < events; i++) {
+			cl_event ev; /* held until the process ends */
+			if (clEnqueueMarkerWithWaitList(q, 0, NULL, &ev))
+				die("marker");
+		}
 		clFinish(q);
 		if (write(pfd[1], "r", 1) != 1)
 			die("pipe");
@@ -300,10 +309,11 @@ static void one(unsigned long long mib)
 	rs_ms = restore_ms();
 	daemon_stop(pid);
 	native(bytes, nat);
-	printf("%6llu MiB  checkpoint %8.1f ms (%5.2f GB/s, native save %8.1f ms, ratio %4.2f)  "
+	printf("%6llu MiB %6lu events  checkpoint %8.1f ms (%5.2f GB/s, native save %8.1f ms, "
+	       "ratio %4.2f)  "
 	       "restore %8.1f ms (%5.2f GB/s, native make+write %8.1f ms, ratio %4.2f)\n",
-	       mib, ck_ms, bytes / ck_ms / 1e6, nat[0], nat[0] / ck_ms, rs_ms, bytes / rs_ms / 1e6,
-	       nat[1], nat[1] / rs_ms);
+	       mib, events, ck_ms, bytes / ck_ms / 1e6, nat[0], nat[0] / ck_ms, rs_ms,
+	       bytes / rs_ms / 1e6, nat[1], nat[1] / rs_ms);
 	fflush(stdout);
 	snprintf(name, sizeof(name), "rm -rf '%s'", dir);
 	if (system(name))
@@ -323,8 +333,11 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--mib") && i + 1 < argc) {
 			sizes++;
 			i++;
+		} else if (!strcmp(argv[i], "--events") && i + 1 < argc) {
+			i++;
 		} else {
-			fprintf(stderr, "usage: clmux-ckpt-bench --clmuxd PATH [--mib N]...\n");
+			fprintf(stderr, "usage: clmux-ckpt-bench --clmuxd PATH [--events N] "
+					"[--mib N]...\n");
 			return 2;
 		}
 	}
@@ -333,6 +346,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i + 1 < argc; i++)
 		if (!strcmp(argv[i], "--mib"))
 			one(strtoull(argv[++i], NULL, 10));
+		else if (!strcmp(argv[i], "--events"))
+			events = strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--clmuxd"))
 			i++;
 	if (!sizes)

@@ -9,7 +9,11 @@
 // buffers' bytes equal to the native run's. A state directory that others
 // can read is refused at start. The kept requests are charged to the
 // tenant's mem quota, and without --state-dir none is kept and a
-// checkpoint is refused. Over unix, and shm from e2e-shm.sh.
+// checkpoint is refused. The events case: events an application holds
+// across restarts answer and serve as natively, a checkpoint that a
+// command behind an unset user event would hang is refused, and EVENT
+// records no checkpoint writes end only their own session's restore.
+// Over unix, and shm from e2e-shm.sh.
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
@@ -31,6 +35,17 @@
 #include "e2e.h"
 #include "proto.gen.h"
 #include "state.h"
+
+/* In the application's process, where a check assertion would not end
+ * the test: it exits with the line. */
+#define APP_OK(x)                                                                                  \
+	do {                                                                                       \
+		cl_int err_ = (x);                                                                 \
+		if (err_) {                                                                        \
+			fprintf(stderr, "%s:%d: %s: %d\n", __FILE__, __LINE__, #x, err_);          \
+			_exit(5);                                                                  \
+		}                                                                                  \
+	} while (0)
 
 #define N 65536
 /* Tenant small's mem quota: a program's source of SMALL_SRC bytes fits,
@@ -1224,6 +1239,470 @@ START_TEST(open_dir_refused)
 }
 END_TEST
 
+/* Events an application holds across a restart (events_resume): what it
+ * asks of each, as seen on one platform. */
+#define EV_N	    7
+#define EV_RESTARTS 2
+struct ev_seen {
+	cl_int status[EV_N], type[EV_N], qerr[EV_N], cerr[EV_N];
+	int queue_same[EV_N], context_same[EV_N];
+	cl_int prof_err[4];
+	cl_ulong prof_before[4], prof_after[4];
+	cl_int wait, wait_user, cb_status, cb_pending_status, set_status, release;
+	uint32_t out[N], out_user[N];
+};
+
+static _Atomic int cb_calls;
+static _Atomic cl_int cb_last = 1;
+
+static void CL_CALLBACK ev_cb(cl_event e, cl_int status, void *data)
+{
+	(void)e;
+	*(_Atomic cl_int *)data = status;
+	cb_calls++;
+}
+
+/* Runs the application's events on p: made, and for the virtual platform
+ * (fd >= 0) held while the daemon restarts (RESUME_HELD written to fd, a
+ * byte read from go), then asked about and used. */
+static void events_run(struct e2e_plat *p, int fd, int go, struct ev_seen *r)
+{
+	static uint32_t a[N];
+	static _Atomic cl_int pending_cb;
+	cl_program prog = e2e_program_build(p, src, NULL);
+	cl_kernel kern = e2e_kernel_create(p, prog, "scramble");
+	cl_mem ma = e2e_buffer_create(p, CL_MEM_READ_WRITE, N * 4, NULL);
+	cl_mem mb = e2e_buffer_create(p, CL_MEM_READ_WRITE, N * 4, NULL);
+	cl_command_queue q = p->queue_prof;
+	cl_event ev[EV_N], gone, after;
+	uint32_t k = 11, held = RESUME_HELD;
+	size_t g = N;
+	cl_int e;
+	char byte;
+
+	memset(r, 0, sizeof(*r));
+	e2e_rand_u32(a, N, 31, 0);
+	APP_OK(clSetKernelArg(kern, 0, sizeof(ma), &ma));
+	APP_OK(clSetKernelArg(kern, 1, sizeof(mb), &mb));
+	APP_OK(clSetKernelArg(kern, 2, sizeof(k), &k));
+	/* A write, a kernel, a read, a marker: their commands complete. */
+	APP_OK(clEnqueueWriteBuffer(q, ma, CL_FALSE, 0, N * 4, a, 0, NULL, &ev[0]));
+	APP_OK(clEnqueueNDRangeKernel(q, kern, 1, NULL, &g, NULL, 1, &ev[0], &ev[1]));
+	APP_OK(clEnqueueReadBuffer(q, mb, CL_TRUE, 0, N * 4, r->out, 1, &ev[1], &ev[2]));
+	APP_OK(clEnqueueMarkerWithWaitList(q, 0, NULL, &ev[3]));
+	/* User events: one set complete, one set to an error, one left
+	 * unset with a callback waiting for it. */
+	ev[4] = clCreateUserEvent(p->context, &e);
+	APP_OK(e);
+	APP_OK(clSetUserEventStatus(ev[4], CL_COMPLETE));
+	ev[5] = clCreateUserEvent(p->context, &e);
+	APP_OK(e);
+	APP_OK(clSetUserEventStatus(ev[5], -1234));
+	ev[6] = clCreateUserEvent(p->context, &e);
+	APP_OK(e);
+	pending_cb = 1;
+	APP_OK(clSetEventCallback(ev[6], CL_COMPLETE, ev_cb, (void *)&pending_cb));
+	/* Released before the restart: not kept. */
+	APP_OK(clEnqueueMarkerWithWaitList(q, 0, NULL, &gone));
+	APP_OK(clReleaseEvent(gone));
+	APP_OK(clFinish(q));
+	for (int i = 0; i < 4; i++)
+		APP_OK(clGetEventProfilingInfo(ev[1], CL_PROFILING_COMMAND_QUEUED + i,
+					       sizeof(cl_ulong), &r->prof_before[i], NULL));
+	/* Two restarts: the second daemon writes what the first restored.
+	 * A call between them resumes the session. */
+	for (int i = 0; fd >= 0 && i < EV_RESTARTS; i++) {
+		cl_int st;
+		if (write(fd, &held, sizeof(held)) != sizeof(held) || read(go, &byte, 1) != 1)
+			_exit(6);
+		APP_OK(clGetEventInfo(ev[0], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(st), &st,
+				      NULL));
+	}
+	/* What each says of itself. */
+	for (int i = 0; i < EV_N; i++) {
+		cl_command_queue eq = NULL;
+		cl_context ec = NULL;
+		cl_command_type t = 0;
+		r->status[i] = 99;
+		cl_int se = clGetEventInfo(ev[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(cl_int),
+					   &r->status[i], NULL);
+		if (se)
+			r->status[i] = 1000 + se;
+		r->type[i] =
+		    clGetEventInfo(ev[i], CL_EVENT_COMMAND_TYPE, sizeof(t), &t, NULL) ?: (cl_int)t;
+		r->qerr[i] = clGetEventInfo(ev[i], CL_EVENT_COMMAND_QUEUE, sizeof(eq), &eq, NULL);
+		r->cerr[i] = clGetEventInfo(ev[i], CL_EVENT_CONTEXT, sizeof(ec), &ec, NULL);
+		r->queue_same[i] = eq == (i < 4 ? q : NULL);
+		r->context_same[i] = ec == p->context;
+	}
+	for (int i = 0; i < 4; i++)
+		r->prof_err[i] = clGetEventProfilingInfo(ev[1], CL_PROFILING_COMMAND_QUEUED + i,
+							 sizeof(cl_ulong), &r->prof_after[i], NULL);
+	/* Waited for, and waited for by a later command. */
+	r->wait = clWaitForEvents(5, ev);
+	k = 12;
+	APP_OK(clSetKernelArg(kern, 2, sizeof(k), &k));
+	APP_OK(clEnqueueNDRangeKernel(q, kern, 1, NULL, &g, NULL, 4, ev + 1, &after));
+	APP_OK(clEnqueueReadBuffer(q, mb, CL_TRUE, 0, N * 4, r->out, 1, &after, NULL));
+	APP_OK(clReleaseEvent(after));
+	/* A callback on a completed command's event. */
+	cb_calls = 0;
+	cb_last = 1;
+	APP_OK(clSetEventCallback(ev[1], CL_COMPLETE, ev_cb, (void *)&cb_last));
+	while (!cb_calls)
+		usleep(1000);
+	r->cb_status = cb_last;
+	/* The user event left unset: a kernel behind it runs once it is set,
+	 * and the callback from before the restart comes. */
+	k = 13;
+	APP_OK(clSetKernelArg(kern, 2, sizeof(k), &k));
+	APP_OK(clEnqueueNDRangeKernel(q, kern, 1, NULL, &g, NULL, 1, &ev[6], &after));
+	r->set_status = clSetUserEventStatus(ev[6], CL_COMPLETE);
+	r->wait_user = clWaitForEvents(1, &after);
+	APP_OK(clEnqueueReadBuffer(q, mb, CL_TRUE, 0, N * 4, r->out_user, 0, NULL, NULL));
+	APP_OK(clReleaseEvent(after));
+	while (pending_cb == 1)
+		usleep(1000);
+	r->cb_pending_status = pending_cb;
+	for (int i = 0; i < EV_N; i++)
+		r->release |= clReleaseEvent(ev[i]);
+	APP_OK(clFinish(q));
+	clReleaseMemObject(ma);
+	clReleaseMemObject(mb);
+	clReleaseKernel(kern);
+	clReleaseProgram(prog);
+}
+
+/* The application of events_resume: the native run, then the virtual
+ * one across the restart, compared; exits 0 when they agree. */
+static void events_app(int fd, int go)
+{
+	static struct ev_seen nat_r, v_r;
+	struct e2e_plat nat, v;
+
+	if (e2e_plat_init(&nat, "native", e2e_native_match()) ||
+	    e2e_plat_init(&v, "virtual", e2e_virtual_match()))
+		_exit(2);
+	events_run(&nat, -1, -1, &nat_r);
+	events_run(&v, fd, go, &v_r);
+	int bad = 0;
+	for (int i = 0; i < EV_N; i++)
+		if (v_r.status[i] != nat_r.status[i] || v_r.type[i] != nat_r.type[i] ||
+		    v_r.qerr[i] || v_r.cerr[i] || !v_r.queue_same[i] || !v_r.context_same[i]) {
+			fprintf(stderr,
+				"events_app: event %d: status %d (native %d), type %#x (native "
+				"%#x), queue %d/%d, context %d/%d\n",
+				i, v_r.status[i], nat_r.status[i], v_r.type[i], nat_r.type[i],
+				v_r.qerr[i], v_r.queue_same[i], v_r.cerr[i], v_r.context_same[i]);
+			bad = 1;
+		}
+	for (int i = 0; i < 4; i++)
+		if (v_r.prof_err[i] != nat_r.prof_err[i] ||
+		    v_r.prof_after[i] != v_r.prof_before[i]) {
+			fprintf(stderr,
+				"events_app: profiling %d: %d (native %d), %llu then %llu\n", i,
+				v_r.prof_err[i], nat_r.prof_err[i],
+				(unsigned long long)v_r.prof_before[i],
+				(unsigned long long)v_r.prof_after[i]);
+			bad = 1;
+		}
+#define SAME(f)                                                                                    \
+	if (v_r.f != nat_r.f) {                                                                    \
+		fprintf(stderr, "events_app: " #f ": %d (native %d)\n", v_r.f, nat_r.f);           \
+		bad = 1;                                                                           \
+	}
+	SAME(wait);
+	SAME(wait_user);
+	SAME(cb_status);
+	SAME(cb_pending_status);
+	SAME(set_status);
+	SAME(release);
+	if (memcmp(v_r.out, nat_r.out, sizeof(v_r.out)) ||
+	    memcmp(v_r.out_user, nat_r.out_user, sizeof(v_r.out_user))) {
+		fprintf(stderr, "events_app: a kernel's result differs\n");
+		bad = 1;
+	}
+	_exit(bad ? 7 : 0);
+}
+
+/* The state file a SIGTERM wrote: its events, and the callbacks they
+ * carry. */
+static void events_counted(unsigned *events, unsigned *cbs, unsigned *pending, char *name)
+{
+	DIR *d = opendir(state);
+	struct dirent *e;
+
+	struct cmx_state_reader r;
+	struct cmx_state_rec rec;
+	const void *p;
+	size_t n;
+	int dfd;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		if (strstr(e->d_name, ".state"))
+			snprintf(name, 256, "%s", e->d_name);
+	closedir(d);
+	dfd = open(state, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_eq(cmx_state_map(dfd, name, &p, &n), 0);
+	ck_assert_int_eq(cmx_state_open(&r, p, n), 0);
+	*events = *cbs = *pending = 0;
+	while (cmx_state_next(&r, &rec) == 1)
+		if (rec.type == CMX_STATE_EVENT) {
+			(*events)++;
+			*cbs += (unsigned)rec.ev.nc;
+			*pending += rec.ev.status > CL_COMPLETE;
+		}
+	cmx_state_unmap(p, n);
+	close(dfd);
+}
+
+/* An application holds events across a checkpoint and restart: a write's,
+ * a kernel's (profiled), a read's and a marker's, a user event set
+ * complete, one set to an error, and one left unset with a callback
+ * waiting for it. Resumed, each answers its status, type, queue and
+ * context as natively, the kernel's profiling values are as they were,
+ * waits and a later command's wait list take them, a callback on one
+ * comes, and the unset one can be set: the command behind it runs and the
+ * callback from before the restart comes. The state file holds the seven,
+ * not one released before; a second restart keeps what the first
+ * restored. */
+static void events_resume_with(const char *workers)
+{
+	pid_t pid = daemon_start(workers), app;
+	int pfd[2], gfd[2], st;
+	unsigned events, cbs, pending;
+	uint32_t i = 0;
+
+	ck_assert_int_eq(pipe(pfd), 0);
+	ck_assert_int_eq(pipe(gfd), 0);
+	app = fork();
+	ck_assert_int_ge(app, 0);
+	if (app == 0) {
+		close(pfd[0]);
+		close(gfd[1]);
+		events_app(pfd[1], gfd[0]);
+	}
+	close(pfd[1]);
+	close(gfd[0]);
+	for (int k = 0; k < EV_RESTARTS; k++) {
+		char file[256] = "";
+		uint64_t objects, mem;
+		ck_assert_int_eq(read(pfd[0], &i, sizeof(i)), sizeof(i));
+		ck_assert_uint_eq(i, RESUME_HELD);
+		objects = admin_tenant_field(admin, "default", "objects");
+		mem = admin_tenant_field(admin, "default", "mem");
+		kill(pid, SIGTERM);
+		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+		events_counted(&events, &cbs, &pending, file);
+		ck_assert_uint_eq(events, EV_N);
+		ck_assert_uint_eq(cbs, 1);
+		ck_assert_uint_eq(pending, 1);
+		pid = daemon_again(workers, 0);
+		/* Restored, its guest not back yet: the tenant is charged
+		 * what it was, its events and their callbacks too. */
+		for (int t = 0; t < 3000 && exists(file); t++)
+			usleep(10000);
+		ck_assert_msg(!exists(file), "%s was not restored", file);
+		admin_field_becomes(admin, "default", "objects", objects);
+		ck_assert_uint_eq(admin_tenant_field(admin, "default", "mem"), mem);
+		ck_assert_int_eq(write(gfd[1], "", 1), 1);
+	}
+	close(gfd[1]);
+	ck_assert_int_eq(waitpid(app, &st, 0), app);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the application failed: %d", st);
+	close(pfd[0]);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	dir_remove();
+}
+
+START_TEST(events_resume)
+{
+	events_resume_with("off");
+}
+END_TEST
+
+START_TEST(events_resume_workers)
+{
+	events_resume_with("on");
+}
+END_TEST
+
+/* The file from, for another session id, with one EVENT record added
+ * (and its callbacks, nc of cb); its name. */
+static void file_clone_event(const char *from, uint64_t session, const struct cmx_state_event *ev,
+			     const struct cmx_state_event_cb *cb, char *name, size_t len)
+{
+	int dfd = open(state, O_RDONLY | O_DIRECTORY);
+	struct cmx_state_writer *w = malloc(sizeof(*w));
+	struct cmx_state_reader r;
+	struct cmx_state_rec rec;
+	const void *p;
+	size_t n;
+
+	ck_assert_int_eq(cmx_state_map(dfd, from, &p, &n), 0);
+	ck_assert_int_eq(cmx_state_open(&r, p, n), 0);
+	snprintf(name, len, "event-%llu.state", (unsigned long long)session);
+	ck_assert_int_eq(
+	    cmx_state_begin(w, dfd, name, session, r.head.token, r.head.applied, r.head.tenant), 0);
+	while (cmx_state_next(&r, &rec) == 1) {
+		struct iovec iov = {(void *)rec.data, rec.len};
+		cmx_state_put(w, rec.type, &iov, 1);
+	}
+	struct iovec iov[2] = {{(void *)ev, sizeof(*ev)}, {(void *)cb, ev->nc * sizeof(*cb)}};
+	cmx_state_put(w, CMX_STATE_EVENT, iov, 2);
+	ck_assert_int_eq(cmx_state_commit(w), 0);
+	cmx_state_unmap(p, n);
+	free(w);
+	close(dfd);
+}
+
+/* The context the file's session made first. */
+static uint64_t file_context(const char *name)
+{
+	int dfd = open(state, O_RDONLY | O_DIRECTORY);
+	struct cmx_state_reader r;
+	struct cmx_state_rec rec;
+	uint64_t id = 0;
+	const void *p;
+	size_t n;
+
+	ck_assert_int_eq(cmx_state_map(dfd, name, &p, &n), 0);
+	ck_assert_int_eq(cmx_state_open(&r, p, n), 0);
+	while (!id && cmx_state_next(&r, &rec) == 1)
+		if (rec.type == CMX_STATE_CALL && rec.hdr.op == CMX_OP_CreateContext) {
+			struct cmx_CreateContext_in in;
+			ck_assert_int_eq(cmx_codec_decode(&cmx_desc_CreateContext_in, rec.args,
+							  rec.hdr.size, &in),
+					 0);
+			id = in.context.id;
+		}
+	cmx_state_unmap(p, n);
+	close(dfd);
+	ck_assert_uint_ne(id, 0);
+	return id;
+}
+
+/* EVENT records whose checksums hold but whose values no checkpoint
+ * writes (an id taken or of the daemon's range, a context that is
+ * none, a status no checkpoint writes, a callback on a completed event
+ * or for a status the event has reached): each ends its own session's
+ * restore, kept as .bad, while the same file with a well-formed event
+ * (complete; a user event unset with a callback) is restored beside
+ * them. */
+START_TEST(events_refused)
+{
+	static uint32_t a[N], want[N];
+	pid_t pid = daemon_start("off"), app;
+	struct ids ids;
+	char file[256], name[64], bad[80];
+	int st;
+
+	app = session_apart(a, want);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	kill(app, SIGKILL);
+	ck_assert_int_eq(waitpid(app, &st, 0), app);
+	state_check(a, want, &ids, file);
+	uint64_t ctx = file_context(file), free_id = 0x7ff00000;
+	struct cmx_state_event_cb cb = {.type = CL_COMPLETE, .tag = 0x1234};
+	const struct {
+		struct cmx_state_event ev;
+		int good;
+	} cases[] = {
+	    {{.id = free_id, .context = ctx, .status = CL_COMPLETE, .type = CL_COMMAND_MARKER}, 1},
+	    {{.id = free_id,
+	      .context = ctx,
+	      .status = CL_SUBMITTED,
+	      .type = CL_COMMAND_USER,
+	      .flags = CMX_STATE_EV_USER,
+	      .nc = 1},
+	     1},
+	    {{.id = free_id, .context = ids.b, .status = CL_COMPLETE}, 0},
+	    {{.id = ids.b, .context = ctx, .status = CL_COMPLETE}, 0},
+	    {{.id = 5, .context = ctx, .status = CL_COMPLETE}, 0},
+	    {{.id = free_id, .context = ctx, .status = CL_COMPLETE, .nc = 1}, 0},
+	    {{.id = free_id, .context = ctx, .status = CL_RUNNING}, 0},
+	    {{.id = free_id, .context = ctx, .status = CL_SUBMITTED}, 0},
+	    {{.id = free_id, .context = ctx, .status = (int64_t)INT32_MIN - 1}, 0},
+	};
+	const int ncases = (int)(sizeof(cases) / sizeof(cases[0]));
+	for (int i = 0; i < ncases; i++)
+		file_clone_event(file, ids.session + 100 + (uint64_t)i, &cases[i].ev, &cb, name,
+				 sizeof(name));
+	/* A callback for a status the user event has reached. */
+	struct cmx_state_event sub = cases[1].ev;
+	struct cmx_state_event_cb cbs = {.type = CL_SUBMITTED, .tag = 1};
+	file_clone_event(file, ids.session + 100 + (uint64_t)ncases, &sub, &cbs, name,
+			 sizeof(name));
+
+	pid = daemon_again("off", 0);
+	for (int i = 0; i <= ncases; i++) {
+		int good = i < ncases && cases[i].good;
+		snprintf(name, sizeof(name), "event-%llu.state",
+			 (unsigned long long)(ids.session + 100 + (uint64_t)i));
+		snprintf(bad, sizeof(bad), "%s.bad", name);
+		for (int k = 0; k < 3000 && exists(name); k++)
+			usleep(10000);
+		ck_assert_msg(!exists(name), "%s was not read", name);
+		ck_assert_msg(exists(bad) == !good, "case %d: %s", i,
+			      good ? "refused" : "restored");
+	}
+	/* The session itself, beside them (in the directory's order). */
+	for (int k = 0; k < 3000 && exists(file); k++)
+		usleep(10000);
+	ck_assert_msg(!exists(file), "%s was not restored", file);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	dir_remove();
+}
+END_TEST
+
+/* A command behind a user event the application has not set: a
+ * checkpoint does not wait for it (the drain would wait for the
+ * application), it fails for that session; once the event is set it is
+ * written. */
+START_TEST(checkpoint_blocked)
+{
+	pid_t pid = daemon_start("off");
+	struct e2e_plat v;
+	cl_event ue;
+	cl_mem m;
+	uint32_t pattern = 5;
+	char *reply;
+	cl_int e;
+	int st;
+
+	ck_assert_int_eq(e2e_plat_init(&v, "virtual", e2e_virtual_match()), 0);
+	ue = clCreateUserEvent(v.context, &e);
+	E2E_OK(&v, e);
+	m = e2e_buffer_create(&v, CL_MEM_READ_WRITE, 4096, NULL);
+	E2E_OK(&v, clEnqueueFillBuffer(v.queue, m, &pattern, 4, 0, 4096, 1, &ue, NULL));
+	E2E_OK(&v, clFlush(v.queue));
+	/* The fill has reached the daemon before the checkpoint is asked
+	 * for: a call answered after it. */
+	cl_int status;
+	E2E_OK(&v, clGetEventInfo(ue, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof(status), &status,
+				  NULL));
+	reply = ask(admin, "checkpoint\n");
+	ck_assert_msg(strstr(reply, "0 sessions written") && strstr(reply, "1 failed"),
+		      "checkpoint: %s", reply);
+	free(reply);
+	E2E_OK(&v, clSetUserEventStatus(ue, CL_COMPLETE));
+	E2E_OK(&v, clFinish(v.queue));
+	reply = ask(admin, "checkpoint\n");
+	ck_assert_msg(!strncmp(reply, "ok\n1 sessions written", 21), "checkpoint: %s", reply);
+	free(reply);
+	E2E_OK(&v, clReleaseEvent(ue));
+	E2E_OK(&v, clReleaseMemObject(m));
+	e2e_plat_fini(&v);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	dir_remove();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("checkpoint");
@@ -1246,6 +1725,14 @@ int main(void)
 	tcase_add_test(tc, guest_resume_workers);
 	tcase_add_test(tc, resume_refused);
 	tcase_add_test(tc, notify_drained);
+	tcase_set_timeout(tc, E2E_TIMEOUT_S);
+	suite_add_tcase(s, tc);
+	/* Events held across a restart (CK_RUN_CASE=events runs these alone). */
+	tc = tcase_create("events");
+	tcase_add_test(tc, events_resume);
+	tcase_add_test(tc, events_resume_workers);
+	tcase_add_test(tc, checkpoint_blocked);
+	tcase_add_test(tc, events_refused);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);

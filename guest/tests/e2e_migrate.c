@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../host/state.h"
 #include "../../host/tests/adminclient.h"
 #include "e2e.h"
 
@@ -309,7 +310,7 @@ START_TEST(state_in_refused)
 	free(ans);
 	/* A header that says 16 bytes follow, without its checksum. */
 	memcpy(head, "CMXSTAT\n", 8);
-	head[2] = 1;   /* version */
+	head[2] = CMX_STATE_VERSION;
 	head[3] = 128; /* head_size */
 	head[14] = 16; /* body */
 	memcpy(req + 9, head, sizeof(head));

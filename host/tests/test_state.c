@@ -31,7 +31,8 @@ static void teardown(void)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
-/* A file of one CreateBuffer call and 100 bytes of its contents. */
+/* A file of one CreateBuffer call, 100 bytes of its contents, and a user
+ * event left unset with one callback waiting for it. */
 static int write_sample(int dfd, const char *name)
 {
 	struct cmx_state_writer *w = malloc(sizeof(*w));
@@ -52,6 +53,15 @@ static int write_sample(int dfd, const char *name)
 	cmx_state_put(w, CMX_STATE_CALL, call, 2);
 	struct iovec cont[2] = {{idoff, 16}, {bytes, 100}};
 	cmx_state_put(w, CMX_STATE_CONTENTS, cont, 2);
+	struct cmx_state_event ev = {.id = 0x10002,
+				     .context = 0x10000,
+				     .status = 2, /* CL_SUBMITTED */
+				     .type = 0x1204,
+				     .flags = CMX_STATE_EV_USER,
+				     .nc = 1};
+	struct cmx_state_event_cb cb = {.type = 0, .tag = 0x7f0012345678};
+	struct iovec evv[2] = {{&ev, sizeof(ev)}, {&cb, sizeof(cb)}};
+	cmx_state_put(w, CMX_STATE_EVENT, evv, 2);
 	e = cmx_state_commit(w);
 	free(w);
 	return e;
@@ -99,6 +109,14 @@ START_TEST(round_trip)
 	ck_assert_uint_eq(rec.id, 0x10001);
 	ck_assert_uint_eq(rec.len, 116);
 	ck_assert_uint_eq(rec.data[16 + 99], 99);
+	ck_assert_int_eq(cmx_state_next(&r, &rec), 1);
+	ck_assert_uint_eq(rec.type, CMX_STATE_EVENT);
+	ck_assert_uint_eq(rec.ev.id, 0x10002);
+	ck_assert_int_eq(rec.ev.status, 2);
+	ck_assert_uint_eq(rec.ev.nc, 1);
+	struct cmx_state_event_cb cb;
+	memcpy(&cb, rec.cbs, sizeof(cb));
+	ck_assert_uint_eq(cb.tag, 0x7f0012345678);
 	ck_assert_int_eq(cmx_state_next(&r, &rec), 0);
 	free(f);
 	close(dfd);
@@ -124,9 +142,54 @@ START_TEST(damaged)
 		ck_assert_int_ne(cmx_state_open(&r, f, k), 0);
 	ck_assert_int_eq(cmx_state_open(&r, f, n), 0);
 	/* Another version of the file: named as such. */
-	f[8] = 2;
+	f[8] = CMX_STATE_VERSION + 1;
 	ck_assert_int_eq(cmx_state_open(&r, f, n), -EPROTONOSUPPORT);
 	free(f);
+	close(dfd);
+}
+END_TEST
+
+/* One EVENT record of len bytes, its head ev: whether the file opens. */
+static int event_opens(int dfd, const struct cmx_state_event *ev, size_t len)
+{
+	struct cmx_state_writer *w = malloc(sizeof(*w));
+	uint8_t rec[sizeof(*ev) + 70 * sizeof(struct cmx_state_event_cb)] = {0};
+	struct cmx_state_reader r;
+	const void *p;
+	size_t n;
+	int e;
+
+	ck_assert_uint_le(len, sizeof(rec));
+	memcpy(rec, ev, sizeof(*ev) < len ? sizeof(*ev) : len);
+	ck_assert_int_eq(cmx_state_begin(w, dfd, "e.state", 7, 1, 1, "ci"), 0);
+	struct iovec iov = {rec, len};
+	cmx_state_put(w, CMX_STATE_EVENT, &iov, 1);
+	ck_assert_int_eq(cmx_state_commit(w), 0);
+	free(w);
+	ck_assert_int_eq(cmx_state_map(dfd, "e.state", &p, &n), 0);
+	e = cmx_state_open(&r, p, n);
+	cmx_state_unmap(p, n);
+	return e;
+}
+
+/* An EVENT record whose checksums hold but whose shape does not: its
+ * length and its count of callbacks disagree, too many callbacks, flags
+ * no checkpoint writes. */
+START_TEST(event_shape)
+{
+	int dfd = cmx_state_dir_open(dir);
+	struct cmx_state_event ev = {.id = 0x10002, .context = 0x10000, .nc = 2};
+	const size_t cb = sizeof(struct cmx_state_event_cb);
+
+	ck_assert_int_eq(event_opens(dfd, &ev, sizeof(ev) + 2 * cb), 0);
+	ck_assert_int_eq(event_opens(dfd, &ev, sizeof(ev) + cb), -EBADMSG);
+	ck_assert_int_eq(event_opens(dfd, &ev, sizeof(ev) + 3 * cb), -EBADMSG);
+	ck_assert_int_eq(event_opens(dfd, &ev, sizeof(ev) - 8), -EBADMSG);
+	ev.nc = CMX_STATE_EVENT_CBS + 1;
+	ck_assert_int_eq(event_opens(dfd, &ev, sizeof(ev) + ev.nc * cb), -EBADMSG);
+	ev.nc = 0;
+	ev.flags = CMX_STATE_EV_ALL + 1;
+	ck_assert_int_eq(event_opens(dfd, &ev, sizeof(ev)), -EBADMSG);
 	close(dfd);
 }
 END_TEST
@@ -174,6 +237,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, round_trip);
 	tcase_add_test(tc, damaged);
+	tcase_add_test(tc, event_shape);
 	tcase_add_test(tc, private);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
