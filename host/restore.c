@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "area.h"
+#include "binkeep.h"
 #include "call.h"
 #include "dispatch.h"
 #include "checkpoint.h"
@@ -126,6 +127,11 @@ static void finish(struct cmx_session *s, int e, const char *why)
 	free(rs->fresh);
 	free(rs);
 	all_done();
+	/* The binaries its builds kept serve only restores running now. */
+	for (struct cmx_session *o = s->srv->sessions; o; o = o->next)
+		if (o->restore)
+			return;
+	cmx_binkeep_clear();
 }
 
 static int by_id(const void *a, const void *b)
