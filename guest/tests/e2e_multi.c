@@ -399,8 +399,9 @@ START_TEST(test_connection_burst)
 	}
 	for (int i = 1; i <= PENDING_CAP; i++)
 		close(pfd[i].fd);
-	for (ssize_t n = 1; n > 0 && got < sizeof(out) - 1; got += n > 0 ? (size_t)n : 0)
-		n = read(errp[0], out + got, sizeof(out) - 1 - got);
+	/* The rest of its lines, until it ends (or the buffer is full). */
+	for (ssize_t n; (n = read(errp[0], out + got, sizeof(out) - 1 - got)) > 0;)
+		got += (size_t)n;
 	out[got] = '\0';
 	close(errp[0]);
 	fputs(out, stderr);
