@@ -56,6 +56,13 @@ host_tests_test_domxml_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
 host_tests_test_domxml_LDADD = $(CHECK_LIBS) $(LIBVIRT_LIBS)
 endif
 
+# The binaries a restore keeps (host/binkeep.c), on the native platform.
+check_PROGRAMS += host/tests/test_binkeep
+TESTS += host/tests/test_binkeep
+host_tests_test_binkeep_SOURCES = host/tests/test_binkeep.c host/binkeep.c host/binkeep.h
+host_tests_test_binkeep_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/host
+host_tests_test_binkeep_CFLAGS = $(AM_CFLAGS) $(CHECK_CFLAGS)
+host_tests_test_binkeep_LDADD = $(CHECK_LIBS) $(OPENCL_LIBS) -lpthread
 check_PROGRAMS += host/tests/test_state
 TESTS += host/tests/test_state
 host_tests_test_state_SOURCES = host/tests/test_state.c host/state.c host/state.h
