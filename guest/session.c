@@ -1386,8 +1386,6 @@ static void lanes_open(struct cmx_session *s, const struct cmx_addr *a)
 	cmx_dbg("bulk lanes: %u", s->lanes ? n : 0);
 }
 
-/* A Unix, vsock or TCP daemon: both channels, Hello on each, and for Unix
- * the shared area (shm: with the rings, which then carry everything). */
 /* How long a connection that the daemon ends before it answers the Hello
  * is tried again, and the first pause: a daemon refuses connections past
  * its cap of those not past their Hello yet (host/pending.h), as when many
@@ -1422,6 +1420,8 @@ static int dial_hello(struct cmx_session *s, const struct cmx_addr *a, enum cmx_
 	}
 }
 
+/* A Unix, vsock or TCP daemon: both channels, Hello on each, and for Unix
+ * the shared area (shm: with the rings, which then carry everything). */
 static int sock_connect(struct cmx_session *s, const char *spec)
 {
 	struct cmx_addr a;
