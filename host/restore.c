@@ -85,8 +85,7 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* The file is used up either way: a whole restore removes it, a failed
- * one keeps it as NAME.bad for the administrator, never tried again. */
+/* The line for cmx_restore_all()'s files, once the last is done. */
 static void all_done(void)
 {
 	if (all.listing || all.left || !(all.restored + all.failed))
@@ -97,9 +96,12 @@ static void all_done(void)
 	all.restored = all.failed = 0;
 }
 
+/* The file is used up either way: a whole restore removes it, a failed
+ * one keeps it as NAME.bad for the administrator, never tried again. */
 static void finish(struct cmx_session *s, int e, const char *why)
 {
 	struct cmx_restore *rs = s->restore;
+	struct cmx_server *srv = s->srv; /* s may be gone once closed */
 	int dfd = cmx_checkpoint_dirfd();
 
 	s->restore = NULL;
@@ -128,7 +130,7 @@ static void finish(struct cmx_session *s, int e, const char *why)
 	free(rs);
 	all_done();
 	/* The binaries its builds kept serve only restores running now. */
-	for (struct cmx_session *o = s->srv->sessions; o; o = o->next)
+	for (struct cmx_session *o = srv->sessions; o; o = o->next)
 		if (o->restore)
 			return;
 	cmx_binkeep_clear();

@@ -10,7 +10,8 @@
 // can read is refused at start. The kept requests are charged to the
 // tenant's mem quota, and without --state-dir none is kept and a
 // checkpoint is refused. Eight applications at work through a restart
-// resume by themselves, every result equal to the native run's. Over
+// resume by themselves, every result equal to the native run's. A file
+// whose replay fails ends only its session. Over
 // unix, and shm from e2e-shm.sh.
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -1131,6 +1132,40 @@ START_TEST(restart_sessions_workers)
 }
 END_TEST
 
+/* A state file whose replay fails once its session is made (bytes for a
+ * buffer it does not have, before any call): the session is closed, the
+ * file kept as .bad, and the daemon goes on (an ASan build sees it touch
+ * nothing of the closed session) and ends cleanly. */
+START_TEST(replay_fails)
+{
+	struct cmx_state_writer *w = malloc(sizeof(*w));
+	uint64_t head[3] = {0x4242, 0, 0};
+	struct iovec iov = {head, sizeof(head)};
+	char bad[300];
+	pid_t pid;
+	int dfd, st;
+
+	ck_assert_ptr_nonnull(mkdtemp(strcpy(dir, "/tmp/clmux-ckpt-XXXXXX")));
+	snprintf(state, sizeof(state), "%s/state", dir);
+	ck_assert_int_eq(mkdir(state, 0700), 0);
+	dfd = open(state, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(dfd, 0);
+	ck_assert_int_eq(cmx_state_begin(w, dfd, "p1-default-77.state", 77, 1234, 0, "default"), 0);
+	cmx_state_put(w, CMX_STATE_CONTENTS, &iov, 1);
+	ck_assert_int_eq(cmx_state_commit(w), 0);
+	free(w);
+	close(dfd);
+	pid = daemon_again("off", 0);
+	snprintf(bad, sizeof(bad), "%s/p1-default-77.state.bad", state);
+	while (access(bad, F_OK))
+		usleep(10000);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "clmuxd: %d", st);
+	dir_remove();
+}
+END_TEST
+
 /* A daemon with --state-dir killed without a checkpoint and started
  * again has no such session: it says so to the resuming guest, whose
  * session then fails at once (not after its minute of tries), as when a
@@ -1258,6 +1293,7 @@ int main(void)
 	tcase_add_test(tc, resume_refused);
 	tcase_add_test(tc, restart_sessions);
 	tcase_add_test(tc, restart_sessions_workers);
+	tcase_add_test(tc, replay_fails);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
