@@ -1421,6 +1421,40 @@ static void lanes_open(struct cmx_session *s, const struct cmx_addr *a)
 	cmx_dbg("bulk lanes: %u", s->lanes ? n : 0);
 }
 
+/* How long a connection that the daemon ends before it answers the Hello
+ * is tried again, and the first pause: a daemon refuses connections past
+ * its cap of those not past their Hello yet (host/pending.h), as when many
+ * applications start at once, or connect while it is still starting, and
+ * serves them a moment later. */
+#define HELLO_RETRY_MS 5000
+#define HELLO_PAUSE_MS 10
+
+/* A connection to a past its Hello in role: its descriptor, or -errno. */
+static int dial_hello(struct cmx_session *s, const struct cmx_addr *a, enum cmx_role role)
+{
+	unsigned pause = HELLO_PAUSE_MS, waited = 0;
+
+	for (;;) {
+		int fd = cmx_dial(a), e;
+
+		if (fd < 0)
+			return fd;
+		e = hello(s, fd, role);
+		if (!e)
+			return fd;
+		cmx_dial_close(fd);
+		if ((e != -ECONNRESET && e != -EPIPE) || waited >= HELLO_RETRY_MS)
+			return e;
+		if (!waited)
+			cmx_warn("clmuxd ended a connection before its Hello (busy, or starting): "
+				 "trying again for %d s",
+				 HELLO_RETRY_MS / 1000);
+		usleep(pause * 1000);
+		waited += pause;
+		pause = pause * 2 > 500 ? 500 : pause * 2;
+	}
+}
+
 /* A Unix, vsock or TCP daemon: both channels, Hello on each, and for Unix
  * the shared area (shm: with the rings, which then carry everything). */
 static int sock_connect(struct cmx_session *s, const char *spec)
@@ -1439,10 +1473,9 @@ static int sock_connect(struct cmx_session *s, const char *spec)
 		cmx_err("%s", why);
 		return e;
 	}
-	s->fd = s->rx.fd = cmx_dial(&a);
+	s->fd = s->rx.fd = dial_hello(s, &a, CMX_ROLE_CALL);
 	if (s->fd < 0)
 		return s->fd;
-	e = hello(s, s->fd, CMX_ROLE_CALL);
 	/* The area is a memfd passed over the socket: Unix sockets only. */
 	if (!e && a.type == CMX_ADDR_UNIX)
 		e = open_area(s, shm);
@@ -1450,11 +1483,10 @@ static int sock_connect(struct cmx_session *s, const char *spec)
 		e = compress_ask(s);
 	if (e)
 		return e;
-	s->nfd = s->nrx.fd = cmx_dial(&a);
+	s->nfd = s->nrx.fd = dial_hello(s, &a, CMX_ROLE_NOTIFY);
 	if (s->nfd < 0)
 		return s->nfd;
-	e = hello(s, s->nfd, CMX_ROLE_NOTIFY);
-	if (!e && shm) {
+	if (shm) {
 		/* From here on the daemon answers on the rings. */
 		s->rx.ring = &s->rep;
 		s->nrx.ring = &s->ntf;

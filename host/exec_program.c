@@ -2,6 +2,7 @@
 // Handlers: programs and kernels. Builds run on the executor; their reply
 // describes every kernel so the guest creates kernels and checks arguments
 // without a round trip.
+#include "binkeep.h"
 #include "buildcheck.h"
 #include "exec.h"
 #include "incdir.h"
@@ -11,6 +12,7 @@
 #include "record.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -484,6 +486,11 @@ struct build_job {
 	struct cmx_build_limits l;
 	cl_program p;
 	char why[200];
+	/* A restore's build (host/binkeep.h): its tenant, and the program
+	 * loaded from a kept binary in p's place (or NULL). */
+	int restoring;
+	char tenant[CMX_TENANT_NAME];
+	cl_program made;
 };
 
 static struct build_job *build_job_create(struct cmx_call *c, cl_int *err)
@@ -512,6 +519,9 @@ static struct build_job *build_job_create(struct cmx_call *c, cl_int *err)
 	    .secs = q->build_time,
 	    .builds = q->builds == CMX_UNLIMITED ? 0 : q->builds,
 	};
+	/* Without a pre-flight to run: a kept binary skips it. */
+	j->restoring = c->s->restore && !cmx_buildcheck_wanted(&j->l);
+	snprintf(j->tenant, sizeof(j->tenant), "%s", c->s->tenant->name);
 	return j;
 }
 
@@ -574,6 +584,15 @@ static void build_done(struct cmx_call *c, int status)
 		free(o->ext);
 		o->ext = j->why[0] ? strdup(j->why) : NULL;
 	}
+	if (j->made && o && o->h == j->p) {
+		/* The object's program is the one loaded from the kept
+		 * binary; the one made from source goes (its source stays
+		 * the guest's, and its records' for the next checkpoint). */
+		o->h = j->made;
+		clReleaseProgram(j->p);
+	} else if (j->made) {
+		clReleaseProgram(j->made);
+	}
 	busy_unmark(c->s->srv, j->p, 1);
 	clReleaseProgram(j->p);
 	free(j);
@@ -581,10 +600,46 @@ static void build_done(struct cmx_call *c, int status)
 	cmx_call_done(c, status);
 }
 
+/* A restore's build of p, on the executor: for a program of one device
+ * made from source, loaded from the binary of an identical build of a
+ * session restored beside it (j->made, which build_done() puts in p's
+ * place; the driver's build log of it may be empty), else built from
+ * source, leaving its binary for the others. */
+static cl_int build_restoring(struct build_job *j, cl_program p,
+			      const struct cmx_BuildProgram_in *in, const char *opts)
+{
+	cl_device_id dev = NULL;
+	cl_context ctx = NULL;
+	cl_uint n = 0;
+	char *src;
+	cl_int e;
+	int mine;
+
+	if (clGetProgramInfo(p, CL_PROGRAM_NUM_DEVICES, sizeof(n), &n, NULL) || n != 1 ||
+	    clGetProgramInfo(p, CL_PROGRAM_DEVICES, sizeof(dev), &dev, NULL) ||
+	    clGetProgramInfo(p, CL_PROGRAM_CONTEXT, sizeof(ctx), &ctx, NULL) ||
+	    (in->devices.n && (in->devices.n != 1 || in->devices.h[0] != (void *)dev)) ||
+	    !(src = program_source(p)))
+		return clBuildProgram(p, (cl_uint)in->devices.n,
+				      in->devices.n ? (const cl_device_id *)in->devices.h : NULL,
+				      opts, NULL, NULL);
+	j->made = cmx_binkeep_build(j->tenant, ctx, dev, opts, src, &mine);
+	if (j->made) {
+		free(src);
+		return CL_SUCCESS;
+	}
+	e = clBuildProgram(p, 1, &dev, opts, NULL, NULL);
+	if (mine)
+		cmx_binkeep_put(j->tenant, dev, opts, src, e ? NULL : p);
+	free(src);
+	return e;
+}
+
 static int build_work(struct cmx_call *c)
 {
 	struct cmx_BuildProgram_in *in = c->in;
 	struct cmx_BuildProgram_out *out = c->out;
+	struct build_job *j = c->ctx;
 	const cl_device_id *devs = in->devices.n ? (const cl_device_id *)in->devices.h : NULL;
 	char *given = cmx_incdir_options(c->s->id, in->program.id,
 					 in->options.len ? in->options.ptr : NULL);
@@ -599,7 +654,9 @@ static int build_work(struct cmx_call *c)
 	} else if (preflight(c->ctx, in->program.h, opts, 0, 0, NULL, NULL)) {
 		e = CL_BUILD_PROGRAM_FAILURE;
 	} else {
-		e = clBuildProgram(in->program.h, (cl_uint)in->devices.n, devs, opts, NULL, NULL);
+		e = j->restoring ? build_restoring(j, in->program.h, in, opts)
+				 : clBuildProgram(in->program.h, (cl_uint)in->devices.n, devs, opts,
+						  NULL, NULL);
 		/* NVIDIA's compiler emits PTX that ptxas rejects for a kernel
 		 * with no parameters once -cl-kernel-arg-info is given: build
 		 * again as the application asked, without argument info (the
@@ -616,7 +673,7 @@ static int build_work(struct cmx_call *c)
 		return e;
 	/* Under the build's own reference: a guest that released the program
 	 * (or ended its session) meanwhile holds none. */
-	return describe_kernels(c, in->program.h, &out->kernels);
+	return describe_kernels(c, j->made ? j->made : in->program.h, &out->kernels);
 }
 
 int cmx_h_BuildProgram(struct cmx_call *c, struct cmx_BuildProgram_in *in,

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "area.h"
+#include "binkeep.h"
 #include "call.h"
 #include "dispatch.h"
 #include "eventstate.h"
@@ -56,7 +57,17 @@ struct cmx_restore {
 	int status;	     /* its status */
 	struct fresh *fresh; /* by id */
 	size_t nfresh;
+	int counted; /* one of cmx_restore_all()'s files (struct all) */
 };
+
+/* cmx_restore_all()'s files together: once the last is replayed, one line
+ * says how long the whole directory took, from its listing on (sessions
+ * are replayed side by side, each going on as its deferred calls end). */
+static struct {
+	unsigned left, restored, failed;
+	uint64_t bytes, t0;
+	int listing; /* still reading the directory */
+} all;
 
 /* A restored session whose guest has not said Hello by then is closed:
  * what it holds is charged to its tenant. */
@@ -75,11 +86,23 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The line for cmx_restore_all()'s files, once the last is done. */
+static void all_done(void)
+{
+	if (all.listing || all.left || !(all.restored + all.failed))
+		return;
+	cmx_info("restore: %u session%s restored (%" PRIu64 " buffer bytes) in %.1f ms, %u failed",
+		 all.restored, all.restored == 1 ? "" : "s", all.bytes,
+		 (double)(now_ns() - all.t0) / 1e6, all.failed);
+	all.restored = all.failed = 0;
+}
+
 /* The file is used up either way: a whole restore removes it, a failed
  * one keeps it as NAME.bad for the administrator, never tried again. */
 static void finish(struct cmx_session *s, int e, const char *why)
 {
 	struct cmx_restore *rs = s->restore;
+	struct cmx_server *srv = s->srv; /* s may be gone once closed */
 	int dfd = cmx_checkpoint_dirfd();
 
 	s->restore = NULL;
@@ -99,8 +122,20 @@ static void finish(struct cmx_session *s, int e, const char *why)
 			s->id, s->tenant->name, rs->name, why, bad);
 		cmx_session_close(s);
 	}
+	if (rs->counted) {
+		all.left--;
+		all.failed += e != 0;
+		all.restored += e == 0;
+		all.bytes += e ? 0 : rs->bytes;
+	}
 	free(rs->fresh);
 	free(rs);
+	all_done();
+	/* The binaries its builds kept serve only restores running now. */
+	for (struct cmx_session *o = srv->sessions; o; o = o->next)
+		if (o->restore)
+			return;
+	cmx_binkeep_clear();
 }
 
 static int by_id(const void *a, const void *b)
@@ -362,7 +397,7 @@ void cmx_restore_done(struct cmx_session *s, int status)
 }
 
 /* One file: checked whole, its tenant this process's, then replayed. */
-static void restore_file(struct cmx_server *srv, int dfd, const char *name)
+static void restore_file(struct cmx_server *srv, int dfd, const char *name, int counted)
 {
 	struct cmx_restore *rs = calloc(1, sizeof(*rs));
 	struct cmx_tenant *t;
@@ -387,6 +422,7 @@ static void restore_file(struct cmx_server *srv, int dfd, const char *name)
 		(void)renameat(dfd, name, dfd, bad);
 		cmx_state_unmap(rs->map, rs->len);
 		free(rs);
+		all.failed += counted;
 		return;
 	}
 	t = cmx_tenant_find(&srv->tenants, rs->r.head.tenant);
@@ -408,6 +444,7 @@ static void restore_file(struct cmx_server *srv, int dfd, const char *name)
 			rs->r.head.session);
 		cmx_state_unmap(rs->map, rs->len);
 		free(rs);
+		all.failed += counted;
 		return;
 	}
 	s->id = rs->r.head.session;
@@ -418,6 +455,8 @@ static void restore_file(struct cmx_server *srv, int dfd, const char *name)
 	if (srv->next_session < s->id)
 		srv->next_session = s->id;
 	s->restore = rs;
+	rs->counted = counted;
+	all.left += counted;
 	if (scan(rs)) {
 		finish(s, -ENOMEM, "out of memory");
 		return;
@@ -498,13 +537,17 @@ void cmx_restore_all(struct cmx_server *srv, int (*serves_fn)(const struct cmx_t
 	}
 	/* This process's own files are a checkpoint of what it serves now. */
 	snprintf(pid_prefix, sizeof(pid_prefix), "p%d-", (int)getpid());
+	all.t0 = now_ns();
+	all.listing = 1;
 	while ((e = readdir(d))) {
 		size_t n = strlen(e->d_name);
 		if (n > 6 && !strcmp(e->d_name + n - 6, ".state") &&
 		    strncmp(e->d_name, pid_prefix, strlen(pid_prefix)))
-			restore_file(srv, dfd, e->d_name);
+			restore_file(srv, dfd, e->d_name, 1);
 	}
 	closedir(d);
+	all.listing = 0;
+	all_done();
 	wait_arm(srv);
 }
 
@@ -514,6 +557,6 @@ void cmx_restore_file(struct cmx_server *srv, const char *name)
 
 	if (dfd < 0)
 		return;
-	restore_file(srv, dfd, name);
+	restore_file(srv, dfd, name, 0);
 	wait_arm(srv);
 }

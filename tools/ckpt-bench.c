@@ -3,6 +3,8 @@
 // of a session's buffers (docs/performance.md "Checkpoint and restore").
 //
 //   clmux-ckpt-bench --clmuxd PATH [--events N] [--mib N]...
+//   clmux-ckpt-bench --clmuxd PATH [--workers off|on] --sessions N --mib M
+//                    [--iters K]
 //
 // For each size: a clmuxd of its own (--workers off, a private state
 // directory), one session through the clmux ICD with buffers of N MiB in
@@ -16,6 +18,15 @@
 // after it), which a checkpoint writes and a restore makes again. Needs
 // OCL_ICD_VENDORS to name the clmux ICD and the native one.
 //
+// With --sessions, a daemon restart under N applications at work (see
+// fleet()): M MiB of buffers split among them, each application's loop
+// of write, kernel and read checked against what it computes itself,
+// SIGTERM in the middle of it (each daemon --workers as given, off by
+// default), a second clmuxd on the same directory,
+// and every application resumed by its ICD; then the errors and wrong
+// results the applications saw, the checkpoint's and the whole restore's
+// time from the daemons' log lines, and their longest pause.
+//
 // Each is set beside what the native platform takes, in a fresh process,
 // for the same bytes: to save, map each buffer and write it to a file; to
 // restore, make the buffers and write the bytes into them. The ratios are
@@ -28,9 +39,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -39,12 +53,15 @@
 
 #define PIECE (64ull << 20)
 
-static const char *clmuxd;
+static const char *clmuxd, *workers = "off";
 /* Completed events the session holds (--events). */
 static unsigned long events;
 static char dir[64], sock[96], admin[96], state[96], logf[96];
 /* The daemon running, and the process that started it. */
 static pid_t daemon_pid, bench_pid;
+/* --sessions: the applications running. */
+static pid_t *apps;
+static unsigned napps;
 
 __attribute__((noreturn)) static void die(const char *what)
 {
@@ -52,6 +69,9 @@ __attribute__((noreturn)) static void die(const char *what)
 	/* Not left behind, holding the caller's pipes. */
 	if (daemon_pid > 0 && getpid() == bench_pid)
 		kill(daemon_pid, SIGKILL);
+	for (unsigned i = 0; i < napps && getpid() == bench_pid; i++)
+		if (apps[i] > 0)
+			kill(apps[i], SIGKILL);
 	exit(1);
 }
 
@@ -174,7 +194,7 @@ static pid_t daemon_start(void)
 		int fd = open(logf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		dup2(fd, 2);
 		execl(clmuxd, clmuxd, "--listen", listen, "--admin", admin, "--state-dir", state,
-		      "--workers", "off", (char *)NULL);
+		      "--workers", workers, (char *)NULL);
 		_exit(127);
 	}
 	for (int i = 0; i < 3000 && !(accepts(sock) && accepts(admin)); i++)
@@ -237,6 +257,30 @@ static double restore_ms(void)
 	return 0;
 }
 
+/* A private directory: the daemon's sockets, state directory and log. */
+static void dir_make(void)
+{
+	char server[128];
+
+	if (!mkdtemp(strcpy(dir, "/tmp/clmux-ckb-XXXXXX")))
+		die("mkdtemp");
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	snprintf(admin, sizeof(admin), "%s/admin.sock", dir);
+	snprintf(state, sizeof(state), "%s/state", dir);
+	snprintf(logf, sizeof(logf), "%s/clmuxd.log", dir);
+	snprintf(server, sizeof(server), "unix:%s", sock);
+	setenv("CLMUX_SERVER", server, 1);
+}
+
+static void dir_remove(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	if (system(cmd))
+		die("rm");
+}
+
 static void one(unsigned long long mib)
 {
 	unsigned long long bytes = mib << 20;
@@ -247,19 +291,12 @@ static void one(unsigned long long mib)
 	cl_context ctx;
 	cl_command_queue q;
 	cl_int e;
-	char name[256], server[128];
+	char name[256];
 	double ck_ms = 0, rs_ms, nat[2];
 	pid_t pid;
 	char *a;
 
-	if (!mkdtemp(strcpy(dir, "/tmp/clmux-ckb-XXXXXX")))
-		die("mkdtemp");
-	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
-	snprintf(admin, sizeof(admin), "%s/admin.sock", dir);
-	snprintf(state, sizeof(state), "%s/state", dir);
-	snprintf(logf, sizeof(logf), "%s/clmuxd.log", dir);
-	snprintf(server, sizeof(server), "unix:%s", sock);
-	setenv("CLMUX_SERVER", server, 1);
+	dir_make();
 	pid = daemon_start();
 
 	/* A child per size: the ICD's session ends with it. */
@@ -315,21 +352,297 @@ static void one(unsigned long long mib)
 	       mib, events, ck_ms, bytes / ck_ms / 1e6, nat[0], nat[0] / ck_ms, rs_ms,
 	       bytes / rs_ms / 1e6, nat[1], nat[1] / rs_ms);
 	fflush(stdout);
-	snprintf(name, sizeof(name), "rm -rf '%s'", dir);
-	if (system(name))
-		die("rm");
+	dir_remove();
 	free(bufs);
 	free(data);
 	close(pfd[0]);
 }
 
+/* ---- --sessions: a restart under many applications at work ---- */
+
+/* Work-items of a step: the uints of its input and output. */
+#define GROUP 16384u
+
+/* Each step reads and rewrites GROUP words of the session's buffer r, a
+ * window that moves with k, so that across iterations r's bytes change
+ * everywhere and a restore that lost any of them shows in a result. */
+static const char step_src[] =
+    "kernel void advance(global uint *r, global const uint *in, global uint *out, uint n,\n"
+    "                 uint k)\n"
+    "{\n"
+    "	size_t j = get_global_id(0);\n"
+    "	uint at = (uint)((j + (ulong)k * get_global_size(0)) % n);\n"
+    "	uint v = r[at] * 2654435761u + in[j] + k;\n"
+    "	out[j] = v;\n"
+    "	r[at] = v;\n"
+    "}\n";
+
+/* One application's account, in memory it shares with the bench. */
+struct app_stat {
+	_Atomic unsigned iters;	     /* iterations done */
+	_Atomic int ready, done;     /* its objects made; its last check made */
+	unsigned errors, mismatches; /* calls that failed; results not as computed */
+	double gap_ms;		     /* the longest time between two iterations */
+};
+
+/* Set by the bench: the applications end their loops. */
+static _Atomic int *fleet_stop;
+
+static void app_fail(struct app_stat *st, const char *what, cl_int e)
+{
+	fprintf(stderr, "ckpt-bench: application %d: %s: error %d\n", (int)getpid(), what, e);
+	st->errors++;
+}
+
+/* Application idx: a session through the clmux ICD with a buffer r of
+ * bytes holding known words (CL_MEM_USE_HOST_PTR, as in one()), then a
+ * loop of write, kernel and read until told to stop, each result checked
+ * against the step computed here on a copy of r; at the end r is read
+ * whole and checked. Its first failed call ends the loop. */
+static void app(unsigned idx, size_t bytes, struct app_stat *st)
+{
+	size_t n = bytes / 4, g = n < GROUP ? n : GROUP;
+	uint32_t *mirror = malloc(bytes), *host = malloc(bytes), *in = malloc(g * 4),
+		 *out = malloc(g * 4);
+	cl_device_id dev = device_of(1);
+	const char *text = step_src;
+	cl_context ctx;
+	cl_command_queue q;
+	cl_program prog;
+	cl_kernel kern;
+	cl_mem r, bin, bout;
+	cl_uint nw = (cl_uint)n;
+	double last;
+	cl_int e;
+
+	if (!dev || !mirror || !host || !in || !out) {
+		app_fail(st, dev ? "no memory" : "no clmux platform", 0);
+		_exit(2);
+	}
+	for (size_t j = 0; j < n; j++)
+		mirror[j] = (uint32_t)j * 0x9e3779b9u ^ idx * 0x85ebca6bu;
+	memcpy(host, mirror, bytes);
+	ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &e);
+	if (e) {
+		app_fail(st, "context", e);
+		_exit(3);
+	}
+	q = clCreateCommandQueueWithProperties(ctx, dev, NULL, &e);
+	prog = e ? NULL : clCreateProgramWithSource(ctx, 1, &text, NULL, &e);
+	if (!e)
+		e = clBuildProgram(prog, 1, &dev, NULL, NULL, NULL);
+	kern = e ? NULL : clCreateKernel(prog, "advance", &e);
+	r = e ? NULL
+	      : clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, bytes, host, &e);
+	bin = e ? NULL : clCreateBuffer(ctx, CL_MEM_READ_ONLY, g * 4, NULL, &e);
+	bout = e ? NULL : clCreateBuffer(ctx, CL_MEM_WRITE_ONLY, g * 4, NULL, &e);
+	if (e || (e = clSetKernelArg(kern, 0, sizeof(r), &r)) ||
+	    (e = clSetKernelArg(kern, 1, sizeof(bin), &bin)) ||
+	    (e = clSetKernelArg(kern, 2, sizeof(bout), &bout)) ||
+	    (e = clSetKernelArg(kern, 3, sizeof(nw), &nw)) || (e = clFinish(q))) {
+		app_fail(st, "set-up", e);
+		_exit(3);
+	}
+	st->ready = 1;
+	last = now_ms();
+	for (cl_uint k = 0; !*fleet_stop; k++) {
+		for (size_t j = 0; j < g; j++)
+			in[j] = (uint32_t)(j + 1) * (k + 7) ^ idx;
+		if ((e = clEnqueueWriteBuffer(q, bin, CL_FALSE, 0, g * 4, in, 0, NULL, NULL)) ||
+		    (e = clSetKernelArg(kern, 4, sizeof(k), &k)) ||
+		    (e = clEnqueueNDRangeKernel(q, kern, 1, NULL, &g, NULL, 0, NULL, NULL)) ||
+		    (e = clEnqueueReadBuffer(q, bout, CL_TRUE, 0, g * 4, out, 0, NULL, NULL))) {
+			app_fail(st, "iteration", e);
+			break;
+		}
+		int same = 1;
+		for (size_t j = 0; j < g; j++) {
+			size_t at = (size_t)((j + (uint64_t)k * g) % n);
+			mirror[at] = mirror[at] * 2654435761u + in[j] + k;
+			same &= out[j] == mirror[at];
+		}
+		st->mismatches += !same;
+		double t = now_ms();
+		if (t - last > st->gap_ms)
+			st->gap_ms = t - last;
+		last = t;
+		st->iters++;
+	}
+	if (!st->errors) {
+		e = clEnqueueReadBuffer(q, r, CL_TRUE, 0, bytes, host, 0, NULL, NULL);
+		if (e)
+			app_fail(st, "the last read", e);
+		else
+			st->mismatches += memcmp(host, mirror, bytes) != 0;
+	}
+	st->done = 1;
+	_exit(0);
+}
+
+/* The sums of the lines of the log that begin with what ("checkpoint: ",
+ * "restore: "; a worker logs its own): sessions, failed and bytes, and
+ * the longest time. The count of sessions they name, failed included. */
+static unsigned log_sums(const char *what, unsigned long long *bytes, double *ms, unsigned *failed)
+{
+	unsigned sessions = 0;
+	char line[1024];
+	FILE *f = fopen(logf, "r");
+
+	*bytes = 0;
+	*ms = 0;
+	*failed = 0;
+	while (f && fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, what), *b = p ? strstr(p, " buffer bytes) in ") : NULL;
+		char *c = p ? strstr(p, "ms, ") : NULL;
+		if (!b || !c)
+			continue;
+		while (b > p && b[-1] != '(' && b[-1] != ' ')
+			b--;
+		sessions += (unsigned)strtoul(p + strlen(what), NULL, 10);
+		*bytes += strtoull(b, NULL, 10);
+		double t = strtod(strstr(b, ") in ") + 5, NULL);
+		*ms = t > *ms ? t : *ms;
+		*failed += (unsigned)strtoul(c + 4, NULL, 10);
+	}
+	if (f)
+		fclose(f);
+	return sessions + *failed;
+}
+
+/* Waits until every application has done at least want[i] iterations
+ * (NULL: is ready); dies naming the first that ended or is still short
+ * after limit_s seconds. */
+static void apps_reach(struct app_stat *st, const unsigned *want, double limit_s)
+{
+	double end = now_ms() + limit_s * 1e3;
+	char why[128];
+
+	for (;;) {
+		unsigned short_of = napps;
+		for (unsigned i = 0; i < napps && short_of == napps; i++) {
+			if (st[i].done || st[i].errors || waitpid(apps[i], NULL, WNOHANG)) {
+				snprintf(why, sizeof(why), "application %u ended early (%u errors)",
+					 i, st[i].errors);
+				die(why);
+			}
+			if (want ? st[i].iters < want[i] : !st[i].ready)
+				short_of = i;
+		}
+		if (short_of == napps)
+			return;
+		if (now_ms() > end) {
+			snprintf(why, sizeof(why), "application %u: %u iterations after %.0f s",
+				 short_of, st[short_of].iters, limit_s);
+			die(why);
+		}
+		usleep(10000);
+	}
+}
+
+/*
+ * nsess applications, mib MiB of buffers among them: each opens its
+ * session through the clmux ICD (forked before this process makes any
+ * OpenCL call: a child forked after one would share its ICD's session)
+ * and runs app() against the first daemon. Once each has done iters
+ * iterations, SIGTERM: the daemon drains, writes every session to the
+ * state directory and ends; a second clmuxd on the directory restores
+ * them, and each application's ICD resumes its session by itself. Once
+ * each has done iters more, they stop and check their buffer whole.
+ * Returns 1 when every application saw no error and no wrong result.
+ */
+static int fleet(unsigned nsess, unsigned long long mib, unsigned iters)
+{
+	size_t per = (size_t)((mib << 20) / nsess) & ~(size_t)3;
+	struct app_stat *st;
+	unsigned *want = calloc(nsess, sizeof(*want)), errors = 0, mismatches = 0, total = 0;
+	unsigned ck_failed, rs_failed;
+	unsigned long long ck_bytes, rs_bytes;
+	double ck_ms, rs_ms, gap = 0, nat[2];
+	pid_t pid;
+	int stt;
+
+	if (per < 4096 || !want)
+		die("--mib: too little for so many sessions (4 KiB each at least)");
+	st = mmap(NULL, nsess * sizeof(*st) + 64, PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	apps = calloc(nsess, sizeof(*apps));
+	if (st == MAP_FAILED || !apps)
+		die("no memory");
+	memset(st, 0, nsess * sizeof(*st) + 64);
+	fleet_stop = (_Atomic int *)(st + nsess);
+	dir_make();
+	pid = daemon_start();
+	for (napps = 0; napps < nsess; napps++) {
+		apps[napps] = fork();
+		if (apps[napps] < 0)
+			die("fork");
+		if (!apps[napps]) {
+			daemon_pid = 0;
+			app(napps, per, &st[napps]);
+		}
+	}
+	apps_reach(st, NULL, 600);
+	for (unsigned i = 0; i < nsess; i++)
+		want[i] = iters;
+	apps_reach(st, want, 600);
+	/* The checkpoint: at SIGTERM, with every application mid-loop. */
+	daemon_stop(pid);
+	for (unsigned i = 0; i < nsess; i++)
+		want[i] = st[i].iters + iters;
+	if (log_sums("checkpoint: ", &ck_bytes, &ck_ms, &ck_failed) != nsess || ck_failed)
+		die("the checkpoint did not write every session (see its log)");
+	pid = daemon_start();
+	for (int i = 0; log_sums("restore: ", &rs_bytes, &rs_ms, &rs_failed) < nsess; i++) {
+		if (i > 60000)
+			die("no restore of every session in the log");
+		usleep(10000);
+	}
+	apps_reach(st, want, 300);
+	*fleet_stop = 1;
+	for (unsigned i = 0; i < nsess; i++) {
+		if (waitpid(apps[i], &stt, 0) != apps[i] || !WIFEXITED(stt) || WEXITSTATUS(stt) ||
+		    !st[i].done)
+			errors++;
+		apps[i] = 0;
+		errors += st[i].errors;
+		mismatches += st[i].mismatches;
+		total += st[i].iters;
+		gap = st[i].gap_ms > gap ? st[i].gap_ms : gap;
+	}
+	daemon_stop(pid);
+	native(rs_bytes, nat);
+	printf("%u sessions, %llu MiB, --workers %s: %u application errors, %u checksum "
+	       "mismatches, %u iterations, %u sessions not restored\n",
+	       nsess, mib, workers, errors, mismatches, total, rs_failed);
+	printf("  checkpoint %8.1f ms for %llu bytes (%5.2f GB/s, native save %8.1f ms, ratio "
+	       "%4.2f)\n",
+	       ck_ms, ck_bytes, ck_bytes / ck_ms / 1e6, nat[0], nat[0] / ck_ms);
+	printf(
+	    "  restore    %8.1f ms for %llu bytes (%5.2f GB/s, native make+write %8.1f ms, ratio "
+	    "%4.2f)\n",
+	    rs_ms, rs_bytes, rs_bytes / rs_ms / 1e6, nat[1], nat[1] / rs_ms);
+	printf("  longest pause of an application: %.1f ms\n", gap);
+	fflush(stdout);
+	dir_remove();
+	munmap(st, nsess * sizeof(*st) + 64);
+	free(want);
+	return !errors && !mismatches && !rs_failed;
+}
+
 int main(int argc, char **argv)
 {
+	unsigned sessions = 0, iters = 3;
 	int sizes = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--clmuxd") && i + 1 < argc) {
 			clmuxd = argv[++i];
+		} else if (!strcmp(argv[i], "--workers") && i + 1 < argc) {
+			workers = argv[++i];
+		} else if (!strcmp(argv[i], "--sessions") && i + 1 < argc) {
+			sessions = (unsigned)strtoul(argv[++i], NULL, 10);
+		} else if (!strcmp(argv[i], "--iters") && i + 1 < argc) {
+			iters = (unsigned)strtoul(argv[++i], NULL, 10);
 		} else if (!strcmp(argv[i], "--mib") && i + 1 < argc) {
 			sizes++;
 			i++;
@@ -337,18 +650,32 @@ int main(int argc, char **argv)
 			i++;
 		} else {
 			fprintf(stderr, "usage: clmux-ckpt-bench --clmuxd PATH [--events N] "
-					"[--mib N]...\n");
+					"[--mib N]...\n"
+					"       clmux-ckpt-bench --clmuxd PATH [--workers off|on] "
+					"--sessions N --mib M [--iters K]\n");
 			return 2;
 		}
 	}
 	if (!clmuxd)
 		die("--clmuxd PATH");
+	if (sessions) {
+		unsigned long long mib = 0;
+		for (int i = 1; i + 1 < argc; i++)
+			if (!strcmp(argv[i], "--mib"))
+				mib = strtoull(argv[i + 1], NULL, 10);
+		if (sizes != 1 || !iters)
+			die("--sessions: one --mib, and --iters 1 or more");
+		return fleet(sessions, mib, iters) ? 0 : 1;
+	}
+	/* With workers an admin checkpoint only asks them: no time comes back. */
+	if (strcmp(workers, "off"))
+		die("--workers on: with --sessions only");
 	for (int i = 1; i + 1 < argc; i++)
 		if (!strcmp(argv[i], "--mib"))
 			one(strtoull(argv[++i], NULL, 10));
 		else if (!strcmp(argv[i], "--events"))
 			events = strtoul(argv[++i], NULL, 10);
-		else if (!strcmp(argv[i], "--clmuxd"))
+		else if (!strcmp(argv[i], "--clmuxd") || !strcmp(argv[i], "--workers"))
 			i++;
 	if (!sizes)
 		for (unsigned long long m = 1; m <= 256; m *= 256)

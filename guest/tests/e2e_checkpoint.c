@@ -13,7 +13,9 @@
 // across restarts answer and serve as natively, a checkpoint that a
 // command behind an unset user event would hang is refused, and EVENT
 // records no checkpoint writes end only their own session's restore.
-// Over unix, and shm from e2e-shm.sh.
+// Eight applications at work through a restart resume by themselves,
+// every result equal to the native run's. A file whose replay fails ends
+// only its session. Over unix, and shm from e2e-shm.sh.
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
@@ -1134,6 +1136,219 @@ START_TEST(notify_drained)
 }
 END_TEST
 
+/* restart_sessions: applications, the words of each one's buffer r, and
+ * the work-items of a step (each reads and rewrites FLEET_G words of r,
+ * a window that moves with the iteration). */
+#define FLEET	     8
+#define FLEET_N	     16384
+#define FLEET_G	     4096
+#define FLEET_STEADY 3
+
+static const char advance_src[] =
+    "kernel void advance(global uint *r, global const uint *in, global uint *out, uint n,\n"
+    "                    uint k)\n"
+    "{\n"
+    "	size_t j = get_global_id(0);\n"
+    "	uint at = (uint)((j + (ulong)k * get_global_size(0)) % n);\n"
+    "	uint v = r[at] * 2654435761u + in[j] + k;\n"
+    "	out[j] = v;\n"
+    "	r[at] = v;\n"
+    "}\n";
+
+/* One application's progress, in memory it shares with the test. */
+struct fleet_app {
+	_Atomic unsigned iters;
+	_Atomic int ready;
+};
+
+/* An application's objects on one platform. */
+struct fleet_objs {
+	cl_kernel k;
+	cl_mem r, in, out;
+};
+
+static int fleet_objs_make(struct e2e_plat *p, const uint32_t *r0, struct fleet_objs *o)
+{
+	const char *text = advance_src;
+	cl_uint n = FLEET_N;
+	cl_program prog;
+	cl_int e;
+
+	prog = clCreateProgramWithSource(p->context, 1, &text, NULL, &e);
+	if (e || clBuildProgram(prog, 1, &p->device, NULL, NULL, NULL))
+		return -1;
+	o->k = clCreateKernel(prog, "advance", &e);
+	clReleaseProgram(prog);
+	o->r = clCreateBuffer(p->context, CL_MEM_COPY_HOST_PTR, FLEET_N * 4, (void *)r0, &e);
+	o->in = clCreateBuffer(p->context, CL_MEM_READ_ONLY, FLEET_G * 4, NULL, &e);
+	o->out = clCreateBuffer(p->context, CL_MEM_WRITE_ONLY, FLEET_G * 4, NULL, &e);
+	if (!o->k || !o->r || !o->in || !o->out || clSetKernelArg(o->k, 0, sizeof(o->r), &o->r) ||
+	    clSetKernelArg(o->k, 1, sizeof(o->in), &o->in) ||
+	    clSetKernelArg(o->k, 2, sizeof(o->out), &o->out) ||
+	    clSetKernelArg(o->k, 3, sizeof(n), &n))
+		return -1;
+	return clFinish(p->queue) ? -1 : 0;
+}
+
+/* Iteration k on p: in written, a step, out read into got. */
+static cl_int fleet_step(struct e2e_plat *p, struct fleet_objs *o, const uint32_t *in, cl_uint k,
+			 uint32_t *got)
+{
+	size_t g = FLEET_G;
+	cl_int e;
+
+	if ((e = clEnqueueWriteBuffer(p->queue, o->in, CL_FALSE, 0, FLEET_G * 4, in, 0, NULL,
+				      NULL)) ||
+	    (e = clSetKernelArg(o->k, 4, sizeof(k), &k)) ||
+	    (e = clEnqueueNDRangeKernel(p->queue, o->k, 1, NULL, &g, NULL, 0, NULL, NULL)))
+		return e;
+	return clEnqueueReadBuffer(p->queue, o->out, CL_TRUE, 0, FLEET_G * 4, got, 0, NULL, NULL);
+}
+
+/* Application idx of restart_sessions: the same loop of write, kernel and
+ * read on both platforms, each result compared, until *stop; then r read
+ * whole on both and compared. Exits 0 when all matched, 4 on an error,
+ * 5 on a difference. */
+static void fleet_app_main(unsigned idx, struct fleet_app *st, _Atomic int *stop)
+{
+	static uint32_t r0[FLEET_N], in[FLEET_G], want[FLEET_N], got[FLEET_N];
+	struct e2e_plat nat, v;
+	struct fleet_objs on = {0}, ov = {0};
+
+	e2e_rand_u32(r0, FLEET_N, 300 + idx, 0);
+	if (e2e_plat_init(&nat, "native", e2e_native_match()) ||
+	    e2e_plat_init(&v, "virtual", e2e_virtual_match()) || fleet_objs_make(&nat, r0, &on) ||
+	    fleet_objs_make(&v, r0, &ov))
+		_exit(3);
+	st->ready = 1;
+	for (cl_uint k = 0; !*stop; k++) {
+		cl_int e;
+		e2e_rand_u32(in, FLEET_G, ((uint64_t)idx << 32) | k, 0);
+		if (fleet_step(&nat, &on, in, k, want))
+			_exit(3);
+		if ((e = fleet_step(&v, &ov, in, k, got))) {
+			fprintf(stderr, "application %u: iteration %u: error %d\n", idx, k, e);
+			_exit(4);
+		}
+		if (memcmp(got, want, FLEET_G * 4)) {
+			fprintf(stderr, "application %u: iteration %u: result differs\n", idx, k);
+			_exit(5);
+		}
+		st->iters++;
+	}
+	if (clEnqueueReadBuffer(nat.queue, on.r, CL_TRUE, 0, FLEET_N * 4, want, 0, NULL, NULL))
+		_exit(3);
+	if (clEnqueueReadBuffer(v.queue, ov.r, CL_TRUE, 0, FLEET_N * 4, got, 0, NULL, NULL))
+		_exit(4);
+	_exit(memcmp(got, want, sizeof(got)) ? 5 : 0);
+}
+
+/* Until every application has done want[i] iterations (NULL: is ready);
+ * one that ends before fails the test. */
+static void fleet_reach(const pid_t *apps, struct fleet_app *st, const unsigned *want)
+{
+	for (unsigned i = 0; i < FLEET; i++) {
+		int s;
+		while (want ? st[i].iters < want[i] : !st[i].ready) {
+			ck_assert_msg(waitpid(apps[i], &s, WNOHANG) == 0,
+				      "application %u ended early: %d", i, s);
+			usleep(10000);
+		}
+	}
+}
+
+/* FLEET applications at work, each its own session, when the daemon is
+ * checkpointed (SIGTERM) and restarted on the same --state-dir: every
+ * ICD resumes its session by itself, and every result before and after,
+ * and each buffer at the end, equals the native run's, with no error. */
+static void restart_sessions_with(const char *workers)
+{
+	size_t bytes = FLEET * sizeof(struct fleet_app) + sizeof(_Atomic int);
+	struct fleet_app *st =
+	    mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	_Atomic int *stop = (_Atomic int *)(st + FLEET);
+	pid_t pid = daemon_start(workers), apps[FLEET];
+	unsigned want[FLEET];
+	int s;
+
+	ck_assert_ptr_ne(st, MAP_FAILED);
+	/* Forked before this process makes any OpenCL call: each its own
+	 * ICD session. */
+	for (unsigned i = 0; i < FLEET; i++) {
+		apps[i] = fork();
+		ck_assert_int_ge(apps[i], 0);
+		if (!apps[i])
+			fleet_app_main(i, &st[i], stop);
+	}
+	fleet_reach(apps, st, NULL);
+	for (unsigned i = 0; i < FLEET; i++)
+		want[i] = FLEET_STEADY;
+	fleet_reach(apps, st, want);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &s, 0), pid);
+	for (unsigned i = 0; i < FLEET; i++)
+		want[i] = st[i].iters + FLEET_STEADY;
+	pid = daemon_again(workers, 0);
+	fleet_reach(apps, st, want);
+	*stop = 1;
+	for (unsigned i = 0; i < FLEET; i++) {
+		ck_assert_int_eq(waitpid(apps[i], &s, 0), apps[i]);
+		ck_assert_msg(WIFEXITED(s) && WEXITSTATUS(s) == 0, "application %u: %d", i, s);
+	}
+	munmap(st, bytes);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &s, 0), pid);
+	dir_remove();
+}
+
+START_TEST(restart_sessions)
+{
+	restart_sessions_with("off");
+}
+END_TEST
+
+/* The same with workers: the front end hands the resuming connections to
+ * the tenant's new worker, which restores every session. */
+START_TEST(restart_sessions_workers)
+{
+	restart_sessions_with("on");
+}
+END_TEST
+
+/* A state file whose replay fails once its session is made (bytes for a
+ * buffer it does not have, before any call): the session is closed, the
+ * file kept as .bad, and the daemon goes on (an ASan build sees it touch
+ * nothing of the closed session) and ends cleanly. */
+START_TEST(replay_fails)
+{
+	struct cmx_state_writer *w = malloc(sizeof(*w));
+	uint64_t head[3] = {0x4242, 0, 0};
+	struct iovec iov = {head, sizeof(head)};
+	char bad[300];
+	pid_t pid;
+	int dfd, st;
+
+	ck_assert_ptr_nonnull(mkdtemp(strcpy(dir, "/tmp/clmux-ckpt-XXXXXX")));
+	snprintf(state, sizeof(state), "%s/state", dir);
+	ck_assert_int_eq(mkdir(state, 0700), 0);
+	dfd = open(state, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_ge(dfd, 0);
+	ck_assert_int_eq(cmx_state_begin(w, dfd, "p1-default-77.state", 77, 1234, 0, "default"), 0);
+	cmx_state_put(w, CMX_STATE_CONTENTS, &iov, 1);
+	ck_assert_int_eq(cmx_state_commit(w), 0);
+	free(w);
+	close(dfd);
+	pid = daemon_again("off", 0);
+	snprintf(bad, sizeof(bad), "%s/p1-default-77.state.bad", state);
+	while (access(bad, F_OK))
+		usleep(10000);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "clmuxd: %d", st);
+	dir_remove();
+}
+END_TEST
+
 /* A daemon with --state-dir killed without a checkpoint and started
  * again has no such session: it says so to the resuming guest, whose
  * session then fails at once (not after its minute of tries), as when a
@@ -1725,6 +1940,9 @@ int main(void)
 	tcase_add_test(tc, guest_resume_workers);
 	tcase_add_test(tc, resume_refused);
 	tcase_add_test(tc, notify_drained);
+	tcase_add_test(tc, restart_sessions);
+	tcase_add_test(tc, restart_sessions_workers);
+	tcase_add_test(tc, replay_fails);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S);
 	suite_add_tcase(s, tc);
 	/* Events held across a restart (CK_RUN_CASE=events runs these alone). */

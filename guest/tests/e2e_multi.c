@@ -3,11 +3,14 @@
 #include "e2e.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -387,6 +390,90 @@ START_TEST(test_client_killed)
 }
 END_TEST
 
+/* The daemon's cap of one peer's connections not past their Hello
+ * (CMX_PENDING_PER_PEER, host/pending.h). */
+#define PENDING_CAP 64
+
+/* A connection to the daemon's socket at path that says nothing. */
+static int silent_dial(const char *path)
+{
+	struct sockaddr_un sun = {.sun_family = AF_UNIX};
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	return fd;
+}
+
+/*
+ * Many connections at once (applications that start together, or while
+ * the daemon is starting): past the daemon's cap of connections not yet
+ * past their Hello it ends one unanswered. While this process holds the
+ * cap (each held connection made again if the daemon ends it), a client
+ * starts; its ICD tries again (it says so on stderr, read here), and once
+ * the held connections go its session opens and its results are right.
+ */
+START_TEST(test_connection_burst)
+{
+	const char *server = getenv("CLMUX_SERVER");
+	struct client c = {.id = 7, .kind = CLIENT_PLAIN, .iters = 20};
+	struct pollfd pfd[1 + PENDING_CAP];
+	char out[8192] = "";
+	size_t got = 0;
+	int errp[2], refused = 0, open_ = 1;
+	pid_t pid;
+
+	/* shm: is the unix: socket too; tcp: needs a token first. */
+	if (!server || (strncmp(server, "unix:", 5) && strncmp(server, "shm:", 4)))
+		return;
+	server = strchr(server, ':') + 1;
+	for (int i = 1; i <= PENDING_CAP; i++)
+		pfd[i] = (struct pollfd){.fd = silent_dial(server), .events = POLLIN};
+	ck_assert_int_eq(pipe(errp), 0);
+	fflush(NULL);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		/* The held connections are this process's alone. */
+		for (int i = 1; i <= PENDING_CAP; i++)
+			close(pfd[i].fd);
+		dup2(errp[1], 2);
+		_exit(client_main(&c));
+	}
+	close(errp[1]);
+	pfd[0] = (struct pollfd){.fd = errp[0], .events = POLLIN};
+	/* Until the client says it tries again, or ends. */
+	while (open_ && !refused) {
+		ck_assert_int_ge(poll(pfd, 1 + PENDING_CAP, -1), 0);
+		for (int i = 1; i <= PENDING_CAP; i++)
+			if (pfd[i].revents) {
+				/* Its 5 s for a Hello ran out: held again. */
+				close(pfd[i].fd);
+				pfd[i].fd = silent_dial(server);
+			}
+		if (pfd[0].revents) {
+			ssize_t n = read(errp[0], out + got, sizeof(out) - 1 - got);
+			open_ = n > 0;
+			got += n > 0 ? (size_t)n : 0;
+			out[got] = '\0';
+			refused = strstr(out, "trying again") != NULL;
+		}
+	}
+	for (int i = 1; i <= PENDING_CAP; i++)
+		close(pfd[i].fd);
+	/* The rest of its lines, until it ends (or the buffer is full). */
+	for (ssize_t n; (n = read(errp[0], out + got, sizeof(out) - 1 - got)) > 0;)
+		got += (size_t)n;
+	out[got] = '\0';
+	close(errp[0]);
+	fputs(out, stderr);
+	ck_assert_msg(refused, "the client's connection was not refused");
+	assert_exit_ok(c.id, client_reap(pid));
+}
+END_TEST
+
 static Suite *multi_suite(void)
 {
 	Suite *s = suite_create("e2e_multi");
@@ -398,6 +485,7 @@ static Suite *multi_suite(void)
 	tcase_add_test(tc, test_four_clients_mixed);
 	tcase_add_test(tc, test_client_killed);
 	tcase_add_test(tc, test_fork_midway);
+	tcase_add_test(tc, test_connection_burst);
 	suite_add_tcase(s, tc);
 	return s;
 }
