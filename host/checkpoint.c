@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Checkpoints: every session of this process written to the state
 // directory, each as one state file (host/state.h) of the requests that
-// made its objects and the contents of its buffers.
+// made its objects and the contents of its buffers and images.
 #define _GNU_SOURCE
 #include "checkpoint.h"
 
@@ -18,11 +18,13 @@
 
 #include "area.h"
 #include "eventstate.h"
+#include "exec.h"
 #include "log.h"
 #include "proto.gen.h"
 #include "record.h"
 #include "server.h"
 #include "session.h"
+#include "staging.h"
 #include "state.h"
 #include "tenant.h"
 
@@ -204,12 +206,87 @@ static int write_contents(struct cmx_session *s, struct cmx_state_writer *w, str
 	return e;
 }
 
+static uint64_t min64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* Image o's bytes into w, read with clEnqueueReadImage, rows packed, in
+ * boxes of at most a piece that are each one run of its packed bytes
+ * (struct cmx_state_image): whole slices, else rows of a slice, else
+ * part of a row. A driver lays an image out as it likes (tiles on a GPU),
+ * so unlike a buffer's its bytes are not mapped but read into the
+ * daemon's staging, one piece at a time. An image over a buffer has no
+ * bytes of its own: the buffer's are written. */
+static int write_image(struct cmx_session *s, struct cmx_state_writer *w, struct cmx_obj *o,
+		       uint64_t *bytes)
+{
+	struct cmx_state_image im = {.id = o->id};
+	uint64_t row, slice, step[3];
+	cl_command_queue q;
+	uint8_t *buf;
+	int made, e = 0;
+
+	if (!cmx_image_shape(o, im.extent, &im.elem))
+		return 0;
+	/* No overflow: the image was made (cmx_h_CreateImage()). */
+	row = im.extent[0] * im.elem;
+	slice = row * im.extent[1];
+	if (slice <= CMX_STATE_PIECE) {
+		step[0] = im.extent[0];
+		step[1] = im.extent[1];
+		step[2] = CMX_STATE_PIECE / slice;
+	} else if (row <= CMX_STATE_PIECE) {
+		step[0] = im.extent[0];
+		step[1] = CMX_STATE_PIECE / row;
+		step[2] = 1;
+	} else {
+		step[0] = CMX_STATE_PIECE / im.elem;
+		step[1] = step[2] = 1;
+	}
+	buf = cmx_staging_get(&s->srv->staging,
+			      min64(CMX_STATE_PIECE, slice * im.extent[2]));
+	if (!buf)
+		return -ENOMEM;
+	q = cmx_checkpoint_queue(s, o->ctx, &made);
+	if (!q) {
+		cmx_staging_put(buf);
+		return -ENODEV;
+	}
+	for (uint64_t z = 0; z < im.extent[2] && !e; z += step[2])
+		for (uint64_t y = 0; y < im.extent[1] && !e; y += step[1])
+			for (uint64_t x = 0; x < im.extent[0] && !e; x += step[0]) {
+				uint64_t at[3] = {x, y, z};
+				size_t origin[3], region[3];
+				uint64_t n = im.elem;
+				for (int i = 0; i < 3; i++) {
+					im.origin[i] = at[i];
+					im.region[i] = min64(step[i], im.extent[i] - at[i]);
+					origin[i] = im.origin[i];
+					region[i] = im.region[i];
+					n *= im.region[i];
+				}
+				if (clEnqueueReadImage(q, o->h, CL_TRUE, origin, region, 0, 0, buf,
+						       0, NULL, NULL)) {
+					e = -EIO;
+					break;
+				}
+				struct iovec iov[2] = {{&im, sizeof(im)}, {buf, n}};
+				cmx_state_put(w, CMX_STATE_IMAGE, iov, 2);
+				*bytes += n;
+			}
+	if (made)
+		clReleaseCommandQueue(q);
+	cmx_staging_put(buf);
+	return e;
+}
+
 static int write_session(struct cmx_session *s, struct cmx_state_writer *w,
 			 struct cmx_checkpoint_stats *st)
 {
 	struct objs l = {0};
 	char name[64];
-	uint64_t bytes = 0, blocked;
+	uint64_t bytes = 0, images = 0, blocked;
 	int e;
 
 	/* A call that makes or changes an object is still running (a build
@@ -266,9 +343,7 @@ static int write_session(struct cmx_session *s, struct cmx_state_writer *w,
 		if (op == CMX_OP_CreateBuffer || op == CMX_OP_CreateBufferArea)
 			e = write_contents(s, w, l.v[i], &bytes);
 		else if (op == CMX_OP_CreateImage)
-			cmx_warn("session %" PRIu64 ": object %#" PRIx64
-				 " written without its contents (an image)",
-				 s->id, l.v[i]->id);
+			e = write_image(s, w, l.v[i], &images);
 	}
 	free(l.v);
 	if (e) {
@@ -276,8 +351,10 @@ static int write_session(struct cmx_session *s, struct cmx_state_writer *w,
 		return e;
 	}
 	e = cmx_state_commit(w);
-	if (!e)
+	if (!e) {
 		st->bytes += bytes;
+		st->images += images;
+	}
 	return e;
 }
 
@@ -325,8 +402,8 @@ int cmx_checkpoint_all(struct cmx_server *srv, struct cmx_checkpoint_stats *st)
 	free(w);
 	st->ns = now_ns() - t0;
 	cmx_info("checkpoint: %u session%s written (%" PRIu64 " records, %" PRIu64
-		 " buffer bytes) in %.1f ms, %u failed",
-		 st->sessions, st->sessions == 1 ? "" : "s", st->records, st->bytes,
+		 " image bytes, %" PRIu64 " buffer bytes) in %.1f ms, %u failed",
+		 st->sessions, st->sessions == 1 ? "" : "s", st->records, st->images, st->bytes,
 		 (double)st->ns / 1e6, st->failed);
 	return 0;
 }

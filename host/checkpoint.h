@@ -25,6 +25,7 @@ uint64_t cmx_checkpoint_queue_id(struct cmx_session *s, void *ctx);
 struct cmx_checkpoint_stats {
 	unsigned sessions, failed;
 	uint64_t records, bytes; /* buffer bytes written */
+	uint64_t images;	 /* image bytes written */
 	uint64_t ns;		 /* wall time, drain included */
 };
 

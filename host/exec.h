@@ -175,6 +175,11 @@ int cmx_buffer_rect(struct cmx_call *c, uint64_t id, const struct cmx_u64s *orig
 		    size_t *slice);
 /* The type of an image object (host/exec_image.c); 0 for a buffer. */
 cl_mem_object_type cmx_image_type(const struct cmx_obj *m);
+/* An image with memory of its own: its extent (cmx_cl_image_extent()) and
+ * the bytes of one element, and 1; 0 for a buffer, and for an image over
+ * a buffer, whose bytes are the buffer's (a checkpoint writes them once,
+ * with the buffer). host/exec_image.c. */
+int cmx_image_shape(const struct cmx_obj *m, uint64_t extent[3], uint64_t *elem);
 /* Unmaps the native maps of area buffers the guest left mapped: those of
  * the buffer `mem`, or all of them (0). host/exec_mem.c. */
 void cmx_area_maps_drop(struct cmx_session *s, uint64_t mem);

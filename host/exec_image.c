@@ -23,6 +23,7 @@ struct image_shape {
 	cl_mem_object_type type;
 	uint64_t extent[3]; /* cmx_cl_image_extent() */
 	uint64_t elem;	    /* bytes of one element */
+	int over_buffer;    /* its memory is a buffer's */
 };
 
 cl_mem_object_type cmx_image_type(const struct cmx_obj *m)
@@ -30,6 +31,18 @@ cl_mem_object_type cmx_image_type(const struct cmx_obj *m)
 	const struct image_shape *sh = m->ext;
 
 	return sh ? sh->type : 0;
+}
+
+int cmx_image_shape(const struct cmx_obj *m, uint64_t extent[3], uint64_t *elem)
+{
+	const struct image_shape *sh = m->ext;
+
+	if (m->kind != CMX_K_MEM || !sh || sh->over_buffer)
+		return 0;
+	for (int i = 0; i < 3; i++)
+		extent[i] = sh->extent[i];
+	*elem = sh->elem;
+	return 1;
 }
 
 /* Bytes of host memory the driver reads for a new image's contents: the
@@ -101,6 +114,7 @@ int cmx_h_CreateImage(struct cmx_call *c, struct cmx_CreateImage_in *in,
 	struct cmx_obj *o;
 	uint64_t need = 0, elem, ext[3];
 	size_t size = 0;
+	int unfilled = 0;
 	cl_mem m;
 	cl_int e;
 
@@ -150,11 +164,18 @@ int cmx_h_CreateImage(struct cmx_call *c, struct cmx_CreateImage_in *in,
 	sh = malloc(sizeof(*sh));
 	if (!sh)
 		return CL_OUT_OF_HOST_MEMORY;
-	*sh = (struct image_shape){
-	    .type = d.image_type, .extent = {ext[0], ext[1], ext[2]}, .elem = elem};
+	*sh = (struct image_shape){.type = d.image_type,
+				   .extent = {ext[0], ext[1], ext[2]},
+				   .elem = elem,
+				   .over_buffer = in->buffer.h != NULL};
+	/* A restore that writes every byte of it next, before a guest can
+	 * reach it, needs no fill (host/restore.c). */
+	if (!c->bulk_len && !in->buffer.h && c->s->restore)
+		unfilled = c->s->srv->restore_covers(c->s, in->mem.id, need);
 	/* Without contents, on a driver that takes no fill: made from zeros
 	 * (no pitch is given without contents: rows are packed). */
-	if (!c->bulk_len && !in->buffer.h && (e = cmx_zero_host(c->s->srv, need, &zeros))) {
+	if (!c->bulk_len && !in->buffer.h && !unfilled &&
+	    (e = cmx_zero_host(c->s->srv, need, &zeros))) {
 		free(sh);
 		return e;
 	}
@@ -176,7 +197,7 @@ int cmx_h_CreateImage(struct cmx_call *c, struct cmx_CreateImage_in *in,
 	}
 	/* Without contents it is zeroed before the tenant can read it (an
 	 * image over a buffer shows the buffer's bytes). */
-	if (!c->bulk_len && !in->buffer.h && !zeros &&
+	if (!c->bulk_len && !in->buffer.h && !zeros && !unfilled &&
 	    (e = cmx_zero_image(cmx_session_obj(c->s, in->context.id, CMX_K_CONTEXT), m, ext))) {
 		free(sh);
 		clReleaseMemObject(m);
@@ -189,6 +210,8 @@ int cmx_h_CreateImage(struct cmx_call *c, struct cmx_CreateImage_in *in,
 	}
 	o->ext = sh;
 	o->size = size;
+	if (unfilled)
+		c->s->srv->restore_unfilled(c->s, in->mem.id, m);
 	/* An image over a buffer uses the buffer's memory, charged already. */
 	cmx_session_charge(c->s, o, in->buffer.h ? 0 : size);
 	out->size = size;

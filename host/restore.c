@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Restores: the sessions of this process's tenants read back from the
 // state directory, each file's requests replayed through the same decoder
-// and handlers as a guest's, then its buffers' bytes written back.
+// and handlers as a guest's, then its buffers' and images' bytes written
+// back.
 #define _GNU_SOURCE
 #include "restore.h"
 
@@ -24,6 +25,7 @@
 #include "dispatch.h"
 #include "eventstate.h"
 #include "checkpoint.h"
+#include "exec.h"
 #include "codec.h"
 #include "frame.h"
 #include "log.h"
@@ -36,10 +38,12 @@
 #include "tenant.h"
 
 /* A buffer whose every byte the file holds, in CONTENTS records one after
- * another from offset 0: made without its zero fill, since the restore
- * writes it whole before a guest can reach it. */
+ * another from offset 0, or an image whose every packed byte it holds in
+ * IMAGE records so: made without its zero fill, since the restore writes
+ * it whole before a guest can reach it. */
 struct fresh {
 	uint64_t id;
+	uint32_t type;	  /* CMX_STATE_CONTENTS or CMX_STATE_IMAGE */
 	uint64_t bytes;	  /* the file's contiguous bytes of it */
 	uint64_t written; /* written into the buffer made for it */
 	void *h;	  /* that buffer (NULL: none made without its fill) */
@@ -51,7 +55,7 @@ struct cmx_restore {
 	const void *map;
 	size_t len;
 	struct cmx_state_reader r;
-	uint64_t requests, events, bytes, t0;
+	uint64_t requests, events, bytes, images, t0;
 	int in_dispatch;     /* a call of it is being dispatched */
 	int sync_done;	     /* the call just dispatched finished inside it */
 	int status;	     /* its status */
@@ -65,7 +69,7 @@ struct cmx_restore {
  * are replayed side by side, each going on as its deferred calls end). */
 static struct {
 	unsigned left, restored, failed;
-	uint64_t bytes, t0;
+	uint64_t bytes, images, t0;
 	int listing; /* still reading the directory */
 } all;
 
@@ -91,8 +95,9 @@ static void all_done(void)
 {
 	if (all.listing || all.left || !(all.restored + all.failed))
 		return;
-	cmx_info("restore: %u session%s restored (%" PRIu64 " buffer bytes) in %.1f ms, %u failed",
-		 all.restored, all.restored == 1 ? "" : "s", all.bytes,
+	cmx_info("restore: %u session%s restored (%" PRIu64 " image bytes, %" PRIu64
+		 " buffer bytes) in %.1f ms, %u failed",
+		 all.restored, all.restored == 1 ? "" : "s", all.images, all.bytes,
 		 (double)(now_ns() - all.t0) / 1e6, all.failed);
 	all.restored = all.failed = 0;
 }
@@ -110,10 +115,10 @@ static void finish(struct cmx_session *s, int e, const char *why)
 	if (!e) {
 		(void)unlinkat(dfd, rs->name, 0);
 		cmx_info("session %" PRIu64 " (tenant %s): restored from %s: %" PRIu64
-			 " requests, %" PRIu64 " events, %" PRIu64
+			 " requests, %" PRIu64 " events, %" PRIu64 " image bytes, %" PRIu64
 			 " buffer bytes in %.1f ms; waiting for its guest",
-			 s->id, s->tenant->name, rs->name, rs->requests, rs->events, rs->bytes,
-			 (double)(now_ns() - rs->t0) / 1e6);
+			 s->id, s->tenant->name, rs->name, rs->requests, rs->events, rs->images,
+			 rs->bytes, (double)(now_ns() - rs->t0) / 1e6);
 	} else {
 		char bad[272];
 		snprintf(bad, sizeof(bad), "%s.bad", rs->name);
@@ -127,6 +132,7 @@ static void finish(struct cmx_session *s, int e, const char *why)
 		all.failed += e != 0;
 		all.restored += e == 0;
 		all.bytes += e ? 0 : rs->bytes;
+		all.images += e ? 0 : rs->images;
 	}
 	free(rs->fresh);
 	free(rs);
@@ -145,8 +151,9 @@ static int by_id(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* The buffers the file holds whole (struct fresh), from its CONTENTS
- * records; the file was checked by cmx_state_open(). 0 or -ENOMEM. */
+/* The buffers and images the file holds whole (struct fresh), from its
+ * CONTENTS and IMAGE records; the file was checked by cmx_state_open().
+ * 0 or -ENOMEM. */
 static int scan(struct cmx_restore *rs)
 {
 	struct cmx_state_reader r = rs->r;
@@ -155,7 +162,7 @@ static int scan(struct cmx_restore *rs)
 	size_t cap = 0;
 
 	while (cmx_state_next(&r, &rec) == 1) {
-		if (rec.type != CMX_STATE_CONTENTS)
+		if (rec.type != CMX_STATE_CONTENTS && rec.type != CMX_STATE_IMAGE)
 			continue;
 		if (!last || last->id != rec.id) {
 			if (rs->nfresh == cap) {
@@ -167,13 +174,14 @@ static int scan(struct cmx_restore *rs)
 				cap = n;
 			}
 			last = &rs->fresh[rs->nfresh++];
-			*last = (struct fresh){.id = rec.id};
+			*last = (struct fresh){.id = rec.id, .type = rec.type};
 		}
-		/* A checkpoint writes a buffer's pieces in order: anything
-		 * else leaves it to its zero fill. */
-		if (rec.offset != last->bytes)
+		/* A checkpoint writes a buffer's or an image's pieces in
+		 * order, of one kind: anything else leaves it to its zero
+		 * fill. */
+		if (rec.offset != last->bytes || rec.type != last->type)
 			last->broken = 1;
-		last->bytes += rec.len - 16;
+		last->bytes += rec.len - (rec.type == CMX_STATE_IMAGE ? sizeof(rec.img) : 16);
 	}
 	if (rs->nfresh)
 		qsort(rs->fresh, rs->nfresh, sizeof(*rs->fresh), by_id);
@@ -297,7 +305,8 @@ static int contents(struct cmx_session *s, const struct cmx_state_rec *rec)
 	uint8_t args[128];
 	int e;
 
-	if (!o || o->err || !o->h || rec->offset > o->size || n > o->size - rec->offset) {
+	if (!o || o->err || !o->h || cmx_image_type(o) || rec->offset > o->size ||
+	    n > o->size - rec->offset) {
 		finish(s, -EBADMSG, "contents of no such buffer");
 		return -1;
 	}
@@ -323,6 +332,75 @@ static int contents(struct cmx_session *s, const struct cmx_state_rec *rec)
 	}
 	cmx_codec_encode(&cmx_desc_WriteBuffer_in, &in, args);
 	return replay(s, &h, args, rec->data + 16);
+}
+
+/* An image's box straight from the mapped file, its rows packed. */
+static int image_direct(struct cmx_session *s, struct cmx_obj *o, const struct cmx_state_rec *rec)
+{
+	const struct cmx_state_image *im = &rec->img;
+	size_t origin[3], region[3];
+	cl_command_queue q;
+	int made;
+	cl_int e;
+
+	for (int i = 0; i < 3; i++) {
+		origin[i] = im->origin[i];
+		region[i] = im->region[i];
+	}
+	q = cmx_checkpoint_queue(s, o->ctx, &made);
+	if (!q)
+		return -ENODEV;
+	e = clEnqueueWriteImage(q, o->h, CL_TRUE, origin, region, 0, 0, rec->data + sizeof(*im), 0,
+				NULL, NULL);
+	if (made)
+		clReleaseCommandQueue(q);
+	return e ? -EIO : 0;
+}
+
+/* An image's bytes, as contents() writes a buffer's: straight from the
+ * file into an image made without its fill, else as a blocking
+ * WriteImage, ordered after its zero fill, whose handler checks the box
+ * against the image as for a guest. Only into an image of the shape the
+ * checkpoint read; an image over a buffer has none of its own (its
+ * bytes come with the buffer's). */
+static int image(struct cmx_session *s, const struct cmx_state_rec *rec)
+{
+	const struct cmx_state_image *im = &rec->img;
+	struct cmx_obj *o = cmx_session_obj(s, rec->id, CMX_K_MEM);
+	uint64_t n = rec->len - sizeof(*im), ext[3], elem, qid;
+	struct cmx_WriteImage_in in = {0};
+	struct cmx_hdr h = {.op = CMX_OP_WriteImage, .flags = CMX_HDR_SYNC, .bulk = n};
+	uint8_t args[256];
+	struct fresh *f;
+	int e;
+
+	if (!o || o->err || !o->h || !cmx_image_shape(o, ext, &elem) || elem != im->elem ||
+	    memcmp(ext, im->extent, sizeof(ext))) {
+		finish(s, -EBADMSG, "contents of no such image");
+		return -1;
+	}
+	s->restore->images += n;
+	f = fresh_find(s->restore, rec->id);
+	qid = cmx_checkpoint_queue_id(s, o->ctx);
+	if ((f && f->h == o->h) || !qid) {
+		e = image_direct(s, o, rec);
+		if (e)
+			finish(s, e, "a write failed");
+		else if (f && f->h == o->h)
+			f->written += n;
+		return e ? -1 : 0;
+	}
+	in.queue.id = qid;
+	in.mem.id = rec->id;
+	in.origin = (struct cmx_u64s){im->origin, 3};
+	in.region = (struct cmx_u64s){im->region, 3};
+	h.size = (uint32_t)cmx_codec_size(&cmx_desc_WriteImage_in, &in);
+	if (h.size > sizeof(args)) {
+		finish(s, -EINVAL, "no room");
+		return -1;
+	}
+	cmx_codec_encode(&cmx_desc_WriteImage_in, &in, args);
+	return replay(s, &h, args, rec->data + sizeof(*im));
 }
 
 /* The session's shared area, made again with its old layout; its memfd
@@ -367,6 +445,7 @@ static void next(struct cmx_session *s)
 
 	while (cmx_state_next(&rs->r, &rec) == 1) {
 		int e = rec.type == CMX_STATE_CONTENTS ? contents(s, &rec)
+			: rec.type == CMX_STATE_IMAGE  ? image(s, &rec)
 			: rec.type == CMX_STATE_AREA   ? area(s, &rec)
 			: rec.type == CMX_STATE_EVENT  ? event(s, &rec)
 						       : replay(s, &rec.hdr, rec.args, rec.bulk);
@@ -374,7 +453,7 @@ static void next(struct cmx_session *s)
 			return;
 	}
 	if (!fresh_whole(rs)) {
-		finish(s, -EBADMSG, "a buffer made for its bytes did not get them all");
+		finish(s, -EBADMSG, "a buffer or image made for its bytes did not get them all");
 		return;
 	}
 	finish(s, 0, NULL);

@@ -111,9 +111,10 @@ struct cmx_server {
 	/* A call of a restore ended (cmx_call_done()): the restore sends its
 	 * next (host/restore.c; registered by cmx_dispatch_attach()). */
 	void (*replayed)(struct cmx_session *s, int status);
-	/* A restore's CreateBuffer asks whether the restore writes its every
-	 * byte next (then it is made without its fill), and tells it the
-	 * buffer so made (host/restore.c; registered as replayed is). */
+	/* A restore's CreateBuffer or CreateImage asks whether the restore
+	 * writes its every byte next (then it is made without its fill), and
+	 * tells it the buffer or image so made (host/restore.c; registered
+	 * as replayed is). */
 	int (*restore_covers)(struct cmx_session *s, uint64_t id, uint64_t size);
 	void (*restore_unfilled)(struct cmx_session *s, uint64_t id, void *mem);
 	struct cmx_session *sessions;

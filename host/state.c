@@ -80,6 +80,33 @@ static uint32_t head_crc(const struct cmx_state_head *h)
 	return cmx_state_crc(0, &c, sizeof(c));
 }
 
+/* An image's box: inside the image, one run of its packed bytes, those
+ * bytes the record's; *off its offset in them. */
+static int check_image(const struct cmx_state_image *im, uint64_t len, uint64_t *off)
+{
+	uint64_t whole = im->elem, n = im->elem;
+	const uint64_t *e = im->extent, *o = im->origin, *r = im->region;
+
+	if (!im->elem || im->elem > CMX_STATE_IMAGE_ELEM)
+		return -EBADMSG;
+	for (int i = 0; i < 3; i++) {
+		if (!e[i] || e[i] > CMX_STATE_IMAGE_DIM || !r[i] || r[i] > e[i] ||
+		    o[i] > e[i] - r[i])
+			return -EBADMSG;
+		if (__builtin_mul_overflow(whole, e[i], &whole) ||
+		    __builtin_mul_overflow(n, r[i], &n))
+			return -EBADMSG;
+	}
+	/* Part of one row, whole rows of one slice, or whole slices. */
+	if ((r[0] != e[0] && (r[1] != 1 || r[2] != 1)) || (r[1] != e[1] && r[2] != 1))
+		return -EBADMSG;
+	if (n != len || n > CMX_STATE_PIECE)
+		return -EBADMSG;
+	/* Below whole: each of the box's start is inside the image. */
+	*off = ((o[2] * e[1] + o[1]) * e[0] + o[0]) * im->elem;
+	return 0;
+}
+
 /* One record's shape, beyond its bounds and checksum. */
 static int check_rec(const struct cmx_state_rechdr *rh, const uint8_t *data)
 {
@@ -119,6 +146,14 @@ static int check_rec(const struct cmx_state_rechdr *rh, const uint8_t *data)
 		    rh->len != sizeof(ev) + ev.nc * sizeof(struct cmx_state_event_cb))
 			return -EBADMSG;
 		return 0;
+	}
+	case CMX_STATE_IMAGE: {
+		struct cmx_state_image im;
+		uint64_t off;
+		if (rh->len < sizeof(im))
+			return -EBADMSG;
+		memcpy(&im, data, sizeof(im));
+		return check_image(&im, rh->len - sizeof(im), &off);
 	}
 	}
 	return -EBADMSG;
@@ -212,6 +247,11 @@ int cmx_state_next(struct cmx_state_reader *r, struct cmx_state_rec *rec)
 	} else if (rh.type == CMX_STATE_EVENT) {
 		memcpy(&rec->ev, rec->data, sizeof(rec->ev));
 		rec->cbs = rec->data + sizeof(rec->ev);
+	} else if (rh.type == CMX_STATE_IMAGE) {
+		memcpy(&rec->img, rec->data, sizeof(rec->img));
+		rec->id = rec->img.id;
+		/* Checked by cmx_state_open(). */
+		(void)check_image(&rec->img, rec->len - sizeof(rec->img), &rec->offset);
 	}
 	r->pos += CMX_STATE_REC_SIZE + pad8(rh.len);
 	return 1;

@@ -13,7 +13,7 @@
 /* docs/architecture.md "Restarting the daemon" has the layout. Every
  * integer is little-endian; every record starts 8-byte aligned. */
 #define CMX_STATE_MAGIC	     "CMXSTAT\n"
-#define CMX_STATE_VERSION    2u
+#define CMX_STATE_VERSION    3u
 #define CMX_STATE_HEAD_SIZE  128u
 #define CMX_STATE_REC_SIZE   16u
 #define CMX_STATE_TENANT_MAX 64u
@@ -38,6 +38,9 @@ enum cmx_state_type {
 	/* An event the guest holds: struct cmx_state_event, then its
 	 * callbacks not yet answered, nc struct cmx_state_event_cb. */
 	CMX_STATE_EVENT = 5,
+	/* Bytes of an image: struct cmx_state_image, then the box's
+	 * elements, rows and slices packed. */
+	CMX_STATE_IMAGE = 6,
 };
 
 /* An event as a checkpoint found it: its command ended (complete, or
@@ -69,6 +72,25 @@ struct cmx_state_event_cb {
 };
 /* The daemon's own limit is 64 an event (host/exec_event.c). */
 #define CMX_STATE_EVENT_CBS 64u
+
+/* A box of an image as a checkpoint read it with clEnqueueReadImage,
+ * its rows packed: one run of the image's packed bytes (part of one row,
+ * whole rows of one slice, or whole slices), so that a restore knows an
+ * image it holds whole. The image's own shape is here too: a restore
+ * writes only into an image of that shape. */
+struct cmx_state_image {
+	uint64_t id;
+	uint64_t elem;	    /* bytes of one element */
+	uint64_t extent[3]; /* the image's: elements, rows, slices */
+	uint64_t origin[3];
+	uint64_t region[3];
+};
+_Static_assert(sizeof(struct cmx_state_image) == 88, "state image layout");
+
+/* Larger than any device's image (a dimension), or element (RGBA of
+ * 32-bit channels). */
+#define CMX_STATE_IMAGE_DIM  (1u << 24)
+#define CMX_STATE_IMAGE_ELEM 16u
 
 struct cmx_state_head {
 	char magic[8];
@@ -104,8 +126,12 @@ struct cmx_state_rec {
 	 * the record, and bulk is NULL */
 	struct cmx_hdr hdr;
 	const uint8_t *args, *bulk;
-	/* CMX_STATE_CONTENTS */
+	/* CMX_STATE_CONTENTS; CMX_STATE_IMAGE: its id, and the offset of
+	 * its box in the image's packed bytes */
 	uint64_t id, offset;
+	/* CMX_STATE_IMAGE: its box, whose bytes are at data + sizeof(img),
+	 * len - sizeof(img) of them */
+	struct cmx_state_image img;
 	/* CMX_STATE_AREA */
 	uint64_t area_len, area_flags;
 	/* CMX_STATE_EVENT: its callbacks are ev.nc at cbs (unaligned) */

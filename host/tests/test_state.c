@@ -31,8 +31,9 @@ static void teardown(void)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
-/* A file of one CreateBuffer call, 100 bytes of its contents, and a user
- * event left unset with one callback waiting for it. */
+/* A file of one CreateBuffer call, 100 bytes of its contents, a user
+ * event left unset with one callback waiting for it, and the second row
+ * of a 4x3 image of 4-byte elements. */
 static int write_sample(int dfd, const char *name)
 {
 	struct cmx_state_writer *w = malloc(sizeof(*w));
@@ -62,6 +63,13 @@ static int write_sample(int dfd, const char *name)
 	struct cmx_state_event_cb cb = {.type = 0, .tag = 0x7f0012345678};
 	struct iovec evv[2] = {{&ev, sizeof(ev)}, {&cb, sizeof(cb)}};
 	cmx_state_put(w, CMX_STATE_EVENT, evv, 2);
+	struct cmx_state_image im = {.id = 0x10003,
+				     .elem = 4,
+				     .extent = {4, 3, 1},
+				     .origin = {0, 1, 0},
+				     .region = {4, 1, 1}};
+	struct iovec imv[2] = {{&im, sizeof(im)}, {bytes, 16}};
+	cmx_state_put(w, CMX_STATE_IMAGE, imv, 2);
 	e = cmx_state_commit(w);
 	free(w);
 	return e;
@@ -117,6 +125,13 @@ START_TEST(round_trip)
 	struct cmx_state_event_cb cb;
 	memcpy(&cb, rec.cbs, sizeof(cb));
 	ck_assert_uint_eq(cb.tag, 0x7f0012345678);
+	ck_assert_int_eq(cmx_state_next(&r, &rec), 1);
+	ck_assert_uint_eq(rec.type, CMX_STATE_IMAGE);
+	ck_assert_uint_eq(rec.id, 0x10003);
+	ck_assert_uint_eq(rec.offset, 16);
+	ck_assert_uint_eq(rec.img.extent[1], 3);
+	ck_assert_uint_eq(rec.len, sizeof(struct cmx_state_image) + 16);
+	ck_assert_uint_eq(rec.data[sizeof(struct cmx_state_image) + 15], 15);
 	ck_assert_int_eq(cmx_state_next(&r, &rec), 0);
 	free(f);
 	close(dfd);
@@ -194,6 +209,100 @@ START_TEST(event_shape)
 }
 END_TEST
 
+/* Bytes of image_opens()' head: less cuts it short. */
+static size_t image_head = sizeof(struct cmx_state_image);
+
+/* One IMAGE record, its head im and n bytes after it: whether the file
+ * opens, and the offset the reader gives its box. */
+static int image_opens(int dfd, const struct cmx_state_image *im, size_t n, uint64_t *off)
+{
+	struct cmx_state_writer *w = malloc(sizeof(*w));
+	static uint8_t bytes[4096];
+	struct cmx_state_reader r;
+	struct cmx_state_rec rec;
+	const void *p;
+	size_t len;
+	int e;
+
+	ck_assert_uint_le(n, sizeof(bytes));
+	ck_assert_int_eq(cmx_state_begin(w, dfd, "i.state", 7, 1, 1, "ci"), 0);
+	struct iovec iov[2] = {{(void *)im, image_head}, {bytes, n}};
+	cmx_state_put(w, CMX_STATE_IMAGE, iov, 2);
+	ck_assert_int_eq(cmx_state_commit(w), 0);
+	free(w);
+	ck_assert_int_eq(cmx_state_map(dfd, "i.state", &p, &len), 0);
+	e = cmx_state_open(&r, p, len);
+	if (!e) {
+		ck_assert_int_eq(cmx_state_next(&r, &rec), 1);
+		*off = rec.offset;
+	}
+	cmx_state_unmap(p, len);
+	return e;
+}
+
+/* IMAGE records whose checksums hold: boxes a checkpoint writes (part of
+ * a row, rows of a slice, whole slices) opened with their offset in the
+ * packed image; a box past the image, one that is no run of its packed
+ * bytes, bytes that are not the box's, sizes of 0 or past the limits
+ * refused. */
+START_TEST(image_shape)
+{
+	int dfd = cmx_state_dir_open(dir);
+	/* 5 elements of 4 bytes, 3 rows, 4 slices: rows of 20, slices of 60. */
+	const struct cmx_state_image base = {
+	    .id = 0x10003, .elem = 4, .extent = {5, 3, 4}, .region = {1, 1, 1}};
+	struct cmx_state_image im;
+	uint64_t off = 0;
+
+#define IMAGE(...)                                                                                 	do {                                                                                       		im = base;                                                                         		__VA_ARGS__;                                                                       	} while (0)
+	IMAGE(im.origin[0] = 2, im.origin[1] = 1, im.origin[2] = 3, im.region[0] = 3);
+	ck_assert_int_eq(image_opens(dfd, &im, 12, &off), 0);
+	ck_assert_uint_eq(off, 3 * 60 + 20 + 8);
+	IMAGE(im.region[0] = 5, im.region[1] = 2, im.origin[1] = 1, im.origin[2] = 2);
+	ck_assert_int_eq(image_opens(dfd, &im, 40, &off), 0);
+	ck_assert_uint_eq(off, 2 * 60 + 20);
+	IMAGE(im.region[0] = 5, im.region[1] = 3, im.region[2] = 3, im.origin[2] = 1);
+	ck_assert_int_eq(image_opens(dfd, &im, 180, &off), 0);
+	ck_assert_uint_eq(off, 60);
+	/* Not the box's bytes. */
+	IMAGE(im.region[0] = 3);
+	ck_assert_int_eq(image_opens(dfd, &im, 8, &off), -EBADMSG);
+	ck_assert_int_eq(image_opens(dfd, &im, 16, &off), -EBADMSG);
+	ck_assert_int_eq(image_opens(dfd, &im, 0, &off), -EBADMSG);
+	/* Past the image. */
+	IMAGE(im.origin[0] = 3, im.region[0] = 3);
+	ck_assert_int_eq(image_opens(dfd, &im, 12, &off), -EBADMSG);
+	IMAGE(im.origin[2] = 4);
+	ck_assert_int_eq(image_opens(dfd, &im, 4, &off), -EBADMSG);
+	IMAGE(im.origin[1] = UINT64_MAX);
+	ck_assert_int_eq(image_opens(dfd, &im, 4, &off), -EBADMSG);
+	/* No run of the packed bytes: part of two rows, rows of two slices
+	 * that are not whole slices. */
+	IMAGE(im.region[0] = 2, im.region[1] = 2);
+	ck_assert_int_eq(image_opens(dfd, &im, 16, &off), -EBADMSG);
+	IMAGE(im.region[0] = 5, im.region[1] = 2, im.region[2] = 2);
+	ck_assert_int_eq(image_opens(dfd, &im, 80, &off), -EBADMSG);
+	/* Sizes of 0, and past the limits. */
+	IMAGE(im.region[1] = 0);
+	ck_assert_int_eq(image_opens(dfd, &im, 0, &off), -EBADMSG);
+	IMAGE(im.extent[2] = 0);
+	ck_assert_int_eq(image_opens(dfd, &im, 4, &off), -EBADMSG);
+	IMAGE(im.elem = 0);
+	ck_assert_int_eq(image_opens(dfd, &im, 0, &off), -EBADMSG);
+	IMAGE(im.elem = CMX_STATE_IMAGE_ELEM + 1);
+	ck_assert_int_eq(image_opens(dfd, &im, CMX_STATE_IMAGE_ELEM + 1, &off), -EBADMSG);
+	IMAGE(im.extent[0] = CMX_STATE_IMAGE_DIM + 1);
+	ck_assert_int_eq(image_opens(dfd, &im, 4, &off), -EBADMSG);
+	/* A head cut short. */
+	IMAGE(im.region[0] = 1);
+	image_head = sizeof(im) - 8;
+	ck_assert_int_eq(image_opens(dfd, &im, 0, &off), -EBADMSG);
+	image_head = sizeof(im);
+#undef IMAGE
+	close(dfd);
+}
+END_TEST
+
 /* The directory and its files are the daemon's user's alone. */
 START_TEST(private)
 {
@@ -238,6 +347,7 @@ int main(void)
 	tcase_add_test(tc, round_trip);
 	tcase_add_test(tc, damaged);
 	tcase_add_test(tc, event_shape);
+	tcase_add_test(tc, image_shape);
 	tcase_add_test(tc, private);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
