@@ -150,6 +150,11 @@ int cmx_h_CreateImage(struct cmx_call *c, struct cmx_CreateImage_in *in,
 	 * forwarded); PoCL exits the process on either ("unimplemented"). */
 	if (d.num_mip_levels || d.num_samples)
 		return CL_INVALID_IMAGE_DESCRIPTOR;
+	/* A restore replays the creation without its contents (a checkpoint
+	 * writes the image's bytes instead, host/record.c): the pitches
+	 * described those, and go with them. */
+	if (c->s->restore && !c->bulk_len && !in->buffer.h)
+		d.image_row_pitch = d.image_slice_pitch = 0;
 	e = desc_check(c, &d, elem, &in->buffer, ext);
 	if (e)
 		return e;
