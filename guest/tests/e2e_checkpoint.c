@@ -12,7 +12,10 @@
 // checkpoint is refused. The events case: events an application holds
 // across restarts answer and serve as natively, a checkpoint that a
 // command behind an unset user event would hang is refused, and EVENT
-// records no checkpoint writes end only their own session's restore.
+// records no checkpoint writes end only their own session's restore. The
+// images case: images of every shape and of every format the device
+// supports, their bytes written by the application and by a kernel, read
+// back after two restarts as the native run reads them.
 // Eight applications at work through a restart resume by themselves,
 // every result equal to the native run's. A file whose replay fails ends
 // only its session. Over unix, and shm from e2e-shm.sh.
@@ -1918,6 +1921,365 @@ START_TEST(checkpoint_blocked)
 }
 END_TEST
 
+/* Images an application holds across restarts (images_resume). */
+#define IMG_MAX	    160
+#define IMG_FORMATS 128
+#define IMG_BLOB    (512u << 10)
+#define IMG_PITCH_W 13u
+#define IMG_PITCH_H 9u
+
+static const char image_src[] =
+    "kernel void turn(read_only image2d_t in, write_only image2d_t out)\n"
+    "{\n"
+    "	int2 c = (int2)(get_global_id(0), get_global_id(1));\n"
+    "	uint4 v = read_imageui(in, c);\n"
+    "	write_imageui(out, c, ((uint4)(255) - v) ^ (uint4)(c.x, c.y, 1, 2));\n"
+    "}\n";
+
+/* One image of the application, and what is read of it. */
+struct img {
+	cl_mem m;
+	size_t region[3];
+	size_t elem;
+};
+
+struct img_seen {
+	unsigned n, own; /* images; those with memory of their own */
+	cl_uint nfmt;
+	cl_image_format fmt[IMG_FORMATS];
+	cl_int from2d; /* a 2D image over a buffer: made, or why not */
+	size_t off[IMG_MAX], len[IMG_MAX];
+	uint8_t blob[IMG_BLOB];
+};
+
+static struct img img_make(struct e2e_plat *p, cl_mem_object_type type, cl_channel_order order,
+			   cl_channel_type ctype, size_t w, size_t h, size_t depth_or_layers,
+			   size_t row_pitch, void *host, cl_mem buffer)
+{
+	cl_image_format f = {order, ctype};
+	cl_image_desc d = {.image_type = type, .image_width = w, .buffer = buffer};
+	struct img im = {.region = {w, 1, 1}};
+	cl_int e;
+
+	if (type == CL_MEM_OBJECT_IMAGE1D_ARRAY) {
+		d.image_array_size = h;
+		im.region[1] = h;
+	} else if (type != CL_MEM_OBJECT_IMAGE1D && type != CL_MEM_OBJECT_IMAGE1D_BUFFER) {
+		d.image_height = h;
+		im.region[1] = h;
+	}
+	if (type == CL_MEM_OBJECT_IMAGE3D)
+		d.image_depth = depth_or_layers;
+	if (type == CL_MEM_OBJECT_IMAGE2D_ARRAY)
+		d.image_array_size = depth_or_layers;
+	if (type == CL_MEM_OBJECT_IMAGE3D || type == CL_MEM_OBJECT_IMAGE2D_ARRAY)
+		im.region[2] = depth_or_layers;
+	d.image_row_pitch = row_pitch;
+	im.m = clCreateImage(p->context, CL_MEM_READ_WRITE | (host ? CL_MEM_COPY_HOST_PTR : 0), &f,
+			     &d, host, &e);
+	APP_OK(e);
+	APP_OK(clGetImageInfo(im.m, CL_IMAGE_ELEMENT_SIZE, sizeof(im.elem), &im.elem, NULL));
+	return im;
+}
+
+/* Writes known bytes into all of im (packed), from seed. */
+static void img_fill(struct e2e_plat *p, const struct img *im, uint64_t seed)
+{
+	const size_t o[3] = {0, 0, 0};
+	size_t n = im->elem * im->region[0] * im->region[1] * im->region[2];
+	uint8_t *b = e2e_xmalloc(n);
+
+	e2e_rand_bytes(b, n, seed);
+	APP_OK(clEnqueueWriteImage(p->queue, im->m, CL_TRUE, o, im->region, 0, 0, b, 0, NULL,
+				   NULL));
+	free(b);
+}
+
+/* The whole of im, packed, appended to r. */
+static void img_read(struct e2e_plat *p, const struct img *im, struct img_seen *r)
+{
+	const size_t o[3] = {0, 0, 0};
+	size_t n = im->elem * im->region[0] * im->region[1] * im->region[2];
+	size_t at = r->n ? r->off[r->n - 1] + r->len[r->n - 1] : 0;
+
+	if (r->n == IMG_MAX || n > IMG_BLOB - at)
+		_exit(8);
+	APP_OK(clEnqueueReadImage(p->queue, im->m, CL_TRUE, o, im->region, 0, 0, r->blob + at, 0,
+				  NULL, NULL));
+	r->off[r->n] = at;
+	r->len[r->n++] = n;
+}
+
+/* Runs the application's images on p: one 2D image of each format the
+ * device supports, a 1D image, a 1D array, a 2D image made from host
+ * memory with a row pitch and written again in a box with one, a 2D
+ * array, a 3D image written with pitches, a 1D image over a buffer and,
+ * where the device has them, a 2D image over a buffer (their bytes the
+ * buffer's, written through it and through the image), and an image a
+ * kernel writes; for the virtual platform (fd >= 0) held while the daemon
+ * restarts twice (RESUME_HELD and the images with memory of their own
+ * written to fd, a byte read from go), then all read back, and the kernel
+ * run again on what came back. */
+static void images_run(struct e2e_plat *p, int fd, int go, struct img_seen *r)
+{
+	struct img im[IMG_MAX];
+	unsigned n = 0;
+	char ext[4096] = "";
+	cl_int e;
+
+	memset(r, 0, sizeof(*r));
+	APP_OK(clGetSupportedImageFormats(p->context, CL_MEM_READ_WRITE, CL_MEM_OBJECT_IMAGE2D,
+					  IMG_FORMATS, r->fmt, &r->nfmt));
+	if (r->nfmt > IMG_FORMATS)
+		r->nfmt = IMG_FORMATS;
+	for (cl_uint i = 0; i < r->nfmt; i++) {
+		im[n] = img_make(p, CL_MEM_OBJECT_IMAGE2D, r->fmt[i].image_channel_order,
+				 r->fmt[i].image_channel_data_type, 5, 3, 1, 0, NULL, NULL);
+		img_fill(p, &im[n++], 1000 + i);
+	}
+	im[n] = img_make(p, CL_MEM_OBJECT_IMAGE1D, CL_RGBA, CL_UNSIGNED_INT8, 77, 1, 1, 0, NULL,
+			 NULL);
+	img_fill(p, &im[n++], 1);
+	im[n] = img_make(p, CL_MEM_OBJECT_IMAGE1D_ARRAY, CL_RGBA, CL_SIGNED_INT16, 33, 4, 1, 0, NULL, NULL);
+	img_fill(p, &im[n++], 2);
+	/* Made from rows of IMG_PITCH_W pixels and 12 bytes more, then a box
+	 * of it written from rows of 40 bytes. */
+	{
+		const size_t pitch = IMG_PITCH_W * 4 + 12, o[3] = {2, 3, 0}, rg[3] = {7, 4, 1};
+		uint8_t host[(IMG_PITCH_W * 4 + 12) * IMG_PITCH_H], box[40 * 4];
+		e2e_rand_bytes(host, sizeof(host), 3);
+		e2e_rand_bytes(box, sizeof(box), 4);
+		im[n] = img_make(p, CL_MEM_OBJECT_IMAGE2D, CL_RGBA, CL_UNSIGNED_INT8, IMG_PITCH_W,
+				 IMG_PITCH_H, 1, pitch, host, NULL);
+		APP_OK(clEnqueueWriteImage(p->queue, im[n].m, CL_TRUE, o, rg, 40, 0, box, 0, NULL,
+					   NULL));
+		n++;
+	}
+	const unsigned pitched = n - 1;
+	im[n] = img_make(p, CL_MEM_OBJECT_IMAGE2D_ARRAY, CL_RGBA, CL_FLOAT, 9, 7, 3, 0, NULL, NULL);
+	img_fill(p, &im[n++], 5);
+	/* Rows of 16 pixels, slices of 7 rows, from the host. */
+	{
+		const size_t o[3] = {0, 0, 0}, rg[3] = {11, 6, 4};
+		uint8_t *host = e2e_xmalloc(16 * 16 * 7 * 4);
+		e2e_rand_bytes(host, 16 * 16 * 7 * 4, 6);
+		im[n] = img_make(p, CL_MEM_OBJECT_IMAGE3D, CL_RGBA, CL_UNSIGNED_INT32, 11, 6, 4, 0,
+				 NULL, NULL);
+		APP_OK(clEnqueueWriteImage(p->queue, im[n].m, CL_TRUE, o, rg, 16 * 16,
+					   16 * 16 * 7, host, 0, NULL, NULL));
+		free(host);
+		n++;
+	}
+	/* The kernel's output, written only by it. */
+	im[n] = img_make(p, CL_MEM_OBJECT_IMAGE2D, CL_RGBA, CL_UNSIGNED_INT8, IMG_PITCH_W,
+			 IMG_PITCH_H, 1, 0, NULL, NULL);
+	const unsigned out = n++;
+	r->own = n;
+	/* Over buffers: their bytes are the buffer's, written through it
+	 * and, for the 2D one, through the image too. */
+	{
+		uint8_t bytes[4096];
+		cl_mem buf = e2e_buffer_create(p, CL_MEM_READ_WRITE, sizeof(bytes), NULL);
+		e2e_rand_bytes(bytes, sizeof(bytes), 7);
+		APP_OK(clEnqueueWriteBuffer(p->queue, buf, CL_TRUE, 0, sizeof(bytes), bytes, 0,
+					    NULL, NULL));
+		im[n++] = img_make(p, CL_MEM_OBJECT_IMAGE1D_BUFFER, CL_RGBA, CL_UNSIGNED_INT32, 64,
+				   1, 1, 0, NULL, buf);
+		APP_OK(clGetDeviceInfo(p->device, CL_DEVICE_EXTENSIONS, sizeof(ext) - 1, ext, NULL));
+		r->from2d = -1;
+		if (strstr(ext, "cl_khr_image2d_from_buffer")) {
+			cl_image_format f = {CL_RGBA, CL_UNSIGNED_INT8};
+			cl_image_desc d = {.image_type = CL_MEM_OBJECT_IMAGE2D,
+					   .image_width = 16,
+					   .image_height = 8,
+					   .buffer = buf};
+			const size_t o[3] = {3, 2, 0}, rg[3] = {5, 3, 1};
+			uint8_t box[5 * 3 * 4];
+			cl_mem m = clCreateImage(p->context, CL_MEM_READ_WRITE, &f, &d, NULL, &e);
+			r->from2d = e;
+			if (m) {
+				im[n] = (struct img){.m = m, .region = {16, 8, 1}, .elem = 4};
+				e2e_rand_bytes(box, sizeof(box), 8);
+				APP_OK(clEnqueueWriteImage(p->queue, m, CL_TRUE, o, rg, 0, 0, box, 0,
+							   NULL, NULL));
+				n++;
+			}
+		}
+		/* The buffer itself is read back last. */
+		im[n++] = (struct img){.m = buf};
+	}
+	cl_program prog = e2e_program_build(p, image_src, NULL);
+	cl_kernel kern = e2e_kernel_create(p, prog, "turn");
+	size_t g[2] = {IMG_PITCH_W, IMG_PITCH_H};
+	APP_OK(clSetKernelArg(kern, 0, sizeof(cl_mem), &im[pitched].m));
+	APP_OK(clSetKernelArg(kern, 1, sizeof(cl_mem), &im[out].m));
+	APP_OK(clEnqueueNDRangeKernel(p->queue, kern, 2, NULL, g, NULL, 0, NULL, NULL));
+	APP_OK(clFinish(p->queue));
+	for (int i = 0; fd >= 0 && i < EV_RESTARTS; i++) {
+		uint32_t msg[2] = {RESUME_HELD, r->own};
+		const size_t o[3] = {0, 0, 0}, one[3] = {1, 1, 1};
+		uint8_t px[16];
+		char byte;
+		if (write(fd, msg, sizeof(msg)) != sizeof(msg) || read(go, &byte, 1) != 1)
+			_exit(6);
+		/* A call that resumes the session before the next restart. */
+		APP_OK(clEnqueueReadImage(p->queue, im[0].m, CL_TRUE, o, one, 0, 0, px, 0, NULL,
+					  NULL));
+	}
+	for (unsigned i = 0; i + 1 < n; i++)
+		img_read(p, &im[i], r);
+	{
+		size_t at = r->off[r->n - 1] + r->len[r->n - 1];
+		if (IMG_BLOB - at < 4096)
+			_exit(8);
+		APP_OK(clEnqueueReadBuffer(p->queue, im[n - 1].m, CL_TRUE, 0, 4096, r->blob + at, 0,
+					   NULL, NULL));
+		r->off[r->n] = at;
+		r->len[r->n++] = 4096;
+	}
+	/* The kernel again, on the image that came back. */
+	APP_OK(clEnqueueNDRangeKernel(p->queue, kern, 2, NULL, g, NULL, 0, NULL, NULL));
+	img_read(p, &im[out], r);
+	for (unsigned i = 0; i < n; i++)
+		clReleaseMemObject(im[i].m);
+	clReleaseKernel(kern);
+	clReleaseProgram(prog);
+}
+
+/* The application of images_resume: the native run, then the virtual one
+ * across the restarts, compared; exits 0 when they agree. */
+static void images_app(int fd, int go)
+{
+	static struct img_seen nat_r, v_r;
+	struct e2e_plat nat, v;
+	int bad = 0;
+
+	if (e2e_plat_init(&nat, "native", e2e_native_match()) ||
+	    e2e_plat_init(&v, "virtual", e2e_virtual_match()))
+		_exit(2);
+	images_run(&nat, -1, -1, &nat_r);
+	images_run(&v, fd, go, &v_r);
+	if (v_r.nfmt != nat_r.nfmt || memcmp(v_r.fmt, nat_r.fmt, sizeof(v_r.fmt)) ||
+	    v_r.from2d != nat_r.from2d || v_r.n != nat_r.n) {
+		fprintf(stderr, "images_app: %u formats (native %u), 2D over a buffer %d (%d)\n",
+			v_r.nfmt, nat_r.nfmt, v_r.from2d, nat_r.from2d);
+		_exit(7);
+	}
+	for (unsigned i = 0; i < v_r.n; i++)
+		if (v_r.len[i] != nat_r.len[i] ||
+		    memcmp(v_r.blob + v_r.off[i], nat_r.blob + nat_r.off[i], v_r.len[i])) {
+			size_t k = 0;
+			while (k < v_r.len[i] &&
+			       v_r.blob[v_r.off[i] + k] == nat_r.blob[nat_r.off[i] + k])
+				k++;
+			fprintf(stderr,
+				"images_app: image %u (of %u; %u formats) differs at byte %zu of %zu\n",
+				i, v_r.n, v_r.nfmt, k, v_r.len[i]);
+			bad = 1;
+		}
+	_exit(bad ? 7 : 0);
+}
+
+/* The state file a SIGTERM wrote: its IMAGE records and the images they
+ * are of. */
+static void images_counted(unsigned *records, unsigned *images, char *name)
+{
+	DIR *d = opendir(state);
+	struct dirent *e;
+	struct cmx_state_reader r;
+	struct cmx_state_rec rec;
+	uint64_t last = 0;
+	const void *p;
+	size_t n;
+	int dfd;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		if (strstr(e->d_name, ".state"))
+			snprintf(name, 256, "%s", e->d_name);
+	closedir(d);
+	dfd = open(state, O_RDONLY | O_DIRECTORY);
+	ck_assert_int_eq(cmx_state_map(dfd, name, &p, &n), 0);
+	ck_assert_int_eq(cmx_state_open(&r, p, n), 0);
+	*records = *images = 0;
+	while (cmx_state_next(&r, &rec) == 1)
+		if (rec.type == CMX_STATE_IMAGE) {
+			(*records)++;
+			*images += rec.id != last;
+			last = rec.id;
+		}
+	cmx_state_unmap(p, n);
+	close(dfd);
+}
+
+/* An application's images across two checkpoints and restarts: one of
+ * each format the device supports, a 1D image, a 1D array, a 2D image
+ * made from pitched host memory and written in a box with a pitch, a 2D
+ * array, a 3D image written with pitches, an image a kernel wrote, and
+ * images over a buffer. The state file holds one IMAGE record for each
+ * image with memory of its own (they are small) and none for those over
+ * the buffer; the restored session is charged what it was; resumed, each
+ * image reads back as natively, and the kernel runs again on what came
+ * back. */
+static void images_resume_with(const char *workers)
+{
+	pid_t pid = daemon_start(workers), app;
+	int pfd[2], gfd[2], st;
+	unsigned records, images;
+
+	ck_assert_int_eq(pipe(pfd), 0);
+	ck_assert_int_eq(pipe(gfd), 0);
+	app = fork();
+	ck_assert_int_ge(app, 0);
+	if (app == 0) {
+		close(pfd[0]);
+		close(gfd[1]);
+		images_app(pfd[1], gfd[0]);
+	}
+	close(pfd[1]);
+	close(gfd[0]);
+	for (int k = 0; k < EV_RESTARTS; k++) {
+		char file[256] = "";
+		uint32_t msg[2] = {0, 0};
+		uint64_t objects, mem;
+		ck_assert_int_eq(read(pfd[0], msg, sizeof(msg)), sizeof(msg));
+		ck_assert_uint_eq(msg[0], RESUME_HELD);
+		objects = admin_tenant_field(admin, "default", "objects");
+		mem = admin_tenant_field(admin, "default", "mem");
+		kill(pid, SIGTERM);
+		ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+		images_counted(&records, &images, file);
+		ck_assert_uint_eq(images, msg[1]);
+		ck_assert_uint_eq(records, msg[1]);
+		pid = daemon_again(workers, 0);
+		for (int t = 0; t < 3000 && exists(file); t++)
+			usleep(10000);
+		ck_assert_msg(!exists(file), "%s was not restored", file);
+		admin_field_becomes(admin, "default", "objects", objects);
+		ck_assert_uint_eq(admin_tenant_field(admin, "default", "mem"), mem);
+		ck_assert_int_eq(write(gfd[1], "", 1), 1);
+	}
+	close(gfd[1]);
+	ck_assert_int_eq(waitpid(app, &st, 0), app);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the application failed: %d", st);
+	close(pfd[0]);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	dir_remove();
+}
+
+START_TEST(images_resume)
+{
+	images_resume_with("off");
+}
+END_TEST
+
+START_TEST(images_resume_workers)
+{
+	images_resume_with("on");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("checkpoint");
@@ -1951,6 +2313,12 @@ int main(void)
 	tcase_add_test(tc, events_resume_workers);
 	tcase_add_test(tc, checkpoint_blocked);
 	tcase_add_test(tc, events_refused);
+	tcase_set_timeout(tc, E2E_TIMEOUT_S);
+	suite_add_tcase(s, tc);
+	/* Images' contents across restarts (CK_RUN_CASE=images). */
+	tc = tcase_create("images");
+	tcase_add_test(tc, images_resume);
+	tcase_add_test(tc, images_resume_workers);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
