@@ -406,11 +406,12 @@ static void checkpoint(struct cmx_server *srv, int json, struct cmx_text *out)
 		add_fixed(o, "ms", 3, (double)st.ns / 1e6);
 		cmx_json_line(out, o);
 	} else {
-		cmx_text_add(out,
-			     "%u sessions written (%llu image bytes, %llu buffer bytes) in %.1f ms, "
-			     "%u failed\n",
-			     st.sessions, (unsigned long long)st.images, (unsigned long long)st.bytes,
-			     (double)st.ns / 1e6, st.failed);
+		cmx_text_add(
+		    out,
+		    "%u sessions written (%llu image bytes, %llu buffer bytes) in %.1f ms, "
+		    "%u failed\n",
+		    st.sessions, (unsigned long long)st.images, (unsigned long long)st.bytes,
+		    (double)st.ns / 1e6, st.failed);
 	}
 }
 

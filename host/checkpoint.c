@@ -244,8 +244,7 @@ static int write_image(struct cmx_session *s, struct cmx_state_writer *w, struct
 		step[0] = CMX_STATE_PIECE / im.elem;
 		step[1] = step[2] = 1;
 	}
-	buf = cmx_staging_get(&s->srv->staging,
-			      min64(CMX_STATE_PIECE, slice * im.extent[2]));
+	buf = cmx_staging_get(&s->srv->staging, min64(CMX_STATE_PIECE, slice * im.extent[2]));
 	if (!buf)
 		return -ENOMEM;
 	q = cmx_checkpoint_queue(s, o->ctx, &made);

@@ -254,7 +254,11 @@ START_TEST(image_shape)
 	struct cmx_state_image im;
 	uint64_t off = 0;
 
-#define IMAGE(...)                                                                                 	do {                                                                                       		im = base;                                                                         		__VA_ARGS__;                                                                       	} while (0)
+#define IMAGE(...)                                                                                 \
+	do {                                                                                       \
+		im = base;                                                                         \
+		__VA_ARGS__;                                                                       \
+	} while (0)
 	IMAGE(im.origin[0] = 2, im.origin[1] = 1, im.origin[2] = 3, im.region[0] = 3);
 	ck_assert_int_eq(image_opens(dfd, &im, 12, &off), 0);
 	ck_assert_uint_eq(off, 3 * 60 + 20 + 8);
