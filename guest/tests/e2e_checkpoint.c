@@ -1990,8 +1990,8 @@ static void img_fill(struct e2e_plat *p, const struct img *im, uint64_t seed)
 	uint8_t *b = e2e_xmalloc(n);
 
 	e2e_rand_bytes(b, n, seed);
-	APP_OK(clEnqueueWriteImage(p->queue, im->m, CL_TRUE, o, im->region, 0, 0, b, 0, NULL,
-				   NULL));
+	APP_OK(
+	    clEnqueueWriteImage(p->queue, im->m, CL_TRUE, o, im->region, 0, 0, b, 0, NULL, NULL));
 	free(b);
 }
 
@@ -2037,10 +2037,11 @@ static void images_run(struct e2e_plat *p, int fd, int go, struct img_seen *r)
 				 r->fmt[i].image_channel_data_type, 5, 3, 1, 0, NULL, NULL);
 		img_fill(p, &im[n++], 1000 + i);
 	}
-	im[n] = img_make(p, CL_MEM_OBJECT_IMAGE1D, CL_RGBA, CL_UNSIGNED_INT8, 77, 1, 1, 0, NULL,
-			 NULL);
+	im[n] =
+	    img_make(p, CL_MEM_OBJECT_IMAGE1D, CL_RGBA, CL_UNSIGNED_INT8, 77, 1, 1, 0, NULL, NULL);
 	img_fill(p, &im[n++], 1);
-	im[n] = img_make(p, CL_MEM_OBJECT_IMAGE1D_ARRAY, CL_RGBA, CL_SIGNED_INT16, 33, 4, 1, 0, NULL, NULL);
+	im[n] = img_make(p, CL_MEM_OBJECT_IMAGE1D_ARRAY, CL_RGBA, CL_SIGNED_INT16, 33, 4, 1, 0,
+			 NULL, NULL);
 	img_fill(p, &im[n++], 2);
 	/* Made from rows of IMG_PITCH_W pixels and 12 bytes more, then a box
 	 * of it written from rows of 40 bytes. */
@@ -2065,8 +2066,8 @@ static void images_run(struct e2e_plat *p, int fd, int go, struct img_seen *r)
 		e2e_rand_bytes(host, 16 * 16 * 7 * 4, 6);
 		im[n] = img_make(p, CL_MEM_OBJECT_IMAGE3D, CL_RGBA, CL_UNSIGNED_INT32, 11, 6, 4, 0,
 				 NULL, NULL);
-		APP_OK(clEnqueueWriteImage(p->queue, im[n].m, CL_TRUE, o, rg, 16 * 16,
-					   16 * 16 * 7, host, 0, NULL, NULL));
+		APP_OK(clEnqueueWriteImage(p->queue, im[n].m, CL_TRUE, o, rg, 16 * 16, 16 * 16 * 7,
+					   host, 0, NULL, NULL));
 		free(host);
 		n++;
 	}
@@ -2085,7 +2086,8 @@ static void images_run(struct e2e_plat *p, int fd, int go, struct img_seen *r)
 					    NULL, NULL));
 		im[n++] = img_make(p, CL_MEM_OBJECT_IMAGE1D_BUFFER, CL_RGBA, CL_UNSIGNED_INT32, 64,
 				   1, 1, 0, NULL, buf);
-		APP_OK(clGetDeviceInfo(p->device, CL_DEVICE_EXTENSIONS, sizeof(ext) - 1, ext, NULL));
+		APP_OK(
+		    clGetDeviceInfo(p->device, CL_DEVICE_EXTENSIONS, sizeof(ext) - 1, ext, NULL));
 		r->from2d = -1;
 		if (strstr(ext, "cl_khr_image2d_from_buffer")) {
 			cl_image_format f = {CL_RGBA, CL_UNSIGNED_INT8};
@@ -2100,8 +2102,8 @@ static void images_run(struct e2e_plat *p, int fd, int go, struct img_seen *r)
 			if (m) {
 				im[n] = (struct img){.m = m, .region = {16, 8, 1}, .elem = 4};
 				e2e_rand_bytes(box, sizeof(box), 8);
-				APP_OK(clEnqueueWriteImage(p->queue, m, CL_TRUE, o, rg, 0, 0, box, 0,
-							   NULL, NULL));
+				APP_OK(clEnqueueWriteImage(p->queue, m, CL_TRUE, o, rg, 0, 0, box,
+							   0, NULL, NULL));
 				n++;
 			}
 		}
@@ -2172,16 +2174,17 @@ static void images_app(int fd, int go)
 			while (k < v_r.len[i] &&
 			       v_r.blob[v_r.off[i] + k] == nat_r.blob[nat_r.off[i] + k])
 				k++;
-			fprintf(stderr,
-				"images_app: image %u (of %u; %u formats) differs at byte %zu of %zu\n",
-				i, v_r.n, v_r.nfmt, k, v_r.len[i]);
+			fprintf(
+			    stderr,
+			    "images_app: image %u (of %u; %u formats) differs at byte %zu of %zu\n",
+			    i, v_r.n, v_r.nfmt, k, v_r.len[i]);
 			bad = 1;
 		}
 	_exit(bad ? 7 : 0);
 }
 
-/* The state file a SIGTERM wrote: its IMAGE records and the images they
- * are of. */
+/* The state file a SIGTERM wrote (name, found when empty): its IMAGE
+ * records and the images they are of. */
 static void images_counted(unsigned *records, unsigned *images, char *name)
 {
 	DIR *d = opendir(state);
@@ -2194,8 +2197,10 @@ static void images_counted(unsigned *records, unsigned *images, char *name)
 	int dfd;
 
 	ck_assert_ptr_nonnull(d);
-	while ((e = readdir(d)))
-		if (strstr(e->d_name, ".state"))
+	/* The daemon's own (not a clone, nor one kept as .bad). */
+	while (!name[0] && (e = readdir(d)))
+		if (e->d_name[0] == 'p' && strlen(e->d_name) > 6 &&
+		    !strcmp(e->d_name + strlen(e->d_name) - 6, ".state"))
 			snprintf(name, 256, "%s", e->d_name);
 	closedir(d);
 	dfd = open(state, O_RDONLY | O_DIRECTORY);
@@ -2212,6 +2217,163 @@ static void images_counted(unsigned *records, unsigned *images, char *name)
 	close(dfd);
 }
 
+/* The state file name with each IMAGE record of more than one row cut
+ * into rows, written last row first: no image is held whole, so each is
+ * made with its fill and its rows go in as WriteImage calls. */
+static void file_rows_reversed(const char *name)
+{
+	int dfd = open(state, O_RDONLY | O_DIRECTORY);
+	struct cmx_state_writer *w = malloc(sizeof(*w));
+	struct cmx_state_reader r;
+	struct cmx_state_rec rec;
+	const void *p;
+	size_t n;
+
+	ck_assert_int_eq(cmx_state_map(dfd, name, &p, &n), 0);
+	ck_assert_int_eq(cmx_state_open(&r, p, n), 0);
+	ck_assert_int_eq(cmx_state_begin(w, dfd, name, r.head.session, r.head.token, r.head.applied,
+					 r.head.tenant),
+			 0);
+	while (cmx_state_next(&r, &rec) == 1) {
+		struct cmx_state_image im = rec.img;
+		uint64_t rows = im.region[1] * im.region[2], row = im.region[0] * im.elem;
+		if (rec.type != CMX_STATE_IMAGE || rows == 1) {
+			struct iovec iov = {(void *)rec.data, rec.len};
+			cmx_state_put(w, rec.type, &iov, 1);
+			continue;
+		}
+		for (uint64_t k = rows; k-- > 0;) {
+			const uint8_t *b = rec.data + sizeof(im) + k * row;
+			im.origin[1] = rec.img.origin[1] + k % rec.img.region[1];
+			im.origin[2] = rec.img.origin[2] + k / rec.img.region[1];
+			im.region[1] = im.region[2] = 1;
+			struct iovec iov[2] = {{&im, sizeof(im)}, {(void *)b, row}};
+			cmx_state_put(w, CMX_STATE_IMAGE, iov, 2);
+		}
+	}
+	ck_assert_int_eq(cmx_state_commit(w), 0);
+	cmx_state_unmap(p, n);
+	free(w);
+	close(dfd);
+}
+
+/* The file from, for another session id, with one record of type added
+ * (from iov); its name. */
+static void file_clone_rec(const char *from, uint64_t session, uint32_t type,
+			   const struct iovec *iov, int niov, char *name, size_t len)
+{
+	int dfd = open(state, O_RDONLY | O_DIRECTORY);
+	struct cmx_state_writer *w = malloc(sizeof(*w));
+	struct cmx_state_reader r;
+	struct cmx_state_rec rec;
+	const void *p;
+	size_t n;
+
+	ck_assert_int_eq(cmx_state_map(dfd, from, &p, &n), 0);
+	ck_assert_int_eq(cmx_state_open(&r, p, n), 0);
+	snprintf(name, len, "image-%llu.state", (unsigned long long)session);
+	ck_assert_int_eq(
+	    cmx_state_begin(w, dfd, name, session, r.head.token, r.head.applied, r.head.tenant), 0);
+	while (cmx_state_next(&r, &rec) == 1) {
+		struct iovec one = {(void *)rec.data, rec.len};
+		cmx_state_put(w, rec.type, &one, 1);
+	}
+	cmx_state_put(w, type, iov, niov);
+	ck_assert_int_eq(cmx_state_commit(w), 0);
+	cmx_state_unmap(p, n);
+	free(w);
+	close(dfd);
+}
+
+#define IMG_CASES 7
+
+/* Clones of the session in file, each with one record added whose
+ * checksums hold: one pixel of the first image, as a checkpoint writes
+ * it (restored), and of that image with another element size or extent,
+ * of the image over a buffer, of the buffer, of no object, and a
+ * CONTENTS record of the image (each refused: its own restore ends). */
+static void images_clones(const char *file, uint64_t session)
+{
+	int dfd = open(state, O_RDONLY | O_DIRECTORY);
+	struct cmx_state_reader r;
+	struct cmx_state_rec rec;
+	struct cmx_state_image first = {0};
+	uint64_t buffer = 0, over = 0;
+	uint8_t px[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+	char name[64];
+	const void *p;
+	size_t n;
+
+	ck_assert_int_eq(cmx_state_map(dfd, file, &p, &n), 0);
+	ck_assert_int_eq(cmx_state_open(&r, p, n), 0);
+	while (cmx_state_next(&r, &rec) == 1) {
+		if (rec.type == CMX_STATE_IMAGE && !first.id)
+			first = rec.img;
+		if (rec.type == CMX_STATE_CALL && rec.hdr.op == CMX_OP_CreateBuffer) {
+			struct cmx_CreateBuffer_in in;
+			ck_assert_int_eq(cmx_codec_decode(&cmx_desc_CreateBuffer_in, rec.args,
+							  rec.hdr.size, &in),
+					 0);
+			buffer = in.mem.id;
+		}
+		if (rec.type == CMX_STATE_CALL && rec.hdr.op == CMX_OP_CreateImage) {
+			struct cmx_CreateImage_in in;
+			ck_assert_int_eq(
+			    cmx_codec_decode(&cmx_desc_CreateImage_in, rec.args, rec.hdr.size, &in),
+			    0);
+			if (in.buffer.id)
+				over = in.mem.id;
+		}
+	}
+	cmx_state_unmap(p, n);
+	close(dfd);
+	ck_assert_uint_ne(first.id, 0);
+	ck_assert_uint_ne(buffer, 0);
+	ck_assert_uint_ne(over, 0);
+	struct cmx_state_image c[IMG_CASES - 1];
+	for (int i = 0; i < IMG_CASES - 1; i++) {
+		c[i] = first;
+		for (int k = 0; k < 3; k++) {
+			c[i].origin[k] = 0;
+			c[i].region[k] = 1;
+		}
+	}
+	c[1].elem = first.elem == 16 ? 8 : first.elem * 2;
+	c[2].extent[0]++;
+	c[3] = (struct cmx_state_image){
+	    .id = over, .elem = 16, .extent = {64, 1, 1}, .region = {1, 1, 1}};
+	c[4] = (struct cmx_state_image){
+	    .id = buffer, .elem = 4, .extent = {1024, 1, 1}, .region = {1, 1, 1}};
+	c[5].id = 0x7ff00000;
+	for (int i = 0; i < IMG_CASES - 1; i++) {
+		struct iovec iov[2] = {{&c[i], sizeof(c[i])}, {px, c[i].elem}};
+		file_clone_rec(file, session + (uint64_t)i, CMX_STATE_IMAGE, iov, 2, name,
+			       sizeof(name));
+	}
+	uint64_t head[2] = {first.id, 0};
+	struct iovec iov[2] = {{head, sizeof(head)}, {px, 4}};
+	file_clone_rec(file, session + IMG_CASES - 1, CMX_STATE_CONTENTS, iov, 2, name,
+		       sizeof(name));
+}
+
+/* The clones images_clones() made: each read, the first restored and
+ * the others kept as .bad. */
+static void images_clones_read(uint64_t session)
+{
+	char name[64], bad[80];
+
+	for (int i = 0; i < IMG_CASES; i++) {
+		snprintf(name, sizeof(name), "image-%llu.state",
+			 (unsigned long long)(session + (uint64_t)i));
+		snprintf(bad, sizeof(bad), "%s.bad", name);
+		for (int k = 0; k < 3000 && exists(name); k++)
+			usleep(10000);
+		ck_assert_msg(!exists(name), "%s was not read", name);
+		ck_assert_msg(exists(bad) == (i != 0), "case %d: %s", i,
+			      i ? "restored" : "refused");
+	}
+}
+
 /* An application's images across two checkpoints and restarts: one of
  * each format the device supports, a 1D image, a 1D array, a 2D image
  * made from pitched host memory and written in a box with a pitch, a 2D
@@ -2220,12 +2382,16 @@ static void images_counted(unsigned *records, unsigned *images, char *name)
  * image with memory of its own (they are small) and none for those over
  * the buffer; the restored session is charged what it was; resumed, each
  * image reads back as natively, and the kernel runs again on what came
- * back. */
-static void images_resume_with(const char *workers)
+ * back. With rewrite, the first file's images are cut into rows written
+ * last first (their restore fills them and writes each row as a
+ * WriteImage call), and clones of it with one IMAGE record added that no
+ * checkpoint writes are refused alone (images_clones()). */
+static void images_resume_with(const char *workers, int rewrite)
 {
 	pid_t pid = daemon_start(workers), app;
 	int pfd[2], gfd[2], st;
 	unsigned records, images;
+	uint64_t clones = 0;
 
 	ck_assert_int_eq(pipe(pfd), 0);
 	ck_assert_int_eq(pipe(gfd), 0);
@@ -2251,12 +2417,33 @@ static void images_resume_with(const char *workers)
 		images_counted(&records, &images, file);
 		ck_assert_uint_eq(images, msg[1]);
 		ck_assert_uint_eq(records, msg[1]);
+		if (rewrite && k == 0) {
+			struct cmx_state_reader r;
+			const void *p;
+			size_t n;
+			int dfd = open(state, O_RDONLY | O_DIRECTORY);
+			ck_assert_int_eq(cmx_state_map(dfd, file, &p, &n), 0);
+			ck_assert_int_eq(cmx_state_open(&r, p, n), 0);
+			clones = r.head.session + 100;
+			cmx_state_unmap(p, n);
+			close(dfd);
+			images_clones(file, clones);
+			file_rows_reversed(file);
+			images_counted(&records, &images, file);
+			ck_assert_uint_eq(images, msg[1]);
+			ck_assert_uint_gt(records, msg[1]);
+		}
 		pid = daemon_again(workers, 0);
 		for (int t = 0; t < 3000 && exists(file); t++)
 			usleep(10000);
 		ck_assert_msg(!exists(file), "%s was not restored", file);
-		admin_field_becomes(admin, "default", "objects", objects);
-		ck_assert_uint_eq(admin_tenant_field(admin, "default", "mem"), mem);
+		if (rewrite && k == 0) {
+			images_clones_read(clones);
+		} else {
+			/* The clones hold what they were restored with. */
+			admin_field_becomes(admin, "default", "objects", objects);
+			ck_assert_uint_eq(admin_tenant_field(admin, "default", "mem"), mem);
+		}
 		ck_assert_int_eq(write(gfd[1], "", 1), 1);
 	}
 	close(gfd[1]);
@@ -2270,13 +2457,19 @@ static void images_resume_with(const char *workers)
 
 START_TEST(images_resume)
 {
-	images_resume_with("off");
+	images_resume_with("off", 0);
 }
 END_TEST
 
 START_TEST(images_resume_workers)
 {
-	images_resume_with("on");
+	images_resume_with("on", 0);
+}
+END_TEST
+
+START_TEST(images_rewritten)
+{
+	images_resume_with("off", 1);
 }
 END_TEST
 
@@ -2319,6 +2512,7 @@ int main(void)
 	tc = tcase_create("images");
 	tcase_add_test(tc, images_resume);
 	tcase_add_test(tc, images_resume_workers);
+	tcase_add_test(tc, images_rewritten);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
