@@ -15,7 +15,9 @@
 // records no checkpoint writes end only their own session's restore. The
 // images case: images of every shape and of every format the device
 // supports, their bytes written by the application and by a kernel, read
-// back after two restarts as the native run reads them.
+// back after two restarts as the native run reads them, also from a file
+// whose images' rows come last first; IMAGE records no checkpoint writes
+// end only their own session's restore.
 // Eight applications at work through a restart resume by themselves,
 // every result equal to the native run's. A file whose replay fails ends
 // only its session. Over unix, and shm from e2e-shm.sh.
