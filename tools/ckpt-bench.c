@@ -2,7 +2,7 @@
 // ckpt-bench: how long a checkpoint and a restore take against the bytes
 // of a session's buffers (docs/performance.md "Checkpoint and restore").
 //
-//   clmux-ckpt-bench --clmuxd PATH [--events N] [--mib N]...
+//   clmux-ckpt-bench --clmuxd PATH [--events N] [--images] [--mib N]...
 //   clmux-ckpt-bench --clmuxd PATH [--workers off|on] --sessions N --mib M
 //                    [--iters K]
 //
@@ -15,7 +15,11 @@
 // SIGTERM (which writes the state again), a second clmuxd on the same
 // directory, and the restore time from its log line. With --events N the
 // session also holds N completed markers' events (for the --mib sizes
-// after it), which a checkpoint writes and a restore makes again. Needs
+// after it), which a checkpoint writes and a restore makes again. With
+// --images the bytes are in 2D images (RGBA, 8-bit channels, 4096 pixels
+// wide, 64 MiB each) instead, written with clEnqueueWriteImage, which a
+// checkpoint reads with clEnqueueReadImage and a restore writes again;
+// the native side reads and writes them the same way. Needs
 // OCL_ICD_VENDORS to name the clmux ICD and the native one.
 //
 // With --sessions, a daemon restart under N applications at work (see
@@ -56,6 +60,11 @@
 static const char *clmuxd, *workers = "off";
 /* Completed events the session holds (--events). */
 static unsigned long events;
+/* The bytes are in images (--images), not buffers. */
+static int images;
+/* --images: 2D images of this many pixels a row, 4 bytes each; a piece
+ * (a whole number of MiB) is a whole number of rows. */
+#define IMAGE_W 4096u
 static char dir[64], sock[96], admin[96], state[96], logf[96];
 /* The daemon running, and the process that started it. */
 static pid_t daemon_pid, bench_pid;
@@ -73,6 +82,31 @@ __attribute__((noreturn)) static void die(const char *what)
 		if (apps[i] > 0)
 			kill(apps[i], SIGKILL);
 	exit(1);
+}
+
+/* n bytes of the bench's memory (a buffer, or with --images an image)
+ * in ctx, its bytes data written on q; NULL on an error. */
+static cl_mem mem_make(cl_context ctx, cl_command_queue q, size_t n, const void *data,
+		       cl_mem_flags flags, void *host)
+{
+	static const cl_image_format rgba8 = {CL_RGBA, CL_UNSIGNED_INT8};
+	cl_image_desc d = {.image_type = CL_MEM_OBJECT_IMAGE2D,
+			   .image_width = IMAGE_W,
+			   .image_height = n / (IMAGE_W * 4)};
+	const size_t o[3] = {0, 0, 0}, r[3] = {IMAGE_W, n / (IMAGE_W * 4), 1};
+	cl_mem m;
+	cl_int e;
+
+	if (!images) {
+		m = clCreateBuffer(ctx, flags, n, host, &e);
+		if (m && clEnqueueWriteBuffer(q, m, CL_TRUE, 0, n, data, 0, NULL, NULL))
+			return NULL;
+		return m;
+	}
+	m = clCreateImage(ctx, CL_MEM_READ_WRITE, &rgba8, &d, NULL, &e);
+	if (m && clEnqueueWriteImage(q, m, CL_TRUE, o, r, 0, 0, data, 0, NULL, NULL))
+		return NULL;
+	return m;
 }
 
 static double now_ms(void)
@@ -136,9 +170,8 @@ static void native(unsigned long long bytes, double ms[2])
 		t = now_ms();
 		for (unsigned i = 0; i < nbuf; i++) {
 			size_t n = i + 1 < nbuf ? PIECE : bytes - (unsigned long long)i * PIECE;
-			bufs[i] = clCreateBuffer(ctx, CL_MEM_READ_WRITE, n, NULL, &e);
-			if (e ||
-			    clEnqueueWriteBuffer(q, bufs[i], CL_TRUE, 0, n, data, 0, NULL, NULL))
+			bufs[i] = mem_make(ctx, q, n, data, CL_MEM_READ_WRITE, NULL);
+			if (!bufs[i])
 				die("native buffer");
 		}
 		r[1] = now_ms() - t;
@@ -147,6 +180,15 @@ static void native(unsigned long long bytes, double ms[2])
 		fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		for (unsigned i = 0; i < nbuf; i++) {
 			size_t n = i + 1 < nbuf ? PIECE : bytes - (unsigned long long)i * PIECE;
+			const size_t o[3] = {0, 0, 0}, rg[3] = {IMAGE_W, n / (IMAGE_W * 4), 1};
+			if (images) {
+				/* As a checkpoint reads an image: its rows packed. */
+				if (clEnqueueReadImage(q, bufs[i], CL_TRUE, o, rg, 0, 0, data, 0,
+						       NULL, NULL) ||
+				    fd < 0 || write(fd, data, n) != (ssize_t)n)
+					die("native save");
+				continue;
+			}
 			void *p = clEnqueueMapBuffer(q, bufs[i], CL_TRUE, CL_MAP_READ, 0, n, 0,
 						     NULL, NULL, &e);
 			if (e || fd < 0 || write(fd, p, n) != (ssize_t)n)
@@ -314,10 +356,9 @@ static void one(unsigned long long mib)
 		for (unsigned i = 0; i < nbuf; i++) {
 			size_t n = i + 1 < nbuf ? PIECE : bytes - (unsigned long long)i * PIECE;
 			memset(data, (int)(i * 37 + 1), n);
-			bufs[i] = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, n,
-						 malloc(n), &e);
-			if (e ||
-			    clEnqueueWriteBuffer(q, bufs[i], CL_TRUE, 0, n, data, 0, NULL, NULL))
+			bufs[i] = mem_make(ctx, q, n, data, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR,
+					   images ? NULL : malloc(n));
+			if (!bufs[i])
 				die("buffer");
 		}
 		for (unsigned long i = 0; i < events; i++) {
@@ -346,11 +387,11 @@ static void one(unsigned long long mib)
 	rs_ms = restore_ms();
 	daemon_stop(pid);
 	native(bytes, nat);
-	printf("%6llu MiB %6lu events  checkpoint %8.1f ms (%5.2f GB/s, native save %8.1f ms, "
+	printf("%6llu MiB %s %6lu events  checkpoint %8.1f ms (%5.2f GB/s, native save %8.1f ms, "
 	       "ratio %4.2f)  "
 	       "restore %8.1f ms (%5.2f GB/s, native make+write %8.1f ms, ratio %4.2f)\n",
-	       mib, events, ck_ms, bytes / ck_ms / 1e6, nat[0], nat[0] / ck_ms, rs_ms,
-	       bytes / rs_ms / 1e6, nat[1], nat[1] / rs_ms);
+	       mib, images ? "images " : "buffers", events, ck_ms, bytes / ck_ms / 1e6, nat[0],
+	       nat[0] / ck_ms, rs_ms, bytes / rs_ms / 1e6, nat[1], nat[1] / rs_ms);
 	fflush(stdout);
 	dir_remove();
 	free(bufs);
@@ -648,9 +689,11 @@ int main(int argc, char **argv)
 			i++;
 		} else if (!strcmp(argv[i], "--events") && i + 1 < argc) {
 			i++;
+		} else if (!strcmp(argv[i], "--images")) {
+			images = 1;
 		} else {
 			fprintf(stderr, "usage: clmux-ckpt-bench --clmuxd PATH [--events N] "
-					"[--mib N]...\n"
+					"[--images] [--mib N]...\n"
 					"       clmux-ckpt-bench --clmuxd PATH [--workers off|on] "
 					"--sessions N --mib M [--iters K]\n");
 			return 2;
@@ -658,6 +701,8 @@ int main(int argc, char **argv)
 	}
 	if (!clmuxd)
 		die("--clmuxd PATH");
+	if (sessions && images)
+		die("--images: without --sessions");
 	if (sessions) {
 		unsigned long long mib = 0;
 		for (int i = 1; i + 1 < argc; i++)
