@@ -201,7 +201,7 @@ void cmx_conn_kill(struct cmx_conn *c, const char *why)
 			if (call)
 				cmx_conn_kill(call, "a bulk lane closed");
 		} else {
-			cmx_session_close(s);
+			c->srv->conn_ops->ended(s);
 		}
 	}
 	conn_put(c);

@@ -58,6 +58,9 @@ struct cmx_conn_ops {
 	/* Every later message of a call channel; takes ownership of bulk. */
 	int (*dispatch)(struct cmx_session *s, const struct cmx_hdr *h, const uint8_t *args,
 			uint8_t *bulk);
+	/* A worker's call channel ended: its session closes, releasing
+	 * everything it held (host/release.c). */
+	void (*ended)(struct cmx_session *s);
 };
 
 struct cmx_conn {

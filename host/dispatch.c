@@ -25,6 +25,7 @@
 #include "restore.h"
 #include "scheduler.h"
 #include "record.h"
+#include "release.h"
 #include "server.h"
 #include "session.h"
 #include "shm.h"
@@ -351,12 +352,16 @@ int cmx_dispatch_call(struct cmx_session *s, const struct cmx_hdr *h, const uint
 }
 
 static const struct cmx_conn_ops dispatch_ops = {
-	.auth = cmx_dispatch_auth, .hello = cmx_dispatch_hello, .dispatch = cmx_dispatch_call
+	.auth = cmx_dispatch_auth,
+	.hello = cmx_dispatch_hello,
+	.dispatch = cmx_dispatch_call,
+	.ended = cmx_release_session,
 };
 
 void cmx_dispatch_attach(struct cmx_server *srv)
 {
 	srv->conn_ops = &dispatch_ops;
+	srv->release = cmx_release_obj;
 	srv->replayed = cmx_restore_done;
 	srv->restore_covers = cmx_restore_covers;
 	srv->restore_unfilled = cmx_restore_unfilled;

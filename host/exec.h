@@ -203,7 +203,7 @@ void cmx_kernel_clone_locals(struct cmx_call *c, uint64_t kernel, cl_kernel clon
 /* Command buffers (host/exec_cmdbuf.c): whether d's are forwarded (the
  * extension at a revision of the ABI clmux is built with, and the driver's
  * entry points); a buffer's release, native object and ext; the commands it has recorded,
- * each one of the tenant's objects until the buffer goes (host/session.c). */
+ * each one of the tenant's objects until the buffer goes (host/release.c). */
 int cmx_cmdbuf_supported(const struct cmx_server *srv, cl_device_id d);
 void cmx_cmdbuf_release(struct cmx_obj *o);
 uint64_t cmx_cmdbuf_commands(const struct cmx_obj *o);

@@ -29,6 +29,7 @@
 #include "log.h"
 #include "proto.gen.h"
 #include "loop.h"
+#include "release.h"
 #include "server.h"
 #include "session.h"
 #include "staging.h"
@@ -120,7 +121,7 @@ static void finish(struct cmx_session *s, int e, const char *why)
 		(void)renameat(dfd, rs->name, dfd, bad);
 		cmx_err("session %" PRIu64 " (tenant %s): not restored from %s: %s; kept as %s",
 			s->id, s->tenant->name, rs->name, why, bad);
-		cmx_session_close(s);
+		cmx_release_session(s);
 	}
 	if (rs->counted) {
 		all.left--;
@@ -497,7 +498,7 @@ static void resume_wait_over(struct cmx_io *io, int res, unsigned flags)
 				 "in %d s: closed",
 				 s->id, s->tenant->name, RESUME_WAIT_S);
 			/* Unlisted once unreferenced: next was read first. */
-			cmx_session_close(s);
+			cmx_release_session(s);
 		}
 		s = next;
 	}

@@ -20,6 +20,7 @@ struct cmx_session;
 struct cmx_executor;
 struct cmx_listener;
 struct cmx_conn_ops;
+struct cmx_obj;
 
 #define CMX_MAX_DEVICES 16
 
@@ -108,6 +109,11 @@ struct cmx_server {
 
 	/* Where connections' messages go (host/conn.h). */
 	const struct cmx_conn_ops *conn_ops;
+	/* Releases an object its session's table no longer holds
+	 * (cmx_session_release()): what releasing it reaches into lies above
+	 * the handlers that release (host/release.c; registered by
+	 * cmx_dispatch_attach()). */
+	void (*release)(struct cmx_session *s, struct cmx_obj *o);
 	/* A call of a restore ended (cmx_call_done()): the restore sends its
 	 * next (host/restore.c; registered by cmx_dispatch_attach()). */
 	void (*replayed)(struct cmx_session *s, int status);
