@@ -45,6 +45,8 @@ void cmx_event_cbs_each(struct cmx_obj *o, void (*fn)(void *arg, unsigned type, 
  * SetEventCallback registers one: 0 or a cl error. */
 cl_int cmx_event_cb_add(struct cmx_session *s, struct cmx_obj *o, unsigned type, uint64_t tag);
 
+/* Deferred calls (host/defer.c), down to cmx_defer_work(). */
+
 /* Finishes c on the loop with fin(c, status) once e completes (status is
  * the event's: CL_COMPLETE or its error). Returns CMX_DEFER, or the error. */
 int cmx_defer_event(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status));
