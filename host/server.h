@@ -35,7 +35,7 @@ struct cmx_exec_poll {
 	int (*fn[CMX_POLL_FNS])(struct cmx_server *srv);
 };
 
-/* How host/exec.c's watches ended, for the log at exit
+/* How host/defer.c's watches ended, for the log at exit
  * (cmx_watch_report()), and where a call that the watch saw complete spent
  * its time in the daemon: from the loop's wake-up to the wait (decode,
  * checks, the native enqueue), the watch, and the reply's queueing. Loop
@@ -201,7 +201,7 @@ struct cmx_server {
 	struct cmx_ivshmem *ivshmem;
 
 	/* The handlers' shared machinery (host/exec.c): the status poll, the
-	 * watches' figures, and the lock around every executor call that
+	 * watches' figures (host/defer.c), and the lock around every executor call that
 	 * drives a flush_runs driver's queue (cmx_exec_drive_lock()). */
 	struct cmx_exec_poll poll;
 	struct cmx_watch_stats watches;
