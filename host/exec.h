@@ -143,8 +143,6 @@ int cmx_write_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct cmx
 		     int sync);
 int cmx_read_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct cmx_ref *guest_ev,
 		    int sync);
-/* The staging a read lands in, as the call's reply payload; NULL: no memory. */
-void *cmx_read_staging(struct cmx_call *c, uint64_t size);
 /* A buffer write or read through a pinned slot (host/exec_pinned.c), where
  * the daemon has a pool (a GPU's) and size suits it; CMX_PINNED_NO where
  * not: the caller takes the pageable path. The write takes c->bulk and

@@ -672,8 +672,3 @@ int cmx_read_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct cmx_
 {
 	return read_staged(c, e, ev, guest_ev, sync);
 }
-
-void *cmx_read_staging(struct cmx_call *c, uint64_t size)
-{
-	return staging(c, size);
-}
