@@ -22,7 +22,6 @@
 #include "lane.h"
 #include "log.h"
 #include "proto.gen.h"
-#include "restore.h"
 #include "scheduler.h"
 #include "record.h"
 #include "release.h"
@@ -117,8 +116,10 @@ int cmx_dispatch_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_
 		if (in.session || in.token) {
 			/* A guest resuming a session this daemon restored
 			 * (host/restore.c): its ids are as it left them. */
-			int busy;
-			s = cmx_restore_find(c->srv, t, in.session, in.token, &busy);
+			int busy = 0;
+			s = c->srv->restore_find ? c->srv->restore_find(c->srv, t, in.session,
+									 in.token, &busy)
+						 : NULL;
 			if (!s) {
 				/* Answered, so that the guest knows whether to
 				 * try again: CL_DEVICE_NOT_AVAILABLE while its
@@ -362,7 +363,4 @@ void cmx_dispatch_attach(struct cmx_server *srv)
 {
 	srv->conn_ops = &dispatch_ops;
 	srv->release = cmx_release_obj;
-	srv->replayed = cmx_restore_done;
-	srv->restore_covers = cmx_restore_covers;
-	srv->restore_unfilled = cmx_restore_unfilled;
 }

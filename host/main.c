@@ -480,6 +480,7 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	if (!e) {
 		cmx_exec_init(srv);
 		cmx_dispatch_attach(srv);
+		cmx_restore_attach(srv);
 	}
 	if (e || cmx_executor_create(srv->loop, o->threads, &srv->exec) ||
 	    cmx_sched_create(srv, o->window_us)) {

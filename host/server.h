@@ -115,13 +115,19 @@ struct cmx_server {
 	 * cmx_dispatch_attach()). */
 	void (*release)(struct cmx_session *s, struct cmx_obj *o);
 	/* A call of a restore ended (cmx_call_done()): the restore sends its
-	 * next (host/restore.c; registered by cmx_dispatch_attach()). */
+	 * next (host/restore.c; registered by cmx_restore_attach()). */
 	void (*replayed)(struct cmx_session *s, int status);
 	/* A restore's CreateBuffer asks whether the restore writes its every
 	 * byte next (then it is made without its fill), and tells it the
 	 * buffer so made (host/restore.c; registered as replayed is). */
 	int (*restore_covers)(struct cmx_session *s, uint64_t id, uint64_t size);
 	void (*restore_unfilled)(struct cmx_session *s, uint64_t id, void *mem);
+	/* A resuming Hello asks for the restored session of tenant t with
+	 * this id and token: NULL when there is none, *busy set when it is
+	 * still being restored (host/restore.c; registered as replayed is;
+	 * NULL where nothing restores: no session to resume). */
+	struct cmx_session *(*restore_find)(struct cmx_server *srv, const struct cmx_tenant *t,
+					    uint64_t id, uint64_t token, int *busy);
 	struct cmx_session *sessions;
 	uint64_t next_session;
 	uint64_t nsessions;
