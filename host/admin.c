@@ -28,6 +28,7 @@
 #include "listener.h"
 #include "log.h"
 #include "migrate.h"
+#include "release.h"
 #include "server.h"
 #include "session.h"
 #include "tenant.h"
@@ -464,7 +465,7 @@ void cmx_admin_exec(struct cmx_server *srv, char *line, struct cmx_text *out)
 			cmx_text_add(out, "error: no tenant '%s'\n", w[i + 1]);
 			return;
 		}
-		unsigned k = srv->front ? cmx_front_evict(t) : cmx_session_evict(srv, t);
+		unsigned k = srv->front ? cmx_front_evict(t) : cmx_release_tenant(srv, t);
 		cmx_text_add(out, "ok\n");
 		if (json) {
 			struct json_object *o = json_object_new_object();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // A call's life after its dispatch (host/dispatch.c): what it allocates,
-// its reply or the record of its failure, and the end that frees it.
+// its reply or the record of its failure, and the end that frees it; and
+// the session's notifications, which go out as replies do.
 #include "call.h"
 
 #include <CL/cl.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "area.h"
+#include "codec.h"
 #include "conn.h"
 #include "fence.h"
 #include "log.h"
@@ -64,6 +66,28 @@ void cmx_call_reply(struct cmx_session *s, uint32_t seq, int32_t status,
 	cmx_call_reply_on(s->conn, s->area, seq, status, d, out, bulk, bulk_len, free_fn, fds);
 }
 
+void cmx_call_notify(struct cmx_session *s, const void *desc, const void *args, void *bulk,
+		     uint64_t bulk_len, void (*free_fn)(void *))
+{
+	const struct cmx_msgdesc *d = desc;
+	size_t size = cmx_codec_size(d, args);
+	uint8_t stack[512], *buf = size <= sizeof(stack) ? stack : malloc(size);
+	struct cmx_hdr h = { .size = (uint32_t)size, .op = d->op, .bulk = bulk_len };
+
+	if (!buf || !s->nconn || s->closed) {
+		if (free_fn)
+			free_fn(bulk);
+		if (buf != stack)
+			free(buf);
+		return;
+	}
+	cmx_codec_encode(d, args, buf);
+	cmx_area_mark(s->area, &h, bulk);
+	cmx_conn_send(s->nconn, &h, buf, bulk, free_fn);
+	if (buf != stack)
+		free(buf);
+}
+
 /* An async call failed where the guest could not see it: the objects it was
  * to create exist as poisoned ids, so their later use reports the failure
  * (an event's as its error status). */
@@ -96,7 +120,7 @@ static void notify_failure(struct cmx_call *c, int status)
 	struct cmx_answer n = { .tag = cmx_call_tag(c), .status = status };
 
 	if (c->oi->answer)
-		cmx_session_notify(c->s, c->oi->answer, &n, NULL, 0, NULL);
+		cmx_call_notify(c->s, c->oi->answer, &n, NULL, 0, NULL);
 }
 
 struct call_block {

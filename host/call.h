@@ -75,6 +75,11 @@ void cmx_call_reply_on(struct cmx_conn *conn, const struct cmx_area *area, uint3
 void cmx_call_reply(struct cmx_session *s, uint32_t seq, int32_t status,
 		    const struct cmx_msgdesc *d, const void *out, void *bulk, uint64_t bulk_len,
 		    void (*free_fn)(void *), const int *fds);
+/* Sends a notification on s's notification channel (dropped when it has
+ * none), the counterpart of a reply. The payload is referenced until sent,
+ * then freed with free_fn(bulk). */
+void cmx_call_notify(struct cmx_session *s, const void *desc, const void *args, void *bulk,
+		     uint64_t bulk_len, void (*free_fn)(void *));
 /* Finishes a call: replies (sync calls) or records the failure of an async
  * one, then frees it. Runs on the loop. */
 void cmx_call_done(struct cmx_call *c, int status);

@@ -201,7 +201,7 @@ void cmx_conn_kill(struct cmx_conn *c, const char *why)
 			if (call)
 				cmx_conn_kill(call, "a bulk lane closed");
 		} else {
-			cmx_session_close(s);
+			c->srv->conn_ops->ended(s);
 		}
 	}
 	conn_put(c);
@@ -688,8 +688,8 @@ static void conn_resume(struct cmx_conn *c)
 	if (c->dead || c->stall)
 		goto out;
 	if (c->rx_ring) {
-		if (c->sess && c->sess->shm)
-			cmx_shm_kick(c->sess->shm);
+		if (c->rx_ring_resume)
+			c->rx_ring_resume(c);
 	} else if (c->mover) {
 		if (c->mover->resume)
 			c->mover->resume(c->mover_ctx);
@@ -955,7 +955,7 @@ static void tx_kick(struct cmx_conn *c)
 		return;
 	}
 	memset(&c->mh, 0, sizeof(c->mh));
-	/* A lane's sends go to a worker thread each (host/lane.c), whole. */
+	/* A lane's sends go to a worker thread each (host/exec_lane.c), whole. */
 	size_t step = c->role == CMX_ROLE_LANE ? LANE_STEP : TX_STEP;
 	for (struct seg *s = c->tx_head; s && n < CMX_CONN_IOV && total < step;
 	     s = s->next, n++) {

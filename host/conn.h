@@ -58,6 +58,9 @@ struct cmx_conn_ops {
 	/* Every later message of a call channel; takes ownership of bulk. */
 	int (*dispatch)(struct cmx_session *s, const struct cmx_hdr *h, const uint8_t *args,
 			uint8_t *bulk);
+	/* A worker's call channel ended: its session closes, releasing
+	 * everything it held (host/release.c). */
+	void (*ended)(struct cmx_session *s);
 };
 
 struct cmx_conn {
@@ -81,6 +84,10 @@ struct cmx_conn {
 	 * moment the socket has sent everything queued before tx_ring_next
 	 * was set); the socket only tells that the guest lives. */
 	struct cmx_ring *rx_ring, *tx_ring, *tx_ring_next;
+	/* Wakes rx_ring's reader when the connection takes input again
+	 * (host/shm.c's doorbell); NULL: it reads again by itself (an ivshmem
+	 * slot's next turn). */
+	void (*rx_ring_resume)(struct cmx_conn *c);
 	int last_sync; /* the last call taken in was sync: its sender now waits */
 	uint8_t probe[16];
 	struct cmx_ident ident; /* who connected: decides the tenant at Hello */

@@ -22,9 +22,9 @@
 #include "lane.h"
 #include "log.h"
 #include "proto.gen.h"
-#include "restore.h"
 #include "scheduler.h"
 #include "record.h"
+#include "release.h"
 #include "server.h"
 #include "session.h"
 #include "shm.h"
@@ -116,8 +116,10 @@ int cmx_dispatch_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_
 		if (in.session || in.token) {
 			/* A guest resuming a session this daemon restored
 			 * (host/restore.c): its ids are as it left them. */
-			int busy;
-			s = cmx_restore_find(c->srv, t, in.session, in.token, &busy);
+			int busy = 0;
+			s = c->srv->restore_find ? c->srv->restore_find(c->srv, t, in.session,
+									 in.token, &busy)
+						 : NULL;
 			if (!s) {
 				/* Answered, so that the guest knows whether to
 				 * try again: CL_DEVICE_NOT_AVAILABLE while its
@@ -351,13 +353,14 @@ int cmx_dispatch_call(struct cmx_session *s, const struct cmx_hdr *h, const uint
 }
 
 static const struct cmx_conn_ops dispatch_ops = {
-	.auth = cmx_dispatch_auth, .hello = cmx_dispatch_hello, .dispatch = cmx_dispatch_call
+	.auth = cmx_dispatch_auth,
+	.hello = cmx_dispatch_hello,
+	.dispatch = cmx_dispatch_call,
+	.ended = cmx_release_session,
 };
 
 void cmx_dispatch_attach(struct cmx_server *srv)
 {
 	srv->conn_ops = &dispatch_ops;
-	srv->replayed = cmx_restore_done;
-	srv->restore_covers = cmx_restore_covers;
-	srv->restore_unfilled = cmx_restore_unfilled;
+	srv->release = cmx_release_obj;
 }

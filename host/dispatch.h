@@ -13,8 +13,7 @@ struct cmx_server;
 struct cmx_session;
 
 /* A worker's connections hand their messages to this file
- * (srv->conn_ops), and a call's end tells host/restore.c when it was a
- * restore's (srv->replayed). */
+ * (srv->conn_ops), and releases go to host/release.c (srv->release). */
 void cmx_dispatch_attach(struct cmx_server *srv);
 /* Hello: a session begins or resumes, or the connection joins one as its
  * notification channel or a bulk lane. */

@@ -45,6 +45,8 @@ void cmx_event_cbs_each(struct cmx_obj *o, void (*fn)(void *arg, unsigned type, 
  * SetEventCallback registers one: 0 or a cl error. */
 cl_int cmx_event_cb_add(struct cmx_session *s, struct cmx_obj *o, unsigned type, uint64_t tag);
 
+/* Deferred calls (host/defer.c), down to cmx_defer_work(). */
+
 /* Finishes c on the loop with fin(c, status) once e completes (status is
  * the event's: CL_COMPLETE or its error). Returns CMX_DEFER, or the error. */
 int cmx_defer_event(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status));
@@ -141,8 +143,6 @@ int cmx_write_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct cmx
 		     int sync);
 int cmx_read_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct cmx_ref *guest_ev,
 		    int sync);
-/* The staging a read lands in, as the call's reply payload; NULL: no memory. */
-void *cmx_read_staging(struct cmx_call *c, uint64_t size);
 /* A buffer write or read through a pinned slot (host/exec_pinned.c), where
  * the daemon has a pool (a GPU's) and size suits it; CMX_PINNED_NO where
  * not: the caller takes the pageable path. The write takes c->bulk and
@@ -208,7 +208,7 @@ void cmx_kernel_clone_locals(struct cmx_call *c, uint64_t kernel, cl_kernel clon
 /* Command buffers (host/exec_cmdbuf.c): whether d's are forwarded (the
  * extension at a revision of the ABI clmux is built with, and the driver's
  * entry points); a buffer's release, native object and ext; the commands it has recorded,
- * each one of the tenant's objects until the buffer goes (host/session.c). */
+ * each one of the tenant's objects until the buffer goes (host/release.c). */
 int cmx_cmdbuf_supported(const struct cmx_server *srv, cl_device_id d);
 void cmx_cmdbuf_release(struct cmx_obj *o);
 uint64_t cmx_cmdbuf_commands(const struct cmx_obj *o);

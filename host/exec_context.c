@@ -191,7 +191,7 @@ static void ctx_note_post(void *arg)
 		    .errinfo = {n->errinfo, strlen(n->errinfo) + 1},
 		    .info = {n->info, n->cb},
 		};
-		cmx_session_notify(s, &cmx_desc_ContextError_in, &in, NULL, 0, NULL);
+		cmx_call_notify(s, &cmx_desc_ContextError_in, &in, NULL, 0, NULL);
 	}
 	free(n->errinfo);
 	free(n->info);

@@ -222,7 +222,7 @@ static void notify_done(struct cmx_session *s, uint64_t tag, cl_int status)
 {
 	struct cmx_EventDone_in in = {.tag = tag, .status = status};
 
-	cmx_session_notify(s, &cmx_desc_EventDone_in, &in, NULL, 0, NULL);
+	cmx_call_notify(s, &cmx_desc_EventDone_in, &in, NULL, 0, NULL);
 }
 
 static void hub_maybe_free(struct cb_hub *h)

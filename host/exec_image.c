@@ -311,7 +311,7 @@ static int read_image(struct cmx_call *c, struct cmx_ReadImage_in *in, int sync)
 
 	if (e)
 		return e;
-	dst = cmx_read_staging(c, bytes);
+	dst = cmx_call_read_buffer(c, bytes);
 	if (!dst)
 		return CL_OUT_OF_HOST_MEMORY;
 	e = clEnqueueReadImage(in->queue.h, in->mem.h, CL_FALSE, o, r, 0, 0, dst, WAIT(in->wait),

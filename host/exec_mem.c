@@ -148,7 +148,7 @@ static void destructor_post(void *arg)
 		;
 	if (s && !s->closed) {
 		struct cmx_MemDestroyed_in in = {.tag = n->tag};
-		cmx_session_notify(s, &cmx_desc_MemDestroyed_in, &in, NULL, 0, NULL);
+		cmx_call_notify(s, &cmx_desc_MemDestroyed_in, &in, NULL, 0, NULL);
 	}
 	free(n);
 }
@@ -308,8 +308,8 @@ static void read_done_async(struct cmx_call *c, int status)
 {
 	struct cmx_ReadDone_in n = {.tag = cmx_call_tag(c), .status = status < 0 ? status : 0};
 
-	cmx_session_notify(c->s, &cmx_desc_ReadDone_in, &n, c->rbulk, status < 0 ? 0 : c->rbulk_len,
-			   c->rbulk_free);
+	cmx_call_notify(c->s, &cmx_desc_ReadDone_in, &n, c->rbulk, status < 0 ? 0 : c->rbulk_len,
+			c->rbulk_free);
 	c->rbulk = NULL;
 	c->rbulk_free = NULL;
 	cmx_call_done(c, CL_SUCCESS);
@@ -671,9 +671,4 @@ int cmx_read_staged(struct cmx_call *c, cl_int e, cl_event ev, const struct cmx_
 		    int sync)
 {
 	return read_staged(c, e, ev, guest_ev, sync);
-}
-
-void *cmx_read_staging(struct cmx_call *c, uint64_t size)
-{
-	return staging(c, size);
 }

@@ -377,7 +377,7 @@ int cmx_pinned_read(struct cmx_call *c, cl_command_queue q, cl_mem m, uint64_t o
 	r->held = calloc(r->l.n, sizeof(*r->held));
 	r->chunks = calloc(r->l.n, sizeof(*r->chunks));
 	evs = calloc(r->l.n, sizeof(*evs));
-	e = !r->gates || !r->held || !r->chunks || !evs || !cmx_read_staging(c, size)
+	e = !r->gates || !r->held || !r->chunks || !evs || !cmx_call_read_buffer(c, size)
 		    ? CL_OUT_OF_HOST_MEMORY
 		    : gates_make(r->gates, r->l.count, r->l.n, q);
 	done = e ? 0 : rchunks_enqueue(r, q, m, off, nwait, wait, evs, &e);

@@ -326,8 +326,8 @@ static void send_output(struct kp_cmd *k)
 		n.status = k->status < 0 ? k->status : CL_OUT_OF_HOST_MEMORY;
 	else if (bytes)
 		memcpy(bytes, kp.out.data, kp.out.len);
-	cmx_session_notify(s, &cmx_desc_KernelOutput_in, &n, bytes, bytes ? kp.out.len : 0,
-			   bytes ? free : NULL);
+	cmx_call_notify(s, &cmx_desc_KernelOutput_in, &n, bytes, bytes ? kp.out.len : 0,
+			bytes ? free : NULL);
 }
 
 /* Its command has ended: the running one's output goes to its session; one

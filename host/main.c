@@ -30,6 +30,7 @@
 #include "sandbox.h"
 #include "listener.h"
 #include "reaper.h"
+#include "release.h"
 #include "restore.h"
 #include "log.h"
 #include "scheduler.h"
@@ -92,7 +93,7 @@ static void close_all(void)
 		if (s->conn)
 			cmx_conn_kill(s->conn, "daemon stopping");
 		else
-			cmx_session_close(s);
+			cmx_release_session(s);
 	}
 	tick_done(&tick_io, 0, 0);
 }
@@ -479,6 +480,7 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	if (!e) {
 		cmx_exec_init(srv);
 		cmx_dispatch_attach(srv);
+		cmx_restore_attach(srv);
 	}
 	if (e || cmx_executor_create(srv->loop, o->threads, &srv->exec) ||
 	    cmx_sched_create(srv, o->window_us)) {

@@ -23,6 +23,7 @@
 #include "conn.h"
 #include "log.h"
 #include "loop.h"
+#include "release.h"
 #include "restore.h"
 #include "server.h"
 #include "session.h"
@@ -212,7 +213,7 @@ static int migrate_out(struct cmx_server *srv, struct cmx_tenant *t, int fd,
 		if (v[i]->conn)
 			cmx_conn_kill(v[i]->conn, "moved to another daemon");
 		else
-			cmx_session_close(v[i]);
+			cmx_release_session(v[i]);
 	}
 	st->sessions = (unsigned)n;
 unlink:

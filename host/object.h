@@ -18,7 +18,7 @@ struct cmx_obj {
 	uint64_t flags; /* queues: CL_QUEUE_PROPERTIES; others: CMX_OBJ_* */
 	void *last;	/* in-order queues: the last command's native event */
 	/* What handlers check later calls against, freed with the object
-	 * (host/session.c): kernels' arguments (host/exec_kernel.c), images'
+	 * (host/release.c): kernels' arguments (host/exec_kernel.c), images'
 	 * shapes (host/exec_image.c), contexts' and queues' zeroing
 	 * (host/zero.c); NULL for the other kinds. */
 	void *ext;

@@ -31,6 +31,7 @@
 #include "log.h"
 #include "proto.gen.h"
 #include "loop.h"
+#include "release.h"
 #include "server.h"
 #include "session.h"
 #include "staging.h"
@@ -125,7 +126,7 @@ static void finish(struct cmx_session *s, int e, const char *why)
 		(void)renameat(dfd, rs->name, dfd, bad);
 		cmx_err("session %" PRIu64 " (tenant %s): not restored from %s: %s; kept as %s",
 			s->id, s->tenant->name, rs->name, why, bad);
-		cmx_session_close(s);
+		cmx_release_session(s);
 	}
 	if (rs->counted) {
 		all.left--;
@@ -199,14 +200,18 @@ static struct fresh *fresh_find(struct cmx_restore *rs, uint64_t id)
 	return rs && rs->nfresh ? bsearch(&key, rs->fresh, rs->nfresh, sizeof(key), by_id) : NULL;
 }
 
-int cmx_restore_covers(struct cmx_session *s, uint64_t id, uint64_t size)
+/* While s is being restored: whether its file holds every byte of buffer
+ * id, size bytes, not yet made; such a buffer needs no zero fill, and
+ * unfilled() names the native buffer made without one (its restore fails
+ * unless it gets them all). srv->restore_covers, srv->restore_unfilled. */
+static int covers(struct cmx_session *s, uint64_t id, uint64_t size)
 {
 	struct fresh *f = fresh_find(s->restore, id);
 
 	return f && !f->broken && !f->h && f->bytes == size;
 }
 
-void cmx_restore_unfilled(struct cmx_session *s, uint64_t id, void *mem)
+static void unfilled(struct cmx_session *s, uint64_t id, void *mem)
 {
 	struct fresh *f = fresh_find(s->restore, id);
 
@@ -245,7 +250,7 @@ static int contents_direct(struct cmx_session *s, struct cmx_obj *o,
 
 /* One request through the dispatcher, which checks ids, quotas and
  * values as for a guest: 0 when it is done with success, 1 when it was
- * deferred (cmx_restore_done() goes on), -1 when the restore ended. */
+ * deferred (replayed() goes on), -1 when the restore ended. */
 static int replay(struct cmx_session *s, const struct cmx_hdr *h, const uint8_t *args,
 		  const uint8_t *payload)
 {
@@ -459,7 +464,9 @@ static void next(struct cmx_session *s)
 	finish(s, 0, NULL);
 }
 
-void cmx_restore_done(struct cmx_session *s, int status)
+/* The end of a request the restore dispatched (cmx_call_done(), through
+ * srv->replayed). */
+static void replayed(struct cmx_session *s, int status)
 {
 	struct cmx_restore *rs = s->restore;
 
@@ -543,8 +550,11 @@ static void restore_file(struct cmx_server *srv, int dfd, const char *name, int 
 	next(s);
 }
 
-struct cmx_session *cmx_restore_find(struct cmx_server *srv, const struct cmx_tenant *t,
-				     uint64_t id, uint64_t token, int *busy)
+/* A restored session of tenant t waiting for its guest, with this id and
+ * token; NULL when there is none, *busy set when it is still being
+ * replayed (a resuming Hello, through srv->restore_find). */
+static struct cmx_session *find(struct cmx_server *srv, const struct cmx_tenant *t,
+				uint64_t id, uint64_t token, int *busy)
 {
 	/* Before the files are read (posted to the loop, behind the
 	 * connections a worker may be handed first), it may be there soon. */
@@ -576,7 +586,7 @@ static void resume_wait_over(struct cmx_io *io, int res, unsigned flags)
 				 "in %d s: closed",
 				 s->id, s->tenant->name, RESUME_WAIT_S);
 			/* Unlisted once unreferenced: next was read first. */
-			cmx_session_close(s);
+			cmx_release_session(s);
 		}
 		s = next;
 	}
@@ -638,4 +648,12 @@ void cmx_restore_file(struct cmx_server *srv, const char *name)
 		return;
 	restore_file(srv, dfd, name, 0);
 	wait_arm(srv);
+}
+
+void cmx_restore_attach(struct cmx_server *srv)
+{
+	srv->replayed = replayed;
+	srv->restore_covers = covers;
+	srv->restore_unfilled = unfilled;
+	srv->restore_find = find;
 }

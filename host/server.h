@@ -20,6 +20,7 @@ struct cmx_session;
 struct cmx_executor;
 struct cmx_listener;
 struct cmx_conn_ops;
+struct cmx_obj;
 
 #define CMX_MAX_DEVICES 16
 
@@ -34,7 +35,7 @@ struct cmx_exec_poll {
 	int (*fn[CMX_POLL_FNS])(struct cmx_server *srv);
 };
 
-/* How host/exec.c's watches ended, for the log at exit
+/* How host/defer.c's watches ended, for the log at exit
  * (cmx_watch_report()), and where a call that the watch saw complete spent
  * its time in the daemon: from the loop's wake-up to the wait (decode,
  * checks, the native enqueue), the watch, and the reply's queueing. Loop
@@ -108,8 +109,13 @@ struct cmx_server {
 
 	/* Where connections' messages go (host/conn.h). */
 	const struct cmx_conn_ops *conn_ops;
+	/* Releases an object its session's table no longer holds
+	 * (cmx_session_release()): what releasing it reaches into lies above
+	 * the handlers that release (host/release.c; registered by
+	 * cmx_dispatch_attach()). */
+	void (*release)(struct cmx_session *s, struct cmx_obj *o);
 	/* A call of a restore ended (cmx_call_done()): the restore sends its
-	 * next (host/restore.c; registered by cmx_dispatch_attach()). */
+	 * next (host/restore.c; registered by cmx_restore_attach()). */
 	void (*replayed)(struct cmx_session *s, int status);
 	/* A restore's CreateBuffer or CreateImage asks whether the restore
 	 * writes its every byte next (then it is made without its fill), and
@@ -117,6 +123,12 @@ struct cmx_server {
 	 * as replayed is). */
 	int (*restore_covers)(struct cmx_session *s, uint64_t id, uint64_t size);
 	void (*restore_unfilled)(struct cmx_session *s, uint64_t id, void *mem);
+	/* A resuming Hello asks for the restored session of tenant t with
+	 * this id and token: NULL when there is none, *busy set when it is
+	 * still being restored (host/restore.c; registered as replayed is;
+	 * NULL where nothing restores: no session to resume). */
+	struct cmx_session *(*restore_find)(struct cmx_server *srv, const struct cmx_tenant *t,
+					    uint64_t id, uint64_t token, int *busy);
 	struct cmx_session *sessions;
 	uint64_t next_session;
 	uint64_t nsessions;
@@ -196,7 +208,7 @@ struct cmx_server {
 	struct cmx_ivshmem *ivshmem;
 
 	/* The handlers' shared machinery (host/exec.c): the status poll, the
-	 * watches' figures, and the lock around every executor call that
+	 * watches' figures (host/defer.c), and the lock around every executor call that
 	 * drives a flush_runs driver's queue (cmx_exec_drive_lock()). */
 	struct cmx_exec_poll poll;
 	struct cmx_watch_stats watches;

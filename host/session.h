@@ -78,11 +78,7 @@ struct cmx_session *cmx_session_create(struct cmx_server *srv, struct cmx_conn *
 				       struct cmx_tenant *t);
 void cmx_session_ref(struct cmx_session *s);
 void cmx_session_unref(struct cmx_session *s);
-/* The call connection went away: release every object, drop the session. */
-void cmx_session_close(struct cmx_session *s);
 struct cmx_session *cmx_session_find(struct cmx_server *srv, uint64_t id, uint64_t token);
-/* Ends every session of t in this process (clmuxctl evict); how many. */
-unsigned cmx_session_evict(struct cmx_server *srv, struct cmx_tenant *t);
 
 /* The object `id` of `kind`, or NULL (absent, another kind). */
 struct cmx_obj *cmx_session_obj(struct cmx_session *s, uint64_t id, unsigned kind);
@@ -92,13 +88,7 @@ int cmx_session_add(struct cmx_session *s, uint64_t id, unsigned kind, void *h, 
 /* Charges o's device memory to the session, its tenant and the daemon;
  * returned when o is freed. */
 void cmx_session_charge(struct cmx_session *s, struct cmx_obj *o, uint64_t bytes);
-/* Forgets id and releases its native object. */
+/* Forgets id and releases it (srv->release: host/release.c). */
 void cmx_session_release(struct cmx_session *s, uint64_t id, unsigned kind);
-
-/* Sends a notification on the session's notification channel (dropped when
- * it has none). The payload is referenced until sent, then freed with
- * free_fn(bulk). */
-void cmx_session_notify(struct cmx_session *s, const void *desc, const void *args,
-			void *bulk, uint64_t bulk_len, void (*free_fn)(void *));
 
 #endif

@@ -80,7 +80,7 @@ int cmx_shm_pump(struct cmx_server *srv, struct cmx_conn *(*chan)(void *arg, int
 		if (!c)
 			return 0;
 		/* Held back (its tenant's rate, its unread output): nothing to
-		 * take until it is let go (cmx_shm_kick() for the doorbell
+		 * take until it is let go (ring_resume() for the doorbell
 		 * rings; an ivshmem slot's next turn). */
 		if (cmx_conn_held(c))
 			return 1;
@@ -152,12 +152,20 @@ static void bell_done(struct cmx_io *io, int res, unsigned flags)
 	cmx_ring_wake_consumer(&m->cmd);
 	/* Sleep only with the idle flag up and no call slipped in before it;
 	 * a session held back sleeps with the flag down (the guest need not
-	 * ring): cmx_shm_kick() wakes it. */
+	 * ring): ring_resume() wakes it. */
 	while (pump(m) && !(m->s && m->s->conn && cmx_conn_held(m->s->conn)) &&
 	       !cmx_ring_sleep_consumer(&m->cmd))
 		;
 	/* Armed in every case: a closed session's own bell frees m. */
 	bell_arm(m);
+}
+
+/* The session's call channel takes input again (conn_resume(),
+ * host/conn.c): the doorbell is rung, and the pump reads what waits. */
+static void ring_resume(struct cmx_conn *c)
+{
+	if (c->sess && c->sess->shm)
+		bell_self(c->sess->shm);
 }
 
 int cmx_shm_create(struct cmx_session *s, int *guest_bell)
@@ -196,6 +204,7 @@ int cmx_shm_create(struct cmx_session *s, int *guest_bell)
 	m->bell_io.cb = bell_done;
 	s->shm = m;
 	s->conn->rx_ring = &m->cmd;
+	s->conn->rx_ring_resume = ring_resume;
 	s->conn->tx_ring_next = &m->rep;
 	if (s->nconn)
 		s->nconn->tx_ring_next = &m->ntf;
@@ -205,11 +214,6 @@ int cmx_shm_create(struct cmx_session *s, int *guest_bell)
 fail:
 	free(m);
 	return e;
-}
-
-void cmx_shm_kick(struct cmx_shm *m)
-{
-	bell_self(m);
 }
 
 void cmx_shm_close(struct cmx_shm *m)

@@ -39,9 +39,6 @@ int cmx_shm_pump(struct cmx_server *srv, struct cmx_conn *(*chan)(void *arg, int
  * its set-up reply. *guest_bell is the doorbell for the guest (the caller
  * passes it on and closes it). 0 or -errno. */
 int cmx_shm_create(struct cmx_session *s, int *guest_bell);
-/* Its call connection takes input again: the loop looks at the command
- * ring as if the guest had rung. */
-void cmx_shm_kick(struct cmx_shm *m);
 /* The session is over: the doorbell is released once its read returns. */
 void cmx_shm_close(struct cmx_shm *m);
 

@@ -16,7 +16,7 @@
  * daemon decides.
  */
 struct cmx_tuning {
-	/* Small blocking transfers run blocking on the loop (host/exec.c);
+	/* Small blocking transfers run blocking on the loop (host/defer.c);
 	 * auto: on for a non-CPU device. */
 	int64_t short_blocking;
 	/* How long the shm loop keeps looking after a sync call, in us

@@ -21,6 +21,7 @@
 #include "ctl.h"
 #include "log.h"
 #include "migrate.h"
+#include "release.h"
 #include "restore.h"
 #include "scheduler.h"
 #include "server.h"
@@ -150,7 +151,7 @@ static void on_packet(void *arg)
 		break;
 	case CMX_CTL_EVICT:
 		if (t)
-			cmx_session_evict(wk.srv, t);
+			cmx_release_tenant(wk.srv, t);
 		break;
 	case CMX_CTL_USAGE:
 		send_usage(h->seq);

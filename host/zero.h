@@ -26,7 +26,7 @@ void *cmx_zero_context(const struct cmx_server *srv, cl_context ctx);
 /* The state of a new queue object of the context object ctx (its ext);
  * NULL when out of memory. */
 void *cmx_zero_queue(struct cmx_obj *ctx);
-/* Frees a context's or queue's ext (host/session.c). Any thread. */
+/* Frees a context's or queue's ext (host/release.c). Any thread. */
 void cmx_zero_release(struct cmx_obj *o);
 
 /* Fills the new buffer m of the context object ctx (size bytes), or the

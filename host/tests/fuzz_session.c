@@ -61,6 +61,7 @@
 #include "log.h"
 #include "pinned.h"
 #include "proto.gen.h"
+#include "restore.h"
 #include "ring.h"
 #include "scheduler.h"
 #include "server.h"
@@ -125,6 +126,7 @@ static void *loop_main(void *arg)
 	if (!e) {
 		cmx_exec_init(&fsrv);
 		cmx_dispatch_attach(&fsrv);
+		cmx_restore_attach(&fsrv);
 	}
 	if (e || cmx_executor_create(fsrv.loop, 16, &fsrv.exec) ||
 	    cmx_sched_create(&fsrv, CMX_SCHED_WINDOW_US)) {
