@@ -20,6 +20,7 @@
 #include "eventstate.h"
 #include "exec.h"
 #include "log.h"
+#include "parts.h"
 #include "proto.gen.h"
 #include "record.h"
 #include "server.h"
@@ -59,6 +60,36 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Parts of a program that ProgramPart staged and no creation has taken
+ * yet (a checkpoint in the middle of an upload): written as the calls that
+ * staged them, in pieces of at most one part, so that the restore's replay
+ * stages them again and the creation the resumed guest sends (or sends
+ * again) takes them, with the parts it sends after. */
+#define PART_PIECE (8ull << 20) /* ProgramPart's `data` max (schema) */
+
+static void parts_write(struct cmx_session *s, struct cmx_state_writer *w)
+{
+	const struct cmx_parts *p = s->parts;
+
+	if (!p || p->err || !p->data || !p->len)
+		return;
+	for (uint64_t off = 0; off < p->len; off += PART_PIECE) {
+		struct cmx_ProgramPart_in in = {.program = p->program, .offset = off, .total = p->total};
+		uint64_t n = p->len - off < PART_PIECE ? p->len - off : PART_PIECE;
+		in.data = (struct cmx_blob){p->data + off, n};
+		struct cmx_hdr h = {.op = CMX_OP_ProgramPart};
+		size_t size = cmx_codec_size(&cmx_desc_ProgramPart_in, &in);
+		uint8_t *args = malloc(size);
+		if (!args)
+			return; /* the creation after the restore fails, as before */
+		cmx_codec_encode(&cmx_desc_ProgramPart_in, &in, args);
+		h.size = (uint32_t)size;
+		struct iovec iov[2] = {{&h, sizeof(h)}, {args, size}};
+		cmx_state_put(w, CMX_STATE_CALL, iov, 2);
+		free(args);
+	}
 }
 
 /* This process's files: "p<pid>-<tenant>-<session>.state". Session ids are
@@ -331,6 +362,7 @@ static int write_session(struct cmx_session *s, struct cmx_state_writer *w,
 	}
 	st->records += cmx_record_mark(s);
 	cmx_record_write(s, w);
+	parts_write(s, w);
 	/* After the contexts they name; drained, so each has ended but a
 	 * user event the guest has not set. */
 	cmx_eventstate_write(s, w);

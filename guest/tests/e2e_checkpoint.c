@@ -813,6 +813,66 @@ START_TEST(parts_kept)
 }
 END_TEST
 
+/* A checkpoint between a program's parts (3 MiB of source, the first
+ * 2 MiB staged): the restore stages them again, and the resumed guest's
+ * last part and creation make the program, which builds. Without the
+ * staged parts in the state file the creation finds none. */
+START_TEST(parts_staged)
+{
+	const size_t len = 3u << 20, first = 2u << 20;
+	const uint64_t ctx = CMX_FIRST_GUEST_ID + 100, prog = ctx + 10;
+	pid_t pid = daemon_start("off");
+	char *text = malloc(len);
+	struct client c = {0};
+	struct ids ids = {0};
+	uint64_t devs[1] = {1};
+	int st, i;
+
+	ck_assert_ptr_nonnull(text);
+	memset(text, ' ', len);
+	memcpy(text, src, sizeof(src) - 1);
+	hello_at(&c, sock);
+	queue_and_buffer(&c, ctx, 64);
+	struct cmx_ProgramPart_in p1 = {
+	    .program = prog, .offset = 0, .total = len, .data = {text, first}};
+	send_msg(&c, &cmx_desc_ProgramPart_in, &p1, 0, NULL, 0);
+	/* Applied before the checkpoint. */
+	ck_assert_uint_gt(messages_of(&c), 0);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	close(c.fd);
+	ids.session = c.session;
+	ids.token = c.token;
+	pid = daemon_again("off", 0);
+	for (i = 0; i < 3000 && resume(&c, &ids); i++) {
+		close(c.fd);
+		usleep(10000);
+	}
+	ck_assert_int_lt(i, 3000);
+	struct cmx_ProgramPart_in p2 = {
+	    .program = prog, .offset = first, .total = len, .data = {text + first, len - first}};
+	send_msg(&c, &cmx_desc_ProgramPart_in, &p2, 0, NULL, 0);
+	struct cmx_CreateProgramWithParts_in cp = {
+	    .program = {prog}, .context = {ctx}, .il = 0, .length = len};
+	struct cmx_CreateProgramWithParts_out out;
+	send_msg(&c, &cmx_desc_CreateProgramWithParts_in, &cp, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_CreateProgramWithParts_out, &out, NULL),
+			 CL_SUCCESS);
+	struct cmx_BuildProgram_in b = {.program = {prog}, .devices = {.v = devs, .n = 1}};
+	struct cmx_BuildProgram_out bo = {0};
+	uint8_t *keep = NULL;
+	send_msg(&c, &cmx_desc_BuildProgram_in, &b, 1, NULL, 0);
+	ck_assert_int_eq(recv_reply(&c, &cmx_desc_BuildProgram_out, &bo, &keep), CL_SUCCESS);
+	ck_assert_uint_eq(bo.kernels.n, 1);
+	free(keep);
+	close(c.fd);
+	free(text);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	dir_remove();
+}
+END_TEST
+
 /* Binaries of 20 MiB, made in parts (the program's own binary, padded),
  * are kept: after a SIGTERM's checkpoint and the restore, a kernel made
  * from the program computes what the native run does. */
@@ -2492,6 +2552,7 @@ int main(void)
 	tcase_add_test(tc, records_replaced);
 	tcase_add_test(tc, parts_kept);
 	tcase_add_test(tc, binary_parts_kept);
+	tcase_add_test(tc, parts_staged);
 	tcase_add_test(tc, no_state_dir);
 	tcase_add_test(tc, guest_resume);
 	tcase_add_test(tc, guest_resume_workers);
