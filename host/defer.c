@@ -85,7 +85,7 @@ static int wait_work(struct cmx_call *c)
  * (Oclgrind: struct cmx_server's flush_runs) is not watched: an executor
  * waits at once.
  */
-#define WATCH_NS 100000
+#define WATCH_NS(srv) ((uint64_t)(srv)->tune.watch_us * 1000) /* watch-us: 100 */
 /* I/O for another connection ends the watch only after this much of it:
  * NVIDIA's completion callbacks for earlier commands post to the loop
  * 15-30 us late, during the next short call's watch, which then went to
@@ -115,8 +115,8 @@ static cl_int watch(struct cmx_server *srv, cl_event e)
 		sched_yield();
 		now = cmx_now_ns();
 	} while ((now - start < CMX_WATCH_MIN_NS || !cmx_loop_io_ready(srv->loop)) &&
-		 now - start < WATCH_NS);
-	if (now - start < WATCH_NS)
+		 now - start < WATCH_NS(srv));
+	if (now - start < WATCH_NS(srv))
 		ws->io++;
 	else
 		ws->timeout++;
@@ -136,7 +136,7 @@ void cmx_watch_report(struct cmx_server *srv)
 			 ws->done ? (double)ws->done_ns / (double)ws->done / 1e3 : 0.0,
 			 ws->enq.n < CMX_LAT_N ? ws->enq.n : CMX_LAT_N, cmx_lat_median_us(&ws->enq),
 			 cmx_lat_median_us(&ws->seen), cmx_lat_median_us(&ws->reply),
-			 (unsigned long long)ws->io, WATCH_NS / 1000, (unsigned long long)ws->timeout);
+			 (unsigned long long)ws->io, (unsigned)(WATCH_NS(srv) / 1000), (unsigned long long)ws->timeout);
 	cmx_loop_report(srv->loop);
 }
 

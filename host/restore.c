@@ -63,6 +63,8 @@ struct cmx_restore {
 	struct fresh *fresh; /* by id */
 	size_t nfresh;
 	int counted; /* one of cmx_restore_all()'s files (struct all) */
+	uint64_t call_t0; /* the request being replayed: when it went in */
+	uint16_t call_op;
 };
 
 /* cmx_restore_all()'s files together: once the last is replayed, one line
@@ -72,7 +74,43 @@ static struct {
 	unsigned left, restored, failed;
 	uint64_t bytes, images, t0;
 	int listing; /* still reading the directory */
+	/* Where the time went: the requests of the costliest kinds, from
+	 * dispatch to their end (a deferred one's too), summed over the
+	 * sessions; contents and images under op 0. */
+	struct op_time {
+		uint16_t op;
+		unsigned n;
+		uint64_t ns;
+	} spent[8];
 } all;
+
+/* Counts ns to op's kind; a kind that finds no room takes the place of
+ * the cheapest, so the costliest stay. */
+static void spent_add(uint16_t op, uint64_t ns)
+{
+	struct op_time *least = &all.spent[0];
+
+	for (unsigned i = 0; i < 8; i++) {
+		struct op_time *t = &all.spent[i];
+		if (t->n && t->op == op) {
+			t->n++;
+			t->ns += ns;
+			return;
+		}
+		if (t->ns < least->ns || !t->n)
+			least = !least->n ? least : t;
+	}
+	if (least->n && least->ns > ns)
+		return;
+	*least = (struct op_time){ .op = op, .n = 1, .ns = ns };
+}
+
+static const char *op_name(uint16_t op)
+{
+	const struct cmx_opinfo *oi = op ? cmx_op_info(op) : NULL;
+
+	return !op ? "bytes written" : oi && oi->in ? oi->in->name : "?";
+}
 
 /* A restored session whose guest has not said Hello by then is closed:
  * what it holds is charged to its tenant. */
@@ -94,8 +132,29 @@ static uint64_t now_ns(void)
 /* The line for cmx_restore_all()'s files, once the last is done. */
 static void all_done(void)
 {
+	char line[512];
+	size_t used = 0;
+
 	if (all.listing || all.left || !(all.restored + all.failed))
 		return;
+	/* The costliest kinds first. */
+	for (unsigned k = 0; k < 4; k++) {
+		struct op_time *top = NULL;
+		for (unsigned i = 0; i < 8; i++)
+			if (all.spent[i].n && (!top || all.spent[i].ns > top->ns))
+				top = &all.spent[i];
+		if (!top)
+			break;
+		used += (size_t)snprintf(line + used, sizeof(line) - used, "%s%s %.1f ms (%u)",
+					 k ? ", " : "", op_name(top->op), (double)top->ns / 1e6,
+					 top->n);
+		top->n = 0;
+		if (used >= sizeof(line))
+			break;
+	}
+	memset(all.spent, 0, sizeof(all.spent));
+	if (used)
+		cmx_info("restore: the longest requests, summed over the sessions: %s", line);
 	cmx_info("restore: %u session%s restored (%" PRIu64 " image bytes, %" PRIu64
 		 " buffer bytes) in %.1f ms, %u failed",
 		 all.restored, all.restored == 1 ? "" : "s", all.images, all.bytes,
@@ -279,8 +338,12 @@ static int replay(struct cmx_session *s, const struct cmx_hdr *h, const uint8_t 
 	rs->status = 0;
 	rs->requests++;
 	rs->in_dispatch = 1;
+	rs->call_op = h->op;
+	rs->call_t0 = now_ns();
 	e = cmx_dispatch_call(s, h, args, bulk);
 	rs->in_dispatch = 0;
+	if (!e && rs->sync_done)
+		spent_add(rs->call_op, now_ns() - rs->call_t0);
 	if (e) {
 		finish(s, e, "a request the decoder refused");
 		return -1;
@@ -319,7 +382,9 @@ static int contents(struct cmx_session *s, const struct cmx_state_rec *rec)
 	f = fresh_find(s->restore, rec->id);
 	qid = cmx_checkpoint_queue_id(s, o->ctx);
 	if ((f && f->h == o->h) || !qid) {
+		uint64_t t0 = now_ns();
 		e = contents_direct(s, o, rec);
+		spent_add(0, now_ns() - t0);
 		if (e)
 			finish(s, e, "a write failed");
 		else if (f && f->h == o->h)
@@ -475,6 +540,7 @@ static void replayed(struct cmx_session *s, int status)
 		rs->sync_done = 1;
 		return;
 	}
+	spent_add(rs->call_op, now_ns() - rs->call_t0);
 	if (status != CL_SUCCESS) {
 		finish(s, -EIO, "a deferred request failed");
 		return;

@@ -567,7 +567,8 @@ static void poll_drop(struct cmx_ticket *g)
 #define POLL_NS		 (200ull * 1000 * 1000)
 #define POLL_LINGER_NS	 50000
 #define POLL_WAIT_MIN_NS 20000
-#define POLL_WAIT_MAX_NS 1000000
+/* sched-poll-max-us: 1000 */
+#define POLL_WAIT_MAX_NS(sc) ((uint64_t)(sc)->srv->tune.sched_poll_max_us * 1000)
 
 static void poll_arm(struct cmx_sched *sc);
 
@@ -622,8 +623,10 @@ static void poll_timer(struct cmx_io *io, int res, unsigned flags)
 	sc->poll_armed = 0;
 	if (!poll_all(sc))
 		return;
-	if (sc->poll_wait_ns < POLL_WAIT_MAX_NS)
+	if (sc->poll_wait_ns < POLL_WAIT_MAX_NS(sc))
 		sc->poll_wait_ns *= 2;
+	if (sc->poll_wait_ns > POLL_WAIT_MAX_NS(sc))
+		sc->poll_wait_ns = POLL_WAIT_MAX_NS(sc);
 	poll_arm(sc);
 }
 

@@ -35,6 +35,13 @@ struct cmx_tuning {
 	/* Seconds a peer over its output cap may read nothing before its
 	 * session ends (host/conn.c). */
 	int64_t unread_s;
+	/* How long the loop watches a blocking call's event before an
+	 * executor thread waits for it, in us (host/defer.c). */
+	int64_t watch_us;
+	/* The longest sleep between the scheduler's looks at the newest
+	 * command of each runlist while tenants contend, in us
+	 * (host/scheduler.c). */
+	int64_t sched_poll_max_us;
 };
 
 /* Every knob at its default. */

@@ -550,6 +550,19 @@ static unsigned log_sums(const char *what, unsigned long long *bytes, double *ms
 	return sessions + *failed;
 }
 
+/* The log's lines that have what, as they are, indented. */
+static void log_show(const char *what)
+{
+	char line[1024];
+	FILE *f = fopen(logf, "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, what))
+			printf("  %s", line);
+	if (f)
+		fclose(f);
+}
+
 /* Waits until every application has done at least want[i] iterations
  * (NULL: is ready); dies naming the first that ended or is still short
  * after limit_s seconds. */
@@ -663,6 +676,7 @@ static int fleet(unsigned nsess, unsigned long long mib, unsigned iters)
 	    "%4.2f)\n",
 	    rs_ms, rs_bytes, rs_bytes / rs_ms / 1e6, nat[1], nat[1] / rs_ms);
 	printf("  longest pause of an application: %.1f ms\n", gap);
+	log_show("the longest requests");
 	fflush(stdout);
 	dir_remove();
 	munmap(st, nsess * sizeof(*st) + 64);
