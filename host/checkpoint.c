@@ -409,6 +409,7 @@ int cmx_checkpoint_all(struct cmx_server *srv, struct cmx_checkpoint_stats *st)
 {
 	struct cmx_state_writer *w;
 	uint64_t t0 = now_ns();
+	unsigned owed = 0;
 
 	memset(st, 0, sizeof(*st));
 	if (state_fd < 0)
@@ -421,6 +422,15 @@ int cmx_checkpoint_all(struct cmx_server *srv, struct cmx_checkpoint_stats *st)
 		int e;
 		if (s->closed)
 			continue;
+		/* Still being restored (its requests replayed, some on
+		 * executor threads): the file it is restored from is its
+		 * state, kept until the restore has written it again. */
+		if (s->restore) {
+			s->checkpoint_owed = 1;
+			st->sessions++;
+			owed++;
+			continue;
+		}
 		e = write_session(s, w, st);
 		if (e) {
 			st->failed++;
@@ -436,5 +446,9 @@ int cmx_checkpoint_all(struct cmx_server *srv, struct cmx_checkpoint_stats *st)
 		 " image bytes, %" PRIu64 " buffer bytes) in %.1f ms, %u failed",
 		 st->sessions, st->sessions == 1 ? "" : "s", st->records, st->images, st->bytes,
 		 (double)st->ns / 1e6, st->failed);
+	if (owed)
+		cmx_info("checkpoint: %u of them still being restored: their state files stand for "
+			 "them until their restores write them again",
+			 owed);
 	return 0;
 }

@@ -249,11 +249,75 @@ static cl_context shared_context(struct cmx_server *srv, uint64_t ndev, void *co
 	return srv->shared_ctx;
 }
 
+/* The native context ctx becomes the session's object, with its zeroing
+ * queue; the error releases it. */
+static cl_int context_add(struct cmx_call *c, uint64_t id, cl_context ctx)
+{
+	struct cmx_obj *o;
+
+	if (cmx_session_add(c->s, id, CMX_K_CONTEXT, ctx, ctx, 0, &o)) {
+		clReleaseContext(ctx);
+		return CL_OUT_OF_HOST_MEMORY;
+	}
+	/* Its fresh memory is zeroed on its own queue (host/zero.c). */
+	o->ext = cmx_zero_context(c->s->srv, ctx);
+	if (!o->ext) {
+		cmx_session_release(c->s, id, CMX_K_CONTEXT);
+		return CL_OUT_OF_HOST_MEMORY;
+	}
+	return CL_SUCCESS;
+}
+
+/*
+ * A restore's context is made on an executor thread. NVIDIA takes about
+ * 270 ms to make one, and 64 sessions restored with each made on the loop
+ * took 17 s, one after another, every other session's replay waiting. A
+ * restore replays a session's requests in order, the next after this
+ * one's end, so its later requests find the context. A guest's own
+ * CreateContext is async, its next requests already behind it on the
+ * wire: it is made on the loop.
+ */
+struct ctx_job {
+	cl_context_properties props[70];
+	struct ctx_note *tmpl;
+	cl_context ctx;
+};
+
+static int context_work(struct cmx_call *c)
+{
+	struct cmx_CreateContext_in *in = c->in;
+	struct ctx_job *j = c->ctx;
+	cl_int e;
+
+	j->ctx = clCreateContext(j->props, (cl_uint)in->devices.n,
+				 (const cl_device_id *)in->devices.h, j->tmpl ? ctx_notify : NULL,
+				 j->tmpl, &e);
+	return e;
+}
+
+static void context_made(struct cmx_call *c, int status)
+{
+	struct cmx_CreateContext_in *in = c->in;
+	struct ctx_job *j = c->ctx;
+
+	c->ctx = NULL;
+	if (status) {
+		free(j->tmpl);
+		if (status == -9999)
+			cmx_exec_check_lost(c->s->srv, status, "clCreateContext");
+	} else if (c->s->closed) {
+		clReleaseContext(j->ctx);
+	} else {
+		status = context_add(c, in->context.id, j->ctx);
+	}
+	free(j);
+	cmx_call_done(c, status);
+}
+
 int cmx_h_CreateContext(struct cmx_call *c, struct cmx_CreateContext_in *in)
 {
 	cl_context_properties props[70];
 	struct ctx_note *tmpl = NULL;
-	struct cmx_obj *o;
 	size_t n = 0;
 	cl_context ctx;
 	cl_int e;
@@ -284,29 +348,28 @@ int cmx_h_CreateContext(struct cmx_call *c, struct cmx_CreateContext_in *in)
 		/* The driver's notes on a shared context concern every guest
 		 * context of the group: none is singled out. */
 		free(tmpl);
-		e = CL_SUCCESS;
-	} else {
-		ctx = clCreateContext(props, (cl_uint)in->devices.n,
-				      (const cl_device_id *)in->devices.h, tmpl ? ctx_notify : NULL,
-				      tmpl, &e);
+		return context_add(c, in->context.id, ctx);
 	}
+	if (c->s->restore) {
+		struct ctx_job *j = calloc(1, sizeof(*j));
+		if (!j) {
+			free(tmpl);
+			return CL_OUT_OF_HOST_MEMORY;
+		}
+		memcpy(j->props, props, (n + 1) * sizeof(props[0]));
+		j->tmpl = tmpl;
+		c->ctx = j;
+		return cmx_defer_work(c, context_work, context_made);
+	}
+	ctx = clCreateContext(props, (cl_uint)in->devices.n, (const cl_device_id *)in->devices.h,
+			      tmpl ? ctx_notify : NULL, tmpl, &e);
 	if (e) {
 		free(tmpl);
 		if (e == -9999)
 			cmx_exec_check_lost(c->s->srv, e, "clCreateContext");
 		return e;
 	}
-	if (cmx_session_add(c->s, in->context.id, CMX_K_CONTEXT, ctx, ctx, 0, &o)) {
-		clReleaseContext(ctx);
-		return CL_OUT_OF_HOST_MEMORY;
-	}
-	/* Its fresh memory is zeroed on its own queue (host/zero.c). */
-	o->ext = cmx_zero_context(c->s->srv, ctx);
-	if (!o->ext) {
-		cmx_session_release(c->s, in->context.id, CMX_K_CONTEXT);
-		return CL_OUT_OF_HOST_MEMORY;
-	}
-	return CL_SUCCESS;
+	return context_add(c, in->context.id, ctx);
 }
 
 int cmx_h_ReleaseContext(struct cmx_call *c, struct cmx_ReleaseContext_in *in)

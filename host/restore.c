@@ -172,8 +172,21 @@ static void finish(struct cmx_session *s, int e, const char *why)
 
 	s->restore = NULL;
 	cmx_state_unmap(rs->map, rs->len);
-	if (!e) {
+	if (!e && s->checkpoint_owed) {
+		/* A checkpoint kept the file for it: written now, in the
+		 * checkpoint's place, before the file goes. */
+		struct cmx_checkpoint_stats st = {0};
+		char name[64];
+		s->checkpoint_owed = 0;
+		if (cmx_checkpoint_session(s, name, sizeof(name), &st))
+			cmx_warn("session %" PRIu64 ": not written after its restore; %s stays",
+				 s->id, rs->name);
+		else
+			(void)unlinkat(dfd, rs->name, 0);
+	} else if (!e) {
 		(void)unlinkat(dfd, rs->name, 0);
+	}
+	if (!e) {
 		cmx_info("session %" PRIu64 " (tenant %s): restored from %s: %" PRIu64
 			 " requests, %" PRIu64 " events, %" PRIu64 " image bytes, %" PRIu64
 			 " buffer bytes in %.1f ms; waiting for its guest",

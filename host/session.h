@@ -45,6 +45,9 @@ struct cmx_session {
 	struct cmx_restore *restore;
 	int restored;
 	int from_state; /* made by a restore, resumed or not: calls may come again */
+	/* A checkpoint came while it was being restored: its state file
+	 * stood for it, and it is written once its restore is done. */
+	int checkpoint_owed;
 	struct cmx_area *area; /* shared memory (OpenArea), or NULL */
 	/* A restored area's memfd until its resuming guest's OpenArea takes
 	 * it (host/restore.c), else -1. */

@@ -424,6 +424,36 @@ static pid_t session_apart(uint32_t *a, uint32_t *want)
 	return app;
 }
 
+/* A checkpoint while the sessions a daemon started with are still being
+ * restored (their builds replayed on executor threads): each counts as
+ * written, its state file standing for it until its restore writes it
+ * again. The daemon then dies without a checkpoint of its own: the
+ * directory still holds the session whole, whether its restore ended in
+ * between or not. */
+START_TEST(checkpoint_mid_restore)
+{
+	static uint32_t a[N], want[N];
+	pid_t pid = daemon_start("off"), app;
+	struct ids ids;
+	char *reply, file[256];
+	int st;
+
+	app = session_apart(a, want);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	pid = daemon_again("off", 0);
+	reply = ask(admin, "checkpoint\n");
+	ck_assert_msg(!strncmp(reply, "ok\n1 sessions written", 21), "checkpoint: %s", reply);
+	free(reply);
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	kill(app, SIGKILL);
+	ck_assert_int_eq(waitpid(app, &st, 0), app);
+	state_check(a, want, &ids, file);
+	dir_remove();
+}
+END_TEST
+
 /* Hello resuming session ids on a fresh connection: its status (1: the
  * daemon ended the connection). */
 static int resume(struct client *c, const struct ids *ids)
@@ -2551,6 +2581,7 @@ int main(void)
 	tcase_add_test(tc, records_charged);
 	tcase_add_test(tc, records_replaced);
 	tcase_add_test(tc, parts_kept);
+	tcase_add_test(tc, checkpoint_mid_restore);
 	tcase_add_test(tc, binary_parts_kept);
 	tcase_add_test(tc, parts_staged);
 	tcase_add_test(tc, no_state_dir);
