@@ -64,16 +64,24 @@ uint64_t cmx_garea_heap_alloc(struct cmx_garea *a, uint64_t len);
 void cmx_garea_heap_free(struct cmx_garea *a, uint64_t off, int sent);
 /* Bytes of heap blocks the guest freed that the host is not yet done with. */
 uint64_t cmx_garea_heap_pending(struct cmx_garea *a);
-/* Whether the host has said that the command of event `id` completed
- * without error (its completion fence, transport/area_layout.h). */
-static inline int cmx_garea_fenced(const struct cmx_garea *a, uint64_t id)
+/* What the host has said of the command of event `id` (its completion
+ * fence, transport/area_layout.h): 1 it completed without error, -1 the
+ * host is watching it for its completion, 0 nothing. */
+static inline int cmx_garea_fence_state(const struct cmx_garea *a, uint64_t id)
 {
 	const uint64_t *w;
+	uint64_t v;
 
 	if (!a->base || !a->hdr.fence_n)
 		return 0;
 	w = (const uint64_t *)(a->base + a->hdr.fence_at) + id % a->hdr.fence_n;
-	return __atomic_load_n(w, __ATOMIC_ACQUIRE) == id;
+	v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+	return v == id ? 1 : v == (id | CMX_AREA_FENCE_WATCHED) ? -1 : 0;
+}
+
+static inline int cmx_garea_fenced(const struct cmx_garea *a, uint64_t id)
+{
+	return cmx_garea_fence_state(a, id) == 1;
 }
 /* Whether [off, off + len) lies in the ring allocator's part. */
 int cmx_garea_valid(const struct cmx_garea *a, uint64_t off, uint64_t len);

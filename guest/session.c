@@ -768,9 +768,23 @@ int cmx_session_fenced(struct cmx_session *s, uint64_t id)
 	return cmx_garea_fenced(&s->area, id);
 }
 
+int cmx_session_fence_state(struct cmx_session *s, uint64_t id)
+{
+	return cmx_garea_fence_state(&s->area, id);
+}
+
 int cmx_session_has_fences(struct cmx_session *s)
 {
 	return s->area.base && s->area.hdr.fence_n;
+}
+
+uint64_t cmx_session_fence_spin_ns(struct cmx_session *s)
+{
+	uint32_t us = s->area.base ? s->area.hdr.fence_spin_us : 0;
+
+	/* An older daemon's header says nothing: 50 us, as it lingers. A
+	 * daemon's word is bounded: a waiter asks after 100 ms at most. */
+	return us ? (us < 100000 ? us : 100000) * 1000ull : 50000;
 }
 
 int cmx_session_has_area(struct cmx_session *s)

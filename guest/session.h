@@ -68,6 +68,11 @@ void cmx_session_area_free(struct cmx_session *s, uint64_t off);
 int cmx_session_fenced(struct cmx_session *s, uint64_t id);
 /* Whether the daemon stores fences for this session at all. */
 int cmx_session_has_fences(struct cmx_session *s);
+/* cmx_garea_fence_state() of the session's area. */
+int cmx_session_fence_state(struct cmx_session *s, uint64_t id);
+/* How long a waiter looks for the fence of a command the daemon watches
+ * before it asks: as long as the daemon looks (the area's fence_spin_us). */
+uint64_t cmx_session_fence_spin_ns(struct cmx_session *s);
 /* Whether payloads can go through a shared data area. */
 int cmx_session_has_area(struct cmx_session *s);
 /* The shared area when buffers can live in it (its heap), else NULL. */

@@ -100,6 +100,12 @@ fail:
 	return e;
 }
 
+void cmx_area_fence_spin(struct cmx_area *a, uint32_t us)
+{
+	a->hdr.fence_spin_us = us;
+	((struct cmx_area_hdr *)a->base)->fence_spin_us = us;
+}
+
 int cmx_area_open(int fd, uint64_t off, uint64_t len, unsigned flags, struct cmx_area **out)
 {
 	struct cmx_area *a = calloc(1, sizeof(*a));
@@ -253,4 +259,15 @@ void cmx_area_fence(struct cmx_area *a, uint64_t id)
 	uint64_t *w = (uint64_t *)(a->base + a->hdr.fence_at) + id % a->hdr.fence_n;
 
 	__atomic_store_n(w, id, __ATOMIC_RELEASE);
+}
+
+void cmx_area_fence_watch(struct cmx_area *a, uint64_t id, int on)
+{
+	uint64_t *w = (uint64_t *)(a->base + a->hdr.fence_at) + id % a->hdr.fence_n;
+	uint64_t mark = id | CMX_AREA_FENCE_WATCHED;
+
+	if (on)
+		__atomic_store_n(w, mark, __ATOMIC_RELEASE);
+	else /* unless another event's news took the word since */
+		__atomic_compare_exchange_n(w, &mark, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
 }

@@ -20,6 +20,8 @@ struct cmx_area {
 /* Makes an area of about `size` bytes (with rings when `flags` asks).
  * *fd is the memfd to hand over (the caller closes it). 0 or -errno. */
 int cmx_area_create(uint64_t size, unsigned flags, struct cmx_area **out, int *fd);
+/* The header's fence_spin_us, before the guest has the area. */
+void cmx_area_fence_spin(struct cmx_area *a, uint32_t us);
 /* An area laid out in the len bytes at off (a multiple of 4096) of a file
  * the peer maps too (an ivshmem region): its header written, the rings'
  * control lines left for their creator to reset. 0 or -errno. */
@@ -51,5 +53,9 @@ void cmx_area_mark(const struct cmx_area *a, struct cmx_hdr *h, const void *p);
 /* Tells the guest that its event `id` completed without error: the
  * completion fence (transport/area_layout.h). Loop thread. */
 void cmx_area_fence(struct cmx_area *a, uint64_t id);
+/* on: the loop watches event id's command (its word marked watched, so
+ * that a waiting guest looks longer before it asks); off: no longer, the
+ * mark cleared unless the word changed since. */
+void cmx_area_fence_watch(struct cmx_area *a, uint64_t id, int on);
 
 #endif

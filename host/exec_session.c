@@ -75,6 +75,8 @@ int cmx_h_OpenArea(struct cmx_call *c, struct cmx_OpenArea_in *in, struct cmx_Op
 		return CL_INVALID_OPERATION;
 	} else if (cmx_area_create(in->size, flags, &c->s->area, &fd)) {
 		return CL_OUT_OF_HOST_MEMORY;
+	} else {
+		cmx_area_fence_spin(c->s->area, (uint32_t)(c->s->srv->fence_linger_ns / 1000));
 	}
 	c->rfd[0] = fd;
 	/* shm: the rings take over once this reply is out. */

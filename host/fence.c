@@ -2,7 +2,7 @@
 // Completion fences (host/fence.h). A session keeps the guest ids of its
 // newest kernel launches; at the end of each loop turn that saw one go to
 // the driver, before each reply, and while the loop lingers before it
-// sleeps (for FENCE_LINGER_NS), the loop asks the oldest for their status
+// sleeps (for the server's fence_linger_ns), the loop asks the oldest for their status
 // and stores the fences of those that completed. A guest's wait
 // for a command that finished a while ago then needs no round trip, and a
 // client that keeps a few commands in flight refills the device without
@@ -18,10 +18,12 @@
 #include "server.h"
 #include "session.h"
 
+#define FENCE_LINGER_MIN_NS 50000
+
 /* How long the loop keeps looking for the completion of commands it
- * tracks, once it has nothing else to do; a guest waiting for one looks
- * for its fence as long (guest/event.c) before it asks. */
-#define FENCE_LINGER_NS 50000
+ * tracks, once it has nothing else to do, is the server's fence_linger_ns;
+ * the area's header says it, and a guest waiting for one looks for its
+ * fence as long (guest/event.c) before it asks. */
 
 /* Looks at every listed session of the server arg; whether any has
  * commands still running. */
@@ -49,8 +51,12 @@ static void turn_end(void *arg)
 	struct cmx_server *srv = arg;
 
 	srv->fences.posted = 0;
-	if (poll_all(srv))
-		cmx_loop_linger_with(srv->loop, FENCE_LINGER_NS, poll_all, srv);
+	if (poll_all(srv)) {
+		/* At least FENCE_LINGER_MIN_NS, the looks or not; longer while
+		 * tracked commands run (the server's fence_linger_ns). */
+		cmx_loop_linger(srv->loop, FENCE_LINGER_MIN_NS);
+		cmx_loop_linger_with(srv->loop, srv->fence_linger_ns, poll_all, srv);
+	}
 }
 
 void cmx_fence_track(struct cmx_session *s, uint64_t id)
@@ -62,6 +68,7 @@ void cmx_fence_track(struct cmx_session *s, uint64_t id)
 	if (s->fence_n == CMX_FENCE_PEND)
 		return;
 	s->fence_ids[(s->fence_head + s->fence_n++) % CMX_FENCE_PEND] = id;
+	cmx_area_fence_watch(s->area, id, 1);
 	if (!s->fence_listed) {
 		s->fence_listed = 1;
 		s->fence_next = s->srv->fences.listed;
@@ -79,6 +86,7 @@ void cmx_fence_poll(struct cmx_session *s)
 		uint64_t id = s->fence_ids[s->fence_head];
 		struct cmx_obj *o = cmx_session_obj(s, id, CMX_K_EVENT);
 		cl_int st = CL_COMPLETE;
+		int fenced = 0;
 
 		/* Released by the guest, or poisoned: nobody can wait for it
 		 * here. An error is the daemon's to answer. */
@@ -87,9 +95,13 @@ void cmx_fence_poll(struct cmx_session *s)
 				   NULL) == CL_SUCCESS) {
 			if (st > CL_COMPLETE)
 				return; /* running: what follows it mostly is too */
-			if (st == CL_COMPLETE)
+			if (st == CL_COMPLETE) {
 				cmx_area_fence(s->area, id);
+				fenced = 1;
+			}
 		}
+		if (!fenced)
+			cmx_area_fence_watch(s->area, id, 0);
 		s->fence_head = (uint8_t)((s->fence_head + 1) % CMX_FENCE_PEND);
 		s->fence_n--;
 	}
@@ -101,6 +113,9 @@ void cmx_fence_forget(struct cmx_session *s)
 
 	if (!s->fence_listed)
 		return;
+	/* Its guest asks the daemon for these now, at once. */
+	for (unsigned i = 0; s->area && i < s->fence_n; i++)
+		cmx_area_fence_watch(s->area, s->fence_ids[(s->fence_head + i) % CMX_FENCE_PEND], 0);
 	while (*pp != s)
 		pp = &(*pp)->fence_next;
 	*pp = s->fence_next;

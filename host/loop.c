@@ -39,9 +39,12 @@ struct cmx_loop {
 	struct post *local, **local_tail;
 	pthread_t thread;
 	uint64_t linger_until; /* CLOCK_MONOTONIC ns; 0: none */
-	/* What a linger does between its looks (cmx_loop_linger_with()). */
+	/* What a linger does between its looks (cmx_loop_linger_with()), and
+	 * until when: a function that has nothing left to look for ends its
+	 * part of the linger. */
 	int (*linger_fn[CMX_LINGER_FNS])(void *arg);
 	void *linger_arg[CMX_LINGER_FNS];
+	uint64_t linger_fn_until[CMX_LINGER_FNS];
 	uint64_t turn_ns; /* when the current turn's completions came */
 	/* Lingers asked for (sync replies on sockets), those that ran out
 	 * with nothing to do, and the times the loop slept in the kernel. */
@@ -324,20 +327,38 @@ void cmx_loop_linger(struct cmx_loop *l, uint64_t ns)
 
 void cmx_loop_linger_with(struct cmx_loop *l, uint64_t ns, int (*fn)(void *arg), void *arg)
 {
-	int free_slot = -1;
+	uint64_t until = now_ns() + ns;
+	int slot = -1;
 
 	for (int i = 0; i < CMX_LINGER_FNS; i++) {
-		if (l->linger_fn[i] == fn && l->linger_arg[i] == arg)
-			goto linger;
-		if (!l->linger_fn[i] && free_slot < 0)
-			free_slot = i;
+		if (l->linger_fn[i] == fn && l->linger_arg[i] == arg) {
+			slot = i;
+			break;
+		}
+		if (!l->linger_fn[i] && slot < 0)
+			slot = i;
 	}
-	if (free_slot >= 0) {
-		l->linger_fn[free_slot] = fn;
-		l->linger_arg[free_slot] = arg;
+	if (slot < 0) {
+		/* No room: a plain linger, the function not called. */
+		cmx_loop_linger(l, ns);
+		return;
 	}
-linger:
-	cmx_loop_linger(l, ns);
+	l->linger_fn[slot] = fn;
+	l->linger_arg[slot] = arg;
+	if (until > l->linger_fn_until[slot])
+		l->linger_fn_until[slot] = until;
+}
+
+/* When the linger ends: the plain one's end, or a later one of a
+ * function still looking; 0 when none is due. */
+static uint64_t linger_end(const struct cmx_loop *l)
+{
+	uint64_t end = l->linger_until;
+
+	for (int i = 0; i < CMX_LINGER_FNS; i++)
+		if (l->linger_fn[i] && l->linger_fn_until[i] > end)
+			end = l->linger_fn_until[i];
+	return end;
 }
 
 /* Before sleeping: submits, then looks for completions until the linger
@@ -350,18 +371,26 @@ static void linger(struct cmx_loop *l)
 	io_uring_submit(&l->ring);
 	now = now_ns();
 	while (!io_uring_cq_ready(&l->ring) && !l->local && !atomic_load(&l->wake_pending) &&
-	       now < l->linger_until) {
+	       now < linger_end(l)) {
 		for (int i = 0; i < CMX_LINGER_FNS; i++)
-			if (l->linger_fn[i] && !l->linger_fn[i](l->linger_arg[i]))
+			if (l->linger_fn[i] &&
+			    (now >= l->linger_fn_until[i] || !l->linger_fn[i](l->linger_arg[i]))) {
 				l->linger_fn[i] = NULL;
+				l->linger_fn_until[i] = 0;
+			}
 		sched_yield();
 		now = now_ns();
 	}
 	/* The first completion is often the reply's own send, done in the
 	 * submit: the linger goes on in the next turn until its time ends. */
-	if (now >= l->linger_until) {
+	if (now >= linger_end(l)) {
+		if (l->linger_until)
+			l->idle_lingers++;
 		l->linger_until = 0;
-		l->idle_lingers++;
+		for (int i = 0; i < CMX_LINGER_FNS; i++) {
+			l->linger_fn[i] = NULL;
+			l->linger_fn_until[i] = 0;
+		}
 	}
 }
 
@@ -405,7 +434,7 @@ int cmx_loop_run(struct cmx_loop *l)
 		int e;
 
 		/* Waiting costs no CPU; receiving inline in the submit does. */
-		if (l->linger_until)
+		if (linger_end(l))
 			linger(l);
 		if (timed)
 			clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);

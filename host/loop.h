@@ -37,9 +37,11 @@ int cmx_loop_io_ready(struct cmx_loop *l);
  * reply's guest usually calls again within microseconds, and waking the
  * loop costs more than that). Loop thread. */
 void cmx_loop_linger(struct cmx_loop *l, uint64_t ns);
-/* The same, calling fn between its looks until fn returns 0 (the
- * completion fences of host/fence.c, the scheduler's completion polls),
- * with arg; up to CMX_LINGER_FNS functions at once. Loop thread. */
+/* The loop looks for completions, calling fn(arg) between its looks,
+ * for ns more or until fn returns 0 (it has nothing left to look for),
+ * whichever comes first (the completion fences of host/fence.c, the
+ * scheduler's completion polls); up to CMX_LINGER_FNS functions at once.
+ * Loop thread. */
 #define CMX_LINGER_FNS 4
 void cmx_loop_linger_with(struct cmx_loop *l, uint64_t ns, int (*fn)(void *arg), void *arg);
 

@@ -501,6 +501,7 @@ static int area(struct cmx_session *s, const struct cmx_state_rec *rec)
 		finish(s, -ENOMEM, "no memory for its area");
 		return -1;
 	}
+	cmx_area_fence_spin(s->area, (uint32_t)(s->srv->fence_linger_ns / 1000));
 	s->area_fd = fd;
 	return 0;
 }

@@ -648,6 +648,7 @@ static void poll_turn_end(void *arg)
 	sc->poll_posted = 0;
 	if (!poll_all(sc))
 		return;
+	cmx_loop_linger(sc->srv->loop, POLL_LINGER_NS);
 	cmx_loop_linger_with(sc->srv->loop, POLL_LINGER_NS, poll_all, sc);
 	poll_arm(sc);
 }

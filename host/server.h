@@ -185,6 +185,8 @@ struct cmx_server {
 	 * blocking calls wake a waiting thread (PoCL); the short-blocking
 	 * key overrides. */
 	int short_blocking;
+	/* The tuning's fence-linger-us, decided (host/device.c). */
+	uint64_t fence_linger_ns;
 	/* The driver may still be writing a kernel's printf output when its
 	 * completion is seen (NVIDIA: a line cut in two was seen, its rest
 	 * written after the callback and after a status poll saw it complete):

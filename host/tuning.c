@@ -39,6 +39,8 @@ static const struct knob knobs[] = {
     KNOB("sched-peek", "CLMUX_SCHED_PEEK", sched_peek, SWITCH, 0, 1, 1),
     KNOB("uring-coop", "CLMUX_URING_COOP", uring_coop, SWITCH, 0, 1, 1),
     KNOB("unread-s", "CLMUX_UNREAD_S", unread_s, NUMBER, 1, 86400, 60),
+    KNOB("fence-linger-us", "CLMUX_FENCE_LINGER_US", fence_linger_us, NUMBER, 0, 100000,
+	 CMX_TUNE_AUTO),
     KNOB("watch-us", "CLMUX_WATCH_US", watch_us, NUMBER, 0, 1000000, 100),
     KNOB("sched-poll-max-us", "CLMUX_SCHED_POLL_MAX_US", sched_poll_max_us, NUMBER, 20, 500000,
 	 1000),

@@ -35,6 +35,10 @@ struct cmx_tuning {
 	/* Seconds a peer over its output cap may read nothing before its
 	 * session ends (host/conn.c). */
 	int64_t unread_s;
+	/* How long the loop looks for the completion of a session's running
+	 * commands after its last launch (host/fence.c), in us; auto: 5000
+	 * for a non-CPU device with 8 or more cores, else 50. */
+	int64_t fence_linger_us;
 	/* How long the loop watches a blocking call's event before an
 	 * executor thread waits for it, in us (host/defer.c). */
 	int64_t watch_us;

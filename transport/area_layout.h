@@ -24,8 +24,14 @@ struct cmx_area_hdr {
 	 * in word id % fence_n (release ordering) once the command has
 	 * completed without error; a guest whose event's word holds its id
 	 * knows so without a round trip. A word another event took since
-	 * just means asking the daemon. */
+	 * just means asking the daemon. While the host watches a command
+	 * for its completion, the word holds its id with
+	 * CMX_AREA_FENCE_WATCHED set (an older guest sees no fence). */
 	uint32_t fence_at, fence_n;
+	/* How long, in us, the host keeps looking for the completion of a
+	 * session's running commands after its last launch: a guest waiting
+	 * for a fence may look as long before it asks (0: 50). */
+	uint32_t fence_spin_us;
 };
 
 #define CMX_AREA_MAGIC	 0x41584d43u /* "CMXA" */
@@ -43,6 +49,10 @@ enum { CMX_RING_CMD, CMX_RING_REPLY, CMX_RING_NOTIFY, CMX_RING_COUNT };
  * before the payload), and only to say it is finished with the block. */
 #define CMX_AREA_BLK	 64u
 #define CMX_AREA_DONE_AT 8u
+
+/* A fence word's mark: the host watches this event's command (guest ids
+ * never have this bit). */
+#define CMX_AREA_FENCE_WATCHED (1ull << 63)
 
 /* Where the fences lie: the rest of the header's page. */
 #define CMX_AREA_FENCE_AT 512u
