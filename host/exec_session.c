@@ -3,6 +3,7 @@
 #include "exec.h"
 #include "area.h"
 #include "conn.h"
+#include "fence.h"
 #include "shm.h"
 
 #include <stdlib.h>
@@ -76,7 +77,8 @@ int cmx_h_OpenArea(struct cmx_call *c, struct cmx_OpenArea_in *in, struct cmx_Op
 	} else if (cmx_area_create(in->size, flags, &c->s->area, &fd)) {
 		return CL_OUT_OF_HOST_MEMORY;
 	} else {
-		cmx_area_fence_spin(c->s->area, (uint32_t)(c->s->srv->fence_linger_ns / 1000));
+		cmx_area_fence_spin(c->s->area,
+				    cmx_fence_spin_us(c->s->srv, (flags & CMX_AREA_RINGS) != 0));
 	}
 	c->rfd[0] = fd;
 	/* shm: the rings take over once this reply is out. */

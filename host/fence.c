@@ -53,10 +53,20 @@ static void turn_end(void *arg)
 	srv->fences.posted = 0;
 	if (poll_all(srv)) {
 		/* At least FENCE_LINGER_MIN_NS, the looks or not; longer while
-		 * tracked commands run (the server's fence_linger_ns). */
+		 * tracked commands run, as long as a listed session's area
+		 * says (cmx_fence_spin_us()). */
+		uint64_t us = 0;
+		for (struct cmx_session *s = srv->fences.listed; s; s = s->fence_next)
+			if (s->area && s->area->hdr.fence_spin_us > us)
+				us = s->area->hdr.fence_spin_us;
 		cmx_loop_linger(srv->loop, FENCE_LINGER_MIN_NS);
-		cmx_loop_linger_with(srv->loop, srv->fence_linger_ns, poll_all, srv);
+		cmx_loop_linger_with(srv->loop, us * 1000, poll_all, srv);
 	}
+}
+
+uint32_t cmx_fence_spin_us(const struct cmx_server *srv, int rings)
+{
+	return (uint32_t)((rings ? FENCE_LINGER_MIN_NS : srv->fence_linger_ns) / 1000);
 }
 
 void cmx_fence_track(struct cmx_session *s, uint64_t id)

@@ -26,6 +26,7 @@
 #include "eventstate.h"
 #include "checkpoint.h"
 #include "exec.h"
+#include "fence.h"
 #include "codec.h"
 #include "frame.h"
 #include "log.h"
@@ -501,7 +502,7 @@ static int area(struct cmx_session *s, const struct cmx_state_rec *rec)
 		finish(s, -ENOMEM, "no memory for its area");
 		return -1;
 	}
-	cmx_area_fence_spin(s->area, (uint32_t)(s->srv->fence_linger_ns / 1000));
+	cmx_area_fence_spin(s->area, cmx_fence_spin_us(s->srv, (rec->area_flags & CMX_AREA_RINGS) != 0));
 	s->area_fd = fd;
 	return 0;
 }
