@@ -2464,9 +2464,10 @@ static void images_counted(unsigned *records, unsigned *images, char *name)
 	int dfd;
 
 	ck_assert_ptr_nonnull(d);
-	/* The daemon's own (not a clone, nor one kept as .bad). */
+	/* The daemon's own, named by its tenant's worker (not a clone, nor
+	 * one kept as .bad). */
 	while (!name[0] && (e = readdir(d)))
-		if (e->d_name[0] == 'p' && strlen(e->d_name) > 6 &&
+		if (!strncmp(e->d_name, "t_", 2) && strlen(e->d_name) > 6 &&
 		    !strcmp(e->d_name + strlen(e->d_name) - 6, ".state"))
 			snprintf(name, 256, "%s", e->d_name);
 	closedir(d);
