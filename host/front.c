@@ -960,7 +960,8 @@ int cmx_front_spawn(void)
 
 /* The worker that restores state file `name` (cmx_checkpoint_file_ours()):
  * a listener's or a VM device's, named by its key, else its tenant's, named
- * by its header. NULL when there is none here (*why says why). */
+ * by its header. NULL when there is none here (*why says why, or is NULL
+ * when the tenants' workers log the file themselves). */
 static struct worker *state_worker(int dfd, const char *name, const char **why)
 {
 	char fkey[CMX_STATE_KEY_MAX], wkey[CMX_STATE_KEY_MAX], key[KEY_MAX];
@@ -977,8 +978,9 @@ static struct worker *state_worker(int dfd, const char *name, const char **why)
 		return NULL;
 	}
 	if (cmx_state_head_read(dfd, name, &head)) {
-		/* Its worker's restore sets it aside (NAME.bad), or nobody's. */
-		*why = "not a state file";
+		/* A running tenant's worker refuses it with the reason and
+		 * sets it aside (NAME.bad). */
+		*why = NULL;
 		return NULL;
 	}
 	t = cmx_tenant_find(&fe.srv->tenants, head.tenant);
@@ -1013,7 +1015,8 @@ void cmx_front_state_workers(void)
 			continue;
 		w = state_worker(dfd, e->d_name, &why);
 		if (!w) {
-			cmx_warn("state file %s: not restored: %s; kept", e->d_name, why);
+			if (why)
+				cmx_warn("state file %s: not restored: %s; kept", e->d_name, why);
 			continue;
 		}
 		if (w->link)
