@@ -75,15 +75,20 @@ static int default_by_uid;
 static const char src[] = "kernel void scramble(global const uint *a, global uint *b, uint k)\n"
 			  "{ size_t i = get_global_id(0); b[i] = a[i] * 2654435761u + k; }\n";
 
-static int daemon_accepts(void)
+static int accepts(const char *path)
 {
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0), ok;
 
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
 	ok = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
 	close(fd);
 	return ok;
+}
+
+static int daemon_accepts(void)
+{
+	return accepts(sock);
 }
 
 /* A clmuxd with --state-dir (in a new directory, or the last one again);
@@ -1254,8 +1259,11 @@ START_TEST(listener_worker)
 	file_clone_as(file, dfile, dids.session, NULL);
 
 	pid = daemon_again("on", 0);
-	/* Answered by the front end's loop, which runs once the workers the
-	 * files need are started. */
+	/* The admin socket listens after the guests' (the request waits in
+	 * its backlog); it is answered by the front end's loop, which runs
+	 * once the workers the files need are started. */
+	for (int k = 0; k < 3000 && !accepts(admin); k++)
+		usleep(10000);
 	reply = ask(admin, "workers\n");
 	ck_assert_msg(strstr(reply, "t:other") && strstr(reply, "t:default"),
 		      "no worker for tenant other or default: %s", reply);
