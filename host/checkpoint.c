@@ -92,11 +92,22 @@ static void parts_write(struct cmx_session *s, struct cmx_state_writer *w)
 	}
 }
 
-/* This process's files: "p<pid>-<tenant>-<session>.state". Session ids are
- * a worker's own, so the pid keeps two workers' apart. */
+/* The key of this worker process, as state file names have it; "" in a
+ * daemon without workers, whose files name their tenant's worker. */
+static char owner[CMX_STATE_KEY_MAX];
+
+void cmx_checkpoint_worker(const char *key)
+{
+	cmx_state_key_name(key, owner, sizeof(owner));
+}
+
+/* This process's files: "<key>-p<pid>-<tenant>-<session>.state", key the
+ * worker's (cmx_state_key_name()), which restores them: a session comes
+ * back in the worker its guest comes back to. Session ids are a worker's
+ * own, so the pid keeps two workers' apart. */
 static void file_name(const struct cmx_session *s, char *buf, size_t len)
 {
-	char t[CMX_STATE_TENANT_MAX];
+	char t[CMX_STATE_TENANT_MAX], key[CMX_STATE_KEY_MAX], tkey[CMX_TENANT_KEY];
 	size_t i;
 
 	for (i = 0; s->tenant->name[i] && i + 1 < sizeof(t); i++) {
@@ -107,14 +118,47 @@ static void file_name(const struct cmx_session *s, char *buf, size_t len)
 			   : '_';
 	}
 	t[i] = '\0';
-	snprintf(buf, len, "p%d-%.20s-%" PRIu64 ".state", (int)getpid(), t, s->id);
+	if (owner[0])
+		snprintf(key, sizeof(key), "%s", owner);
+	else
+		cmx_state_key_name(cmx_tenant_key(s->tenant, tkey), key, sizeof(key));
+	snprintf(buf, len, "%s-p%d-%.20s-%" PRIu64 ".state", key, (int)getpid(), t, s->id);
+}
+
+/* Whether name is a file this process wrote: "<key>-p<pid>-". */
+static int own_file(const char *name)
+{
+	char pid[24];
+	const char *dash = strchr(name, '-');
+
+	snprintf(pid, sizeof(pid), "-p%d-", (int)getpid());
+	return dash && !strncmp(dash, pid, strlen(pid));
+}
+
+int cmx_checkpoint_file_ours(const char *name)
+{
+	char key[CMX_STATE_KEY_MAX];
+	int keyed = cmx_state_name_key(name, key, sizeof(key));
+
+	/* This process's own files are a checkpoint of what it serves now. */
+	if (own_file(name))
+		return 0;
+	/* Without workers every file is this process's. */
+	if (!owner[0])
+		return 1;
+	/* A tenant's worker: the files of its tenants' own workers, and
+	 * those of no worker's; which tenants are its, the header says. */
+	if (owner[0] == 't')
+		return !keyed || key[0] == 't';
+	/* A TLS listener's or a VM device's worker serves any tenant, but
+	 * only its own guests come back to it. */
+	return keyed && !strcmp(key, owner);
 }
 
 /* A checkpoint replaces this process's last one: its files go first, so
  * that a session closed since is not restored. */
 static void forget_old(void)
 {
-	char prefix[24];
 	int fd = openat(state_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 	struct dirent *e;
@@ -124,9 +168,8 @@ static void forget_old(void)
 			close(fd);
 		return;
 	}
-	snprintf(prefix, sizeof(prefix), "p%d-", (int)getpid());
 	while ((e = readdir(d)))
-		if (!strncmp(e->d_name, prefix, strlen(prefix)))
+		if (own_file(e->d_name))
 			(void)unlinkat(state_fd, e->d_name, 0);
 	closedir(d);
 }
@@ -315,7 +358,7 @@ static int write_session(struct cmx_session *s, struct cmx_state_writer *w,
 			 struct cmx_checkpoint_stats *st)
 {
 	struct objs l = {0};
-	char name[64];
+	char name[CMX_STATE_NAME_MAX];
 	uint64_t bytes = 0, images = 0, blocked;
 	int e;
 

@@ -13,6 +13,15 @@ struct cmx_session;
 /* Opens (makes) the state directory for this process: 0 or -errno
  * (-EPERM: not the daemon's user's alone). */
 int cmx_checkpoint_open(const char *path);
+/* This process is the worker `key` (clmuxd --worker): its files name it,
+ * and it restores only the files that are its (below). */
+void cmx_checkpoint_worker(const char *key);
+/* Whether the state file `name` is this process's to restore at its start
+ * (docs/architecture.md, "The state file"): without workers, any; in a
+ * tenant's worker, one of a tenant's worker or of none (its tenant then
+ * decides); in a TLS listener's or a VM device's worker, its own only.
+ * Never one this process wrote. */
+int cmx_checkpoint_file_ours(const char *name);
 /* Whether a state directory was given; its descriptor (-1: none). */
 int cmx_checkpoint_enabled(void);
 int cmx_checkpoint_dirfd(void);

@@ -139,7 +139,7 @@ struct cmx_ctl_migrated {
 struct cmx_ctl_restore {
 	struct cmx_ctl_hdr h;
 	uint64_t session; /* the file's */
-	char name[64];	  /* a file of the state directory */
+	char name[128];	  /* a file of the state directory (CMX_STATE_NAME_MAX) */
 };
 
 #define CMX_CTL_MAX sizeof(struct cmx_ctl_conn)

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "front.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -33,10 +34,11 @@
 #include "log.h"
 #include "migrate.h"
 #include "server.h"
+#include "state.h"
 #include "text.h"
 #include "vhost.h"
 
-#define KEY_MAX (CMX_TENANT_NAME + 8)
+#define KEY_MAX	   CMX_TENANT_KEY
 #define MAX_VSPECS 64
 /* A worker that ends within this of its start waits this long before it is
  * started again (a device that fails at once must not spin the daemon). */
@@ -168,8 +170,7 @@ static void share_gone(struct worker *w);
 
 static const char *key_of(const struct cmx_tenant *t, char *out)
 {
-	snprintf(out, KEY_MAX, "t:%s", t->group[0] ? t->group : t->name);
-	return out;
+	return cmx_tenant_key(t, out);
 }
 
 static struct worker *worker_find(const char *key)
@@ -955,6 +956,80 @@ int cmx_front_spawn(void)
 		}
 	}
 	return wait_ready();
+}
+
+/* The worker that restores state file `name` (cmx_checkpoint_file_ours()):
+ * a listener's or a VM device's, named by its key, else its tenant's, named
+ * by its header. NULL when there is none here (*why says why, or is NULL
+ * when the tenants' workers log the file themselves). */
+static struct worker *state_worker(int dfd, const char *name, const char **why)
+{
+	char fkey[CMX_STATE_KEY_MAX], wkey[CMX_STATE_KEY_MAX], key[KEY_MAX];
+	struct cmx_state_head head;
+	struct cmx_tenant *t;
+
+	if (cmx_state_name_key(name, fkey, sizeof(fkey)) && fkey[0] != 't') {
+		for (struct worker *w = fe.workers; w; w = w->next) {
+			cmx_state_key_name(w->key, wkey, sizeof(wkey));
+			if (!strcmp(wkey, fkey))
+				return w;
+		}
+		*why = "no such listener or VM device here";
+		return NULL;
+	}
+	if (cmx_state_head_read(dfd, name, &head)) {
+		/* A running tenant's worker refuses it with the reason and
+		 * sets it aside (NAME.bad). */
+		*why = NULL;
+		return NULL;
+	}
+	t = cmx_tenant_find(&fe.srv->tenants, head.tenant);
+	if (!t && fe.srv->tenants.fallback[0] && !strcmp(head.tenant, fe.srv->tenants.fallback))
+		t = cmx_tenant_get(&fe.srv->tenants, head.tenant);
+	if (!t) {
+		*why = "no such tenant here";
+		return NULL;
+	}
+	return worker_get(key_of(t, key));
+}
+
+void cmx_front_state_workers(void)
+{
+	int dfd = cmx_checkpoint_dirfd(), fd;
+	struct dirent *e;
+	DIR *d;
+
+	if (dfd < 0 || (fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		size_t n = strlen(e->d_name);
+		const char *why = "";
+		struct worker *w;
+		int err;
+		if (n <= 6 || strcmp(e->d_name + n - 6, ".state"))
+			continue;
+		w = state_worker(dfd, e->d_name, &why);
+		if (!w) {
+			if (why)
+				cmx_warn("state file %s: not restored: %s; kept", e->d_name, why);
+			continue;
+		}
+		if (w->link)
+			continue;
+		/* Its restore runs as it starts, before its guests are back.
+		 * Like a worker a Hello started, it owns no listener: not
+		 * started again should it end. */
+		err = worker_spawn(w);
+		if (err)
+			cmx_err("worker %s: cannot start for state file %s: %s", w->key, e->d_name,
+				strerror(-err));
+	}
+	closedir(d);
 }
 
 /* ---- connections ---- */

@@ -42,6 +42,11 @@ int cmx_front_start(struct cmx_server *srv, const struct cmx_front_opts *o,
  * default tenant's (or one), and waits until each has opened the device.
  * 0, or -errno (logged). */
 int cmx_front_spawn(void);
+/* With --state-dir, once it is open: starts the worker of each state file
+ * whose worker is not running (a tenant's with no listener of its own),
+ * so that its sessions are restored before their guests come back; logs
+ * a file whose worker (a listener's or a VM device's) is not configured. */
+void cmx_front_state_workers(void);
 /* Asks every worker to write its sessions to the state directory (each
  * logs what it wrote); how many were asked. */
 unsigned cmx_front_checkpoint(void);

@@ -523,6 +523,9 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 		return 1;
 	if (!state_dir_open(o))
 		return 1;
+	/* Its state files name it, and it restores only its own. */
+	if (o->worker)
+		cmx_checkpoint_worker(o->worker);
 	if (o->worker && !sandbox_enter(srv, o))
 		return 1;
 	if (!o->worker)
@@ -577,6 +580,8 @@ static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	cmx_cdikeep_write(srv, "start");
 	if (!user_drop(o->user) || !state_dir_open(o))
 		return 1;
+	/* The workers the state files need, restoring as guests come back. */
+	cmx_front_state_workers();
 	ready();
 	e = cmx_loop_run(srv->loop);
 	if (e)

@@ -150,7 +150,7 @@ static int migrate_out(struct cmx_server *srv, struct cmx_tenant *t, int fd,
 	static const char line[] = CMX_MIGRATE_REQUEST "\n";
 	struct cmx_checkpoint_stats cst = {0};
 	struct cmx_session **v = NULL;
-	char(*names)[64] = NULL, answer[256];
+	char(*names)[CMX_STATE_NAME_MAX] = NULL, answer[256];
 	size_t n = 0, written = 0;
 	int dfd = cmx_checkpoint_dirfd(), e = 0;
 	uint64_t t0 = now_ns();
@@ -620,7 +620,7 @@ int cmx_migrate_in(struct cmx_server *srv, int fd, const uint8_t *first, size_t 
 	int dfd = cmx_checkpoint_dirfd(), e = 0;
 	struct in_wait *w = NULL;
 	uint8_t *buf = NULL;
-	char why[160] = "", tmp[64], name[64];
+	char why[160] = "", tmp[64], name[CMX_STATE_NAME_MAX];
 
 	if (dfd < 0) {
 		cmx_text_add(out, "error: no state directory here (clmuxd --state-dir)\n");
@@ -670,9 +670,14 @@ int cmx_migrate_in(struct cmx_server *srv, int fd, const uint8_t *first, size_t 
 		}
 		w->ids = ids;
 		/* Never a name that a worker takes for its own checkpoint's
-		 * ("p<pid>-"): it is restored by whoever serves the tenant. */
-		snprintf(name, sizeof(name), "m%d-%u-%" PRIu64 ".state", (int)getpid(), serial++,
-			 head.session);
+		 * ("<key>-p<pid>-"): it is restored by the tenant's worker,
+		 * whose key it begins with (host/checkpoint.c). */
+		{
+			char tkey[CMX_TENANT_KEY], key[CMX_STATE_KEY_MAX];
+			cmx_state_key_name(cmx_tenant_key(t, tkey), key, sizeof(key));
+			snprintf(name, sizeof(name), "%s-m%d-%u-%" PRIu64 ".state", key,
+				 (int)getpid(), serial++, head.session);
+		}
 		if (renameat(dfd, tmp, dfd, name)) {
 			e = -errno;
 			(void)unlinkat(dfd, tmp, 0);

@@ -694,7 +694,6 @@ void cmx_restore_all(struct cmx_server *srv, int (*serves_fn)(const struct cmx_t
 	int dfd = cmx_checkpoint_dirfd(), fd;
 	DIR *d;
 	struct dirent *e;
-	char pid_prefix[24];
 
 	serves = serves_fn;
 	restore_ran = 1;
@@ -705,14 +704,14 @@ void cmx_restore_all(struct cmx_server *srv, int (*serves_fn)(const struct cmx_t
 		close(fd);
 		return;
 	}
-	/* This process's own files are a checkpoint of what it serves now. */
-	snprintf(pid_prefix, sizeof(pid_prefix), "p%d-", (int)getpid());
 	all.t0 = now_ns();
 	all.listing = 1;
+	/* Each file once, by the worker whose key its name begins with:
+	 * the one its guest comes back to (cmx_checkpoint_file_ours()). */
 	while ((e = readdir(d))) {
 		size_t n = strlen(e->d_name);
 		if (n > 6 && !strcmp(e->d_name + n - 6, ".state") &&
-		    strncmp(e->d_name, pid_prefix, strlen(pid_prefix)))
+		    cmx_checkpoint_file_ours(e->d_name))
 			restore_file(srv, dfd, e->d_name, 1);
 	}
 	closedir(d);

@@ -159,17 +159,10 @@ static int check_rec(const struct cmx_state_rechdr *rh, const uint8_t *data)
 	return -EBADMSG;
 }
 
-int cmx_state_open(struct cmx_state_reader *r, const void *p, size_t n)
+/* The header on its own: magic and version before anything else is
+ * believed, then its checksum, protocol and tenant. */
+static int check_head(const struct cmx_state_head *h)
 {
-	const struct cmx_state_head *h = &r->head;
-	uint64_t records = 0, pos = CMX_STATE_HEAD_SIZE;
-	const uint8_t *b = p;
-
-	memset(r, 0, sizeof(*r));
-	/* Size, magic and version before anything else is believed. */
-	if (n < CMX_STATE_HEAD_SIZE || n > CMX_STATE_FILE_MAX)
-		return -EBADMSG;
-	memcpy(&r->head, p, sizeof(r->head));
 	if (memcmp(h->magic, CMX_STATE_MAGIC, sizeof(h->magic)))
 		return -EBADMSG;
 	if (h->version != CMX_STATE_VERSION || h->head_size != CMX_STATE_HEAD_SIZE)
@@ -178,13 +171,30 @@ int cmx_state_open(struct cmx_state_reader *r, const void *p, size_t n)
 		return -EBADMSG;
 	if (h->proto != CMX_PROTO_VERSION)
 		return -EPROTONOSUPPORT;
-	if (h->body != n - CMX_STATE_HEAD_SIZE || h->records > h->body / CMX_STATE_REC_SIZE ||
-	    !memchr(h->tenant, 0, sizeof(h->tenant)) || !h->tenant[0])
+	if (!memchr(h->tenant, 0, sizeof(h->tenant)) || !h->tenant[0])
+		return -EBADMSG;
+	return 0;
+}
+
+int cmx_state_open(struct cmx_state_reader *r, const void *p, size_t n)
+{
+	const struct cmx_state_head *h = &r->head;
+	uint64_t records = 0, pos = CMX_STATE_HEAD_SIZE;
+	const uint8_t *b = p;
+	int e;
+
+	memset(r, 0, sizeof(*r));
+	/* Size, magic and version before anything else is believed. */
+	if (n < CMX_STATE_HEAD_SIZE || n > CMX_STATE_FILE_MAX)
+		return -EBADMSG;
+	memcpy(&r->head, p, sizeof(r->head));
+	if ((e = check_head(h)) != 0)
+		return e;
+	if (h->body != n - CMX_STATE_HEAD_SIZE || h->records > h->body / CMX_STATE_REC_SIZE)
 		return -EBADMSG;
 	for (;;) {
 		struct cmx_state_rechdr rh;
 		uint64_t end;
-		int e;
 
 		if (n - pos < CMX_STATE_REC_SIZE)
 			return -EBADMSG;
@@ -305,6 +315,66 @@ void cmx_state_unmap(const void *p, size_t n)
 {
 	if (p)
 		munmap((void *)p, n);
+}
+
+int cmx_state_head_read(int dirfd, const char *name, struct cmx_state_head *h)
+{
+	struct stat st;
+	ssize_t n;
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), e;
+
+	if (fd < 0)
+		return -errno;
+	/* Whom cmx_state_map() would refuse is refused here too. */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077)) {
+		close(fd);
+		return -EPERM;
+	}
+	n = pread(fd, h, sizeof(*h), 0);
+	e = n < 0 ? -errno : 0;
+	close(fd);
+	if (e)
+		return e;
+	return n == sizeof(*h) ? check_head(h) : -EBADMSG;
+}
+
+void cmx_state_key_name(const char *key, char *out, size_t len)
+{
+	size_t i;
+
+	if (!len)
+		return;
+	if (len > CMX_STATE_KEY_MAX)
+		len = CMX_STATE_KEY_MAX;
+	for (i = 0; key[i] && i + 1 < len; i++) {
+		char c = key[i];
+		out[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
+			     ? c
+			     : '_';
+	}
+	out[i] = '\0';
+}
+
+int cmx_state_name_key(const char *name, char *key, size_t len)
+{
+	const char *dash = strchr(name, '-');
+	size_t n = dash ? (size_t)(dash - name) : 0;
+
+	/* Keys are "t:", "l:" or "v:" and more; older names begin with
+	 * "p<pid>-" or "m<pid>-". */
+	if (n < 3 || n >= CMX_STATE_KEY_MAX || n >= len || name[1] != '_' ||
+	    !strchr("tlv", name[0]))
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		char c = name[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_'))
+			return 0;
+	}
+	memcpy(key, name, n);
+	key[n] = '\0';
+	return 1;
 }
 
 static void wr(struct cmx_state_writer *w, const void *p, size_t n)

@@ -17,6 +17,10 @@
 #define CMX_STATE_HEAD_SIZE  128u
 #define CMX_STATE_REC_SIZE   16u
 #define CMX_STATE_TENANT_MAX 64u
+/* A state file's name, and the part of it that names the worker whose
+ * file it is (cmx_state_key_name()). */
+#define CMX_STATE_NAME_MAX 128u
+#define CMX_STATE_KEY_MAX  32u
 /* One record's payload, and a whole file: named limits checked before
  * anything is multiplied or allocated. */
 #define CMX_STATE_REC_MAX  (CMX_HDR_SIZE + CMX_MAX_ARGS + (256ull << 20))
@@ -156,6 +160,25 @@ int cmx_state_open(struct cmx_state_reader *r, const void *p, size_t n);
  * last one before END. */
 int cmx_state_next(struct cmx_state_reader *r, struct cmx_state_rec *rec);
 
+/* The header of the file `name` of dir alone, checked as
+ * cmx_state_open() checks it (magic, version, size, checksum, tenant),
+ * for whoever only needs to know whose file it is: 0, -EBADMSG,
+ * -EPROTONOSUPPORT or -errno. The records are not looked at. */
+int cmx_state_head_read(int dirfd, const char *name, struct cmx_state_head *h);
+
+/*
+ * State file names begin with the key of the worker that wrote the file
+ * (docs/architecture.md, "The state file"): "t:ci" is "t_ci", every byte
+ * but [A-Za-z0-9_] made '_', at most CMX_STATE_KEY_MAX - 1 bytes. A
+ * tenant's key may lose bytes so (its worker also checks the tenant in
+ * the header); a listener's or a VM device's ("l:N", "v:N") does not.
+ */
+void cmx_state_key_name(const char *key, char *out, size_t len);
+/* The key part of a state file's name into key (len bytes): 1, or 0 for
+ * a name without one (a file of an older clmuxd, or one put there by
+ * hand), which its tenant's worker restores. */
+int cmx_state_name_key(const char *name, char *key, size_t len);
+
 /* The state directory: made 0700 when absent; refused (-EPERM) unless a
  * directory owned by this process's user with no access for others. An fd
  * or -errno. */
@@ -168,7 +191,7 @@ void cmx_state_unmap(const void *p, size_t n);
 struct cmx_state_writer {
 	int dirfd, fd;
 	int err;
-	char name[64], tmp[72];
+	char name[CMX_STATE_NAME_MAX], tmp[CMX_STATE_NAME_MAX + 8];
 	struct cmx_state_head head;
 	size_t fill;
 	uint8_t buf[1 << 16];

@@ -61,6 +61,12 @@ struct cmx_tenant *cmx_tenant_find(struct cmx_tenants *ts, const char *name)
 	return NULL;
 }
 
+const char *cmx_tenant_key(const struct cmx_tenant *t, char *out)
+{
+	snprintf(out, CMX_TENANT_KEY, "t:%s", t->group[0] ? t->group : t->name);
+	return out;
+}
+
 struct cmx_tenant *cmx_tenant_get(struct cmx_tenants *ts, const char *name)
 {
 	struct cmx_tenant *t = cmx_tenant_find(ts, name), **tail;

@@ -10,6 +10,8 @@
 #include "tuning.h"
 
 #define CMX_TENANT_NAME	   64
+/* A worker's key (cmx_tenant_key(), host/front.c): "t:", "l:N", "v:N". */
+#define CMX_TENANT_KEY	   (CMX_TENANT_NAME + 8)
 #define CMX_TENANT_MAX_IDS 16
 #define CMX_UNLIMITED	   UINT64_MAX
 
@@ -115,6 +117,10 @@ struct cmx_tenant *cmx_tenant_find(struct cmx_tenants *ts, const char *name);
 /* Finds or creates (with the default quotas) the tenant `name`; NULL when
  * the name is invalid or memory is short. */
 struct cmx_tenant *cmx_tenant_get(struct cmx_tenants *ts, const char *name);
+/* The key of the worker process that serves t (docs/architecture.md,
+ * "Worker processes"): "t:" and its group, or its own name without one.
+ * Into out (CMX_TENANT_KEY bytes); out is returned. */
+const char *cmx_tenant_key(const struct cmx_tenant *t, char *out);
 /* Unlinks and frees t (a domain's tenant when its domain stops): nothing
  * may point at it any more. */
 void cmx_tenant_remove(struct cmx_tenants *ts, struct cmx_tenant *t);

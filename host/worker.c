@@ -29,7 +29,7 @@
 static struct {
 	struct cmx_server *srv;
 	int ctl;
-	char key[CMX_TENANT_NAME + 8];
+	char key[CMX_TENANT_KEY];
 	pthread_t reader;
 	int reading;	   /* reader started */
 	atomic_int stopping; /* the loop is going away: post nothing more */
@@ -48,13 +48,16 @@ int cmx_worker_is(void)
 	return wk.ctl >= 0;
 }
 
-/* Whether t is served by this worker: its group, or itself ("t:NAME"). */
+/* Whether t is served by this worker: its group, or itself ("t:NAME"); a
+ * TLS listener's or a VM device's worker serves whoever its peers are.
+ * Which state files a worker restores is the files' key's affair
+ * (cmx_checkpoint_file_ours()). */
 static int mine(const struct cmx_tenant *t)
 {
-	char key[sizeof(wk.key)];
+	char key[CMX_TENANT_KEY];
 
-	snprintf(key, sizeof(key), "t:%s", t->group[0] ? t->group : t->name);
-	return !strcmp(key, wk.key) || !strncmp(wk.key, "l:", 2) || !strncmp(wk.key, "v:", 2);
+	return !strcmp(cmx_tenant_key(t, key), wk.key) || !strncmp(wk.key, "l:", 2) ||
+	       !strncmp(wk.key, "v:", 2);
 }
 
 int cmx_worker_serves(const struct cmx_tenant *t)

@@ -32,6 +32,8 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,19 +66,29 @@
 static char dir[64], sock[96], admin[96], state[96], small[96];
 /* Start the next daemon without --state-dir. */
 static int stateless;
+/* Two more listeners for the next daemon, each "" or a --listen spec. */
+static char extra[2][512];
+/* Tenant default is this uid's, and no peer's by default: a VM device's
+ * listener then maps to no tenant, and gets a worker of its own. */
+static int default_by_uid;
 
 static const char src[] = "kernel void scramble(global const uint *a, global uint *b, uint k)\n"
 			  "{ size_t i = get_global_id(0); b[i] = a[i] * 2654435761u + k; }\n";
 
-static int daemon_accepts(void)
+static int accepts(const char *path)
 {
 	struct sockaddr_un sun = {.sun_family = AF_UNIX};
 	int fd = socket(AF_UNIX, SOCK_STREAM, 0), ok;
 
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock);
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", path);
 	ok = connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0;
 	close(fd);
 	return ok;
+}
+
+static int daemon_accepts(void)
+{
+	return accepts(sock);
 }
 
 /* A clmuxd with --state-dir (in a new directory, or the last one again);
@@ -107,7 +119,12 @@ static pid_t daemon_again(const char *workers, int fresh)
 	unlink(small);
 	FILE *f = fopen(conf, "w");
 	ck_assert_ptr_nonnull(f);
-	fprintf(f, "[clmuxd]\ndefault-tenant = default\n[tenant small]\nmem = %u\n", SMALL_MEM);
+	/* Tenant other has no listener: its worker starts only for it. */
+	if (default_by_uid)
+		fprintf(f, "[tenant default]\nuid = %u\n", (unsigned)getuid());
+	else
+		fprintf(f, "[clmuxd]\ndefault-tenant = default\n");
+	fprintf(f, "[tenant small]\nmem = %u\n[tenant other]\n", SMALL_MEM);
 	ck_assert_int_eq(fclose(f), 0);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
@@ -118,6 +135,10 @@ static pid_t daemon_again(const char *workers, int fresh)
 		if (stateless)
 			execl(bin, bin, "--listen", listen, "--listen", listen_small, "--config",
 			      conf, "--admin", admin, "--workers", workers, (char *)NULL);
+		else if (extra[0][0])
+			execl(bin, bin, "--listen", listen, "--listen", listen_small, "--listen",
+			      extra[0], "--listen", extra[1], "--config", conf, "--admin", admin,
+			      "--state-dir", state, "--workers", workers, (char *)NULL);
 		else
 			execl(bin, bin, "--listen", listen, "--listen", listen_small, "--config",
 			      conf, "--admin", admin, "--state-dir", state, "--workers", workers,
@@ -511,9 +532,9 @@ static void read_b(struct client *c, const struct ids *ids, uint32_t *got)
 	ck_assert_int_eq(recv(c->fd, got, N * 4, MSG_WAITALL), N * 4);
 }
 
-/* The same file for another session id: a second tenant session to
- * restore beside the first. */
-static void file_clone(const char *from, uint64_t session)
+/* The same file as `name`, for another session id (and another tenant,
+ * unless NULL): a second session to restore beside the first. */
+static void file_clone_as(const char *from, const char *name, uint64_t session, const char *tenant)
 {
 	int dfd = open(state, O_RDONLY | O_DIRECTORY);
 	struct cmx_state_writer *w = malloc(sizeof(*w));
@@ -521,13 +542,12 @@ static void file_clone(const char *from, uint64_t session)
 	struct cmx_state_rec rec;
 	const void *p;
 	size_t n;
-	char name[64];
 
 	ck_assert_int_eq(cmx_state_map(dfd, from, &p, &n), 0);
 	ck_assert_int_eq(cmx_state_open(&r, p, n), 0);
-	snprintf(name, sizeof(name), "clone-%llu.state", (unsigned long long)session);
-	ck_assert_int_eq(
-	    cmx_state_begin(w, dfd, name, session, r.head.token, r.head.applied, r.head.tenant), 0);
+	ck_assert_int_eq(cmx_state_begin(w, dfd, name, session, r.head.token, r.head.applied,
+					 tenant ? tenant : r.head.tenant),
+			 0);
 	while (cmx_state_next(&r, &rec) == 1) {
 		struct iovec iov = {(void *)rec.data, rec.len};
 		cmx_state_put(w, rec.type, &iov, 1);
@@ -536,6 +556,14 @@ static void file_clone(const char *from, uint64_t session)
 	cmx_state_unmap(p, n);
 	free(w);
 	close(dfd);
+}
+
+static void file_clone(const char *from, uint64_t session)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "clone-%llu.state", (unsigned long long)session);
+	file_clone_as(from, name, session, NULL);
 }
 
 static int exists(const char *name)
@@ -1118,6 +1146,191 @@ END_TEST
 START_TEST(guest_resume_workers)
 {
 	guest_resume_with("on");
+}
+END_TEST
+
+/* A loopback port free now (the daemon binds it right after). */
+static int free_port(void)
+{
+	struct sockaddr_in sin = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sin, len), 0);
+	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	close(fd);
+	return ntohs(sin.sin_port);
+}
+
+/* The one state file of the directory: its name. */
+static void the_file(char *name, size_t len)
+{
+	DIR *d = opendir(state);
+	struct dirent *e;
+	unsigned files = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		if (strstr(e->d_name, ".state")) {
+			snprintf(name, len, "%s", e->d_name);
+			files++;
+		}
+	closedir(d);
+	ck_assert_uint_eq(files, 1);
+}
+
+/* A raw Hello resuming ids through the Unix listener (tenant default's
+ * worker), asked again while the session is still being restored there:
+ * its status once that is over. */
+static int resume_settled(const struct ids *ids)
+{
+	struct client c = {0};
+	int e;
+
+	while ((e = resume(&c, ids)) == CL_DEVICE_NOT_AVAILABLE) {
+		close(c.fd);
+		usleep(10000);
+	}
+	close(c.fd);
+	return e;
+}
+
+/*
+ * State files name the worker that wrote them, and only that worker
+ * restores them: the one its guests come back to. An application of
+ * tenant default reaches the daemon over a TLS listener shared by tokens
+ * (worker l:2; a VM device's worker v:0 beside it, both serving any
+ * tenant): SIGTERM writes its session as l:2's. The restarted daemon
+ * restores it in l:2 alone, where the application resumes by itself and
+ * finishes with every result equal to the native run's; tenant default's
+ * own worker t:default (its peers on the Unix listener) does not have it:
+ * a resuming Hello there is refused, not answered "still restoring".
+ * Copies of the file: one named as v:0's is restored by v:0 and not by
+ * t:default; one named as t:default's, and one of tenant other, start
+ * those tenants' workers with the daemon (neither has a listener of its
+ * own), which restore them before any guest comes.
+ */
+START_TEST(listener_worker)
+{
+	char cert[128], key[128], tokens[128], cmd[512], server[64], file[256], name[200];
+	char vfile[160], ofile[160], dfile[160], *reply;
+	int pfd[2], gfd[2], st, port = free_port();
+	uint32_t i = 0, last = 0;
+	struct cmx_state_head head;
+	struct ids ids = {0}, vids, dids;
+	pid_t pid, app;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(mkdtemp(strcpy(dir, "/tmp/clmux-ckpt-XXXXXX")));
+	snprintf(cert, sizeof(cert), "%s/cert.pem", dir);
+	snprintf(key, sizeof(key), "%s/key.pem", dir);
+	snprintf(tokens, sizeof(tokens), "%s/tokens", dir);
+	snprintf(cmd, sizeof(cmd),
+		 "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 "
+		 "-subj /CN=clmux-e2e -addext subjectAltName=IP:127.0.0.1 -keyout '%s' "
+		 "-out '%s' 2>/dev/null",
+		 key, cert);
+	ck_assert_msg(system(cmd) == 0, "openssl could not make a certificate");
+	f = fopen(tokens, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fchmod(fileno(f), 0600), 0);
+	fprintf(f, "default 0123456789abcdef0123456789abcdef\n");
+	ck_assert_int_eq(fclose(f), 0);
+	snprintf(extra[0], sizeof(extra[0]), "tcp:127.0.0.1:%d,tokens=%s,tls=%s:%s", port, tokens,
+		 cert, key);
+	snprintf(extra[1], sizeof(extra[1]), "vhost-user-vsock:%s/vm.sock,cid=3", dir);
+	default_by_uid = 1;
+	pid = daemon_again("on", 0);
+
+	ck_assert_int_eq(pipe(pfd), 0);
+	ck_assert_int_eq(pipe(gfd), 0);
+	app = fork();
+	ck_assert_int_ge(app, 0);
+	if (app == 0) {
+		close(pfd[0]);
+		close(gfd[1]);
+		snprintf(server, sizeof(server), "tls:127.0.0.1:%d", port);
+		setenv("CLMUX_SERVER", server, 1);
+		setenv("CLMUX_TOKEN", "0123456789abcdef0123456789abcdef", 1);
+		setenv("CLMUX_TLS_CA", cert, 1);
+		resume_app(pfd[1], gfd[0]);
+	}
+	close(pfd[1]);
+	close(gfd[0]);
+	while (read(pfd[0], &i, sizeof(i)) == sizeof(i) && i != RESUME_HELD)
+		;
+	ck_assert_uint_eq(i, RESUME_HELD);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+
+	/* Written once, as the TLS listener's worker's (the third --listen). */
+	the_file(file, sizeof(file));
+	ck_assert_msg(!strncmp(file, "l_2-p", 5), "state file %s", file);
+	{
+		int dfd = open(state, O_RDONLY | O_DIRECTORY);
+		ck_assert_int_eq(cmx_state_head_read(dfd, file, &head), 0);
+		close(dfd);
+	}
+	ck_assert_str_eq(head.tenant, "default");
+	ids.session = head.session;
+	ids.token = head.token;
+	vids = ids;
+	vids.session = ids.session + 1000;
+	snprintf(vfile, sizeof(vfile), "v_0-p1-default-%llu.state",
+		 (unsigned long long)vids.session);
+	file_clone_as(file, vfile, vids.session, NULL);
+	snprintf(ofile, sizeof(ofile), "t_other-p1-other-%llu.state",
+		 (unsigned long long)ids.session + 2000);
+	file_clone_as(file, ofile, ids.session + 2000, "other");
+	dids = ids;
+	dids.session = ids.session + 3000;
+	snprintf(dfile, sizeof(dfile), "t_default-p1-default-%llu.state",
+		 (unsigned long long)dids.session);
+	file_clone_as(file, dfile, dids.session, NULL);
+
+	pid = daemon_again("on", 0);
+	/* The admin socket listens after the guests' (the request waits in
+	 * its backlog); it is answered by the front end's loop, which runs
+	 * once the workers the files need are started. */
+	for (int k = 0; k < 3000 && !accepts(admin); k++)
+		usleep(10000);
+	reply = ask(admin, "workers\n");
+	ck_assert_msg(strstr(reply, "t:other") && strstr(reply, "t:default"),
+		      "no worker for tenant other or default: %s", reply);
+	free(reply);
+	for (int k = 0; k < 3000 && (exists(ofile) || exists(vfile) || exists(dfile)); k++)
+		usleep(10000);
+	ck_assert_msg(!exists(ofile), "%s was not restored", ofile);
+	ck_assert_msg(!exists(vfile), "%s was not restored", vfile);
+	ck_assert_msg(!exists(dfile), "%s was not restored", dfile);
+	snprintf(name, sizeof(name), "%s.bad", ofile);
+	ck_assert(!exists(name));
+
+	/* The application resumes through the TLS listener. */
+	ck_assert_int_eq(write(gfd[1], "", 1), 1);
+	close(gfd[1]);
+	while (read(pfd[0], &i, sizeof(i)) == sizeof(i))
+		last = i;
+	ck_assert_int_eq(waitpid(app, &st, 0), app);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the application failed: %d", st);
+	ck_assert_uint_eq(last, RESUME_ITERS - 1);
+	close(pfd[0]);
+	ck_assert(!exists(file));
+	/* Neither session is tenant default's own worker's as well; the
+	 * one named as its own is. */
+	ck_assert_int_eq(resume_settled(&ids), CL_INVALID_VALUE);
+	ck_assert_int_eq(resume_settled(&vids), CL_INVALID_VALUE);
+	{
+		struct client c = {0};
+		ck_assert_int_eq(resume(&c, &dids), 0);
+		close(c.fd);
+	}
+
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	extra[0][0] = extra[1][0] = '\0';
+	default_by_uid = 0;
+	dir_remove();
 }
 END_TEST
 
@@ -2289,9 +2502,10 @@ static void images_counted(unsigned *records, unsigned *images, char *name)
 	int dfd;
 
 	ck_assert_ptr_nonnull(d);
-	/* The daemon's own (not a clone, nor one kept as .bad). */
+	/* The daemon's own, named by its tenant's worker (not a clone, nor
+	 * one kept as .bad). */
 	while (!name[0] && (e = readdir(d)))
-		if (e->d_name[0] == 'p' && strlen(e->d_name) > 6 &&
+		if (!strncmp(e->d_name, "t_", 2) && strlen(e->d_name) > 6 &&
 		    !strcmp(e->d_name + strlen(e->d_name) - 6, ".state"))
 			snprintf(name, 256, "%s", e->d_name);
 	closedir(d);
@@ -2600,6 +2814,11 @@ int main(void)
 	tcase_add_test(tc, events_resume_workers);
 	tcase_add_test(tc, checkpoint_blocked);
 	tcase_add_test(tc, events_refused);
+	tcase_set_timeout(tc, E2E_TIMEOUT_S);
+	suite_add_tcase(s, tc);
+	/* Which worker restores which file (CK_RUN_CASE=keys). */
+	tc = tcase_create("keys");
+	tcase_add_test(tc, listener_worker);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S);
 	suite_add_tcase(s, tc);
 	/* Images' contents across restarts (CK_RUN_CASE=images). */

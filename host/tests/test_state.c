@@ -307,6 +307,63 @@ START_TEST(image_shape)
 }
 END_TEST
 
+/* A file's name says which worker's it is; its header alone says whose
+ * tenant, checked as a whole file's is. */
+START_TEST(names_and_heads)
+{
+	int dfd = cmx_state_dir_open(dir), fd;
+	struct cmx_state_head h;
+	char key[CMX_STATE_KEY_MAX], out[CMX_STATE_KEY_MAX], big[200];
+
+	cmx_state_key_name("l:0", out, sizeof(out));
+	ck_assert_str_eq(out, "l_0");
+	cmx_state_key_name("t:a.b-c", out, sizeof(out));
+	ck_assert_str_eq(out, "t_a_b_c");
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	big[0] = 't';
+	big[1] = ':';
+	cmx_state_key_name(big, out, sizeof(out));
+	ck_assert_uint_eq(strlen(out), CMX_STATE_KEY_MAX - 1);
+
+	ck_assert_int_eq(cmx_state_name_key("v_12-p77-ci-3.state", key, sizeof(key)), 1);
+	ck_assert_str_eq(key, "v_12");
+	ck_assert_int_eq(cmx_state_name_key("t_ci-m5-0-9.state", key, sizeof(key)), 1);
+	ck_assert_str_eq(key, "t_ci");
+	/* Older names, and names of no worker: none. */
+	ck_assert_int_eq(cmx_state_name_key("p77-ci-3.state", key, sizeof(key)), 0);
+	ck_assert_int_eq(cmx_state_name_key("m77-0-3.state", key, sizeof(key)), 0);
+	ck_assert_int_eq(cmx_state_name_key("clone-3.state", key, sizeof(key)), 0);
+	ck_assert_int_eq(cmx_state_name_key("t_.x-3.state", key, sizeof(key)), 0);
+	ck_assert_int_eq(cmx_state_name_key("x_ci-3.state", key, sizeof(key)), 0);
+	ck_assert_int_eq(cmx_state_name_key("t_ci", key, sizeof(key)), 0);
+	ck_assert_int_eq(cmx_state_name_key("t_ci-3.state", key, 4), 0);
+
+	ck_assert_int_eq(write_sample(dfd, "t_ci-p1-ci-7.state"), 0);
+	ck_assert_int_eq(cmx_state_head_read(dfd, "t_ci-p1-ci-7.state", &h), 0);
+	ck_assert_str_eq(h.tenant, "ci");
+	ck_assert_uint_eq(h.session, 7);
+	/* A header changed, cut short, or another version's: refused. */
+	fd = openat(dfd, "t_ci-p1-ci-7.state", O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pwrite(fd, "X", 1, 70), 1);
+	ck_assert_int_eq(cmx_state_head_read(dfd, "t_ci-p1-ci-7.state", &h), -EBADMSG);
+	ck_assert_int_eq(ftruncate(fd, 100), 0);
+	ck_assert_int_eq(cmx_state_head_read(dfd, "t_ci-p1-ci-7.state", &h), -EBADMSG);
+	close(fd);
+	ck_assert_int_eq(cmx_state_head_read(dfd, "none.state", &h), -ENOENT);
+	ck_assert_int_eq(write_sample(dfd, "v.state"), 0);
+	fd = openat(dfd, "v.state", O_RDWR);
+	uint32_t v = CMX_STATE_VERSION - 1;
+	ck_assert_int_eq(pwrite(fd, &v, 4, 8), 4);
+	close(fd);
+	ck_assert_int_eq(cmx_state_head_read(dfd, "v.state", &h), -EPROTONOSUPPORT);
+	ck_assert_int_eq(fchmodat(dfd, "v.state", 0644, 0), 0);
+	ck_assert_int_eq(cmx_state_head_read(dfd, "v.state", &h), -EPERM);
+	close(dfd);
+}
+END_TEST
+
 /* The directory and its files are the daemon's user's alone. */
 START_TEST(private)
 {
@@ -353,6 +410,7 @@ int main(void)
 	tcase_add_test(tc, event_shape);
 	tcase_add_test(tc, image_shape);
 	tcase_add_test(tc, private);
+	tcase_add_test(tc, names_and_heads);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
