@@ -18,6 +18,7 @@
 #include "cdikeep.h"
 #include "checkpoint.h"
 #include "conffile.h"
+#include "defer.h"
 #include "dispatch.h"
 #include "conn.h"
 #include "exec.h"
