@@ -2,6 +2,7 @@
 // clmuxd: serves one physical OpenCL device to guest sessions.
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
@@ -620,6 +621,18 @@ static int front_main(struct daemon *d, struct opts *o, sigset_t *mask)
 	return stopped(d, e);
 }
 
+/* The number in s[0..len), digits only, in [min, max]: 0, or -EINVAL. */
+static int opt_number(const char *s, size_t len, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char buf[24];
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	return cmx_uint_parse(buf, min, max, out);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -666,8 +679,9 @@ int main(int argc, char **argv)
 	setenv("CLMUX_DISABLE", "1", 1);
 	cmx_staging_init(&srv->staging);
 	while ((opt = getopt_long(argc, argv, "l:d:t:hc:a:m:w:u:", opts, NULL)) != -1) {
-		char why[256], *colon;
-		int fd;
+		char why[256];
+		const char *colon;
+		uint64_t n;
 		switch (opt) {
 		case 'l':
 			if ((cmx_vhost_is_spec(optarg) || cmx_ivshmem_is_spec(optarg)) &&
@@ -685,13 +699,14 @@ int main(int argc, char **argv)
 			break;
 		case 'F':
 			/* FD:SPEC, a listening socket the front end made. */
-			fd = (int)strtol(optarg, &colon, 10);
-			if (*colon != ':' || fd < 3 || d.nlisteners == MAX_LISTEN ||
+			colon = strchr(optarg, ':');
+			if (!colon || opt_number(optarg, (size_t)(colon - optarg), 3, INT_MAX, &n) ||
+			    d.nlisteners == MAX_LISTEN ||
 			    cmx_listener_init(&d.listeners[d.nlisteners], colon + 1, why, sizeof(why))) {
 				fprintf(stderr, "clmuxd: --listen-fd %s: bad\n", optarg);
 				return 2;
 			}
-			d.listeners[d.nlisteners].fd = fd;
+			d.listeners[d.nlisteners].fd = (int)n;
 			d.listeners[d.nlisteners].inherited = 1;
 			d.lspecs[d.nlisteners++] = colon + 1;
 			break;
@@ -711,7 +726,11 @@ int main(int argc, char **argv)
 			o.metrics = optarg;
 			break;
 		case 'w':
-			o.window_us = strtoull(optarg, NULL, 10);
+			if (opt_number(optarg, strlen(optarg), 0, UINT64_MAX / 1000, &o.window_us)) {
+				fprintf(stderr, "clmuxd: --sched-window %s: microseconds expected\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case 'u':
 			o.user = optarg;
@@ -727,9 +746,11 @@ int main(int argc, char **argv)
 			o.sandbox = optarg;
 			break;
 		case 't':
-			o.threads = (unsigned)strtoul(optarg, NULL, 10);
-			if (!o.threads)
-				o.threads = 1;
+			if (opt_number(optarg, strlen(optarg), 0, UINT_MAX, &n)) {
+				fprintf(stderr, "clmuxd: --threads %s: a number expected\n", optarg);
+				return 2;
+			}
+			o.threads = n ? (unsigned)n : 1;
 			break;
 		case 'W':
 			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
@@ -745,10 +766,15 @@ int main(int argc, char **argv)
 			o.worker = optarg;
 			break;
 		case 'C':
-			o.ctl = (int)strtol(optarg, NULL, 10);
+			/* Bad: below 3, which the check after the options refuses. */
+			o.ctl = opt_number(optarg, strlen(optarg), 3, INT_MAX, &n) ? -1 : (int)n;
 			break;
 		case 'P':
-			o.profile = (int)strtol(optarg, NULL, 10);
+			if (opt_number(optarg, strlen(optarg), 0, 1, &n)) {
+				fprintf(stderr, "clmuxd: --profile %s: 0 or 1\n", optarg);
+				return 2;
+			}
+			o.profile = (int)n;
 			break;
 		case 'S':
 			srv->shared_context = 1;
