@@ -1074,8 +1074,8 @@ static int run_out(const char *cmd, char *out, size_t len)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* Numbers on the command line are checked once, at start: a bad one is
- * named and the daemon does not start. */
+/* Numbers on the command line and in CLMUX_LOG are checked once, at
+ * start: a bad one is named and the daemon does not start. */
 START_TEST(options_checked)
 {
 	static const char *bad[] = { "--threads 8x", "--threads -1", "--sched-window 2ms",
@@ -1103,6 +1103,14 @@ START_TEST(options_checked)
 		 bin, dir);
 	ck_assert_int_eq(run_out(cmd, out, sizeof(out)), 1);
 	ck_assert_msg(strstr(out, "expected tcp:HOST:PORT[,public]"), "%s", out);
+	/* An unknown level is named, and the default kept. */
+	snprintf(cmd, sizeof(cmd), "CLMUX_LOG=loud %s --check-config --config %s", bin, conf);
+	ck_assert_int_eq(run_out(cmd, out, sizeof(out)), 0);
+	ck_assert_msg(strstr(out, "CLMUX_LOG=loud: expected err, warn, info or debug; info is used"),
+		      "%s", out);
+	snprintf(cmd, sizeof(cmd), "CLMUX_LOG=warning %s --check-config --config %s", bin, conf);
+	ck_assert_int_eq(run_out(cmd, out, sizeof(out)), 0);
+	ck_assert_msg(!strstr(out, "CLMUX_LOG"), "%s", out);
 }
 END_TEST
 
