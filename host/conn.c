@@ -1150,7 +1150,7 @@ static int conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener
 		cmx_peer_init(&c->peer, fd, l->kind, l->cid);
 	else
 		cmx_peer_init(&c->peer, fd, CMX_PEER_UNIX, CMX_PEER_CID_NONE);
-	if (cmx_pending_enter(&c->pending, &c->peer)) {
+	if (cmx_pending_enter(&srv->pending, &c->pending, &c->peer)) {
 		conn_put(c);
 		return -EAGAIN;
 	}
@@ -1217,7 +1217,7 @@ struct cmx_conn *cmx_conn_create_moved(struct cmx_server *srv, const struct cmx_
 	snprintf(c->peer.name, sizeof(c->peer.name), "vhost-user-vsock cid %u", cid);
 	/* A VM may open streams without end: counted per CID. An ivshmem
 	 * slot's two are the region's, as many as its slots. */
-	if (cid != CMX_PEER_CID_NONE && cmx_pending_enter(&c->pending, &c->peer)) {
+	if (cid != CMX_PEER_CID_NONE && cmx_pending_enter(&srv->pending, &c->pending, &c->peer)) {
 		conn_put(c);
 		return NULL;
 	}
