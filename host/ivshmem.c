@@ -338,7 +338,8 @@ static int parse(struct region *r, struct cmx_server *srv, const char *spec, cha
 	r->nslots = 4;
 	if (!cmx_addr_opt(&a, "slots", val, sizeof(val))) {
 		uint64_t n;
-		if (cmx_uint_parse(val, 1, CMX_IVS_MAX_SLOTS, &n) || r->size / n < 2 * MIN_SIZE / 4) {
+		if (cmx_uint_parse(val, 1, CMX_IVS_MAX_SLOTS, &n) ||
+		    r->size / n < 2 * MIN_SIZE / 4) {
 			snprintf(err, errlen, "slots=%s: 1 to %u, each at least 2M", val,
 				 CMX_IVS_MAX_SLOTS);
 			return -EINVAL;

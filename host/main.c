@@ -690,7 +690,8 @@ int main(int argc, char **argv)
 				break;
 			}
 			if (d.nlisteners == MAX_LISTEN ||
-			    cmx_listener_init(&d.listeners[d.nlisteners], optarg, why, sizeof(why))) {
+			    cmx_listener_init(&d.listeners[d.nlisteners], optarg, why,
+					      sizeof(why))) {
 				fprintf(stderr, "clmuxd: --listen %s: %s\n", optarg,
 					d.nlisteners == MAX_LISTEN ? "too many" : why);
 				return 2;
@@ -700,9 +701,11 @@ int main(int argc, char **argv)
 		case 'F':
 			/* FD:SPEC, a listening socket the front end made. */
 			colon = strchr(optarg, ':');
-			if (!colon || opt_number(optarg, (size_t)(colon - optarg), 3, INT_MAX, &n) ||
+			if (!colon ||
+			    opt_number(optarg, (size_t)(colon - optarg), 3, INT_MAX, &n) ||
 			    d.nlisteners == MAX_LISTEN ||
-			    cmx_listener_init(&d.listeners[d.nlisteners], colon + 1, why, sizeof(why))) {
+			    cmx_listener_init(&d.listeners[d.nlisteners], colon + 1, why,
+					      sizeof(why))) {
 				fprintf(stderr, "clmuxd: --listen-fd %s: bad\n", optarg);
 				return 2;
 			}
@@ -726,8 +729,10 @@ int main(int argc, char **argv)
 			o.metrics = optarg;
 			break;
 		case 'w':
-			if (opt_number(optarg, strlen(optarg), 0, UINT64_MAX / 1000, &o.window_us)) {
-				fprintf(stderr, "clmuxd: --sched-window %s: microseconds expected\n",
+			if (opt_number(optarg, strlen(optarg), 0, UINT64_MAX / 1000,
+				       &o.window_us)) {
+				fprintf(stderr,
+					"clmuxd: --sched-window %s: microseconds expected\n",
 					optarg);
 				return 2;
 			}
@@ -747,7 +752,8 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			if (opt_number(optarg, strlen(optarg), 0, UINT_MAX, &n)) {
-				fprintf(stderr, "clmuxd: --threads %s: a number expected\n", optarg);
+				fprintf(stderr, "clmuxd: --threads %s: a number expected\n",
+					optarg);
 				return 2;
 			}
 			o.threads = n ? (unsigned)n : 1;
@@ -803,7 +809,8 @@ int main(int argc, char **argv)
 	if (tenants_setup(&d, o.config))
 		return 2;
 	if (o.check) {
-		printf("%s: ok, %u tenant%s\n", srv->config_path ? srv->config_path : "no configuration file",
+		printf("%s: ok, %u tenant%s\n",
+		       srv->config_path ? srv->config_path : "no configuration file",
 		       srv->tenants.count, srv->tenants.count == 1 ? "" : "s");
 		return 0;
 	}

@@ -58,8 +58,7 @@ int cmx_pending_enter(struct cmx_pending_peers *pp, struct cmx_pending *pd,
 
 	key_of(p, pd->key);
 	i = find(pp, pd->key);
-	if (pp->total >= CMX_PENDING_MAX ||
-	    (i >= 0 && pp->peers[i].n >= CMX_PENDING_PER_PEER)) {
+	if (pp->total >= CMX_PENDING_MAX || (i >= 0 && pp->peers[i].n >= CMX_PENDING_PER_PEER)) {
 		refused(pp, p, i >= 0 ? pp->peers[i].n : 0);
 		return -EAGAIN;
 	}

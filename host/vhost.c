@@ -534,8 +534,7 @@ int cmx_vhost_listen(struct cmx_server *srv, const char *spec, char *err, size_t
 		socklen_t len = sizeof(on);
 		uint64_t fd = 0;
 		l->fd = cmx_uint_parse(val, 3, INT_MAX, &fd) ? -1 : (int)fd;
-		if (l->fd < 3 ||
-		    getsockopt(l->fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) || !on) {
+		if (l->fd < 3 || getsockopt(l->fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) || !on) {
 			snprintf(err, errlen, "fd=%s is no listening socket", val);
 			return -EINVAL;
 		}

@@ -1085,12 +1085,14 @@ START_TEST(options_checked)
 
 	/* --check-config ends the daemon once its options are read. */
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		snprintf(cmd, sizeof(cmd), "%s --check-config --config %s --listen unix:%s/o.sock %s",
-			 bin, conf, dir, bad[i]);
+		snprintf(cmd, sizeof(cmd),
+			 "%s --check-config --config %s --listen unix:%s/o.sock %s", bin, conf, dir,
+			 bad[i]);
 		ck_assert_int_eq(run_out(cmd, out, sizeof(out)), 2);
 		ck_assert_msg(strstr(out, bad[i]), "%s: %s", bad[i], out);
 	}
-	snprintf(cmd, sizeof(cmd), "%s --check-config --config %s --listen unix:%s/o.sock "
+	snprintf(cmd, sizeof(cmd),
+		 "%s --check-config --config %s --listen unix:%s/o.sock "
 		 "--threads 0 --sched-window 0 --profile 1 --listen-fd 3:unix:%s/p.sock",
 		 bin, conf, dir, dir);
 	ck_assert_int_eq(run_out(cmd, out, sizeof(out)), 0);
@@ -1106,8 +1108,9 @@ START_TEST(options_checked)
 	/* An unknown level is named, and the default kept. */
 	snprintf(cmd, sizeof(cmd), "CLMUX_LOG=loud %s --check-config --config %s", bin, conf);
 	ck_assert_int_eq(run_out(cmd, out, sizeof(out)), 0);
-	ck_assert_msg(strstr(out, "CLMUX_LOG=loud: expected err, warn, info or debug; info is used"),
-		      "%s", out);
+	ck_assert_msg(
+	    strstr(out, "CLMUX_LOG=loud: expected err, warn, info or debug; info is used"), "%s",
+	    out);
 	snprintf(cmd, sizeof(cmd), "CLMUX_LOG=warning %s --check-config --config %s", bin, conf);
 	ck_assert_int_eq(run_out(cmd, out, sizeof(out)), 0);
 	ck_assert_msg(!strstr(out, "CLMUX_LOG"), "%s", out);
