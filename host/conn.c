@@ -413,14 +413,12 @@ static void unread_check(struct cmx_io *io, int res, unsigned flags)
  * unread_s() seconds, its session ends. */
 static void unread_arm(struct cmx_conn *c)
 {
-	static struct __kernel_timespec ts;
-
 	if (c->unread_armed || c->dead)
 		return;
-	ts.tv_sec = unread_s(c);
+	c->unread_ts = (struct __kernel_timespec){ .tv_sec = unread_s(c) };
 	c->unread_mark = c->tx_sent;
 	c->unread_io.cb = unread_check;
-	io_uring_prep_timeout(cmx_loop_sqe(c->srv->loop, &c->unread_io), &ts, 0, 0);
+	io_uring_prep_timeout(cmx_loop_sqe(c->srv->loop, &c->unread_io), &c->unread_ts, 0, 0);
 	c->unread_armed = 1;
 	c->refs++;
 }
