@@ -18,7 +18,12 @@ struct cmx_env {
 };
 
 /* The values, read from the environment on the first call (the ICD's
- * load): a value out of range is logged once and the default taken. */
+ * load): a value out of range is logged once and the default taken.
+ * The ICD's other variables are strings, read where a session is dialled
+ * (guest/dial.c) beside the client.conf keys they override, and checked
+ * there: CLMUX_SERVER by cmx_addr_parse() (its error ends the dial),
+ * CLMUX_COMPRESS against lz4|none (a warning), CLMUX_TOKEN and
+ * CLMUX_TLS_CA by the daemon and the TLS handshake. */
 const struct cmx_env *cmx_env(void);
 
 #endif

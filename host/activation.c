@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -23,30 +24,27 @@
 static int passed[MAX_FDS];
 static unsigned npassed;
 
-static int env_uint(const char *name, unsigned long *out)
+/* The service manager's LISTEN_* numbers, checked: a bad one passes
+ * nothing. */
+static int env_uint(const char *name, uint64_t *out)
 {
 	const char *s = getenv(name);
-	char *end;
 
-	if (!s || !*s)
-		return -1;
-	errno = 0;
-	*out = strtoul(s, &end, 10);
-	return errno || *end ? -1 : 0;
+	return s ? cmx_uint_parse(s, 0, UINT64_MAX, out) : -1;
 }
 
 void cmx_activation_init(void)
 {
-	unsigned long pid, n;
+	uint64_t pid, n;
 
-	if (!env_uint("LISTEN_PID", &pid) && pid == (unsigned long)getpid() &&
+	if (!env_uint("LISTEN_PID", &pid) && pid == (uint64_t)getpid() &&
 	    !env_uint("LISTEN_FDS", &n)) {
 		if (n > MAX_FDS) {
-			cmx_warn("the service manager passed %lu sockets; clmuxd takes %d", n,
-				 MAX_FDS);
+			cmx_warn("the service manager passed %llu sockets; clmuxd takes %d",
+				 (unsigned long long)n, MAX_FDS);
 			n = MAX_FDS;
 		}
-		for (unsigned long i = 0; i < n; i++) {
+		for (uint64_t i = 0; i < n; i++) {
 			int fd = FIRST_FD + (int)i;
 			if (fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
 				continue;

@@ -817,8 +817,14 @@ int cmx_metrics_listen(struct cmx_server *srv, const char *spec, char *why, size
 		const char *colon = strrchr(spec + 4, ':'), *comma = strchr(spec + 4, ',');
 		size_t n = colon ? (size_t)(colon - spec - 4) : 0;
 		int one = 1, public = comma && !strcmp(comma, ",public");
-		if (!colon || !n || n >= sizeof(host) || !atoi(colon + 1) ||
-		    atoi(colon + 1) > 65535 || (comma && !public)) {
+		/* The port runs to the comma of ",public", if any. */
+		const char *port_end = comma ? comma : spec + strlen(spec);
+		char port_s[8] = "";
+		uint64_t port = 0;
+		if (colon && port_end > colon && (size_t)(port_end - colon - 1) < sizeof(port_s))
+			memcpy(port_s, colon + 1, (size_t)(port_end - colon - 1));
+		if (!colon || !n || n >= sizeof(host) || cmx_uint_parse(port_s, 1, 65535, &port) ||
+		    (comma && !public)) {
 			snprintf(why, whylen, "expected tcp:HOST:PORT[,public]");
 			return -EINVAL;
 		}
@@ -838,7 +844,7 @@ int cmx_metrics_listen(struct cmx_server *srv, const char *spec, char *why, size
 			    host);
 			return -EACCES;
 		}
-		sin.sin_port = htons((uint16_t)atoi(colon + 1));
+		sin.sin_port = htons((uint16_t)port);
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		if (fd < 0)
 			return -errno;

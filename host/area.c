@@ -18,7 +18,13 @@
 #define PAGE	   4096ull
 #define RING_BYTES (256ull << 10) /* each control ring, when asked for */
 
-/* Every live area, for cmx_area_release() from driver threads. */
+/*
+ * Every live area, for cmx_area_release() from driver threads. Process-wide
+ * on purpose, not the server's: it maps the process's address space (a
+ * pointer lies in at most one mapping, whichever server made it), and
+ * cmx_area_release() gets only a payload's pointer, from whoever frees it
+ * (a reply's rbulk_free, through the transports).
+ */
 static pthread_mutex_t areas_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cmx_area *areas;
 

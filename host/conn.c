@@ -413,14 +413,12 @@ static void unread_check(struct cmx_io *io, int res, unsigned flags)
  * unread_s() seconds, its session ends. */
 static void unread_arm(struct cmx_conn *c)
 {
-	static struct __kernel_timespec ts;
-
 	if (c->unread_armed || c->dead)
 		return;
-	ts.tv_sec = unread_s(c);
+	c->unread_ts = (struct __kernel_timespec){ .tv_sec = unread_s(c) };
 	c->unread_mark = c->tx_sent;
 	c->unread_io.cb = unread_check;
-	io_uring_prep_timeout(cmx_loop_sqe(c->srv->loop, &c->unread_io), &ts, 0, 0);
+	io_uring_prep_timeout(cmx_loop_sqe(c->srv->loop, &c->unread_io), &c->unread_ts, 0, 0);
 	c->unread_armed = 1;
 	c->refs++;
 }
@@ -1150,7 +1148,7 @@ static int conn_accept(struct cmx_server *srv, int fd, const struct cmx_listener
 		cmx_peer_init(&c->peer, fd, l->kind, l->cid);
 	else
 		cmx_peer_init(&c->peer, fd, CMX_PEER_UNIX, CMX_PEER_CID_NONE);
-	if (cmx_pending_enter(&c->pending, &c->peer)) {
+	if (cmx_pending_enter(&srv->pending, &c->pending, &c->peer)) {
 		conn_put(c);
 		return -EAGAIN;
 	}
@@ -1217,7 +1215,7 @@ struct cmx_conn *cmx_conn_create_moved(struct cmx_server *srv, const struct cmx_
 	snprintf(c->peer.name, sizeof(c->peer.name), "vhost-user-vsock cid %u", cid);
 	/* A VM may open streams without end: counted per CID. An ivshmem
 	 * slot's two are the region's, as many as its slots. */
-	if (cid != CMX_PEER_CID_NONE && cmx_pending_enter(&c->pending, &c->peer)) {
+	if (cid != CMX_PEER_CID_NONE && cmx_pending_enter(&srv->pending, &c->pending, &c->peer)) {
 		conn_put(c);
 		return NULL;
 	}

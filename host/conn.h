@@ -132,6 +132,7 @@ struct cmx_conn {
 	 * reads nothing (unread_mark: tx_sent when armed). */
 	uint64_t tx_sent, unread_mark;
 	struct cmx_io unread_io;
+	struct __kernel_timespec unread_ts; /* its timeout, unread_s() */
 	int unread_armed;
 };
 

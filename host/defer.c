@@ -4,6 +4,7 @@
 // when work on an executor thread is done; cmx_call_done() ends it on the
 // loop. Above exec.c's event binding and queue flushes, which the
 // scheduler, the zero fills and landing use without deferring anything.
+#include "defer.h"
 #include "exec.h"
 
 #include <sched.h>

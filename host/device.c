@@ -9,6 +9,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "log.h"
 #include "server.h"
 
@@ -82,8 +83,11 @@ int cmx_device_open(struct cmx_server *srv, const char *spec)
 		} else {
 			char name[128];
 			const char *colon = strchr(spec, ':');
-			long k = colon ? strtol(colon + 1, NULL, 10) : 0;
+			uint64_t k = 0;
 			snprintf(name, sizeof(name), "%.*s", colon ? (int)(colon - spec) : (int)strlen(spec), spec);
+			/* PLATFORM:N with N no number matches no device. */
+			if (colon && cmx_uint_parse(colon + 1, 0, (uint64_t)n, &k))
+				k = (uint64_t)n;
 			for (int i = 0; i < n && pick < 0; i++) {
 				char lower[128];
 				size_t j;

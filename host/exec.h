@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// What the handlers (host/exec_*.c) share: events, deferral, the executor.
+// What the handlers (host/exec_*.c) share: events, queue flushes, the
+// executor's drive lock, argument checks. Deferring a call: defer.h.
 #ifndef CMX_HOST_EXEC_H
 #define CMX_HOST_EXEC_H
 
@@ -45,36 +46,6 @@ void cmx_event_cbs_each(struct cmx_obj *o, void (*fn)(void *arg, unsigned type, 
  * SetEventCallback registers one: 0 or a cl error. */
 cl_int cmx_event_cb_add(struct cmx_session *s, struct cmx_obj *o, unsigned type, uint64_t tag);
 
-/* Deferred calls (host/defer.c), down to cmx_defer_work(). */
-
-/* Finishes c on the loop with fin(c, status) once e completes (status is
- * the event's: CL_COMPLETE or its error). Returns CMX_DEFER, or the error. */
-int cmx_defer_event(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status));
-
-/* The same for a call whose application thread is blocked on it: the
- * loop watches e for a short while (fin may run before this returns), then
- * an executor thread waits for it, which wakes sooner than a driver's
- * callback thread on some drivers (NVIDIA: tens of microseconds). The
- * call's first argument is its queue, flushed here where the driver needs
- * it (cmx_queue_flush_to_wait()). */
-int cmx_defer_wait(struct cmx_call *c, cl_event e, void (*fin)(struct cmx_call *c, int status));
-
-/* Whether a blocking transfer of size bytes with nwait events to wait for
- * may run blocking on the loop (CL_TRUE): where the driver's blocking calls
- * are short (struct cmx_server's short_blocking), for at most
- * CMX_SHORT_BLOCK_MAX bytes, on an in-order queue whose last command has
- * completed, with no wait list and no other tenant's work on the device.
- * The call's first argument is its queue. Loop thread. */
-#define CMX_SHORT_BLOCK_MAX (64u << 10)
-cl_bool cmx_exec_block_short(struct cmx_call *c, uint64_t size, uint64_t nwait);
-
-/* From any thread: finishes a call deferred with fin set (c->fin) on the
- * loop, as cmx_defer_event() does when its event completes. */
-void cmx_defer_post(struct cmx_call *c, int status);
-
-/* Logs how the loop's watches of blocking calls ended (info). */
-void cmx_watch_report(struct cmx_server *srv);
-
 /* clFlush on the loop, except where the driver runs the queue inside it
  * (struct cmx_server's flush_runs): there an executor's wait does. */
 void cmx_queue_flush(const struct cmx_server *srv, cl_command_queue q);
@@ -108,11 +79,6 @@ void cmx_exec_drive_unlock(struct cmx_server *srv);
  * until started again). No-op on other drivers. Loop thread.
  */
 void cmx_exec_poll_start(struct cmx_server *srv, int (*fn)(struct cmx_server *srv));
-
-/* Runs work(c) on an executor thread, then fin(c, status) (or, with fin
- * NULL, cmx_call_done) on the loop. Returns CMX_DEFER. */
-int cmx_defer_work(struct cmx_call *c, int (*work)(struct cmx_call *c),
-		   void (*fin)(struct cmx_call *c, int status));
 
 /*
  * A native clGet*Info answer as the reply's `value`: the call runs twice,
@@ -187,11 +153,6 @@ void cmx_area_maps_drop(struct cmx_session *s, uint64_t mem);
 /* An error that means the driver's state in this process is lost (a GPU
  * fault): the worker retires (host/worker.c). Any thread. */
 void cmx_exec_check_lost(struct cmx_server *srv, cl_int err, const char *what);
-
-/* cmx_defer_wait() for an event of no queue the call names (a wait for one
- * event): no flush first, so only where the driver submits at enqueue. */
-int cmx_defer_wait_event(struct cmx_call *c, cl_event e,
-			 void (*fin)(struct cmx_call *c, int status));
 
 /* The __local memory a launch of `kernel` on q would take fits its device:
  * CL_SUCCESS or CL_OUT_OF_RESOURCES (host/exec_kernel.c). */

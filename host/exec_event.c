@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Handlers: events, markers and barriers.
 #include "exec.h"
+#include "defer.h"
 #include "complete.h"
 #include "scheduler.h"
 

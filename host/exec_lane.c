@@ -9,6 +9,7 @@
 
 #include "call.h"
 #include "conn.h"
+#include "defer.h"
 #include "exec.h"
 #include "log.h"
 #include "object.h"

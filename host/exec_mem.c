@@ -2,6 +2,7 @@
 // Handlers: buffers and transfers. Payloads arrive staged (c->bulk) and
 // leave from staging; staging is freed when the native command completes.
 #include "exec.h"
+#include "defer.h"
 #include "complete.h"
 #include "scheduler.h"
 #include "land.h"

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "complete.h"
+#include "defer.h"
 #include "pinned.h"
 #include "staging.h"
 

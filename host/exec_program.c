@@ -4,6 +4,7 @@
 // without a round trip.
 #include "binkeep.h"
 #include "buildcheck.h"
+#include "defer.h"
 #include "exec.h"
 #include "incdir.h"
 #include "kprintf.h"

@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 
+#include "defer.h"
 #include "scheduler.h"
 #include "zero.h"
 

@@ -308,7 +308,6 @@ static int parse(struct region *r, struct cmx_server *srv, const char *spec, cha
 	struct cmx_addr a;
 	struct cmx_addr_perm perm;
 	char val[64], unix_spec[300];
-	char *end;
 
 	/* The path and options parse as a Unix address's. */
 	snprintf(unix_spec, sizeof(unix_spec), "unix:%s", spec + 8);
@@ -338,8 +337,9 @@ static int parse(struct region *r, struct cmx_server *srv, const char *spec, cha
 	}
 	r->nslots = 4;
 	if (!cmx_addr_opt(&a, "slots", val, sizeof(val))) {
-		unsigned long n = strtoul(val, &end, 10);
-		if (*end || !n || n > CMX_IVS_MAX_SLOTS || r->size / n < 2 * MIN_SIZE / 4) {
+		uint64_t n;
+		if (cmx_uint_parse(val, 1, CMX_IVS_MAX_SLOTS, &n) ||
+		    r->size / n < 2 * MIN_SIZE / 4) {
 			snprintf(err, errlen, "slots=%s: 1 to %u, each at least 2M", val,
 				 CMX_IVS_MAX_SLOTS);
 			return -EINVAL;
@@ -348,8 +348,8 @@ static int parse(struct region *r, struct cmx_server *srv, const char *spec, cha
 	}
 	r->max_sleep_ns = DEF_SLEEP_US * 1000ull;
 	if (!cmx_addr_opt(&a, "poll", val, sizeof(val))) {
-		unsigned long us = strtoul(val, &end, 10);
-		if (*end || !us || us > 1000000) {
+		uint64_t us;
+		if (cmx_uint_parse(val, 1, 1000000, &us)) {
 			snprintf(err, errlen, "poll=%s: the longest wait in microseconds, 1 to 1000000",
 				 val);
 			return -EINVAL;

@@ -64,7 +64,9 @@ struct sent {
 };
 
 /* Process-wide, not the server's: sent_done() gets only the payload's
- * pointer from whoever frees it, and finds its entry here. */
+ * pointer from whoever frees it (a reply's rbulk_free, through the
+ * transports), and finds its entry here by that address, which is the
+ * process's; each entry names its server. */
 static pthread_mutex_t sent_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct sent *sent_list;
 

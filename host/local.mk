@@ -5,7 +5,7 @@ sbin_PROGRAMS += host/clmuxd
 host_core_sources = host/loop.h host/loop.c host/conn.h host/conn.c \
 	host/call.h host/call.c host/dispatch.h host/dispatch.c host/session.h host/session.c host/release.h host/release.c host/object.h host/objtab.h \
 	host/objtab.c host/executor.h host/executor.c host/server.h host/device.c \
-	host/staging.h host/staging.c host/area.h host/area.c host/shm.h host/shm.c host/exec.h host/exec.c host/defer.c host/complete.h host/complete.c host/fence.h host/fence.c host/exec_session.c host/exec_context.c host/exec_timer.c host/exec_queue.c \
+	host/staging.h host/staging.c host/area.h host/area.c host/shm.h host/shm.c host/exec.h host/exec.c host/defer.h host/defer.c host/complete.h host/complete.c host/fence.h host/fence.c host/exec_session.c host/exec_context.c host/exec_timer.c host/exec_queue.c \
 	host/exec_mem.c host/exec_image.c host/exec_program.c host/parts.h host/parts.c host/buildcheck.h host/buildcheck.c host/binkeep.h host/binkeep.c host/incdir.h host/incdir.c host/exec_kernel.c host/exec_cmdbuf.c host/kprintf.h host/kprintf.c host/exec_event.c \
 	host/peer.h host/peer.c host/pending.h host/pending.c host/auth.h host/auth.c host/listener.h host/listener.c \
 	host/tls.h host/tls.c host/inflate.h host/inflate.c host/land.h host/land.c host/lane.h host/lane.c host/exec_lane.c \

@@ -2,8 +2,10 @@
 // clmuxd: serves one physical OpenCL device to guest sessions.
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,7 @@
 #include "cdikeep.h"
 #include "checkpoint.h"
 #include "conffile.h"
+#include "defer.h"
 #include "dispatch.h"
 #include "conn.h"
 #include "exec.h"
@@ -45,16 +48,30 @@
 #define MAX_LISTEN 1024 /* one per tenant, bind-mounted into its container */
 #define MAX_VHOST_SPECS 16
 
-/* The process's server: reached here, in the signal and timer handlers
- * of this file; every other file gets it passed. */
-static struct cmx_server *cmx_srv;
+/*
+ * The daemon as main() runs it: its server, the --listen addresses, and
+ * what this file's signal and timer handlers hold. main() has the one;
+ * every function here gets it passed, the handlers find it from their
+ * cmx_io as every io of the loop finds its owner.
+ */
+struct daemon {
+	struct cmx_server srv;
+	struct cmx_listener listeners[MAX_LISTEN];
+	const char *lspecs[MAX_LISTEN];
+	unsigned nlisteners;
+	int sig_fd;
+	struct signalfd_siginfo sig_info;
+	struct cmx_io sig_io, tick_io, flush_io, retire_io;
+	unsigned drain_ticks; /* tick_done()'s while the device finishes */
+	unsigned flush_ticks; /* flush_tick()'s */
+	/* This process writes [clmuxd] cdi's spec (no worker does). */
+	int keeps_cdi;
+};
 
-static struct cmx_listener listeners[MAX_LISTEN];
-static const char *lspecs[MAX_LISTEN];
-static unsigned nlisteners;
-static struct cmx_io sig_io, tick_io;
-static struct signalfd_siginfo sig_info;
-static int sig_fd = -1;
+#define DAEMON_OF(io, field) ((struct daemon *)((char *)(io) - offsetof(struct daemon, field)))
+
+/* The timers' period. A constant: not const only because
+ * io_uring_prep_timeout() takes a pointer to non-const. */
 static struct __kernel_timespec tick = { .tv_nsec = 20 * 1000 * 1000 };
 
 /* While draining: exit once no session and no job is left, and the device
@@ -62,14 +79,15 @@ static struct __kernel_timespec tick = { .tv_nsec = 20 * 1000 * 1000 };
  * stuck behind a user event nobody will set must not hold the exit). */
 static void tick_done(struct cmx_io *io, int res, unsigned flags)
 {
-	static unsigned ticks;
+	struct daemon *d = DAEMON_OF(io, tick_io);
+	struct cmx_server *srv = &d->srv;
 
-	if (!cmx_srv->nsessions && !cmx_executor_busy(cmx_srv->exec) && !cmx_reap_busy() &&
-	    (!cmx_sched_busy(cmx_srv) || ++ticks > 250)) {
-		cmx_loop_stop(cmx_srv->loop);
+	if (!srv->nsessions && !cmx_executor_busy(srv->exec) && !cmx_reap_busy() &&
+	    (!cmx_sched_busy(srv) || ++d->drain_ticks > 250)) {
+		cmx_loop_stop(srv->loop);
 		return;
 	}
-	io_uring_prep_timeout(cmx_loop_sqe(cmx_srv->loop, &tick_io), &tick, 0, 0);
+	io_uring_prep_timeout(cmx_loop_sqe(srv->loop, &d->tick_io), &tick, 0, 0);
 }
 
 /* After a checkpoint the replies and notifications of what its drain
@@ -78,14 +96,12 @@ static void tick_done(struct cmx_io *io, int res, unsigned flags)
  * them again: the loop runs until no call is in flight and no output is
  * queued, for at most this many ticks (a guest that reads nothing). */
 #define FLUSH_TICKS 500
-static struct cmx_io flush_io;
-static unsigned flush_ticks;
 
-static void close_all(void)
+static void close_all(struct daemon *d)
 {
 	/* Ending each call channel releases its session's objects. */
-	while (cmx_srv->sessions) {
-		struct cmx_session *s = cmx_srv->sessions;
+	while (d->srv.sessions) {
+		struct cmx_session *s = d->srv.sessions;
 		for (; s && s->closed; s = s->next)
 			;
 		if (!s)
@@ -95,12 +111,12 @@ static void close_all(void)
 		else
 			cmx_release_session(s);
 	}
-	tick_done(&tick_io, 0, 0);
+	tick_done(&d->tick_io, 0, 0);
 }
 
-static int output_left(void)
+static int output_left(const struct cmx_server *srv)
 {
-	for (struct cmx_session *s = cmx_srv->sessions; s; s = s->next)
+	for (struct cmx_session *s = srv->sessions; s; s = s->next)
 		if (!s->closed && (s->calls || (s->conn && cmx_conn_sending(s->conn)) ||
 				   (s->nconn && cmx_conn_sending(s->nconn))))
 			return 1;
@@ -109,57 +125,60 @@ static int output_left(void)
 
 static void flush_tick(struct cmx_io *io, int res, unsigned flags)
 {
-	if (output_left() && ++flush_ticks < FLUSH_TICKS) {
-		io_uring_prep_timeout(cmx_loop_sqe(cmx_srv->loop, &flush_io), &tick, 0, 0);
+	struct daemon *d = DAEMON_OF(io, flush_io);
+
+	if (output_left(&d->srv) && ++d->flush_ticks < FLUSH_TICKS) {
+		io_uring_prep_timeout(cmx_loop_sqe(d->srv.loop, &d->flush_io), &tick, 0, 0);
 		return;
 	}
-	close_all();
+	close_all(d);
 }
 
-static void drain(void)
+static void drain(struct daemon *d)
 {
-	if (cmx_srv->front) {
+	struct cmx_server *srv = &d->srv;
+
+	if (srv->front) {
 		/* The workers drain their sessions; the front end ends with
 		 * the last of them. */
-		cmx_srv->draining = 1;
-		cmx_admin_close(cmx_srv);
-		for (unsigned i = 0; i < nlisteners; i++)
-			cmx_listener_close(cmx_srv, &listeners[i]);
+		srv->draining = 1;
+		cmx_admin_close(srv);
+		for (unsigned i = 0; i < d->nlisteners; i++)
+			cmx_listener_close(srv, &d->listeners[i]);
 		cmx_front_drain();
 		return;
 	}
-	cmx_srv->draining = 1;
+	srv->draining = 1;
 	/* With --state-dir, the sessions are written down before they end,
 	 * and take no more calls: one applied after would be lost. */
 	if (cmx_checkpoint_enabled()) {
 		struct cmx_checkpoint_stats st;
-		cmx_checkpoint_all(cmx_srv, &st);
-		for (struct cmx_session *s = cmx_srv->sessions; s; s = s->next)
+		cmx_checkpoint_all(srv, &st);
+		for (struct cmx_session *s = srv->sessions; s; s = s->next)
 			if (!s->closed && s->conn)
 				cmx_conn_drain(s->conn);
 	}
-	cmx_admin_close(cmx_srv);
-	for (unsigned i = 0; i < nlisteners; i++)
-		cmx_listener_close(cmx_srv, &listeners[i]);
-	cmx_vhost_drain(cmx_srv);
-	cmx_ivshmem_drain(cmx_srv);
+	cmx_admin_close(srv);
+	for (unsigned i = 0; i < d->nlisteners; i++)
+		cmx_listener_close(srv, &d->listeners[i]);
+	cmx_vhost_drain(srv);
+	cmx_ivshmem_drain(srv);
 	if (cmx_checkpoint_enabled()) {
-		flush_io.cb = flush_tick;
-		flush_tick(&flush_io, 0, 0);
+		d->flush_io.cb = flush_tick;
+		flush_tick(&d->flush_io, 0, 0);
 		return;
 	}
-	close_all();
+	close_all(d);
 }
-
-static int keeps_cdi; /* this process writes [clmuxd] cdi's spec (no worker does) */
 
 /* SIGHUP: the configuration file again, as far as it changes live
  * (cmx_tenants_reload()); a file with an error changes nothing. Never an
  * end: a stray HUP must not drop every tenant's sessions. */
-static void reload(void)
+static void reload(struct daemon *d)
 {
+	struct cmx_server *srv = &d->srv;
 	struct cmx_tenants nt = {0};
-	const char *path = cmx_srv->config_path;
+	const char *path = srv->config_path;
 	char why[200];
 	unsigned n;
 
@@ -174,27 +193,31 @@ static void reload(void)
 		cmx_tenants_fini(&nt);
 		return;
 	}
-	n = cmx_tenants_reload(&cmx_srv->tenants, &nt, cmx_srv->front ? cmx_front_quota : NULL);
+	n = cmx_tenants_reload(&srv->tenants, &nt, srv->front ? cmx_front_quota : NULL);
 	cmx_tenants_fini(&nt);
 	cmx_info("SIGHUP: %s read again: %u change%s", path, n, n == 1 ? "" : "s");
-	if (keeps_cdi)
-		cmx_cdikeep_write(cmx_srv, "reload");
+	if (d->keeps_cdi)
+		cmx_cdikeep_write(srv, "reload");
 }
 
 static void sig_done(struct cmx_io *io, int res, unsigned flags)
 {
-	if (res == sizeof(sig_info) && sig_info.ssi_signo == SIGCHLD) {
+	struct daemon *d = DAEMON_OF(io, sig_io);
+	const struct signalfd_siginfo *si = &d->sig_info;
+
+	if (res == sizeof(*si) && si->ssi_signo == SIGCHLD) {
 		cmx_front_reap();
-	} else if (res == sizeof(sig_info) && sig_info.ssi_signo == SIGHUP) {
-		reload();
-	} else if (res == sizeof(sig_info) && !cmx_srv->draining) {
-		cmx_info("signal %u: draining and exiting", sig_info.ssi_signo);
+	} else if (res == sizeof(*si) && si->ssi_signo == SIGHUP) {
+		reload(d);
+	} else if (res == sizeof(*si) && !d->srv.draining) {
+		cmx_info("signal %u: draining and exiting", si->ssi_signo);
 		cmx_notify("STOPPING=1");
-		drain();
-		if (!cmx_srv->front)
+		drain(d);
+		if (!d->srv.front)
 			return;
 	}
-	io_uring_prep_read(cmx_loop_sqe(cmx_srv->loop, &sig_io), sig_fd, &sig_info, sizeof(sig_info), 0);
+	io_uring_prep_read(cmx_loop_sqe(d->srv.loop, &d->sig_io), d->sig_fd, &d->sig_info,
+			   sizeof(d->sig_info), 0);
 }
 
 /*
@@ -203,13 +226,14 @@ static void sig_done(struct cmx_io *io, int res, unsigned flags)
  * no limits, as before tenants existed. A listener's tenant=NAME that the
  * config does not define is created with the default quotas.
  */
-static int tenants_setup(struct cmx_server *srv, const char *config)
+static int tenants_setup(struct daemon *d, const char *config)
 {
+	struct cmx_server *srv = &d->srv;
 	char why[200];
 
 	srv->started_ns = cmx_now_ns();
-	srv->listeners = listeners;
-	srv->nlisteners = nlisteners;
+	srv->listeners = d->listeners;
+	srv->nlisteners = d->nlisteners;
 	cmx_quota_unlimited(&srv->tenants.defaults);
 	cmx_tuning_defaults(&srv->tenants.tune);
 	if (config || !access(CMX_CONFIG_DEFAULT, F_OK)) {
@@ -230,8 +254,8 @@ static int tenants_setup(struct cmx_server *srv, const char *config)
 		fprintf(stderr, "clmuxd: %s\n", why);
 		return -EINVAL;
 	}
-	for (unsigned i = 0; i < nlisteners; i++) {
-		struct cmx_listener *l = &listeners[i];
+	for (unsigned i = 0; i < d->nlisteners; i++) {
+		struct cmx_listener *l = &d->listeners[i];
 		int e = cmx_addr_opt(&l->addr, "tenant", l->tenant, sizeof(l->tenant));
 		if (e == -ENOENT)
 			continue;
@@ -243,9 +267,10 @@ static int tenants_setup(struct cmx_server *srv, const char *config)
 	/* Tenants to be fair to: a config, several tenants, or tokens that
 	 * name tenants. A daemon of one tenant pays no profiling. */
 	srv->profile = srv->config_path || srv->tenants.count > 1;
-	for (unsigned i = 0; i < nlisteners && !srv->profile; i++) {
+	for (unsigned i = 0; i < d->nlisteners && !srv->profile; i++) {
 		char v[8];
-		srv->profile = cmx_addr_opt(&listeners[i].addr, "tokens", v, sizeof(v)) != -ENOENT;
+		srv->profile =
+		    cmx_addr_opt(&d->listeners[i].addr, "tokens", v, sizeof(v)) != -ENOENT;
 	}
 	return 0;
 }
@@ -342,33 +367,38 @@ struct opts {
 
 /* The loop's signals: SIGTERM and SIGINT drain, SIGCHLD (front end) reaps,
  * SIGHUP is logged. */
-static void signals_start(const sigset_t *mask)
+static void signals_start(struct daemon *d, const sigset_t *mask)
 {
-	sig_fd = signalfd(-1, mask, SFD_CLOEXEC);
-	sig_io.cb = sig_done;
-	tick_io.cb = tick_done;
-	sig_done(&sig_io, 0, 0);
+	d->sig_fd = signalfd(-1, mask, SFD_CLOEXEC);
+	d->sig_io.cb = sig_done;
+	d->tick_io.cb = tick_done;
+	sig_done(&d->sig_io, 0, 0);
 }
 
 /* A retired worker (its device state lost) ends with its last session. */
-static void retire_tick(struct cmx_io *io, int res, unsigned flags);
-static struct cmx_io retire_io;
-
 static void retire_tick(struct cmx_io *io, int res, unsigned flags)
 {
-	if (!cmx_srv->nsessions) {
+	struct daemon *d = DAEMON_OF(io, retire_io);
+
+	if (!d->srv.nsessions) {
 		kill(getpid(), SIGTERM);
 		return;
 	}
-	io_uring_prep_timeout(cmx_loop_sqe(cmx_srv->loop, &retire_io), &tick, 0, 0);
+	io_uring_prep_timeout(cmx_loop_sqe(d->srv.loop, &d->retire_io), &tick, 0, 0);
 }
+
+/* host/worker.c's retire hook takes no argument: the daemon a worker
+ * retires is the one main() started it for, set just before. */
+static struct daemon *retiring;
 
 static void main_retire(void)
 {
-	for (unsigned i = 0; i < nlisteners; i++)
-		cmx_listener_close(cmx_srv, &listeners[i]);
-	retire_io.cb = retire_tick;
-	retire_tick(&retire_io, 0, 0);
+	struct daemon *d = retiring;
+
+	for (unsigned i = 0; i < d->nlisteners; i++)
+		cmx_listener_close(&d->srv, &d->listeners[i]);
+	d->retire_io.cb = retire_tick;
+	retire_tick(&d->retire_io, 0, 0);
 }
 
 /* The admin socket and, if asked for, the metrics endpoint: 0, or 1
@@ -386,10 +416,12 @@ static int admin_start(struct cmx_server *srv, const struct opts *o)
 }
 
 /* What both kinds of process release at the end; the exit status. */
-static int stopped(struct cmx_server *srv, int e)
+static int stopped(struct daemon *d, int e)
 {
-	for (unsigned i = 0; i < nlisteners; i++)
-		cmx_listener_fini(&listeners[i]);
+	struct cmx_server *srv = &d->srv;
+
+	for (unsigned i = 0; i < d->nlisteners; i++)
+		cmx_listener_fini(&d->listeners[i]);
 	cmx_tenants_fini(&srv->tenants);
 	cmx_admin_destroy(srv);
 	cmx_vhost_destroy(srv);
@@ -465,8 +497,9 @@ static void restore_start(void *arg)
 }
 
 /* A worker: the daemon's core for the tenants the front end gives it. */
-static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
+static int worker_main(struct daemon *d, struct opts *o, sigset_t *mask)
 {
+	struct cmx_server *srv = &d->srv;
 	int e;
 
 	srv->config_path = NULL; /* the front end saves quota changes */
@@ -494,8 +527,8 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	/* A GPU's large transfers go through pinned staging (host/pinned.c). */
 	if (cmx_pinned_start(srv->devices[0], &srv->tune))
 		cmx_warn("no copy threads: transfers stay pageable");
-	for (unsigned i = 0; i < nlisteners; i++)
-		if (cmx_listener_start(srv, &listeners[i]))
+	for (unsigned i = 0; i < d->nlisteners; i++)
+		if (cmx_listener_start(srv, &d->listeners[i]))
 			return 1;
 	for (unsigned i = 0; i < o->nvhost; i++) {
 		char why[200];
@@ -505,6 +538,7 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 			return 1;
 		}
 	}
+	retiring = d;
 	if (o->worker && cmx_worker_start(srv, o->ctl, o->worker, main_retire)) {
 		cmx_err("worker %s: no control channel", o->worker);
 		return 1;
@@ -516,8 +550,8 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	 * user from the start). */
 	/* Every listener is open; the spec directory is root's. A worker's
 	 * listeners are the front end's, whose spec it is. */
-	keeps_cdi = !o->worker;
-	if (keeps_cdi)
+	d->keeps_cdi = !o->worker;
+	if (d->keeps_cdi)
 		cmx_cdikeep_write(srv, "start");
 	if (!user_drop(o->user))
 		return 1;
@@ -530,7 +564,7 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 		return 1;
 	if (!o->worker)
 		ready();
-	signals_start(mask);
+	signals_start(d, mask);
 	/* With --state-dir, the sessions a checkpoint left, on the loop. */
 	if (cmx_checkpoint_enabled())
 		cmx_loop_post(srv->loop, restore_start, srv);
@@ -544,13 +578,14 @@ static int worker_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	cmx_sched_destroy(srv);
 	cmx_executor_destroy(srv->exec);
 	cmx_loop_destroy(srv->loop);
-	return stopped(srv, e);
+	return stopped(d, e);
 }
 
 /* The front end: listeners, tenants and the admin socket; the OpenCL work
  * in worker processes (host/front.c). */
-static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
+static int front_main(struct daemon *d, struct opts *o, sigset_t *mask)
 {
+	struct cmx_server *srv = &d->srv;
 	struct cmx_front_opts fo = { .device = o->device, .config = srv->config_path,
 				     .threads = o->threads, .window_us = o->window_us,
 				     .profile = srv->profile, .user = o->user,
@@ -565,10 +600,11 @@ static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 		cmx_err("cannot start the io_uring loop: %s", strerror(-e));
 		return 1;
 	}
-	signals_start(mask);
+	signals_start(d, mask);
 	/* Every socket listens before the workers start (connections wait in
 	 * the backlog meanwhile), the guests' first, as without workers. */
-	if (cmx_front_start(srv, &fo, listeners, lspecs, nlisteners, o->vhost_specs, o->nvhost))
+	if (cmx_front_start(srv, &fo, d->listeners, d->lspecs, d->nlisteners, o->vhost_specs,
+			    o->nvhost))
 		return 1;
 	if (admin_start(srv, o) || cmx_front_spawn())
 		return 1;
@@ -576,7 +612,7 @@ static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	if (o->libvirt && cmx_libvirt_start(srv, o->libvirt, srv->tenants.libvirt_group))
 		return 1;
 	/* Every listener is open; the spec directory is root's. */
-	keeps_cdi = 1;
+	d->keeps_cdi = 1;
 	cmx_cdikeep_write(srv, "start");
 	if (!user_drop(o->user) || !state_dir_open(o))
 		return 1;
@@ -587,7 +623,19 @@ static int front_main(struct cmx_server *srv, struct opts *o, sigset_t *mask)
 	if (e)
 		cmx_err("loop: %s", strerror(-e));
 	cmx_loop_destroy(srv->loop);
-	return stopped(srv, e);
+	return stopped(d, e);
+}
+
+/* The number in s[0..len), digits only, in [min, max]: 0, or -EINVAL. */
+static int opt_number(const char *s, size_t len, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char buf[24];
+
+	if (len >= sizeof(buf))
+		return -EINVAL;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	return cmx_uint_parse(buf, min, max, out);
 }
 
 int main(int argc, char **argv)
@@ -614,7 +662,8 @@ int main(int argc, char **argv)
 	struct opts o = { .threads = 64, .window_us = CMX_SCHED_WINDOW_US, .ctl = -1,
 			  .profile = -1 };
 	/* Static: what hangs off it stays reachable until exit (LeakSanitizer). */
-	static struct cmx_server srv;
+	static struct daemon d = { .sig_fd = -1 };
+	struct cmx_server *srv = &d.srv;
 	int use_workers = 1;
 	sigset_t mask;
 	int opt;
@@ -633,11 +682,11 @@ int main(int argc, char **argv)
 	cmx_log_init("clmuxd", CMX_LOG_INFO);
 	/* The clmux ICD, if installed here, must not connect back to us. */
 	setenv("CLMUX_DISABLE", "1", 1);
-	cmx_srv = &srv;
-	cmx_staging_init(&srv.staging);
+	cmx_staging_init(&srv->staging);
 	while ((opt = getopt_long(argc, argv, "l:d:t:hc:a:m:w:u:", opts, NULL)) != -1) {
-		char why[256], *colon;
-		int fd;
+		char why[256];
+		const char *colon;
+		uint64_t n;
 		switch (opt) {
 		case 'l':
 			if ((cmx_vhost_is_spec(optarg) || cmx_ivshmem_is_spec(optarg)) &&
@@ -645,25 +694,29 @@ int main(int argc, char **argv)
 				o.vhost_specs[o.nvhost++] = optarg; /* opened once the loop runs */
 				break;
 			}
-			if (nlisteners == MAX_LISTEN ||
-			    cmx_listener_init(&listeners[nlisteners], optarg, why, sizeof(why))) {
+			if (d.nlisteners == MAX_LISTEN ||
+			    cmx_listener_init(&d.listeners[d.nlisteners], optarg, why,
+					      sizeof(why))) {
 				fprintf(stderr, "clmuxd: --listen %s: %s\n", optarg,
-					nlisteners == MAX_LISTEN ? "too many" : why);
+					d.nlisteners == MAX_LISTEN ? "too many" : why);
 				return 2;
 			}
-			lspecs[nlisteners++] = optarg;
+			d.lspecs[d.nlisteners++] = optarg;
 			break;
 		case 'F':
 			/* FD:SPEC, a listening socket the front end made. */
-			fd = (int)strtol(optarg, &colon, 10);
-			if (*colon != ':' || fd < 3 || nlisteners == MAX_LISTEN ||
-			    cmx_listener_init(&listeners[nlisteners], colon + 1, why, sizeof(why))) {
+			colon = strchr(optarg, ':');
+			if (!colon ||
+			    opt_number(optarg, (size_t)(colon - optarg), 3, INT_MAX, &n) ||
+			    d.nlisteners == MAX_LISTEN ||
+			    cmx_listener_init(&d.listeners[d.nlisteners], colon + 1, why,
+					      sizeof(why))) {
 				fprintf(stderr, "clmuxd: --listen-fd %s: bad\n", optarg);
 				return 2;
 			}
-			listeners[nlisteners].fd = fd;
-			listeners[nlisteners].inherited = 1;
-			lspecs[nlisteners++] = colon + 1;
+			d.listeners[d.nlisteners].fd = (int)n;
+			d.listeners[d.nlisteners].inherited = 1;
+			d.lspecs[d.nlisteners++] = colon + 1;
 			break;
 		case 'd':
 			o.device = optarg;
@@ -681,7 +734,13 @@ int main(int argc, char **argv)
 			o.metrics = optarg;
 			break;
 		case 'w':
-			o.window_us = strtoull(optarg, NULL, 10);
+			if (opt_number(optarg, strlen(optarg), 0, UINT64_MAX / 1000,
+				       &o.window_us)) {
+				fprintf(stderr,
+					"clmuxd: --sched-window %s: microseconds expected\n",
+					optarg);
+				return 2;
+			}
 			break;
 		case 'u':
 			o.user = optarg;
@@ -697,9 +756,12 @@ int main(int argc, char **argv)
 			o.sandbox = optarg;
 			break;
 		case 't':
-			o.threads = (unsigned)strtoul(optarg, NULL, 10);
-			if (!o.threads)
-				o.threads = 1;
+			if (opt_number(optarg, strlen(optarg), 0, UINT_MAX, &n)) {
+				fprintf(stderr, "clmuxd: --threads %s: a number expected\n",
+					optarg);
+				return 2;
+			}
+			o.threads = n ? (unsigned)n : 1;
 			break;
 		case 'W':
 			if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
@@ -715,13 +777,18 @@ int main(int argc, char **argv)
 			o.worker = optarg;
 			break;
 		case 'C':
-			o.ctl = (int)strtol(optarg, NULL, 10);
+			/* Bad: below 3, which the check after the options refuses. */
+			o.ctl = opt_number(optarg, strlen(optarg), 3, INT_MAX, &n) ? -1 : (int)n;
 			break;
 		case 'P':
-			o.profile = (int)strtol(optarg, NULL, 10);
+			if (opt_number(optarg, strlen(optarg), 0, 1, &n)) {
+				fprintf(stderr, "clmuxd: --profile %s: 0 or 1\n", optarg);
+				return 2;
+			}
+			o.profile = (int)n;
 			break;
 		case 'S':
-			srv.shared_context = 1;
+			srv->shared_context = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -744,17 +811,18 @@ int main(int argc, char **argv)
 		cmx_notify_init();
 		cmx_activation_init();
 	}
-	if (tenants_setup(&srv, o.config))
+	if (tenants_setup(&d, o.config))
 		return 2;
 	if (o.check) {
-		printf("%s: ok, %u tenant%s\n", srv.config_path ? srv.config_path : "no configuration file",
-		       srv.tenants.count, srv.tenants.count == 1 ? "" : "s");
+		printf("%s: ok, %u tenant%s\n",
+		       srv->config_path ? srv->config_path : "no configuration file",
+		       srv->tenants.count, srv->tenants.count == 1 ? "" : "s");
 		return 0;
 	}
 	/* A worker serves what the front end gives it: never libvirt. */
-	if (!o.libvirt && !o.worker && srv.tenants.libvirt[0])
-		o.libvirt = srv.tenants.libvirt;
-	if (!nlisteners && !o.nvhost && !o.worker && !o.libvirt) {
+	if (!o.libvirt && !o.worker && srv->tenants.libvirt[0])
+		o.libvirt = srv->tenants.libvirt;
+	if (!d.nlisteners && !o.nvhost && !o.worker && !o.libvirt) {
 		usage(stderr);
 		return 2;
 	}
@@ -765,9 +833,9 @@ int main(int argc, char **argv)
 	/* Domains are tenants that may share the device: their scheduling
 	 * needs device time. */
 	if (o.libvirt)
-		srv.profile = 1;
+		srv->profile = 1;
 	if (o.profile < 0)
-		o.profile = srv.profile;
+		o.profile = srv->profile;
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
@@ -776,6 +844,6 @@ int main(int argc, char **argv)
 	/* Blocked before any thread starts, so only the signalfd sees them. */
 	pthread_sigmask(SIG_BLOCK, &mask, NULL);
 	if (use_workers && !o.worker)
-		return front_main(&srv, &o, &mask);
-	return worker_main(&srv, &o, &mask);
+		return front_main(&d, &o, &mask);
+	return worker_main(&d, &o, &mask);
 }

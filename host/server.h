@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "loop.h"
+#include "pending.h"
 #include "staging.h"
 #include "tenant.h"
 #include "tuning.h"
@@ -217,6 +218,8 @@ struct cmx_server {
 	pthread_mutex_t drive_lock;
 	/* Large payload buffers kept for the next transfer (host/staging.c). */
 	struct cmx_staging staging;
+	/* Connections not past Hello, per peer (host/pending.c). */
+	struct cmx_pending_peers pending;
 	/* Completions the loop waits for (host/complete.c). */
 	struct cmx_completions complete;
 	/* Sessions whose completion fences the loop looks at (host/fence.c). */

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -531,9 +532,9 @@ int cmx_vhost_listen(struct cmx_server *srv, const char *spec, char *err, size_t
 	if (l->inherited) {
 		int on = 0;
 		socklen_t len = sizeof(on);
-		l->fd = (int)strtol(val, &end, 10);
-		if (*end || l->fd < 3 ||
-		    getsockopt(l->fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) || !on) {
+		uint64_t fd = 0;
+		l->fd = cmx_uint_parse(val, 3, INT_MAX, &fd) ? -1 : (int)fd;
+		if (l->fd < 3 || getsockopt(l->fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &len) || !on) {
 			snprintf(err, errlen, "fd=%s is no listening socket", val);
 			return -EINVAL;
 		}

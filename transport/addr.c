@@ -193,6 +193,21 @@ int cmx_addr_opt(const struct cmx_addr *a, const char *key, char *val, size_t le
 	return -ENOENT;
 }
 
+int cmx_uint_parse(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
 int cmx_size_parse(const char *s, uint64_t *out)
 {
 	uint64_t n, f = 0, div = 1, part;

@@ -62,5 +62,8 @@ int cmx_addr_opt(const struct cmx_addr *a, const char *key, char *val, size_t le
  * "1GiB", "64KB" (K, M, G, T binary multiples; "i" and "B" optional; a
  * fraction rounds down to a byte). 0, or -EINVAL. */
 int cmx_size_parse(const char *s, uint64_t *out);
+/* A decimal number in [min, max], digits only (no sign, space or suffix,
+ * which strtoul would take or leave): 0, or -EINVAL. */
+int cmx_uint_parse(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 
 #endif

@@ -11,6 +11,7 @@
 static const char *log_prog = "clmux";
 static int log_level = -1;
 static const char *const level_names[] = { "error", "warning", "info", "debug" };
+static int bad_told; /* a bad CLMUX_LOG was warned about */
 
 void cmx_log_init(const char *prog, enum cmx_log_level dflt)
 {
@@ -18,11 +19,20 @@ void cmx_log_init(const char *prog, enum cmx_log_level dflt)
 
 	log_prog = prog;
 	log_level = dflt;
-	if (!env)
+	if (!env || !*env)
 		return;
+	/* A level by its first three letters ("warn", "warning"). */
 	for (int i = 0; i <= CMX_LOG_DEBUG; i++)
-		if (!strncmp(env, level_names[i], 3))
+		if (!strncmp(env, level_names[i], 3)) {
 			log_level = i;
+			return;
+		}
+	/* Once: the daemon names itself again as a worker. */
+	if (!bad_told) {
+		bad_told = 1;
+		cmx_warn("CLMUX_LOG=%s: expected err, warn, info or debug; %s is used", env,
+			 level_names[dflt]);
+	}
 }
 
 int cmx_log_enabled(enum cmx_log_level level)

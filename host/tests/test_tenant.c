@@ -1054,6 +1054,69 @@ START_TEST(admin_garbage)
 }
 END_TEST
 
+/* Runs cmd through the shell: its exit status (-1 when it did not exit),
+ * and its output (stdout and stderr) in out. */
+static int run_out(const char *cmd, char *out, size_t len)
+{
+	char full[1024];
+	size_t n;
+	FILE *p;
+	int st;
+
+	snprintf(full, sizeof(full), "%s 2>&1", cmd);
+	out[0] = '\0';
+	p = popen(full, "r");
+	if (!p)
+		return -1;
+	n = fread(out, 1, len - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* Numbers on the command line and in CLMUX_LOG are checked once, at
+ * start: a bad one is named and the daemon does not start. */
+START_TEST(options_checked)
+{
+	static const char *bad[] = { "--threads 8x", "--threads -1", "--sched-window 2ms",
+				     "--profile 2", "--listen-fd 99999999999:unix:/nonexistent/s" };
+	const char *bin = getenv("CLMUXD");
+	char cmd[512], out[4096];
+
+	/* --check-config ends the daemon once its options are read. */
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(cmd, sizeof(cmd),
+			 "%s --check-config --config %s --listen unix:%s/o.sock %s", bin, conf, dir,
+			 bad[i]);
+		ck_assert_int_eq(run_out(cmd, out, sizeof(out)), 2);
+		ck_assert_msg(strstr(out, bad[i]), "%s: %s", bad[i], out);
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "%s --check-config --config %s --listen unix:%s/o.sock "
+		 "--threads 0 --sched-window 0 --profile 1 --listen-fd 3:unix:%s/p.sock",
+		 bin, conf, dir, dir);
+	ck_assert_int_eq(run_out(cmd, out, sizeof(out)), 0);
+	ck_assert_msg(strstr(out, ": ok, 4 tenants"), "%s", out);
+	/* A port with junk after it was read up to the junk (the guard's
+	 * timeout only ends a daemon that took it). */
+	snprintf(cmd, sizeof(cmd),
+		 "timeout 60 %s --workers off --admin none --listen unix:%s/o.sock --metrics "
+		 "tcp:127.0.0.1:9100x",
+		 bin, dir);
+	ck_assert_int_eq(run_out(cmd, out, sizeof(out)), 1);
+	ck_assert_msg(strstr(out, "expected tcp:HOST:PORT[,public]"), "%s", out);
+	/* An unknown level is named, and the default kept. */
+	snprintf(cmd, sizeof(cmd), "CLMUX_LOG=loud %s --check-config --config %s", bin, conf);
+	ck_assert_int_eq(run_out(cmd, out, sizeof(out)), 0);
+	ck_assert_msg(
+	    strstr(out, "CLMUX_LOG=loud: expected err, warn, info or debug; info is used"), "%s",
+	    out);
+	snprintf(cmd, sizeof(cmd), "CLMUX_LOG=warning %s --check-config --config %s", bin, conf);
+	ck_assert_int_eq(run_out(cmd, out, sizeof(out)), 0);
+	ck_assert_msg(!strstr(out, "CLMUX_LOG"), "%s", out);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("tenant");
@@ -1063,6 +1126,7 @@ int main(void)
 
 	if (!getenv("CLMUXD"))
 		return 77;
+	tcase_add_test(tc, options_checked);
 	tcase_add_test(tc, memory_quota);
 	tcase_add_test(tc, object_quota);
 	tcase_add_test(tc, inflight_quota);

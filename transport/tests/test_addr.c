@@ -132,6 +132,27 @@ START_TEST(sizes)
 }
 END_TEST
 
+/* Numbers of options and variables: digits only, within the range. */
+START_TEST(numbers)
+{
+	static const char *bad[] = { "", "-1", "+1", " 1", "1 ", "0x10", "12x", "1M", "9", "0",
+				     "18446744073709551616" };
+	uint64_t v = 0;
+
+	ck_assert_int_eq(cmx_uint_parse("1", 1, 8, &v), 0);
+	ck_assert_uint_eq(v, 1);
+	ck_assert_int_eq(cmx_uint_parse("0008", 1, 8, &v), 0);
+	ck_assert_uint_eq(v, 8);
+	ck_assert_int_eq(cmx_uint_parse("18446744073709551615", 0, UINT64_MAX, &v), 0);
+	ck_assert_uint_eq(v, UINT64_MAX);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		v = 7;
+		ck_assert_msg(cmx_uint_parse(bad[i], 1, 8, &v) == -EINVAL, "%s", bad[i]);
+		ck_assert_uint_eq(v, 7);
+	}
+}
+END_TEST
+
 /* Listens, connects and moves a byte on each kind this machine has. */
 START_TEST(round_trip)
 {
@@ -185,6 +206,7 @@ int main(void)
 	tcase_add_test(tc, errors);
 	tcase_add_test(tc, options);
 	tcase_add_test(tc, sizes);
+	tcase_add_test(tc, numbers);
 	tcase_add_test(tc, round_trip);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
