@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "defer.h"
 #include "log.h"
 #include "tenant.h"
 #include "zero.h"
