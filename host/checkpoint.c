@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -31,10 +32,49 @@
 
 static int state_fd = -1;
 
+/*
+ * This process's instance id, 16 hex digits: the names of the files it
+ * writes carry it, and it takes only the files that carry it for its
+ * own checkpoint's. Not the pid: in a fresh pid namespace (a container)
+ * a restarted daemon and its workers get their predecessors' pids, and
+ * would take their files for their own (not restored, then removed by
+ * the next checkpoint). Not the pid and the process's start time
+ * either: a container started at boot reaches clmuxd in about the same
+ * clock tick at every boot, and telling boots apart needs /proc's boot
+ * id, which a container may lack. 64 random bits repeat with odds of
+ * 2^-64 for two starts, and need nothing but getrandom(), which blocks
+ * only until the kernel's pool is first ready, as session tokens'
+ * (host/session.c) do. Each process has its own: workers are started
+ * with exec, and each opens the state directory itself.
+ */
+static char instance[17];
+
+static int instance_make(void)
+{
+	uint64_t v;
+	ssize_t n;
+
+	do
+		n = getrandom(&v, sizeof(v), 0);
+	while (n < 0 && errno == EINTR);
+	if (n != (ssize_t)sizeof(v))
+		return n < 0 ? -errno : -EIO;
+	snprintf(instance, sizeof(instance), "%016" PRIx64, v);
+	return 0;
+}
+
+const char *cmx_checkpoint_instance(void)
+{
+	return instance;
+}
+
 int cmx_checkpoint_open(const char *path)
 {
-	int fd = cmx_state_dir_open(path);
+	int fd, e;
 
+	if (!instance[0] && (e = instance_make()))
+		return e;
+	fd = cmx_state_dir_open(path);
 	if (fd < 0)
 		return fd;
 	if (state_fd >= 0)
@@ -101,10 +141,11 @@ void cmx_checkpoint_worker(const char *key)
 	cmx_state_key_name(key, owner, sizeof(owner));
 }
 
-/* This process's files: "<key>-p<pid>-<tenant>-<session>.state", key the
- * worker's (cmx_state_key_name()), which restores them: a session comes
- * back in the worker its guest comes back to. Session ids are a worker's
- * own, so the pid keeps two workers' apart. */
+/* This process's files: "<key>-i<instance>-<tenant>-<session>.state",
+ * key the worker's (cmx_state_key_name()), which restores them: a
+ * session comes back in the worker its guest comes back to. Session ids
+ * are a worker's own, so the instance keeps two workers' apart, and a
+ * worker's from its predecessor's. */
 static void file_name(const struct cmx_session *s, char *buf, size_t len)
 {
 	char t[CMX_STATE_TENANT_MAX], key[CMX_STATE_KEY_MAX], tkey[CMX_TENANT_KEY];
@@ -122,17 +163,21 @@ static void file_name(const struct cmx_session *s, char *buf, size_t len)
 		snprintf(key, sizeof(key), "%s", owner);
 	else
 		cmx_state_key_name(cmx_tenant_key(s->tenant, tkey), key, sizeof(key));
-	snprintf(buf, len, "%s-p%d-%.20s-%" PRIu64 ".state", key, (int)getpid(), t, s->id);
+	snprintf(buf, len, "%s-i%s-%.20s-%" PRIu64 ".state", key, instance, t, s->id);
 }
 
-/* Whether name is a file this process wrote: "<key>-p<pid>-". */
+/* Whether name is a file this process wrote: "<key>-i<instance>-". An
+ * older clmuxd's "<key>-p<pid>-" names are never this process's, even
+ * where the pid is its own: a predecessor's, to restore. */
 static int own_file(const char *name)
 {
-	char pid[24];
+	char mine[24];
 	const char *dash = strchr(name, '-');
 
-	snprintf(pid, sizeof(pid), "-p%d-", (int)getpid());
-	return dash && !strncmp(dash, pid, strlen(pid));
+	if (!instance[0])
+		return 0;
+	snprintf(mine, sizeof(mine), "-i%s-", instance);
+	return dash && !strncmp(dash, mine, strlen(mine));
 }
 
 int cmx_checkpoint_file_ours(const char *name)

@@ -10,9 +10,14 @@
 struct cmx_server;
 struct cmx_session;
 
-/* Opens (makes) the state directory for this process: 0 or -errno
- * (-EPERM: not the daemon's user's alone). */
+/* Opens (makes) the state directory for this process, and draws its
+ * instance id: 0 or -errno (-EPERM: not the daemon's user's alone; the
+ * errno of getrandom() when it gave no id). */
 int cmx_checkpoint_open(const char *path);
+/* This process's instance id, in the names of the state files it writes
+ * (16 hex digits; "" before cmx_checkpoint_open()): unlike its pid, not
+ * one a predecessor had (host/checkpoint.c). */
+const char *cmx_checkpoint_instance(void);
 /* This process is the worker `key` (clmuxd --worker): its files name it,
  * and it restores only the files that are its (below). */
 void cmx_checkpoint_worker(const char *key);

@@ -648,7 +648,7 @@ int cmx_migrate_in(struct cmx_server *srv, int fd, const uint8_t *first, size_t 
 		struct cmx_state_head head;
 		struct cmx_tenant *t;
 		uint64_t *ids;
-		snprintf(tmp, sizeof(tmp), "m%d-%u.tmp", (int)getpid(), serial);
+		snprintf(tmp, sizeof(tmp), "m%s-%u.tmp", cmx_checkpoint_instance(), serial);
 		e = in_file(&in, dfd, tmp, &head, buf, why, sizeof(why));
 		if (e) {
 			if (e < 0)
@@ -670,13 +670,16 @@ int cmx_migrate_in(struct cmx_server *srv, int fd, const uint8_t *first, size_t 
 		}
 		w->ids = ids;
 		/* Never a name that a worker takes for its own checkpoint's
-		 * ("<key>-p<pid>-"): it is restored by the tenant's worker,
-		 * whose key it begins with (host/checkpoint.c). */
+		 * ("<key>-i<instance>-"): it is restored by the tenant's
+		 * worker, whose key it begins with (host/checkpoint.c). This
+		 * process's instance, not its pid, keeps it from replacing a
+		 * file a predecessor of the same pid (in a container) took in
+		 * and did not restore. */
 		{
 			char tkey[CMX_TENANT_KEY], key[CMX_STATE_KEY_MAX];
 			cmx_state_key_name(cmx_tenant_key(t, tkey), key, sizeof(key));
-			snprintf(name, sizeof(name), "%s-m%d-%u-%" PRIu64 ".state", key,
-				 (int)getpid(), serial++, head.session);
+			snprintf(name, sizeof(name), "%s-m%s-%u-%" PRIu64 ".state", key,
+				 cmx_checkpoint_instance(), serial++, head.session);
 		}
 		if (renameat(dfd, tmp, dfd, name)) {
 			e = -errno;

@@ -20,7 +20,10 @@
 // end only their own session's restore.
 // Eight applications at work through a restart resume by themselves,
 // every result equal to the native run's. A file whose replay fails ends
-// only its session. Over unix, and shm from e2e-shm.sh.
+// only its session. A file named with the restoring daemon's own pid, as
+// a predecessor of the same pid (in a container) named its own, is
+// restored, not taken for the daemon's own checkpoint's. Over unix, and
+// shm from e2e-shm.sh.
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
@@ -71,6 +74,9 @@ static char extra[2][512];
 /* Tenant default is this uid's, and no peer's by default: a VM device's
  * listener then maps to no tenant, and gets a worker of its own. */
 static int default_by_uid;
+/* Called with the next daemon's pid before it starts (its process waits
+ * to exec clmuxd until this returns), or NULL. */
+static void (*before_exec)(pid_t pid);
 
 static const char src[] = "kernel void scramble(global const uint *a, global uint *b, uint k)\n"
 			  "{ size_t i = get_global_id(0); b[i] = a[i] * 2654435761u + k; }\n";
@@ -126,10 +132,20 @@ static pid_t daemon_again(const char *workers, int fresh)
 		fprintf(f, "[clmuxd]\ndefault-tenant = default\n");
 	fprintf(f, "[tenant small]\nmem = %u\n[tenant other]\n", SMALL_MEM);
 	ck_assert_int_eq(fclose(f), 0);
+	int gate[2] = {-1, -1};
+	if (before_exec)
+		ck_assert_int_eq(pipe(gate), 0);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		char listen[128], listen_small[140];
+		char listen[128], listen_small[140], byte;
+		/* clmuxd gets this process's pid: before_exec() sees it first. */
+		if (before_exec) {
+			close(gate[1]);
+			if (read(gate[0], &byte, 1) != 1)
+				_exit(126);
+			close(gate[0]);
+		}
 		snprintf(listen, sizeof(listen), "unix:%s", sock);
 		snprintf(listen_small, sizeof(listen_small), "unix:%s,tenant=small", small);
 		if (stateless)
@@ -144,6 +160,12 @@ static pid_t daemon_again(const char *workers, int fresh)
 			      conf, "--admin", admin, "--state-dir", state, "--workers", workers,
 			      (char *)NULL);
 		_exit(127);
+	}
+	if (before_exec) {
+		close(gate[0]);
+		before_exec(pid);
+		ck_assert_int_eq(write(gate[1], "", 1), 1);
+		close(gate[1]);
 	}
 	for (int i = 0; i < 3000 && !daemon_accepts(); i++)
 		usleep(10000);
@@ -1149,6 +1171,72 @@ START_TEST(guest_resume_workers)
 }
 END_TEST
 
+/* pid_repeated's state file: its name as written, and the one it gets. */
+static char repeated_from[256], repeated_to[256];
+
+/* The state file renamed as a clmuxd of this pid would name its own
+ * checkpoint's if it told them by its pid alone
+ * ("<key>-p<pid>-<tenant>-<session>.state"): what a predecessor of the
+ * same pid leaves in a container, where every start gets the same pids. */
+static void name_as_pid(pid_t pid)
+{
+	const char *d1 = strchr(repeated_from, '-'), *d2 = d1 ? strchr(d1 + 1, '-') : NULL;
+	char from[400], to[400];
+
+	ck_assert_ptr_nonnull(d2);
+	snprintf(repeated_to, sizeof(repeated_to), "%.*s-p%d%s", (int)(d1 - repeated_from),
+		 repeated_from, (int)pid, d2);
+	snprintf(from, sizeof(from), "%s/%s", state, repeated_from);
+	snprintf(to, sizeof(to), "%s/%s", state, repeated_to);
+	ck_assert_int_eq(rename(from, to), 0);
+}
+
+/*
+ * A daemon in a fresh pid namespace (a container) gets the same pid at
+ * every start. A state file named with the pid of the daemon that
+ * restores it, as a predecessor of that pid named its own by the pid
+ * alone, is one to restore: a checkpoint asked for as the daemon starts
+ * counts its session (it does not remove the file as the daemon's own
+ * last checkpoint's), the file is restored, the resumed session finds
+ * its buffer's bytes where its kernel left them, and the directory
+ * holds the session whole after the daemon dies.
+ */
+START_TEST(pid_repeated)
+{
+	static uint32_t a[N], want[N], got[N];
+	pid_t pid = daemon_start("off"), app;
+	struct client c = {0};
+	struct ids ids;
+	char *reply, file[256];
+	int st;
+
+	app = session_apart(a, want);
+	kill(pid, SIGTERM);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	kill(app, SIGKILL);
+	ck_assert_int_eq(waitpid(app, &st, 0), app);
+	state_check(a, want, &ids, file);
+	snprintf(repeated_from, sizeof(repeated_from), "%s", file);
+	before_exec = name_as_pid;
+	pid = daemon_again("off", 0);
+	before_exec = NULL;
+	reply = ask(admin, "checkpoint\n");
+	ck_assert_msg(!strncmp(reply, "ok\n1 sessions written", 21), "checkpoint: %s", reply);
+	free(reply);
+	for (int i = 0; i < 3000 && exists(repeated_to); i++)
+		usleep(10000);
+	ck_assert_msg(!exists(repeated_to), "%s was not restored", repeated_to);
+	ck_assert_int_eq(resume(&c, &ids), 0);
+	read_b(&c, &ids, got);
+	ck_assert_mem_eq(got, want, sizeof(got));
+	close(c.fd);
+	kill(pid, SIGKILL);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	state_check(a, want, &ids, file);
+	dir_remove();
+}
+END_TEST
+
 /* A loopback port free now (the daemon binds it right after). */
 static int free_port(void)
 {
@@ -1205,7 +1293,8 @@ static int resume_settled(const struct ids *ids)
  * finishes with every result equal to the native run's; tenant default's
  * own worker t:default (its peers on the Unix listener) does not have it:
  * a resuming Hello there is refused, not answered "still restoring".
- * Copies of the file: one named as v:0's is restored by v:0 and not by
+ * Copies of the file, named as an older clmuxd named its files
+ * ("<key>-p<pid>-"): one named as v:0's is restored by v:0 and not by
  * t:default; one named as t:default's, and one of tenant other, start
  * those tenants' workers with the daemon (neither has a listener of its
  * own), which restore them before any guest comes.
@@ -1265,7 +1354,8 @@ START_TEST(listener_worker)
 
 	/* Written once, as the TLS listener's worker's (the third --listen). */
 	the_file(file, sizeof(file));
-	ck_assert_msg(!strncmp(file, "l_2-p", 5), "state file %s", file);
+	ck_assert_msg(!strncmp(file, "l_2-i", 5) && strlen(file) > 22 && file[21] == '-',
+		      "state file %s", file);
 	{
 		int dfd = open(state, O_RDONLY | O_DIRECTORY);
 		ck_assert_int_eq(cmx_state_head_read(dfd, file, &head), 0);
@@ -2816,9 +2906,10 @@ int main(void)
 	tcase_add_test(tc, events_refused);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S);
 	suite_add_tcase(s, tc);
-	/* Which worker restores which file (CK_RUN_CASE=keys). */
+	/* Which worker restores which file, by its name (CK_RUN_CASE=keys). */
 	tc = tcase_create("keys");
 	tcase_add_test(tc, listener_worker);
+	tcase_add_test(tc, pid_repeated);
 	tcase_set_timeout(tc, E2E_TIMEOUT_S);
 	suite_add_tcase(s, tc);
 	/* Images' contents across restarts (CK_RUN_CASE=images). */

@@ -326,6 +326,13 @@ START_TEST(names_and_heads)
 	cmx_state_key_name(big, out, sizeof(out));
 	ck_assert_uint_eq(strlen(out), CMX_STATE_KEY_MAX - 1);
 
+	ck_assert_int_eq(cmx_state_name_key("v_12-i0123456789abcdef-ci-3.state", key, sizeof(key)),
+			 1);
+	ck_assert_str_eq(key, "v_12");
+	ck_assert_int_eq(cmx_state_name_key("t_ci-m0123456789abcdef-0-9.state", key, sizeof(key)),
+			 1);
+	ck_assert_str_eq(key, "t_ci");
+	/* An older clmuxd's keyed names ("<key>-p<pid>-", "<key>-m<pid>-"). */
 	ck_assert_int_eq(cmx_state_name_key("v_12-p77-ci-3.state", key, sizeof(key)), 1);
 	ck_assert_str_eq(key, "v_12");
 	ck_assert_int_eq(cmx_state_name_key("t_ci-m5-0-9.state", key, sizeof(key)), 1);
