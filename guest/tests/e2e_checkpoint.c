@@ -170,6 +170,10 @@ static pid_t daemon_again(const char *workers, int fresh)
 	for (int i = 0; i < 3000 && !daemon_accepts(); i++)
 		usleep(10000);
 	ck_assert_msg(daemon_accepts(), "clmuxd did not listen on %s", sock);
+	/* The admin socket opens after the guests' listeners. */
+	for (int i = 0; i < 3000 && !accepts(admin); i++)
+		usleep(10000);
+	ck_assert_msg(accepts(admin), "clmuxd did not listen on %s", admin);
 	return pid;
 }
 
