@@ -216,6 +216,7 @@ static void finish(struct cmx_session *s, int e, const char *why)
 		if (o->restore)
 			return;
 	cmx_binkeep_clear();
+	cmx_binkeep_charge(&srv->tenants);
 }
 
 static int by_id(const void *a, const void *b)

@@ -53,6 +53,10 @@ struct cmx_tenant {
 	 * queued on its connections, read data staged for them (host/conn.c,
 	 * cmx_call_read_buffer()). Charged against mem (cmx_tenant_may_hold()). */
 	uint64_t output;
+	/* Of bytes: what restores keep for it (host/binkeep.c), as last
+	 * charged by cmx_binkeep_charge(); its worker's own, reported within
+	 * bytes. */
+	uint64_t kept;
 	uint64_t launched, completed, refused;
 	uint64_t throttled, capped;	  /* times the rate or the cap held it back */
 	uint64_t backlogged;		  /* times its unread output held a session back */
