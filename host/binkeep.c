@@ -5,7 +5,8 @@
 // build from source even when its own cache holds the result, one at a
 // time, and about one to load the binary that an identical build made.
 // So the first of identical builds compiles, and the others wait for it
-// and load its binary.
+// and load its binary. What is kept is the tenant's: charged to its mem
+// quota while it stays, and not kept past it.
 #include "binkeep.h"
 
 #include <pthread.h>
@@ -46,6 +47,25 @@ static void drop(unsigned i)
 	memmove(&keep[i], &keep[i + 1], (--nkeep - i) * sizeof(keep[0]));
 }
 
+/* Under lock: the bytes kept for tenant, builds still running included. */
+static uint64_t held(const char *tenant)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < nkeep; i++)
+		if (!strcmp(keep[i].tenant, tenant))
+			n += keep[i].bytes;
+	return n;
+}
+
+/* Under lock: whether bytes more for tenant stay within its room. */
+static int fits(const char *tenant, uint64_t room, uint64_t bytes)
+{
+	uint64_t h = held(tenant);
+
+	return room == CMX_UNLIMITED || (h <= room && bytes <= room - h);
+}
+
 /* Under lock: the entry of that build, or -1. */
 static int find(const char *tenant, cl_device_id dev, const char *opts, const char *src)
 {
@@ -58,7 +78,7 @@ static int find(const char *tenant, cl_device_id dev, const char *opts, const ch
 
 /* Under lock: room for bytes more, the oldest kept binaries dropped; 0,
  * or -1 when builds still running hold it. */
-static int room(size_t bytes)
+static int make_room(size_t bytes)
 {
 	unsigned i = 0;
 
@@ -71,8 +91,8 @@ static int room(size_t bytes)
 	return nkeep < KEEP_MAX && keep_bytes + bytes <= KEEP_BYTES ? 0 : -1;
 }
 
-cl_program cmx_binkeep_build(const char *tenant, cl_context ctx, cl_device_id dev, const char *opts,
-			     const char *src, int *mine)
+cl_program cmx_binkeep_build(const char *tenant, uint64_t room, cl_context ctx, cl_device_id dev,
+			     const char *opts, const char *src, int *mine)
 {
 	size_t bytes = strlen(opts) + strlen(src);
 	cl_program p = NULL;
@@ -90,7 +110,7 @@ cl_program cmx_binkeep_build(const char *tenant, cl_context ctx, cl_device_id de
 			clReleaseProgram(p);
 			p = NULL;
 		}
-	} else if (bytes <= KEEP_BYTES && !room(bytes)) {
+	} else if (bytes <= KEEP_BYTES && fits(tenant, room, bytes) && !make_room(bytes)) {
 		/* This caller's build is the one the others wait for. */
 		struct kept *k = &keep[nkeep];
 		*k = (struct kept){.dev = dev, .opts = strdup(opts), .src = strdup(src)};
@@ -145,8 +165,8 @@ out:
 	return bin;
 }
 
-void cmx_binkeep_put(const char *tenant, cl_device_id dev, const char *opts, const char *src,
-		     cl_program built)
+void cmx_binkeep_put(const char *tenant, uint64_t room, cl_device_id dev, const char *opts,
+		     const char *src, cl_program built)
 {
 	size_t len = 0;
 	unsigned char *bin = built ? binary_of(built, dev, &len) : NULL;
@@ -155,7 +175,7 @@ void cmx_binkeep_put(const char *tenant, cl_device_id dev, const char *opts, con
 	pthread_mutex_lock(&lock);
 	i = find(tenant, dev, opts, src);
 	if (i >= 0 && !keep[i].bin) {
-		if (bin && keep_bytes + len <= KEEP_BYTES) {
+		if (bin && keep_bytes + len <= KEEP_BYTES && fits(tenant, room, len)) {
 			keep[i].bin = bin;
 			keep[i].bin_len = len;
 			keep[i].bytes += len;
@@ -176,5 +196,26 @@ void cmx_binkeep_clear(void)
 	for (unsigned i = nkeep; i-- > 0;)
 		if (keep[i].bin)
 			drop(i);
+	pthread_mutex_unlock(&lock);
+}
+
+uint64_t cmx_binkeep_held(const char *tenant)
+{
+	uint64_t n;
+
+	pthread_mutex_lock(&lock);
+	n = held(tenant);
+	pthread_mutex_unlock(&lock);
+	return n;
+}
+
+void cmx_binkeep_charge(struct cmx_tenants *ts)
+{
+	pthread_mutex_lock(&lock);
+	for (struct cmx_tenant *t = ts->list; t; t = t->next) {
+		uint64_t now = held(t->name);
+		t->bytes += now - t->kept;
+		t->kept = now;
+	}
 	pthread_mutex_unlock(&lock);
 }

@@ -363,6 +363,11 @@ static int write_image(struct cmx_session *s, struct cmx_state_writer *w, struct
 		step[0] = CMX_STATE_PIECE / im.elem;
 		step[1] = step[2] = 1;
 	}
+	/* Not charged to the tenant: a checkpoint runs on the loop from start
+	 * to end, one image at a time, so this is the only staging it holds,
+	 * at most a piece (64 MiB) for the whole process and back before the
+	 * next image; kept after, it is the staging cache's, bounded for all
+	 * together (512 MiB, host/staging.c). */
 	buf = cmx_staging_get(&s->srv->staging, min64(CMX_STATE_PIECE, slice * im.extent[2]));
 	if (!buf)
 		return -ENOMEM;

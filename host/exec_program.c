@@ -487,12 +487,25 @@ struct build_job {
 	struct cmx_build_limits l;
 	cl_program p;
 	char why[200];
-	/* A restore's build (host/binkeep.h): its tenant, and the program
-	 * loaded from a kept binary in p's place (or NULL). */
+	/* A restore's build (host/binkeep.h): its tenant, the bytes it may
+	 * have kept (its mem quota less what else it held at the call), and
+	 * the program loaded from a kept binary in p's place (or NULL). */
 	int restoring;
 	char tenant[CMX_TENANT_NAME];
+	uint64_t room;
 	cl_program made;
 };
+
+/* On the loop: what t's kept binaries may come to (host/binkeep.h), its
+ * mem quota less all else it holds. */
+static uint64_t keep_room(const struct cmx_tenant *t)
+{
+	uint64_t other = t->bytes - t->kept;
+
+	if (t->q.mem == CMX_UNLIMITED)
+		return CMX_UNLIMITED;
+	return t->q.mem > other ? t->q.mem - other : 0;
+}
 
 static struct build_job *build_job_create(struct cmx_call *c, cl_int *err)
 {
@@ -523,6 +536,7 @@ static struct build_job *build_job_create(struct cmx_call *c, cl_int *err)
 	/* Without a pre-flight to run: a kept binary skips it. */
 	j->restoring = c->s->restore && !cmx_buildcheck_wanted(&j->l);
 	snprintf(j->tenant, sizeof(j->tenant), "%s", c->s->tenant->name);
+	j->room = keep_room(c->s->tenant);
 	return j;
 }
 
@@ -596,6 +610,9 @@ static void build_done(struct cmx_call *c, int status)
 	}
 	busy_unmark(c->s->srv, j->p, 1);
 	clReleaseProgram(j->p);
+	/* What its build kept, or dropped of others', charged now. */
+	if (j->restoring)
+		cmx_binkeep_charge(&c->s->srv->tenants);
 	free(j);
 	c->ctx = NULL;
 	cmx_call_done(c, status);
@@ -624,14 +641,14 @@ static cl_int build_restoring(struct build_job *j, cl_program p,
 		return clBuildProgram(p, (cl_uint)in->devices.n,
 				      in->devices.n ? (const cl_device_id *)in->devices.h : NULL,
 				      opts, NULL, NULL);
-	j->made = cmx_binkeep_build(j->tenant, ctx, dev, opts, src, &mine);
+	j->made = cmx_binkeep_build(j->tenant, j->room, ctx, dev, opts, src, &mine);
 	if (j->made) {
 		free(src);
 		return CL_SUCCESS;
 	}
 	e = clBuildProgram(p, 1, &dev, opts, NULL, NULL);
 	if (mine)
-		cmx_binkeep_put(j->tenant, dev, opts, src, e ? NULL : p);
+		cmx_binkeep_put(j->tenant, j->room, dev, opts, src, e ? NULL : p);
 	free(src);
 	return e;
 }

@@ -66,6 +66,9 @@ struct cmx_restore {
 	int counted; /* one of cmx_restore_all()'s files (struct all) */
 	uint64_t call_t0; /* the request being replayed: when it went in */
 	uint16_t call_op;
+	/* Its payload, staged by the daemon and charged to the tenant until
+	 * its call ends (staged_charge()). */
+	uint64_t staged;
 };
 
 /* cmx_restore_all()'s files together: once the last is replayed, one line
@@ -163,6 +166,23 @@ static void all_done(void)
 	all.restored = all.failed = 0;
 }
 
+/*
+ * A replayed request's payload is staged as a guest's is, and held until
+ * its call ends, which for a WriteBuffer or WriteImage is after the
+ * native transfer: one at a time per session, up to a piece (64 MiB) of
+ * an object's bytes or a request's whole payload, while every session of
+ * the tenant is restored side by side. So it is the tenant's, held for a
+ * transfer as read data staged for its guest is: charged to its output
+ * (within mem + CMX_TENANT_OUTPUT_SLACK with its buffers, not competing
+ * with the records the replay keeps again), and given back when the call
+ * ends or the restore does (n < 0).
+ */
+static void staged_charge(struct cmx_session *s, int64_t n)
+{
+	s->restore->staged += (uint64_t)n;
+	s->tenant->output += (uint64_t)n;
+}
+
 /* The file is used up either way: a whole restore removes it, a failed
  * one keeps it as NAME.bad for the administrator, never tried again. */
 static void finish(struct cmx_session *s, int e, const char *why)
@@ -171,6 +191,7 @@ static void finish(struct cmx_session *s, int e, const char *why)
 	struct cmx_server *srv = s->srv; /* s may be gone once closed */
 	int dfd = cmx_checkpoint_dirfd();
 
+	staged_charge(s, -(int64_t)rs->staged);
 	s->restore = NULL;
 	cmx_state_unmap(rs->map, rs->len);
 	if (!e && s->checkpoint_owed) {
@@ -216,6 +237,7 @@ static void finish(struct cmx_session *s, int e, const char *why)
 		if (o->restore)
 			return;
 	cmx_binkeep_clear();
+	cmx_binkeep_charge(&srv->tenants);
 }
 
 static int by_id(const void *a, const void *b)
@@ -341,12 +363,17 @@ static int replay(struct cmx_session *s, const struct cmx_hdr *h, const uint8_t 
 			return -1;
 		}
 	} else if (h->bulk) {
+		if (cmx_tenant_may_hold(s->tenant, h->bulk)) {
+			finish(s, -ENOMEM, "a payload past the mem quota of its tenant");
+			return -1;
+		}
 		bulk = cmx_staging_get(&s->srv->staging, h->bulk);
 		if (!bulk) {
 			finish(s, -ENOMEM, "out of memory");
 			return -1;
 		}
 		memcpy(bulk, payload, h->bulk);
+		staged_charge(s, (int64_t)h->bulk);
 	}
 	rs->sync_done = 0;
 	rs->status = 0;
@@ -550,6 +577,8 @@ static void replayed(struct cmx_session *s, int status)
 {
 	struct cmx_restore *rs = s->restore;
 
+	/* Its payload has gone back (host/call.c frees it first). */
+	staged_charge(s, -(int64_t)rs->staged);
 	rs->status = status;
 	if (rs->in_dispatch) {
 		rs->sync_done = 1;

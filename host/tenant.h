@@ -51,8 +51,14 @@ struct cmx_tenant {
 	uint64_t sessions, bytes, objects, inflight;
 	/* Bytes of output the daemon holds for it: replies and notifications
 	 * queued on its connections, read data staged for them (host/conn.c,
-	 * cmx_call_read_buffer()). Charged against mem (cmx_tenant_may_hold()). */
+	 * cmx_call_read_buffer()), and a restore's payloads staged for its
+	 * replayed requests (host/restore.c). Charged against mem
+	 * (cmx_tenant_may_hold()). */
 	uint64_t output;
+	/* Of bytes: what restores keep for it (host/binkeep.c), as last
+	 * charged by cmx_binkeep_charge(); its worker's own, reported within
+	 * bytes. */
+	uint64_t kept;
 	uint64_t launched, completed, refused;
 	uint64_t throttled, capped;	  /* times the rate or the cap held it back */
 	uint64_t backlogged;		  /* times its unread output held a session back */

@@ -2839,6 +2839,9 @@ static void images_resume_with(const char *workers, int rewrite)
 		ck_assert_msg(!exists(file), "%s was not restored", file);
 		if (rewrite && k == 0) {
 			images_clones_read(clones);
+			/* Each row's payload was the tenant's while staged
+			 * for its WriteImage, and no longer. */
+			admin_field_becomes(admin, "default", "output", 0);
 		} else {
 			/* The clones hold what they were restored with. */
 			admin_field_becomes(admin, "default", "objects", objects);

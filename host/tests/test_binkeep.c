@@ -3,7 +3,8 @@
 // native platform: a kept binary loads and runs in another context; none
 // is shared between tenants or builds that differ; a build that fails
 // lets those waiting for it compile themselves; one that succeeds gives
-// them its binary; clearing keeps a build still running.
+// them its binary; clearing keeps a build still running; what is kept is
+// charged to its tenant, and a build past the tenant's room is not kept.
 #define _GNU_SOURCE
 #ifndef CL_TARGET_OPENCL_VERSION
 #define CL_TARGET_OPENCL_VERSION 300
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "binkeep.h"
+#include "tenant.h"
 
 #define N 256
 
@@ -114,10 +116,10 @@ static void kept_for(const char *tenant, cl_context ctx)
 	int mine = 0;
 	cl_program p;
 
-	ck_assert_ptr_null(cmx_binkeep_build(tenant, ctx, dev, opts, src, &mine));
+	ck_assert_ptr_null(cmx_binkeep_build(tenant, CMX_UNLIMITED, ctx, dev, opts, src, &mine));
 	ck_assert_int_eq(mine, 1);
 	p = from_source(ctx);
-	cmx_binkeep_put(tenant, dev, opts, src, p);
+	cmx_binkeep_put(tenant, CMX_UNLIMITED, dev, opts, src, p);
 	clReleaseProgram(p);
 }
 
@@ -128,7 +130,7 @@ START_TEST(loaded)
 	cl_program p;
 
 	kept_for("a", a);
-	p = cmx_binkeep_build("a", b, dev, opts, src, &mine);
+	p = cmx_binkeep_build("a", CMX_UNLIMITED, b, dev, opts, src, &mine);
 	ck_assert_ptr_nonnull(p);
 	ck_assert_int_eq(mine, 0);
 	runs(b, p);
@@ -143,15 +145,16 @@ START_TEST(not_shared)
 
 	kept_for("a", a);
 	/* Another tenant, other options, another source: compiled. */
-	ck_assert_ptr_null(cmx_binkeep_build("b", a, dev, opts, src, &mine));
+	ck_assert_ptr_null(cmx_binkeep_build("b", CMX_UNLIMITED, a, dev, opts, src, &mine));
 	ck_assert_int_eq(mine, 1);
-	cmx_binkeep_put("b", dev, opts, src, NULL);
-	ck_assert_ptr_null(cmx_binkeep_build("a", a, dev, "", src, &mine));
+	cmx_binkeep_put("b", CMX_UNLIMITED, dev, opts, src, NULL);
+	ck_assert_ptr_null(cmx_binkeep_build("a", CMX_UNLIMITED, a, dev, "", src, &mine));
 	ck_assert_int_eq(mine, 1);
-	cmx_binkeep_put("a", dev, "", src, NULL);
-	ck_assert_ptr_null(cmx_binkeep_build("a", a, dev, opts, "kernel void x(void) {}", &mine));
+	cmx_binkeep_put("a", CMX_UNLIMITED, dev, "", src, NULL);
+	ck_assert_ptr_null(
+	    cmx_binkeep_build("a", CMX_UNLIMITED, a, dev, opts, "kernel void x(void) {}", &mine));
 	ck_assert_int_eq(mine, 1);
-	cmx_binkeep_put("a", dev, opts, "kernel void x(void) {}", NULL);
+	cmx_binkeep_put("a", CMX_UNLIMITED, dev, opts, "kernel void x(void) {}", NULL);
 }
 END_TEST
 
@@ -165,7 +168,7 @@ static void *wait_main(void *arg)
 {
 	struct waiter *w = arg;
 
-	w->got = cmx_binkeep_build("a", w->ctx, dev, opts, src, &w->mine);
+	w->got = cmx_binkeep_build("a", CMX_UNLIMITED, w->ctx, dev, opts, src, &w->mine);
 	return NULL;
 }
 
@@ -178,21 +181,21 @@ static void second_build(int first_fails)
 	pthread_t t;
 	int mine = 0;
 
-	ck_assert_ptr_null(cmx_binkeep_build("a", a, dev, opts, src, &mine));
+	ck_assert_ptr_null(cmx_binkeep_build("a", CMX_UNLIMITED, a, dev, opts, src, &mine));
 	ck_assert_int_eq(mine, 1);
 	ck_assert_int_eq(pthread_create(&t, NULL, wait_main, &w), 0);
 	if (first_fails) {
-		cmx_binkeep_put("a", dev, opts, src, NULL);
+		cmx_binkeep_put("a", CMX_UNLIMITED, dev, opts, src, NULL);
 	} else {
 		cl_program p = from_source(a);
-		cmx_binkeep_put("a", dev, opts, src, p);
+		cmx_binkeep_put("a", CMX_UNLIMITED, dev, opts, src, p);
 		clReleaseProgram(p);
 	}
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	if (first_fails) {
 		ck_assert_ptr_null(w.got);
 		ck_assert_int_eq(w.mine, 1);
-		cmx_binkeep_put("a", dev, opts, src, NULL);
+		cmx_binkeep_put("a", CMX_UNLIMITED, dev, opts, src, NULL);
 	} else {
 		ck_assert_ptr_nonnull(w.got);
 		ck_assert_int_eq(w.mine, 0);
@@ -221,16 +224,86 @@ START_TEST(cleared)
 	kept_for("a", a);
 	cmx_binkeep_clear();
 	/* Gone: the next compiles, and clearing meanwhile keeps its entry. */
-	ck_assert_ptr_null(cmx_binkeep_build("a", a, dev, opts, src, &mine));
+	ck_assert_ptr_null(cmx_binkeep_build("a", CMX_UNLIMITED, a, dev, opts, src, &mine));
 	ck_assert_int_eq(mine, 1);
 	cmx_binkeep_clear();
 	p = from_source(a);
-	cmx_binkeep_put("a", dev, opts, src, p);
+	cmx_binkeep_put("a", CMX_UNLIMITED, dev, opts, src, p);
 	clReleaseProgram(p);
-	p = cmx_binkeep_build("a", a, dev, opts, src, &mine);
+	p = cmx_binkeep_build("a", CMX_UNLIMITED, a, dev, opts, src, &mine);
 	ck_assert_ptr_nonnull(p);
 	ck_assert_int_eq(mine, 0);
 	clReleaseProgram(p);
+}
+END_TEST
+
+/* The bytes of src's entry before its binary comes. */
+#define SRC_BYTES (sizeof(src) - 1 + sizeof(opts) - 1)
+
+START_TEST(charged)
+{
+	struct cmx_tenant a = {.name = "a", .bytes = 1000},
+			  b = {.name = "b", .bytes = 7, .next = &a};
+	struct cmx_tenants ts = {.list = &b};
+	cl_context ctx = context();
+	uint64_t kept;
+
+	kept_for("a", ctx);
+	kept = cmx_binkeep_held("a");
+	ck_assert_uint_gt(kept, SRC_BYTES); /* its binary too */
+	cmx_binkeep_charge(&ts);
+	ck_assert_uint_eq(a.bytes, 1000 + kept);
+	ck_assert_uint_eq(a.kept, kept);
+	ck_assert_uint_eq(b.bytes, 7);
+	/* Charged once. */
+	cmx_binkeep_charge(&ts);
+	ck_assert_uint_eq(a.bytes, 1000 + kept);
+	/* Gone with the restores: back to its base. */
+	cmx_binkeep_clear();
+	cmx_binkeep_charge(&ts);
+	ck_assert_uint_eq(a.bytes, 1000);
+	ck_assert_uint_eq(a.kept, 0);
+}
+END_TEST
+
+/* A tenant whose room has no space for the source: nothing kept, each
+ * build compiles itself and none waits for another. */
+START_TEST(past_quota_source)
+{
+	cl_context ctx = context();
+	int mine = 1;
+
+	ck_assert_ptr_null(cmx_binkeep_build("a", SRC_BYTES - 1, ctx, dev, opts, src, &mine));
+	ck_assert_int_eq(mine, 0);
+	ck_assert_uint_eq(cmx_binkeep_held("a"), 0);
+	mine = 1;
+	ck_assert_ptr_null(cmx_binkeep_build("a", SRC_BYTES - 1, ctx, dev, opts, src, &mine));
+	ck_assert_int_eq(mine, 0);
+}
+END_TEST
+
+/* Room for the source, not the binary: the entry goes when its build
+ * ends, and the next build compiles. */
+START_TEST(past_quota_binary)
+{
+	cl_context ctx = context();
+	cl_program p;
+	int mine = 0;
+
+	ck_assert_ptr_null(cmx_binkeep_build("a", SRC_BYTES, ctx, dev, opts, src, &mine));
+	ck_assert_int_eq(mine, 1);
+	ck_assert_uint_eq(cmx_binkeep_held("a"), SRC_BYTES);
+	p = from_source(ctx);
+	cmx_binkeep_put("a", SRC_BYTES, dev, opts, src, p);
+	clReleaseProgram(p);
+	ck_assert_uint_eq(cmx_binkeep_held("a"), 0);
+	ck_assert_ptr_null(cmx_binkeep_build("a", SRC_BYTES, ctx, dev, opts, src, &mine));
+	ck_assert_int_eq(mine, 1);
+	cmx_binkeep_put("a", SRC_BYTES, dev, opts, src, NULL);
+	/* Another tenant's room is its own. */
+	kept_for("b", ctx);
+	ck_assert_uint_gt(cmx_binkeep_held("b"), SRC_BYTES);
+	ck_assert_uint_eq(cmx_binkeep_held("a"), 0);
 }
 END_TEST
 
@@ -251,6 +324,9 @@ int main(void)
 	tcase_add_test(tc, first_fails);
 	tcase_add_test(tc, first_builds);
 	tcase_add_test(tc, cleared);
+	tcase_add_test(tc, charged);
+	tcase_add_test(tc, past_quota_source);
+	tcase_add_test(tc, past_quota_binary);
 	tcase_set_timeout(tc, 60);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
