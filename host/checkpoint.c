@@ -200,19 +200,25 @@ int cmx_checkpoint_file_ours(const char *name)
 	return keyed && !strcmp(key, owner);
 }
 
+DIR *cmx_checkpoint_dir_list(void)
+{
+	int fd = state_fd >= 0 ? openat(state_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d && fd >= 0)
+		close(fd);
+	return d;
+}
+
 /* A checkpoint replaces this process's last one: its files go first, so
  * that a session closed since is not restored. */
 static void forget_old(void)
 {
-	int fd = openat(state_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	DIR *d = cmx_checkpoint_dir_list();
 	struct dirent *e;
 
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
+	if (!d)
 		return;
-	}
 	while ((e = readdir(d)))
 		if (own_file(e->d_name))
 			(void)unlinkat(state_fd, e->d_name, 0);

@@ -4,6 +4,7 @@
 #ifndef CMX_HOST_CHECKPOINT_H
 #define CMX_HOST_CHECKPOINT_H
 
+#include <dirent.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,6 +31,8 @@ int cmx_checkpoint_file_ours(const char *name);
 /* Whether a state directory was given; its descriptor (-1: none). */
 int cmx_checkpoint_enabled(void);
 int cmx_checkpoint_dirfd(void);
+/* The state directory's listing (closedir() it), or NULL without one. */
+DIR *cmx_checkpoint_dir_list(void);
 /* A queue of native context ctx: one of s's, else one made for the
  * caller to release (*made set). NULL when none can be had. */
 void *cmx_checkpoint_queue(struct cmx_session *s, void *ctx, int *made);

@@ -995,17 +995,12 @@ static struct worker *state_worker(int dfd, const char *name, const char **why)
 
 void cmx_front_state_workers(void)
 {
-	int dfd = cmx_checkpoint_dirfd(), fd;
+	int dfd = cmx_checkpoint_dirfd();
 	struct dirent *e;
-	DIR *d;
+	DIR *d = cmx_checkpoint_dir_list();
 
-	if (dfd < 0 || (fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+	if (!d)
 		return;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
 	while ((e = readdir(d))) {
 		size_t n = strlen(e->d_name);
 		const char *why = "";

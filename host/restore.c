@@ -720,19 +720,14 @@ static void wait_arm(struct cmx_server *srv)
 
 void cmx_restore_all(struct cmx_server *srv, int (*serves_fn)(const struct cmx_tenant *t))
 {
-	int dfd = cmx_checkpoint_dirfd(), fd;
+	int dfd = cmx_checkpoint_dirfd();
 	DIR *d;
 	struct dirent *e;
 
 	serves = serves_fn;
 	restore_ran = 1;
-	if (dfd < 0 || (fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+	if (!(d = cmx_checkpoint_dir_list()))
 		return;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
 	all.t0 = now_ns();
 	all.listing = 1;
 	/* Each file once, by the worker whose key its name begins with:

@@ -285,19 +285,30 @@ int cmx_state_dir_open(const char *path)
 	return fd;
 }
 
+/* The file name of dirfd, opened for reading if it is a plain file of
+ * this user's alone (st: its stat); else -errno or -EPERM. */
+static int open_own(int dirfd, const char *name, int flags, struct stat *st)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | flags);
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st) || !S_ISREG(st->st_mode) || st->st_uid != geteuid() ||
+	    (st->st_mode & 077)) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
 int cmx_state_map(int dirfd, const char *name, const void **p, size_t *n)
 {
 	struct stat st;
 	void *m;
-	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = open_own(dirfd, name, 0, &st);
 
 	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 077)) {
-		close(fd);
-		return -EPERM;
-	}
+		return fd;
 	if (st.st_size < CMX_STATE_HEAD_SIZE || (uint64_t)st.st_size > CMX_STATE_FILE_MAX) {
 		close(fd);
 		return -EBADMSG;
@@ -321,16 +332,11 @@ int cmx_state_head_read(int dirfd, const char *name, struct cmx_state_head *h)
 {
 	struct stat st;
 	ssize_t n;
-	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), e;
+	/* Whom cmx_state_map() would refuse is refused here too. */
+	int fd = open_own(dirfd, name, O_NONBLOCK, &st), e;
 
 	if (fd < 0)
-		return -errno;
-	/* Whom cmx_state_map() would refuse is refused here too. */
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 077)) {
-		close(fd);
-		return -EPERM;
-	}
+		return fd;
 	n = pread(fd, h, sizeof(*h), 0);
 	e = n < 0 ? -errno : 0;
 	close(fd);
