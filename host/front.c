@@ -903,6 +903,7 @@ int cmx_front_start(struct cmx_server *srv, const struct cmx_front_opts *o,
 	for (unsigned i = 0; i < nvspecs; i++) {
 		struct cmx_ident id = { 0 };
 		char tenant[CMX_TENANT_NAME] = "", cid[16];
+		uint64_t v;
 		struct cmx_addr a;
 		struct cmx_tenant *t;
 		char why[160];
@@ -910,9 +911,11 @@ int cmx_front_start(struct cmx_server *srv, const struct cmx_front_opts *o,
 		if (!cmx_addr_parse(vspecs[i], &a, why, sizeof(why))) {
 			if (!cmx_addr_opt(&a, "tenant", tenant, sizeof(tenant)))
 				id.listener_tenant = tenant;
-			if (!cmx_addr_opt(&a, "cid", cid, sizeof(cid))) {
+			/* A bad one is refused by the worker's listener. */
+			if (!cmx_addr_opt(&a, "cid", cid, sizeof(cid)) &&
+			    !cmx_uint_parse(cid, 3, UINT32_MAX, &v)) {
 				id.has_cid = 1;
-				id.cid = (uint32_t)strtoul(cid, NULL, 10);
+				id.cid = (uint32_t)v;
 			}
 		}
 		t = cmx_tenant_lookup(&srv->tenants, &id);

@@ -96,9 +96,8 @@ int cmx_listener_init(struct cmx_listener *l, const char *spec, char *err, size_
 	if (cmx_addr_perm(&l->addr, &perm, err, errlen))
 		return -EINVAL;
 	if (!cmx_addr_opt(&l->addr, "cid", val, sizeof(val))) {
-		char *end;
-		unsigned long cid = strtoul(val, &end, 10);
-		if (!*val || *end || cid < 3 || cid >= CMX_PEER_CID_NONE) {
+		uint64_t cid;
+		if (cmx_uint_parse(val, 3, CMX_PEER_CID_NONE - 1, &cid)) {
 			snprintf(err, errlen, "cid=%s: a guest CID is a number from 3", val);
 			return -EINVAL;
 		}

@@ -476,7 +476,7 @@ int cmx_vhost_listen(struct cmx_server *srv, const char *spec, char *err, size_t
 	struct cmx_addr a;
 	struct cmx_addr_perm perm;
 	char val[64], unix_spec[300];
-	char *end;
+	uint64_t num;
 
 	if (!vh) {
 		snprintf(err, errlen, "out of memory");
@@ -506,18 +506,18 @@ int cmx_vhost_listen(struct cmx_server *srv, const char *spec, char *err, size_t
 	if (cmx_addr_perm(&a, &perm, err, errlen))
 		return -EINVAL;
 	if (cmx_addr_opt(&a, "cid", val, sizeof(val)) ||
-	    (l->cid = strtoull(val, &end, 10)) < 3 || *end || l->cid > 0xffffffffu) {
+	    cmx_uint_parse(val, 3, UINT32_MAX, &num)) {
 		snprintf(err, errlen, "needs cid=N (3 or more): %s", spec);
 		return -EINVAL;
 	}
+	l->cid = num;
 	l->port = CMX_VSOCK_PORT;
 	if (!cmx_addr_opt(&a, "port", val, sizeof(val))) {
-		unsigned long p = strtoul(val, &end, 10);
-		if (*end || !p || p > 0xffffffffu) {
+		if (cmx_uint_parse(val, 1, UINT32_MAX, &num)) {
 			snprintf(err, errlen, "bad port in %s", spec);
 			return -EINVAL;
 		}
-		l->port = (uint32_t)p;
+		l->port = (uint32_t)num;
 	}
 	/* tenant=NAME: the VM is NAME's; else its CID decides (host/tenant.c). */
 	if (cmx_addr_opt(&a, "tenant", l->tenant, sizeof(l->tenant)))
