@@ -173,9 +173,9 @@ static void all_done(void)
  * an object's bytes or a request's whole payload, while every session of
  * the tenant is restored side by side. So it is the tenant's, held for a
  * transfer as read data staged for its guest is: charged to its output
- * (within mem + CMX_TENANT_OUTPUT_SLACK with its buffers, not competing
- * with the records the replay keeps again), and given back when the call
- * ends or the restore does (n < 0).
+ * (not competing with the records the replay keeps again; while it is
+ * held, the tenant's own new buffers and staged reads count it), and
+ * given back when the call ends or the restore does (n < 0).
  */
 static void staged_charge(struct cmx_session *s, int64_t n)
 {
@@ -363,10 +363,9 @@ static int replay(struct cmx_session *s, const struct cmx_hdr *h, const uint8_t 
 			return -1;
 		}
 	} else if (h->bulk) {
-		if (cmx_tenant_may_hold(s->tenant, h->bulk)) {
-			finish(s, -ENOMEM, "a payload past the mem quota of its tenant");
-			return -1;
-		}
+		/* Charged, never refused: the bytes are the session's own,
+		 * which its buffers' charge covered before the checkpoint,
+		 * and a tenant at its quota then must get them back. */
 		bulk = cmx_staging_get(&s->srv->staging, h->bulk);
 		if (!bulk) {
 			finish(s, -ENOMEM, "out of memory");
