@@ -1118,6 +1118,55 @@ static void resume_app(int fd, int go)
 	_exit(0);
 }
 
+/* resume_app() in a child process (env, when given, sets its environment
+ * first), once it holds in iteration RESUME_AT: its pid; *rd reads its
+ * iterations, a byte on *go lets it go on. */
+static pid_t app_held(int *rd, int *go, void (*env)(const void *arg), const void *arg)
+{
+	int pfd[2], gfd[2];
+	uint32_t i = 0;
+	pid_t app;
+
+	ck_assert_int_eq(pipe(pfd), 0);
+	ck_assert_int_eq(pipe(gfd), 0);
+	app = fork();
+	ck_assert_int_ge(app, 0);
+	if (app == 0) {
+		close(pfd[0]);
+		close(gfd[1]);
+		if (env)
+			env(arg);
+		resume_app(pfd[1], gfd[0]);
+	}
+	close(pfd[1]);
+	close(gfd[0]);
+	while (read(pfd[0], &i, sizeof(i)) == sizeof(i) && i != RESUME_HELD)
+		;
+	ck_assert_uint_eq(i, RESUME_HELD);
+	*rd = pfd[0];
+	*go = gfd[1];
+	return app;
+}
+
+/* Lets app_held()'s application go on (go: -1 when it was let go
+ * already); it must finish its loop with every result right. */
+static void app_finishes(pid_t app, int rd, int go)
+{
+	uint32_t i = 0, last = 0;
+	int st;
+
+	if (go >= 0) {
+		ck_assert_int_eq(write(go, "", 1), 1);
+		close(go);
+	}
+	while (read(rd, &i, sizeof(i)) == sizeof(i))
+		last = i;
+	ck_assert_int_eq(waitpid(app, &st, 0), app);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the application failed: %d", st);
+	ck_assert_uint_eq(last, RESUME_ITERS - 1);
+	close(rd);
+}
+
 /* An application's daemon is checkpointed (SIGTERM) and restarted with the
  * same --state-dir in the middle of its loop, with a write applied and
  * the kernel's argument and launch not yet sent: the guest ICD resumes its
@@ -1127,35 +1176,17 @@ static void resume_app(int fd, int go)
 static void guest_resume_with(const char *workers)
 {
 	pid_t pid = daemon_start(workers), app;
-	int pfd[2], gfd[2], st;
-	uint32_t i = 0, last = 0;
+	int rd, go, st;
 
-	ck_assert_int_eq(pipe(pfd), 0);
-	ck_assert_int_eq(pipe(gfd), 0);
-	app = fork();
-	ck_assert_int_ge(app, 0);
-	if (app == 0) {
-		close(pfd[0]);
-		close(gfd[1]);
-		resume_app(pfd[1], gfd[0]);
-	}
-	close(pfd[1]);
-	close(gfd[0]);
-	while (read(pfd[0], &i, sizeof(i)) == sizeof(i) && i != RESUME_HELD)
-		;
-	ck_assert_uint_eq(i, RESUME_HELD);
+	app = app_held(&rd, &go, NULL, NULL);
 	kill(pid, SIGTERM);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	/* Its next call finds the daemon gone and resumes once it is back. */
-	ck_assert_int_eq(write(gfd[1], "", 1), 1);
-	close(gfd[1]);
+	/* Its next call finds the daemon gone and resumes once it is back:
+	 * it goes on before the new daemon starts. */
+	ck_assert_int_eq(write(go, "", 1), 1);
+	close(go);
 	pid = daemon_again(workers, 0);
-	while (read(pfd[0], &i, sizeof(i)) == sizeof(i))
-		last = i;
-	ck_assert_int_eq(waitpid(app, &st, 0), app);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the application failed: %d", st);
-	ck_assert_uint_eq(last, RESUME_ITERS - 1);
-	close(pfd[0]);
+	app_finishes(app, rd, -1);
 	kill(pid, SIGTERM);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	dir_remove();
@@ -1303,12 +1334,24 @@ static int resume_settled(const struct ids *ids)
  * those tenants' workers with the daemon (neither has a listener of its
  * own), which restore them before any guest comes.
  */
+/* app_held()'s environment: the TLS listener on tls_port, its CA cert. */
+static int tls_port;
+
+static void tls_env(const void *cert)
+{
+	char server[64];
+
+	snprintf(server, sizeof(server), "tls:127.0.0.1:%d", tls_port);
+	setenv("CLMUX_SERVER", server, 1);
+	setenv("CLMUX_TOKEN", "0123456789abcdef0123456789abcdef", 1);
+	setenv("CLMUX_TLS_CA", cert, 1);
+}
+
 START_TEST(listener_worker)
 {
-	char cert[128], key[128], tokens[128], cmd[512], server[64], file[256], name[200];
+	char cert[128], key[128], tokens[128], cmd[512], file[256], name[200];
 	char vfile[160], ofile[160], dfile[160], *reply;
-	int pfd[2], gfd[2], st, port = free_port();
-	uint32_t i = 0, last = 0;
+	int rd, go, st, port = free_port();
 	struct cmx_state_head head;
 	struct ids ids = {0}, vids, dids;
 	pid_t pid, app;
@@ -1335,24 +1378,8 @@ START_TEST(listener_worker)
 	default_by_uid = 1;
 	pid = daemon_again("on", 0);
 
-	ck_assert_int_eq(pipe(pfd), 0);
-	ck_assert_int_eq(pipe(gfd), 0);
-	app = fork();
-	ck_assert_int_ge(app, 0);
-	if (app == 0) {
-		close(pfd[0]);
-		close(gfd[1]);
-		snprintf(server, sizeof(server), "tls:127.0.0.1:%d", port);
-		setenv("CLMUX_SERVER", server, 1);
-		setenv("CLMUX_TOKEN", "0123456789abcdef0123456789abcdef", 1);
-		setenv("CLMUX_TLS_CA", cert, 1);
-		resume_app(pfd[1], gfd[0]);
-	}
-	close(pfd[1]);
-	close(gfd[0]);
-	while (read(pfd[0], &i, sizeof(i)) == sizeof(i) && i != RESUME_HELD)
-		;
-	ck_assert_uint_eq(i, RESUME_HELD);
+	tls_port = port;
+	app = app_held(&rd, &go, tls_env, cert);
 	kill(pid, SIGTERM);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 
@@ -1382,12 +1409,9 @@ START_TEST(listener_worker)
 		 (unsigned long long)dids.session);
 	file_clone_as(file, dfile, dids.session, NULL);
 
-	pid = daemon_again("on", 0);
-	/* The admin socket listens after the guests' (the request waits in
-	 * its backlog); it is answered by the front end's loop, which runs
+	/* The admin socket is answered by the front end's loop, which runs
 	 * once the workers the files need are started. */
-	for (int k = 0; k < 3000 && !accepts(admin); k++)
-		usleep(10000);
+	pid = daemon_again("on", 0);
 	reply = ask(admin, "workers\n");
 	ck_assert_msg(strstr(reply, "t:other") && strstr(reply, "t:default"),
 		      "no worker for tenant other or default: %s", reply);
@@ -1401,14 +1425,7 @@ START_TEST(listener_worker)
 	ck_assert(!exists(name));
 
 	/* The application resumes through the TLS listener. */
-	ck_assert_int_eq(write(gfd[1], "", 1), 1);
-	close(gfd[1]);
-	while (read(pfd[0], &i, sizeof(i)) == sizeof(i))
-		last = i;
-	ck_assert_int_eq(waitpid(app, &st, 0), app);
-	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the application failed: %d", st);
-	ck_assert_uint_eq(last, RESUME_ITERS - 1);
-	close(pfd[0]);
+	app_finishes(app, rd, go);
 	ck_assert(!exists(file));
 	/* Neither session is tenant default's own worker's as well; the
 	 * one named as its own is. */
