@@ -88,8 +88,8 @@ static struct {
 	} spent[8];
 } all;
 
-/* Counts ns to op's kind; a kind that finds no room takes the place of
- * the cheapest, so the costliest stay. */
+/* Counts ns to op's kind. A kind that finds no room takes the place of
+ * the cheapest, if it cost more: the costliest stay. */
 static void spent_add(uint16_t op, uint64_t ns)
 {
 	struct op_time *least = &all.spent[0];
@@ -101,12 +101,18 @@ static void spent_add(uint16_t op, uint64_t ns)
 			t->ns += ns;
 			return;
 		}
-		if (t->ns < least->ns || !t->n)
-			least = !least->n ? least : t;
+		if (t->ns < least->ns)
+			least = t;
 	}
-	if (least->n && least->ns > ns)
-		return;
-	*least = (struct op_time){ .op = op, .n = 1, .ns = ns };
+	if (!least->n || least->ns < ns)
+		*least = (struct op_time){ .op = op, .n = 1, .ns = ns };
+}
+
+static int costlier(const void *a, const void *b)
+{
+	const struct op_time *x = a, *y = b;
+
+	return (x->ns < y->ns) - (x->ns > y->ns);
 }
 
 static const char *op_name(uint16_t op)
@@ -142,20 +148,11 @@ static void all_done(void)
 	if (all.listing || all.left || !(all.restored + all.failed))
 		return;
 	/* The costliest kinds first. */
-	for (unsigned k = 0; k < 4; k++) {
-		struct op_time *top = NULL;
-		for (unsigned i = 0; i < 8; i++)
-			if (all.spent[i].n && (!top || all.spent[i].ns > top->ns))
-				top = &all.spent[i];
-		if (!top)
-			break;
+	qsort(all.spent, 8, sizeof(all.spent[0]), costlier);
+	for (unsigned k = 0; k < 4 && all.spent[k].n && used < sizeof(line); k++)
 		used += (size_t)snprintf(line + used, sizeof(line) - used, "%s%s %.1f ms (%u)",
-					 k ? ", " : "", op_name(top->op), (double)top->ns / 1e6,
-					 top->n);
-		top->n = 0;
-		if (used >= sizeof(line))
-			break;
-	}
+					 k ? ", " : "", op_name(all.spent[k].op),
+					 (double)all.spent[k].ns / 1e6, all.spent[k].n);
 	memset(all.spent, 0, sizeof(all.spent));
 	if (used)
 		cmx_info("restore: the longest requests, summed over the sessions: %s", line);
@@ -194,19 +191,18 @@ static void finish(struct cmx_session *s, int e, const char *why)
 	staged_charge(s, -(int64_t)rs->staged);
 	s->restore = NULL;
 	cmx_state_unmap(rs->map, rs->len);
-	if (!e && s->checkpoint_owed) {
-		/* A checkpoint kept the file for it: written now, in the
-		 * checkpoint's place, before the file goes. */
+	if (!e) {
+		/* A checkpoint that kept the file for it is owed the session,
+		 * written now, before the file goes. */
 		struct cmx_checkpoint_stats st = {0};
-		char name[64];
+		char name[CMX_STATE_NAME_MAX];
+		int owed = s->checkpoint_owed;
 		s->checkpoint_owed = 0;
-		if (cmx_checkpoint_session(s, name, sizeof(name), &st))
+		if (owed && cmx_checkpoint_session(s, name, sizeof(name), &st))
 			cmx_warn("session %" PRIu64 ": not written after its restore; %s stays",
 				 s->id, rs->name);
 		else
 			(void)unlinkat(dfd, rs->name, 0);
-	} else if (!e) {
-		(void)unlinkat(dfd, rs->name, 0);
 	}
 	if (!e) {
 		cmx_info("session %" PRIu64 " (tenant %s): restored from %s: %" PRIu64
