@@ -29,8 +29,8 @@ enum cmx_ctl_op {
 	CMX_CTL_OVERTIME, /* worker -> front: a tenant's command outran its kernel-time;
 			   * end me (struct cmx_ctl_poisoned: why) */
 	CMX_CTL_SHARE,	  /* front -> worker: the arbiter's say (struct cmx_ctl_share) */
-	CMX_CTL_BUSY,	  /* worker -> front: I have work (at most every CMX_SHARE_BEAT_NS
-			   * while running free) */
+	CMX_CTL_BUSY,	  /* worker -> front: I have work (struct cmx_ctl_busy; at most
+			   * every CMX_SHARE_BEAT_NS while running free) */
 	CMX_CTL_TURNED,	  /* worker -> front: turn seq is over, drained (struct
 			   * cmx_ctl_turned) */
 	CMX_CTL_CHECKPOINT, /* front -> worker: write every session to the state
@@ -106,10 +106,27 @@ struct cmx_ctl_share {
 	uint64_t turn_ns;
 };
 
+/* BUSY's and TURNED's flags. */
+enum {
+	/* Its launching tenant keeps less than CMX_SHARE_SHALLOW_NS of
+	 * estimated device time in flight, in two or more commands: where
+	 * the driver time-slices contexts, its queue runs dry between a
+	 * completion and the refill, and the device goes to another context
+	 * for a slice. Such workers of equal weights take turns. */
+	CMX_BUSY_SHALLOW = 1,
+};
+#define CMX_SHARE_SHALLOW_NS (1000ull * 1000)
+
+struct cmx_ctl_busy {
+	struct cmx_ctl_hdr h;
+	uint32_t flags;
+	uint32_t pad;
+};
+
 struct cmx_ctl_turned {
 	struct cmx_ctl_hdr h; /* seq: the turn's */
 	uint32_t has_work;    /* launches are held, or came within the last ms */
-	uint32_t pad;
+	uint32_t flags;	      /* CMX_BUSY_* */
 };
 
 /* READY's flags: what the front end's arbiter needs to know of the driver. */

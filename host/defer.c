@@ -13,6 +13,7 @@
 #include "call.h"
 #include "complete.h"
 #include "executor.h"
+#include "fence.h"
 #include "log.h"
 #include "scheduler.h"
 #include "server.h"
@@ -138,6 +139,7 @@ void cmx_watch_report(struct cmx_server *srv)
 			 ws->enq.n < CMX_LAT_N ? ws->enq.n : CMX_LAT_N, cmx_lat_median_us(&ws->enq),
 			 cmx_lat_median_us(&ws->seen), cmx_lat_median_us(&ws->reply),
 			 (unsigned long long)ws->io, (unsigned)(WATCH_NS(srv) / 1000), (unsigned long long)ws->timeout);
+	cmx_fence_report(srv);
 	cmx_loop_report(srv->loop);
 }
 

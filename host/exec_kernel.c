@@ -446,6 +446,7 @@ static int enqueue_kernel(struct cmx_call *c, struct cmx_EnqueueKernel_in *in, i
 		.has_local = in->local.n != 0,
 	};
 	struct cmx_sched_cmd sc;
+	uint64_t arrived = cmx_now_ns();
 	cl_event ev = NULL;
 	cl_int e;
 
@@ -471,18 +472,19 @@ static int enqueue_kernel(struct cmx_call *c, struct cmx_EnqueueKernel_in *in, i
 	e = cmx_sched_begin(c, (cl_uint)in->wait.n, in->wait.h, &sc);
 	if (e)
 		return e;
-	if (sc.hold) {
-		e = launch_hold(c, &sc, &l, &in->event);
-		if (!e)
-			cmx_fence_track(c->s, in->event.id);
-		return e;
-	}
+	/* A held launch gets no fence: it waits for a turn that may be a
+	 * round away, and a loop and guest looking for it that long would
+	 * take the cores the turn's holder refills the device with. Its
+	 * guest asks the daemon. */
+	if (sc.hold)
+		return launch_hold(c, &sc, &l, &in->event);
 	e = launch_enqueue(&l.op, CMX_SCHED_WAIT(sc), &ev);
 	cmx_sched_end(&sc, e, ev);
 	if (!e) {
 		cmx_event_bind(c, &in->event, ev);
 		/* What a client keeps in flight and waits for. */
 		cmx_fence_track(c->s, in->event.id);
+		cmx_fence_launch(c->s->srv, arrived);
 	}
 	return e;
 }

@@ -13,6 +13,7 @@
 #include <CL/cl.h>
 
 #include "area.h"
+#include "log.h"
 #include "loop.h"
 #include "object.h"
 #include "server.h"
@@ -31,6 +32,13 @@ static int poll_all(void *arg)
 {
 	struct cmx_fences *fs = &((struct cmx_server *)arg)->fences;
 	struct cmx_session **pp = &fs->listed;
+	uint64_t now = cmx_now_ns();
+
+	/* The time between looks while something is tracked: how late a
+	 * completion can be seen. */
+	if (fs->listed && fs->looked_ns)
+		cmx_hist_add(&fs->look, now - fs->looked_ns);
+	fs->looked_ns = fs->listed ? now : 0;
 
 	while (*pp) {
 		struct cmx_session *s = *pp;
@@ -107,6 +115,8 @@ void cmx_fence_poll(struct cmx_session *s)
 				return; /* running: what follows it mostly is too */
 			if (st == CL_COMPLETE) {
 				cmx_area_fence(s->area, id);
+				s->srv->fences.stored++;
+				s->srv->fences.stored_ns = cmx_now_ns();
 				fenced = 1;
 			}
 		}
@@ -131,4 +141,31 @@ void cmx_fence_forget(struct cmx_session *s)
 	*pp = s->fence_next;
 	s->fence_listed = 0;
 	s->fence_n = 0;
+}
+
+void cmx_fence_launch(struct cmx_server *srv, uint64_t arrived)
+{
+	struct cmx_fences *fs = &srv->fences;
+
+	/* A refill follows its fence within a linger; later is a new start. */
+	if (fs->stored_ns && arrived > fs->stored_ns && arrived - fs->stored_ns < 5000000)
+		cmx_hist_add(&fs->refill, arrived - fs->stored_ns);
+	fs->stored_ns = 0;
+	cmx_hist_add(&fs->launch, cmx_now_ns() - arrived);
+}
+
+void cmx_fence_report(struct cmx_server *srv)
+{
+	struct cmx_fences *fs = &srv->fences;
+
+	if (fs->stored)
+		cmx_info("fences: %llu stored; median / p90 / p99 / p99.9 (up to, us): a fence to "
+			 "the next launch's arrival %u / %u / %u, a launch's arrival to the "
+			 "driver's return %u / %u / %u, between looks %u / %u / %u / %u",
+			 (unsigned long long)fs->stored, cmx_hist_quantile_us(&fs->refill, 500),
+			 cmx_hist_quantile_us(&fs->refill, 900), cmx_hist_quantile_us(&fs->refill, 990),
+			 cmx_hist_quantile_us(&fs->launch, 500), cmx_hist_quantile_us(&fs->launch, 900),
+			 cmx_hist_quantile_us(&fs->launch, 990), cmx_hist_quantile_us(&fs->look, 500),
+			 cmx_hist_quantile_us(&fs->look, 900), cmx_hist_quantile_us(&fs->look, 990),
+			 cmx_hist_quantile_us(&fs->look, 999));
 }

@@ -28,5 +28,9 @@ void cmx_fence_track(struct cmx_session *s, uint64_t id);
 void cmx_fence_poll(struct cmx_session *s);
 /* s is closing: it is tracked no more. */
 void cmx_fence_forget(struct cmx_session *s);
+/* A launch that arrived at arrived (ns) went to the driver: its times. */
+void cmx_fence_launch(struct cmx_server *srv, uint64_t arrived);
+/* Logs (info) the fences stored and the refill times, at exit. */
+void cmx_fence_report(struct cmx_server *srv);
 
 #endif

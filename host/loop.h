@@ -63,6 +63,18 @@ struct cmx_lat {
 void cmx_lat_add(struct cmx_lat *t, uint64_t ns);
 /* Sorts the samples: at exit only. */
 double cmx_lat_median_us(struct cmx_lat *t);
+/* The pct-th percentile (0 to 100), likewise. */
+double cmx_lat_quantile_us(struct cmx_lat *t, unsigned pct);
+/* Every sample of one duration, in powers of two of a microsecond: for
+ * a percentile over a whole run, within a factor of two. */
+#define CMX_HIST_N 24
+struct cmx_hist {
+	uint64_t b[CMX_HIST_N], n;
+};
+void cmx_hist_add(struct cmx_hist *h, uint64_t ns);
+/* The upper bound, in us, of the bucket that holds the quantile of pm
+ * per mille. */
+unsigned cmx_hist_quantile_us(const struct cmx_hist *h, unsigned pm);
 
 /* Logs (info) how the loop's lingers after sync replies on sockets ended,
  * and how often it slept. */

@@ -107,6 +107,7 @@ struct cmx_ticket {
 	unsigned reports;	      /* completion reports (callback, poller) to come */
 	int finished;		      /* accounted: freed once its reports have come */
 	int in_order, exposed;
+	int launch;	     /* a kernel launch (CMX_OPF_HOLDABLE), not a copy or fill */
 	int waits;	     /* it went to the driver with a wait list */
 	uint64_t seq;	     /* the scheduler's count when it went (the watchdog's name) */
 	cl_uint nwait;	     /* held: its wait list (retained) */
@@ -193,6 +194,9 @@ struct cmx_sched {
 	int turn_late;	    /* its end came with commands on the device */
 	uint64_t beat;	    /* the last BUSY */
 	uint64_t last_work; /* the last command scheduled */
+	/* The last launching tenant keeps a shallow queue (shallow()): said
+	 * with BUSY and TURNED. */
+	int shallow;
 	struct cmx_ticket *ph_map[PH_BUCKETS];
 	struct kheld *k_map[K_BUCKETS];
 };
@@ -340,6 +344,33 @@ static int room(struct cmx_sched *sc, uint64_t est)
 {
 	return !sc->running ||
 	       (sc->running < MAX_RUNNING && sc->running_est + est <= sc->window_ns);
+}
+
+/* One launch's device time: t's median of the last CMX_TYPICAL_N, once
+ * they are in. */
+static void typical_add(struct cmx_tenant *t, uint64_t ns)
+{
+	uint32_t v[CMX_TYPICAL_N];
+
+	t->recent_ns[t->recent_n++ % CMX_TYPICAL_N] = ns > UINT32_MAX ? UINT32_MAX : (uint32_t)ns;
+	if (t->recent_n % CMX_TYPICAL_N)
+		return;
+	memcpy(v, t->recent_ns, sizeof(v));
+	for (unsigned i = 1; i < CMX_TYPICAL_N; i++)
+		for (unsigned j = i; j && v[j - 1] > v[j]; j--) {
+			uint32_t x = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = x;
+		}
+	t->typical_ns = v[CMX_TYPICAL_N / 2];
+}
+
+/* Whether t, with n commands in flight, keeps a shallow queue (struct
+ * cmx_ctl_busy): two or more, their typical device time run back to back
+ * under CMX_SHARE_SHALLOW_NS. Unknown until CMX_TYPICAL_N have completed. */
+static int shallow(const struct cmx_tenant *t, uint64_t n)
+{
+	return n >= 2 && t->typical_ns && n * t->typical_ns < CMX_SHARE_SHALLOW_NS;
 }
 
 /* Whether the arbiter between workers lets a command estimated at est
@@ -576,13 +607,13 @@ static void poll_arm(struct cmx_sched *sc);
 static int poll_all(void *arg)
 {
 	struct cmx_sched *sc = arg;
-	struct cmx_ticket *done[32];
-	unsigned n = 0;
+	struct cmx_ticket *done[32], *left[32];
+	unsigned n = 0, nleft = 0;
 	uint64_t now = cmx_now_ns();
 
 	if (!sc)
 		return 0;
-	for (struct runlist **pp = &sc->polled; *pp && n < 32;) {
+	for (struct runlist **pp = &sc->polled; *pp && n < 32 && nleft < 32;) {
 		struct runlist *l = *pp;
 		struct cmx_ticket *g = l->polled;
 		cl_int st = CL_COMPLETE;
@@ -600,12 +631,18 @@ static int poll_all(void *arg)
 			if (l->waiter == g)
 				l->waiter = NULL;
 			poll_drop(g);
+			if (!g->has_cb)
+				left[nleft++] = g;
 			continue;
 		}
 		done[n++] = g;
 	}
 	if (n)
 		sc->poll_wait_ns = POLL_WAIT_MIN_NS;
+	/* Not finished, so not freed by poll_drop(); flush_post() set it no
+	 * callback while it was polled. */
+	for (unsigned i = 0; i < nleft; i++)
+		watch(left[i]);
 	/* done_post() may poll again, or free a runlist. */
 	for (unsigned i = 0; i < n; i++)
 		done_post(done[i]);
@@ -703,6 +740,10 @@ static void flush_post(void *arg)
 		 * from its enqueueing on a small machine. */
 		if (!l->waiter && contended(sc))
 			runlist_poll(l, last);
+		/* The poll reports it; a callback would slow the command
+		 * down (NVIDIA), and comes only if the poll gives up. */
+		if (l->in_order && l->polled == last)
+			continue;
 		if (!last->has_cb && !report_done(last))
 			watch(last);
 	}
@@ -1249,6 +1290,9 @@ static void account(struct cmx_sched *sc, struct cmx_ticket *g, uint64_t ns, uin
 	 * (after 16 the older value weighs 0.12: enough). */
 	for (unsigned i = 0; i < g->n && i < 16; i++)
 		t->est_ns = t->est_ns ? (t->est_ns * 7 + ns / g->n) / 8 : ns / g->n;
+	/* Launches only: a fill of fresh memory takes microseconds. */
+	if (g->launch)
+		typical_add(t, ns / g->n);
 	/* The estimate charged at release, replaced by the measure. */
 	t->vtime += ns / t->q.weight;
 	t->vtime -= undo < t->vtime ? undo : t->vtime;
@@ -1418,10 +1462,14 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 	/* The front end learns that this worker has work, at most every
 	 * CMX_SHARE_BEAT_NS, unless it is in its turn: a lone tenant pays
 	 * one packet per beat, a held worker joins the turns. */
+	sc->shallow = shallow(t, t->inflight + 1);
 	if ((sc->share != CMX_SHARE_TURN || sc->turned) && now - sc->beat >= CMX_SHARE_BEAT_NS) {
 		sc->beat = now;
 		if (sc->srv->report)
-			sc->srv->report->busy();
+			sc->srv->report->busy(sc->shallow ? CMX_BUSY_SHALLOW : 0);
+		cmx_dbg("sched: busy, %" PRIu64 " in flight, %" PRIu64 " us each%s",
+			(uint64_t)t->inflight + 1, t->typical_ns / 1000,
+			sc->shallow ? ": shallow" : "");
 	}
 	open = share_open(sc, now, estimate(sc, t));
 	/* Alone, uncapped, nothing held and nothing to wait for: straight to
@@ -1437,6 +1485,7 @@ int cmx_sched_begin(struct cmx_call *c, cl_uint nwait, void *const *wait, struct
 		return CL_OUT_OF_HOST_MEMORY;
 	g->srv = sc->srv;
 	g->t = t;
+	g->launch = holdable;
 	g->waits = nwait > 0;
 	g->session = c->s->id;
 	g->queue = q->h;
@@ -1633,7 +1682,8 @@ static void share_check(struct cmx_sched *sc)
 				sc->turn_done, sc->turn_dev_ns / 1000);
 			sc->share_since = now;
 			if (sc->srv->report)
-				sc->srv->report->turned(sc->share_seq, sc->held || now < idle_at);
+				sc->srv->report->turned(sc->share_seq, sc->held || now < idle_at,
+							sc->shallow ? CMX_BUSY_SHALLOW : 0);
 		} else if (!sc->running) {
 			timer_arm(sc,
 				  (sc->held || idle_at > sc->share_end ? sc->share_end : idle_at) -

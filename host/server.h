@@ -82,8 +82,8 @@ struct cmx_report_ops {
 	/* Loop thread. The arbiter between workers (host/ctl.h,
 	 * CMX_CTL_SHARE): this worker has work (BUSY); its turn seq is over
 	 * and drained (TURNED). */
-	void (*busy)(void);
-	void (*turned)(uint64_t seq, int has_work);
+	void (*busy)(unsigned flags);
+	void (*turned)(uint64_t seq, int has_work, unsigned flags);
 };
 
 /* The programs a build or link is using (host/exec_program.c). Loop
@@ -98,6 +98,12 @@ struct cmx_busy_programs {
 struct cmx_fences {
 	struct cmx_session *listed; /* sessions with commands to look at */
 	int posted;		    /* its turn_end() is posted */
+	/* For the log at exit: fences stored, when the last was, and the
+	 * last samples of a stored fence to the next launch's arrival (the
+	 * guest's refill, transport included) and of that launch's time in
+	 * the loop until the driver has it. */
+	uint64_t stored, stored_ns, looked_ns;
+	struct cmx_hist refill, launch, look;
 };
 
 struct cmx_server {

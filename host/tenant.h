@@ -69,6 +69,15 @@ struct cmx_tenant {
 	/* Scheduler state (host/scheduler.c). */
 	uint64_t vtime;	     /* virtual time: device ns / weight */
 	uint64_t est_ns;     /* running average of its commands' device time */
+	/* Its launches' last device times, and their median, taken every
+	 * CMX_TYPICAL_N: what one takes when the device runs them back to
+	 * back. A driver's slices for other contexts lengthen some, and
+	 * several reported by one completion shorten some; the average
+	 * counts both, the median neither. */
+#define CMX_TYPICAL_N 16
+	uint32_t recent_ns[CMX_TYPICAL_N];
+	unsigned recent_n;
+	uint64_t typical_ns;
 	int64_t cap_tokens;  /* ns of device time it may still use (cap) */
 	uint64_t cap_stamp;  /* when cap_tokens was last refilled */
 	int64_t rate_tokens; /* bytes it may still send (rate) */

@@ -44,6 +44,7 @@ static const struct knob knobs[] = {
     KNOB("watch-us", "CLMUX_WATCH_US", watch_us, NUMBER, 0, 1000000, 100),
     KNOB("sched-poll-max-us", "CLMUX_SCHED_POLL_MAX_US", sched_poll_max_us, NUMBER, 20, 500000,
 	 1000),
+    KNOB("equal-turns", "CLMUX_EQUAL_TURNS", equal_turns, SWITCH, 0, 1, CMX_TUNE_AUTO),
 };
 #define NKNOBS (sizeof(knobs) / sizeof(knobs[0]))
 

@@ -46,6 +46,9 @@ struct cmx_tuning {
 	 * command of each runlist while tenants contend, in us
 	 * (host/scheduler.c). */
 	int64_t sched_poll_max_us;
+	/* Busy workers of equal weights take turns on the device (host/front.c's
+	 * arbiter); auto: where the driver time-slices contexts. */
+	int64_t equal_turns;
 };
 
 /* Every knob at its default. */

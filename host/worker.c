@@ -250,9 +250,13 @@ static const struct cmx_report_ops reports;
 
 int cmx_worker_start(struct cmx_server *srv, int ctl, const char *key, void (*retire)(void))
 {
-	struct cmx_ctl_ready ready = { .h = { .op = CMX_CTL_READY, .len = sizeof(ready) },
-				       .flags = srv->slices_contexts ? CMX_READY_SLICES : 0 };
+	struct cmx_ctl_ready ready = { .h = { .op = CMX_CTL_READY, .len = sizeof(ready) } };
+	int turns = srv->tune.equal_turns == CMX_TUNE_AUTO ? srv->slices_contexts
+							   : (int)srv->tune.equal_turns;
 	int e;
+
+	if (turns)
+		ready.flags = CMX_READY_SLICES;
 
 	wk.srv = srv;
 	wk.ctl = ctl;
@@ -294,18 +298,19 @@ static int overtime(const char *tenant, const char *why)
 	return cmx_ctl_send(wk.ctl, &p, sizeof(p), -1, 1);
 }
 
-static void busy(void)
+static void busy(unsigned flags)
 {
-	struct cmx_ctl_hdr h = { .op = CMX_CTL_BUSY, .len = sizeof(h) };
+	struct cmx_ctl_busy m = { .h = { .op = CMX_CTL_BUSY, .len = sizeof(m) }, .flags = flags };
 
 	if (wk.ctl >= 0)
-		cmx_ctl_send(wk.ctl, &h, sizeof(h), -1, 1);
+		cmx_ctl_send(wk.ctl, &m, sizeof(m), -1, 1);
 }
 
-static void turned(uint64_t seq, int has_work)
+static void turned(uint64_t seq, int has_work, unsigned flags)
 {
 	struct cmx_ctl_turned m = { .h = { .op = CMX_CTL_TURNED, .len = sizeof(m), .seq = seq },
-				    .has_work = !!has_work };
+				    .has_work = !!has_work,
+				    .flags = flags };
 
 	if (wk.ctl >= 0)
 		cmx_ctl_send(wk.ctl, &m, sizeof(m), -1, 1);

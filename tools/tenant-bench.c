@@ -39,6 +39,7 @@ struct opts {
 	const char *daemon_args;    /* more clmuxd options, split at spaces */
 	const char *scheme;	    /* how clients dial: "unix" or "shm" (rings) */
 	int json;		    /* one JSON object instead of the text */
+	int poll;		    /* clients wait by polling the status */
 };
 
 static double now_s(void)
@@ -216,7 +217,15 @@ static int client(const struct opts *o, unsigned idx, int ready_fd, int go_fd, i
 	while (now_s() < end) {
 		if (n == o->inflight) {
 			/* The oldest first: in order, the queue stays full. */
-			clWaitForEvents(1, &ev[head]);
+			if (o->poll) {
+				cl_int st = CL_QUEUED;
+				while (st > CL_COMPLETE &&
+				       clGetEventInfo(ev[head], CL_EVENT_COMMAND_EXECUTION_STATUS,
+						      sizeof(st), &st, NULL) == CL_SUCCESS)
+					;
+			} else {
+				clWaitForEvents(1, &ev[head]);
+			}
 			clReleaseEvent(ev[head]);
 			head = (head + 1) % o->inflight;
 			n--;
@@ -378,6 +387,7 @@ static void usage(FILE *f)
 		   "                    [--inflight K] [--work N] [--device SPEC] [--clmuxd PATH]\n"
 		   "                    [--client-vendors PATH] [--native] [--probe] [--group]\n"
 		   "                    [--daemon-args 'ARGS'] [--runaway] [--shared] [--shm] [--json]\n"
+		   "                    [--poll]\n"
 		   "  N tenants (default 8), each a client process keeping K (default 4)\n"
 		   "  kernels in flight for S seconds (default 10) through one clmuxd;\n"
 		   "  weights repeat over the tenants (default 1). OCL_ICD_VENDORS must\n"
@@ -397,7 +407,9 @@ static void usage(FILE *f)
 		   "  then the time clmuxd takes to exit on SIGTERM.\n"
 		   "  --shm: clients use the shared-memory rings (shm:) instead of the\n"
 		   "  socket (unix:, the default).\n"
-		   "  --json: one JSON object instead of the text.\n");
+		   "  --json: one JSON object instead of the text.\n"
+		   "  --poll: clients wait for their oldest kernel by polling its status\n"
+		   "  instead of clWaitForEvents.\n");
 }
 
 /* --json: what the text says, as one object (tools/bench-results reads it). */
@@ -432,7 +444,8 @@ int main(int argc, char **argv)
 	    {"clmuxd", 1, NULL, 'c'},	{"help", 0, NULL, 'h'},	   {"client-vendors", 1, NULL, 'v'},
 	    {"native", 0, NULL, 'N'},	{"probe", 0, NULL, 'p'},   {"group", 0, NULL, 'g'},
 	    {"daemon-args", 1, NULL, 'D'}, {"runaway", 0, NULL, 'R'}, {"shared", 0, NULL, 'S'},
-	    {"shm", 0, NULL, 'M'},	{"json", 0, NULL, 'j'},	   {NULL, 0, NULL, 0},
+	    {"shm", 0, NULL, 'M'},	{"json", 0, NULL, 'j'},	   {"poll", 0, NULL, 'P'},
+	    {NULL, 0, NULL, 0},
 	};
 	struct opts o = {.tenants = 8,
 			 .inflight = 4,
@@ -452,7 +465,7 @@ int main(int argc, char **argv)
 	pid_t daemon, runaway = 0;
 
 	o.clmuxd = getenv("CLMUXD") ? getenv("CLMUXD") : "clmuxd";
-	while ((opt = getopt_long(argc, argv, "n:w:s:k:W:d:c:hv:NpgD:RSMj", lo, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "n:w:s:k:W:d:c:hv:NpgD:RSMjP", lo, NULL)) != -1) {
 		switch (opt) {
 		case 'n':
 			o.tenants = (unsigned)atoi(optarg);
@@ -486,6 +499,9 @@ int main(int argc, char **argv)
 			break;
 		case 'j':
 			o.json = 1;
+			break;
+		case 'P':
+			o.poll = 1;
 			break;
 		case 'p':
 			o.probe = 1;

@@ -210,9 +210,11 @@ START_TEST(tuning_keys)
 	ck_assert_int_eq(ts.tune.unread_s, 20);
 	ck_assert_int_eq(ts.tune.sched_peek, 1);
 	ck_assert_int_eq(ts.tune.uring_coop, 1);
+	ck_assert_int_eq(ts.tune.equal_turns, CMX_TUNE_AUTO);
 	cmx_tenants_fini(&ts);
-	load(&ts, "[clmuxd]\nshort-blocking = auto\n");
+	load(&ts, "[clmuxd]\nshort-blocking = auto\nequal-turns = off\n");
 	ck_assert_int_eq(ts.tune.short_blocking, CMX_TUNE_AUTO);
+	ck_assert_int_eq(ts.tune.equal_turns, 0);
 	ck_assert_int_eq(ts.tune.shm_sync_spin_us, CMX_TUNE_AUTO);
 	ck_assert_int_eq(ts.tune.unread_s, 60);
 	cmx_tenants_fini(&ts);
