@@ -387,13 +387,11 @@ static void retire_tick(struct cmx_io *io, int res, unsigned flags)
 	io_uring_prep_timeout(cmx_loop_sqe(d->srv.loop, &d->retire_io), &tick, 0, 0);
 }
 
-/* host/worker.c's retire hook takes no argument: the daemon a worker
- * retires is the one main() started it for, set just before. */
-static struct daemon *retiring;
-
-static void main_retire(void)
+/* host/worker.c's retire hook, given the server worker_main() started it
+ * with: the daemon around it. */
+static void main_retire(struct cmx_server *srv)
 {
-	struct daemon *d = retiring;
+	struct daemon *d = DAEMON_OF(srv, srv);
 
 	for (unsigned i = 0; i < d->nlisteners; i++)
 		cmx_listener_close(&d->srv, &d->listeners[i]);
@@ -538,7 +536,6 @@ static int worker_main(struct daemon *d, struct opts *o, sigset_t *mask)
 			return 1;
 		}
 	}
-	retiring = d;
 	if (o->worker && cmx_worker_start(srv, o->ctl, o->worker, main_retire)) {
 		cmx_err("worker %s: no control channel", o->worker);
 		return 1;
