@@ -68,7 +68,7 @@ const char *cmx_checkpoint_instance(void)
 	return instance;
 }
 
-int cmx_checkpoint_open(const char *path)
+int cmx_checkpoint_open(struct cmx_server *srv, const char *path)
 {
 	int fd, e;
 
@@ -80,7 +80,7 @@ int cmx_checkpoint_open(const char *path)
 	if (state_fd >= 0)
 		close(state_fd);
 	state_fd = fd;
-	cmx_record_keep();
+	cmx_record_keep(srv);
 	return 0;
 }
 

@@ -11,10 +11,10 @@
 struct cmx_server;
 struct cmx_session;
 
-/* Opens (makes) the state directory for this process, and draws its
+/* Opens (makes) the state directory for srv's process, and draws its
  * instance id: 0 or -errno (-EPERM: not the daemon's user's alone; the
  * errno of getrandom() when it gave no id). */
-int cmx_checkpoint_open(const char *path);
+int cmx_checkpoint_open(struct cmx_server *srv, const char *path);
 /* This process's instance id, in the names of the state files it writes
  * (16 hex digits; "" before cmx_checkpoint_open()): unlike its pid, not
  * one a predecessor had (host/checkpoint.c). */

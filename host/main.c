@@ -465,9 +465,9 @@ static int sandbox_enter(const struct cmx_server *srv, const struct opts *o)
 }
 
 /* --state-dir, as the daemon's user: 1 when usable (or not asked for). */
-static int state_dir_open(const struct opts *o)
+static int state_dir_open(struct cmx_server *srv, const struct opts *o)
 {
-	int e = o->state_dir ? cmx_checkpoint_open(o->state_dir) : 0;
+	int e = o->state_dir ? cmx_checkpoint_open(srv, o->state_dir) : 0;
 
 	if (e)
 		cmx_err("--state-dir %s: %s", o->state_dir,
@@ -552,7 +552,7 @@ static int worker_main(struct daemon *d, struct opts *o, sigset_t *mask)
 		cmx_cdikeep_write(srv, "start");
 	if (!user_drop(o->user))
 		return 1;
-	if (!state_dir_open(o))
+	if (!state_dir_open(srv, o))
 		return 1;
 	/* Its state files name it, and it restores only its own. */
 	if (o->worker)
@@ -611,7 +611,7 @@ static int front_main(struct daemon *d, struct opts *o, sigset_t *mask)
 	/* Every listener is open; the spec directory is root's. */
 	d->keeps_cdi = 1;
 	cmx_cdikeep_write(srv, "start");
-	if (!user_drop(o->user) || !state_dir_open(o))
+	if (!user_drop(o->user) || !state_dir_open(srv, o))
 		return 1;
 	/* The workers the state files need, restoring as guests come back. */
 	cmx_front_state_workers();

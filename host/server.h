@@ -136,6 +136,9 @@ struct cmx_server {
 	 * NULL where nothing restores: no session to resume). */
 	struct cmx_session *(*restore_find)(struct cmx_server *srv, const struct cmx_tenant *t,
 					    uint64_t id, uint64_t token, int *busy);
+	/* Creation requests are kept for a checkpoint (host/record.c): set
+	 * by cmx_record_keep() once there is a state directory. */
+	int keep_records;
 	struct cmx_session *sessions;
 	uint64_t next_session;
 	uint64_t nsessions;
