@@ -151,7 +151,7 @@ static void drain(struct daemon *d)
 	srv->draining = 1;
 	/* With --state-dir, the sessions are written down before they end,
 	 * and take no more calls: one applied after would be lost. */
-	if (cmx_checkpoint_enabled()) {
+	if (cmx_checkpoint_enabled(srv)) {
 		struct cmx_checkpoint_stats st;
 		cmx_checkpoint_all(srv, &st);
 		for (struct cmx_session *s = srv->sessions; s; s = s->next)
@@ -163,7 +163,7 @@ static void drain(struct daemon *d)
 		cmx_listener_close(srv, &d->listeners[i]);
 	cmx_vhost_drain(srv);
 	cmx_ivshmem_drain(srv);
-	if (cmx_checkpoint_enabled()) {
+	if (cmx_checkpoint_enabled(srv)) {
 		d->flush_io.cb = flush_tick;
 		flush_tick(&d->flush_io, 0, 0);
 		return;
@@ -556,14 +556,14 @@ static int worker_main(struct daemon *d, struct opts *o, sigset_t *mask)
 		return 1;
 	/* Its state files name it, and it restores only its own. */
 	if (o->worker)
-		cmx_checkpoint_worker(o->worker);
+		cmx_checkpoint_worker(srv, o->worker);
 	if (o->worker && !sandbox_enter(srv, o))
 		return 1;
 	if (!o->worker)
 		ready();
 	signals_start(d, mask);
 	/* With --state-dir, the sessions a checkpoint left, on the loop. */
-	if (cmx_checkpoint_enabled())
+	if (cmx_checkpoint_enabled(srv))
 		cmx_loop_post(srv->loop, restore_start, srv);
 	e = cmx_loop_run(srv->loop);
 	if (e)

@@ -152,7 +152,7 @@ static int migrate_out(struct cmx_server *srv, struct cmx_tenant *t, int fd,
 	struct cmx_session **v = NULL;
 	char(*names)[CMX_STATE_NAME_MAX] = NULL, answer[256];
 	size_t n = 0, written = 0;
-	int dfd = cmx_checkpoint_dirfd(), e = 0;
+	int dfd = cmx_checkpoint_dirfd(srv), e = 0;
 	uint64_t t0 = now_ns();
 
 	memset(st, 0, sizeof(*st));
@@ -617,7 +617,7 @@ int cmx_migrate_in(struct cmx_server *srv, int fd, const uint8_t *first, size_t 
 	static unsigned serial;
 	static uint64_t seqs;
 	struct in_stream in = {.fd = fd, .first = first, .nfirst = nfirst};
-	int dfd = cmx_checkpoint_dirfd(), e = 0;
+	int dfd = cmx_checkpoint_dirfd(srv), e = 0;
 	struct in_wait *w = NULL;
 	uint8_t *buf = NULL;
 	char why[160] = "", tmp[64], name[CMX_STATE_NAME_MAX];
@@ -648,7 +648,7 @@ int cmx_migrate_in(struct cmx_server *srv, int fd, const uint8_t *first, size_t 
 		struct cmx_state_head head;
 		struct cmx_tenant *t;
 		uint64_t *ids;
-		snprintf(tmp, sizeof(tmp), "m%s-%u.tmp", cmx_checkpoint_instance(), serial);
+		snprintf(tmp, sizeof(tmp), "m%s-%u.tmp", cmx_checkpoint_instance(srv), serial);
 		e = in_file(&in, dfd, tmp, &head, buf, why, sizeof(why));
 		if (e) {
 			if (e < 0)
@@ -679,7 +679,7 @@ int cmx_migrate_in(struct cmx_server *srv, int fd, const uint8_t *first, size_t 
 			char tkey[CMX_TENANT_KEY], key[CMX_STATE_KEY_MAX];
 			cmx_state_key_name(cmx_tenant_key(t, tkey), key, sizeof(key));
 			snprintf(name, sizeof(name), "%s-m%s-%u-%" PRIu64 ".state", key,
-				 cmx_checkpoint_instance(), serial++, head.session);
+				 cmx_checkpoint_instance(srv), serial++, head.session);
 		}
 		if (renameat(dfd, tmp, dfd, name)) {
 			e = -errno;

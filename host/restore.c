@@ -186,7 +186,7 @@ static void finish(struct cmx_session *s, int e, const char *why)
 {
 	struct cmx_restore *rs = s->restore;
 	struct cmx_server *srv = s->srv; /* s may be gone once closed */
-	int dfd = cmx_checkpoint_dirfd();
+	int dfd = cmx_checkpoint_dirfd(srv);
 
 	staged_charge(s, -(int64_t)rs->staged);
 	s->restore = NULL;
@@ -663,7 +663,7 @@ static struct cmx_session *find(struct cmx_server *srv, const struct cmx_tenant 
 {
 	/* Before the files are read (posted to the loop, behind the
 	 * connections a worker may be handed first), it may be there soon. */
-	*busy = !restore_ran && cmx_checkpoint_dirfd() >= 0;
+	*busy = !restore_ran && cmx_checkpoint_dirfd(srv) >= 0;
 	for (struct cmx_session *s = srv->sessions; s; s = s->next)
 		if (s->id == id && s->restored && !s->closed && s->tenant == t) {
 			/* Compared in constant time, as cmx_session_find(). */
@@ -715,13 +715,13 @@ static void wait_arm(struct cmx_server *srv)
 
 void cmx_restore_all(struct cmx_server *srv, int (*serves_fn)(const struct cmx_tenant *t))
 {
-	int dfd = cmx_checkpoint_dirfd();
+	int dfd = cmx_checkpoint_dirfd(srv);
 	DIR *d;
 	struct dirent *e;
 
 	serves = serves_fn;
 	restore_ran = 1;
-	if (!(d = cmx_checkpoint_dir_list()))
+	if (!(d = cmx_checkpoint_dir_list(srv)))
 		return;
 	all.t0 = now_ns();
 	all.listing = 1;
@@ -730,7 +730,7 @@ void cmx_restore_all(struct cmx_server *srv, int (*serves_fn)(const struct cmx_t
 	while ((e = readdir(d))) {
 		size_t n = strlen(e->d_name);
 		if (n > 6 && !strcmp(e->d_name + n - 6, ".state") &&
-		    cmx_checkpoint_file_ours(e->d_name))
+		    cmx_checkpoint_file_ours(srv, e->d_name))
 			restore_file(srv, dfd, e->d_name, 1);
 	}
 	closedir(d);
@@ -741,7 +741,7 @@ void cmx_restore_all(struct cmx_server *srv, int (*serves_fn)(const struct cmx_t
 
 void cmx_restore_file(struct cmx_server *srv, const char *name)
 {
-	int dfd = cmx_checkpoint_dirfd();
+	int dfd = cmx_checkpoint_dirfd(srv);
 
 	if (dfd < 0)
 		return;

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "checkpoint.h"
 #include "loop.h"
 #include "pending.h"
 #include "staging.h"
@@ -139,6 +140,8 @@ struct cmx_server {
 	/* Creation requests are kept for a checkpoint (host/record.c): set
 	 * by cmx_record_keep() once there is a state directory. */
 	int keep_records;
+	/* The state directory, --state-dir (host/checkpoint.c). */
+	struct cmx_state_dir state;
 	struct cmx_session *sessions;
 	uint64_t next_session;
 	uint64_t nsessions;
