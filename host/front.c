@@ -592,10 +592,9 @@ static void on_packet(struct link *k, size_t n)
 		break;
 	case CMX_CTL_RESTORED:
 		if (n == sizeof(struct cmx_ctl_migrated))
-			cmx_migrate_in_restored(h->seq,
-						((const struct cmx_ctl_migrated *)k->buf)->err < 0
-						    ? -EIO
-						    : 0);
+			cmx_migrate_in_restored(
+			    fe.srv, h->seq,
+			    ((const struct cmx_ctl_migrated *)k->buf)->err < 0 ? -EIO : 0);
 		break;
 	case CMX_CTL_POISONED: {
 		const struct cmx_ctl_poisoned *p = (const void *)k->buf;

@@ -9,6 +9,7 @@
 
 #include "checkpoint.h"
 #include "loop.h"
+#include "migrate.h"
 #include "pending.h"
 #include "staging.h"
 #include "tenant.h"
@@ -142,6 +143,8 @@ struct cmx_server {
 	int keep_records;
 	/* The state directory, --state-dir (host/checkpoint.c). */
 	struct cmx_state_dir state;
+	/* Migrations being taken in (host/migrate.c). */
+	struct cmx_migrate_in migrate_in;
 	struct cmx_session *sessions;
 	uint64_t next_session;
 	uint64_t nsessions;
