@@ -11,6 +11,7 @@
 #include "loop.h"
 #include "migrate.h"
 #include "pending.h"
+#include "restore.h"
 #include "staging.h"
 #include "tenant.h"
 #include "tuning.h"
@@ -241,8 +242,9 @@ struct cmx_server {
 	struct cmx_fences fences;
 	/* Programs being built or linked (host/exec_program.c). */
 	struct cmx_busy_programs busy_programs;
-	/* The end of the wait for guests to resume restored sessions
-	 * (host/restore.c). */
+	/* The restores from the state directory, and the end of the wait
+	 * for guests to resume their sessions (host/restore.c). */
+	struct cmx_restores restores;
 	struct cmx_io resume_wait;
 	struct __kernel_timespec resume_wait_ts;
 	int resume_wait_armed;
