@@ -379,7 +379,7 @@ static void checkpoint(struct cmx_server *srv, int json, struct cmx_text *out)
 {
 	struct cmx_checkpoint_stats st;
 
-	if (!cmx_checkpoint_enabled()) {
+	if (!cmx_checkpoint_enabled(srv)) {
 		cmx_text_add(out, "error: no state directory (clmuxd --state-dir)\n");
 		return;
 	}

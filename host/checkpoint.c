@@ -30,10 +30,8 @@
 #include "state.h"
 #include "tenant.h"
 
-static int state_fd = -1;
-
 /*
- * This process's instance id, 16 hex digits: the names of the files it
+ * The instance id, 16 hex digits: the names of the files a process
  * writes carry it, and it takes only the files that carry it for its
  * own checkpoint's. Not the pid: in a fresh pid namespace (a container)
  * a restarted daemon and its workers get their predecessors' pids, and
@@ -47,9 +45,7 @@ static int state_fd = -1;
  * (host/session.c) do. Each process has its own: workers are started
  * with exec, and each opens the state directory itself.
  */
-static char instance[17];
-
-static int instance_make(void)
+static int instance_make(struct cmx_state_dir *sd)
 {
 	uint64_t v;
 	ssize_t n;
@@ -59,39 +55,41 @@ static int instance_make(void)
 	while (n < 0 && errno == EINTR);
 	if (n != (ssize_t)sizeof(v))
 		return n < 0 ? -errno : -EIO;
-	snprintf(instance, sizeof(instance), "%016" PRIx64, v);
+	snprintf(sd->instance, sizeof(sd->instance), "%016" PRIx64, v);
 	return 0;
 }
 
-const char *cmx_checkpoint_instance(void)
+const char *cmx_checkpoint_instance(const struct cmx_server *srv)
 {
-	return instance;
+	return srv->state.instance;
 }
 
-int cmx_checkpoint_open(const char *path)
+int cmx_checkpoint_open(struct cmx_server *srv, const char *path)
 {
+	struct cmx_state_dir *sd = &srv->state;
 	int fd, e;
 
-	if (!instance[0] && (e = instance_make()))
+	if (!sd->instance[0] && (e = instance_make(sd)))
 		return e;
 	fd = cmx_state_dir_open(path);
 	if (fd < 0)
 		return fd;
-	if (state_fd >= 0)
-		close(state_fd);
-	state_fd = fd;
-	cmx_record_keep();
+	if (sd->open)
+		close(sd->fd);
+	sd->fd = fd;
+	sd->open = 1;
+	cmx_record_keep(srv);
 	return 0;
 }
 
-int cmx_checkpoint_enabled(void)
+int cmx_checkpoint_enabled(const struct cmx_server *srv)
 {
-	return state_fd >= 0;
+	return srv->state.open;
 }
 
-int cmx_checkpoint_dirfd(void)
+int cmx_checkpoint_dirfd(const struct cmx_server *srv)
 {
-	return state_fd;
+	return srv->state.open ? srv->state.fd : -1;
 }
 
 static uint64_t now_ns(void)
@@ -132,13 +130,9 @@ static void parts_write(struct cmx_session *s, struct cmx_state_writer *w)
 	}
 }
 
-/* The key of this worker process, as state file names have it; "" in a
- * daemon without workers, whose files name their tenant's worker. */
-static char owner[CMX_STATE_KEY_MAX];
-
-void cmx_checkpoint_worker(const char *key)
+void cmx_checkpoint_worker(struct cmx_server *srv, const char *key)
 {
-	cmx_state_key_name(key, owner, sizeof(owner));
+	cmx_state_key_name(key, srv->state.owner, sizeof(srv->state.owner));
 }
 
 /* This process's files: "<key>-i<instance>-<tenant>-<session>.state",
@@ -148,6 +142,7 @@ void cmx_checkpoint_worker(const char *key)
  * worker's from its predecessor's. */
 static void file_name(const struct cmx_session *s, char *buf, size_t len)
 {
+	const struct cmx_state_dir *sd = &s->srv->state;
 	char t[CMX_STATE_TENANT_MAX], key[CMX_STATE_KEY_MAX], tkey[CMX_TENANT_KEY];
 	size_t i;
 
@@ -159,34 +154,35 @@ static void file_name(const struct cmx_session *s, char *buf, size_t len)
 			   : '_';
 	}
 	t[i] = '\0';
-	if (owner[0])
-		snprintf(key, sizeof(key), "%s", owner);
+	if (sd->owner[0])
+		snprintf(key, sizeof(key), "%s", sd->owner);
 	else
 		cmx_state_key_name(cmx_tenant_key(s->tenant, tkey), key, sizeof(key));
-	snprintf(buf, len, "%s-i%s-%.20s-%" PRIu64 ".state", key, instance, t, s->id);
+	snprintf(buf, len, "%s-i%s-%.20s-%" PRIu64 ".state", key, sd->instance, t, s->id);
 }
 
 /* Whether name is a file this process wrote: "<key>-i<instance>-". An
  * older clmuxd's "<key>-p<pid>-" names are never this process's, even
  * where the pid is its own: a predecessor's, to restore. */
-static int own_file(const char *name)
+static int own_file(const struct cmx_state_dir *sd, const char *name)
 {
 	char mine[24];
 	const char *dash = strchr(name, '-');
 
-	if (!instance[0])
+	if (!sd->instance[0])
 		return 0;
-	snprintf(mine, sizeof(mine), "-i%s-", instance);
+	snprintf(mine, sizeof(mine), "-i%s-", sd->instance);
 	return dash && !strncmp(dash, mine, strlen(mine));
 }
 
-int cmx_checkpoint_file_ours(const char *name)
+int cmx_checkpoint_file_ours(const struct cmx_server *srv, const char *name)
 {
+	const char *owner = srv->state.owner;
 	char key[CMX_STATE_KEY_MAX];
 	int keyed = cmx_state_name_key(name, key, sizeof(key));
 
 	/* This process's own files are a checkpoint of what it serves now. */
-	if (own_file(name))
+	if (own_file(&srv->state, name))
 		return 0;
 	/* Without workers every file is this process's. */
 	if (!owner[0])
@@ -200,9 +196,10 @@ int cmx_checkpoint_file_ours(const char *name)
 	return keyed && !strcmp(key, owner);
 }
 
-DIR *cmx_checkpoint_dir_list(void)
+DIR *cmx_checkpoint_dir_list(const struct cmx_server *srv)
 {
-	int fd = state_fd >= 0 ? openat(state_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	int dfd = cmx_checkpoint_dirfd(srv);
+	int fd = dfd >= 0 ? openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
 
 	if (!d && fd >= 0)
@@ -212,16 +209,16 @@ DIR *cmx_checkpoint_dir_list(void)
 
 /* A checkpoint replaces this process's last one: its files go first, so
  * that a session closed since is not restored. */
-static void forget_old(void)
+static void forget_old(struct cmx_server *srv)
 {
-	DIR *d = cmx_checkpoint_dir_list();
+	DIR *d = cmx_checkpoint_dir_list(srv);
 	struct dirent *e;
 
 	if (!d)
 		return;
 	while ((e = readdir(d)))
-		if (own_file(e->d_name))
-			(void)unlinkat(state_fd, e->d_name, 0);
+		if (own_file(&srv->state, e->d_name))
+			(void)unlinkat(srv->state.fd, e->d_name, 0);
 	closedir(d);
 }
 
@@ -446,7 +443,8 @@ static int write_session(struct cmx_session *s, struct cmx_state_writer *w,
 		if (l.v[i]->kind == CMX_K_QUEUE)
 			clFinish(l.v[i]->h);
 	file_name(s, name, sizeof(name));
-	e = cmx_state_begin(w, state_fd, name, s->id, s->token, s->messages, s->tenant->name);
+	e = cmx_state_begin(w, s->srv->state.fd, name, s->id, s->token, s->messages,
+			    s->tenant->name);
 	if (e) {
 		free(l.v);
 		return e;
@@ -494,7 +492,7 @@ int cmx_checkpoint_session(struct cmx_session *s, char *name, size_t len,
 	struct cmx_state_writer *w;
 	int e;
 
-	if (state_fd < 0)
+	if (!cmx_checkpoint_enabled(s->srv))
 		return -ENOENT;
 	w = malloc(sizeof(*w));
 	e = w ? write_session(s, w, st) : -ENOMEM;
@@ -511,12 +509,12 @@ int cmx_checkpoint_all(struct cmx_server *srv, struct cmx_checkpoint_stats *st)
 	unsigned owed = 0;
 
 	memset(st, 0, sizeof(*st));
-	if (state_fd < 0)
+	if (!cmx_checkpoint_enabled(srv))
 		return -ENOENT;
 	w = malloc(sizeof(*w));
 	if (!w)
 		return -ENOMEM;
-	forget_old();
+	forget_old(srv);
 	for (struct cmx_session *s = srv->sessions; s; s = s->next) {
 		int e;
 		if (s->closed)

@@ -90,7 +90,7 @@ int cmx_dispatch_hello(struct cmx_conn *c, const struct cmx_hdr *h, const uint8_
 	struct cmx_Hello_out out = { .version = CMX_PROTO_VERSION };
 	struct cmx_session *s;
 
-	if (cmx_checkpoint_enabled())
+	if (cmx_checkpoint_enabled(c->srv))
 		out.features = CMX_FEATURE_RESUME;
 	if (cmx_codec_decode(&cmx_desc_Hello_in, args, h->size, &in))
 		return -EBADMSG;

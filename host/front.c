@@ -592,10 +592,9 @@ static void on_packet(struct link *k, size_t n)
 		break;
 	case CMX_CTL_RESTORED:
 		if (n == sizeof(struct cmx_ctl_migrated))
-			cmx_migrate_in_restored(h->seq,
-						((const struct cmx_ctl_migrated *)k->buf)->err < 0
-						    ? -EIO
-						    : 0);
+			cmx_migrate_in_restored(
+			    fe.srv, h->seq,
+			    ((const struct cmx_ctl_migrated *)k->buf)->err < 0 ? -EIO : 0);
 		break;
 	case CMX_CTL_POISONED: {
 		const struct cmx_ctl_poisoned *p = (const void *)k->buf;
@@ -1022,9 +1021,9 @@ static struct worker *state_worker(int dfd, const char *name, const char **why)
 
 void cmx_front_state_workers(void)
 {
-	int dfd = cmx_checkpoint_dirfd();
+	int dfd = cmx_checkpoint_dirfd(fe.srv);
 	struct dirent *e;
-	DIR *d = cmx_checkpoint_dir_list();
+	DIR *d = cmx_checkpoint_dir_list(fe.srv);
 
 	if (!d)
 		return;
@@ -1457,7 +1456,7 @@ void cmx_front_reap(void)
 
 void cmx_front_drain(void)
 {
-	unsigned ms = cmx_checkpoint_enabled() ? DRAIN_GRACE_CKPT_MS : DRAIN_GRACE_MS;
+	unsigned ms = cmx_checkpoint_enabled(fe.srv) ? DRAIN_GRACE_CKPT_MS : DRAIN_GRACE_MS;
 
 	fe.draining = 1;
 	for (struct link *k = fe.links; k; k = k->next)

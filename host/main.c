@@ -151,7 +151,7 @@ static void drain(struct daemon *d)
 	srv->draining = 1;
 	/* With --state-dir, the sessions are written down before they end,
 	 * and take no more calls: one applied after would be lost. */
-	if (cmx_checkpoint_enabled()) {
+	if (cmx_checkpoint_enabled(srv)) {
 		struct cmx_checkpoint_stats st;
 		cmx_checkpoint_all(srv, &st);
 		for (struct cmx_session *s = srv->sessions; s; s = s->next)
@@ -163,7 +163,7 @@ static void drain(struct daemon *d)
 		cmx_listener_close(srv, &d->listeners[i]);
 	cmx_vhost_drain(srv);
 	cmx_ivshmem_drain(srv);
-	if (cmx_checkpoint_enabled()) {
+	if (cmx_checkpoint_enabled(srv)) {
 		d->flush_io.cb = flush_tick;
 		flush_tick(&d->flush_io, 0, 0);
 		return;
@@ -387,13 +387,11 @@ static void retire_tick(struct cmx_io *io, int res, unsigned flags)
 	io_uring_prep_timeout(cmx_loop_sqe(d->srv.loop, &d->retire_io), &tick, 0, 0);
 }
 
-/* host/worker.c's retire hook takes no argument: the daemon a worker
- * retires is the one main() started it for, set just before. */
-static struct daemon *retiring;
-
-static void main_retire(void)
+/* host/worker.c's retire hook, given the server worker_main() started it
+ * with: the daemon around it. */
+static void main_retire(struct cmx_server *srv)
 {
-	struct daemon *d = retiring;
+	struct daemon *d = DAEMON_OF(srv, srv);
 
 	for (unsigned i = 0; i < d->nlisteners; i++)
 		cmx_listener_close(&d->srv, &d->listeners[i]);
@@ -467,9 +465,9 @@ static int sandbox_enter(const struct cmx_server *srv, const struct opts *o)
 }
 
 /* --state-dir, as the daemon's user: 1 when usable (or not asked for). */
-static int state_dir_open(const struct opts *o)
+static int state_dir_open(struct cmx_server *srv, const struct opts *o)
 {
-	int e = o->state_dir ? cmx_checkpoint_open(o->state_dir) : 0;
+	int e = o->state_dir ? cmx_checkpoint_open(srv, o->state_dir) : 0;
 
 	if (e)
 		cmx_err("--state-dir %s: %s", o->state_dir,
@@ -538,7 +536,6 @@ static int worker_main(struct daemon *d, struct opts *o, sigset_t *mask)
 			return 1;
 		}
 	}
-	retiring = d;
 	if (o->worker && cmx_worker_start(srv, o->ctl, o->worker, main_retire)) {
 		cmx_err("worker %s: no control channel", o->worker);
 		return 1;
@@ -555,18 +552,18 @@ static int worker_main(struct daemon *d, struct opts *o, sigset_t *mask)
 		cmx_cdikeep_write(srv, "start");
 	if (!user_drop(o->user))
 		return 1;
-	if (!state_dir_open(o))
+	if (!state_dir_open(srv, o))
 		return 1;
 	/* Its state files name it, and it restores only its own. */
 	if (o->worker)
-		cmx_checkpoint_worker(o->worker);
+		cmx_checkpoint_worker(srv, o->worker);
 	if (o->worker && !sandbox_enter(srv, o))
 		return 1;
 	if (!o->worker)
 		ready();
 	signals_start(d, mask);
 	/* With --state-dir, the sessions a checkpoint left, on the loop. */
-	if (cmx_checkpoint_enabled())
+	if (cmx_checkpoint_enabled(srv))
 		cmx_loop_post(srv->loop, restore_start, srv);
 	e = cmx_loop_run(srv->loop);
 	if (e)
@@ -614,7 +611,7 @@ static int front_main(struct daemon *d, struct opts *o, sigset_t *mask)
 	/* Every listener is open; the spec directory is root's. */
 	d->keeps_cdi = 1;
 	cmx_cdikeep_write(srv, "start");
-	if (!user_drop(o->user) || !state_dir_open(o))
+	if (!user_drop(o->user) || !state_dir_open(srv, o))
 		return 1;
 	/* The workers the state files need, restoring as guests come back. */
 	cmx_front_state_workers();

@@ -152,7 +152,7 @@ static int migrate_out(struct cmx_server *srv, struct cmx_tenant *t, int fd,
 	struct cmx_session **v = NULL;
 	char(*names)[CMX_STATE_NAME_MAX] = NULL, answer[256];
 	size_t n = 0, written = 0;
-	int dfd = cmx_checkpoint_dirfd(), e = 0;
+	int dfd = cmx_checkpoint_dirfd(srv), e = 0;
 	uint64_t t0 = now_ns();
 
 	memset(st, 0, sizeof(*st));
@@ -476,7 +476,7 @@ static struct cmx_tenant *in_tenant(struct cmx_server *srv, const char *name)
  * tries find their sessions whole. A session whose restore failed is
  * closed (host/restore.c): not found any more.
  */
-struct in_wait {
+struct cmx_migrate_wait {
 	struct cmx_io io;
 	struct __kernel_timespec ts;
 	struct cmx_server *srv;
@@ -489,10 +489,8 @@ struct in_wait {
 	struct cmx_text *out;
 	void (*answered)(void *arg);
 	void *arg;
-	struct in_wait *next;
+	struct cmx_migrate_wait *next;
 };
-
-static struct in_wait *in_waits;
 
 /* A restored session that waits for its guest: 1; still restoring: 0;
  * gone (its restore failed): -1. */
@@ -504,9 +502,9 @@ static int restored(struct cmx_server *srv, uint64_t id)
 	return -1;
 }
 
-static void in_answer(struct in_wait *w)
+static void in_answer(struct cmx_migrate_wait *w)
 {
-	for (struct in_wait **pp = &in_waits; *pp; pp = &(*pp)->next)
+	for (struct cmx_migrate_wait **pp = &w->srv->migrate_in.waits; *pp; pp = &(*pp)->next)
 		if (*pp == w) {
 			*pp = w->next;
 			break;
@@ -533,7 +531,7 @@ static void in_answer(struct in_wait *w)
  * workers said so), up to the deadline. */
 static void in_look(struct cmx_io *io, int res, unsigned flags)
 {
-	struct in_wait *w = (struct in_wait *)io;
+	struct cmx_migrate_wait *w = (struct cmx_migrate_wait *)io;
 	int waiting = w->pending > 0;
 
 	(void)res;
@@ -554,9 +552,9 @@ static void in_look(struct cmx_io *io, int res, unsigned flags)
 	in_answer(w);
 }
 
-void cmx_migrate_in_restored(uint64_t seq, int err)
+void cmx_migrate_in_restored(struct cmx_server *srv, uint64_t seq, int err)
 {
-	struct in_wait *w = in_waits;
+	struct cmx_migrate_wait *w = srv->migrate_in.waits;
 
 	while (w && w->seq != seq)
 		w = w->next;
@@ -614,11 +612,10 @@ void cmx_migrate_session_restored(struct cmx_server *srv, uint64_t id,
 int cmx_migrate_in(struct cmx_server *srv, int fd, const uint8_t *first, size_t nfirst,
 		   struct cmx_text *out, void (*answered)(void *arg), void *arg)
 {
-	static unsigned serial;
-	static uint64_t seqs;
+	struct cmx_migrate_in *mi = &srv->migrate_in;
 	struct in_stream in = {.fd = fd, .first = first, .nfirst = nfirst};
-	int dfd = cmx_checkpoint_dirfd(), e = 0;
-	struct in_wait *w = NULL;
+	int dfd = cmx_checkpoint_dirfd(srv), e = 0;
+	struct cmx_migrate_wait *w = NULL;
 	uint8_t *buf = NULL;
 	char why[160] = "", tmp[64], name[CMX_STATE_NAME_MAX];
 
@@ -634,13 +631,13 @@ int cmx_migrate_in(struct cmx_server *srv, int fd, const uint8_t *first, size_t 
 		cmx_text_add(out, "error: out of memory\n");
 		return 0;
 	}
-	*w = (struct in_wait){.io.cb = in_look,
-			      .srv = srv,
-			      .seq = srv->front ? ++seqs : 0,
-			      .t0 = now_ns(),
-			      .out = out,
-			      .answered = answered,
-			      .arg = arg};
+	*w = (struct cmx_migrate_wait){.io.cb = in_look,
+				       .srv = srv,
+				       .seq = srv->front ? ++mi->seqs : 0,
+				       .t0 = now_ns(),
+				       .out = out,
+				       .answered = answered,
+				       .arg = arg};
 	io_timeouts(fd);
 	/* The admin's connection is blocking: this holds the loop while the
 	 * files come, as the source holds its own. */
@@ -648,7 +645,7 @@ int cmx_migrate_in(struct cmx_server *srv, int fd, const uint8_t *first, size_t 
 		struct cmx_state_head head;
 		struct cmx_tenant *t;
 		uint64_t *ids;
-		snprintf(tmp, sizeof(tmp), "m%s-%u.tmp", cmx_checkpoint_instance(), serial);
+		snprintf(tmp, sizeof(tmp), "m%s-%u.tmp", cmx_checkpoint_instance(srv), mi->serial);
 		e = in_file(&in, dfd, tmp, &head, buf, why, sizeof(why));
 		if (e) {
 			if (e < 0)
@@ -679,7 +676,7 @@ int cmx_migrate_in(struct cmx_server *srv, int fd, const uint8_t *first, size_t 
 			char tkey[CMX_TENANT_KEY], key[CMX_STATE_KEY_MAX];
 			cmx_state_key_name(cmx_tenant_key(t, tkey), key, sizeof(key));
 			snprintf(name, sizeof(name), "%s-m%s-%u-%" PRIu64 ".state", key,
-				 cmx_checkpoint_instance(), serial++, head.session);
+				 cmx_checkpoint_instance(srv), mi->serial++, head.session);
 		}
 		if (renameat(dfd, tmp, dfd, name)) {
 			e = -errno;
@@ -708,8 +705,8 @@ int cmx_migrate_in(struct cmx_server *srv, int fd, const uint8_t *first, size_t 
 		return 0;
 	}
 	w->deadline = now_ns() + MIGRATE_RESTORE_WAIT_NS;
-	w->next = in_waits;
-	in_waits = w;
+	w->next = mi->waits;
+	mi->waits = w;
 	in_look(&w->io, 0, 0);
 	return 1;
 }

@@ -39,6 +39,18 @@ int cmx_migrate_out(struct cmx_server *srv, struct cmx_tenant *t, int fd,
 		    void (*done)(void *arg, int err, const struct cmx_migrate_stats *st),
 		    void *arg);
 
+/* A destination's migrations in (srv->migrate_in). Loop thread. */
+struct cmx_migrate_wait;
+struct cmx_migrate_in {
+	/* Those whose sessions are being restored, to answer once they are
+	 * (host/migrate.c). */
+	struct cmx_migrate_wait *waits;
+	/* The files taken in, for their names; with workers, the
+	 * CMX_CTL_RESTORE requests, for their answers. */
+	unsigned serial;
+	uint64_t seqs;
+};
+
 /* Destination: the admin request CMX_MIGRATE_REQUEST on fd, whose next
  * nfirst bytes were read already into first. Each file is checked whole,
  * kept in the state directory and restored (by the tenant's worker when
@@ -47,7 +59,7 @@ int cmx_migrate_out(struct cmx_server *srv, struct cmx_tenant *t, int fd,
 int cmx_migrate_in(struct cmx_server *srv, int fd, const uint8_t *first, size_t nfirst,
 		   struct cmx_text *out, void (*answered)(void *arg), void *arg);
 /* Front end: a worker's answer to CMX_CTL_RESTORE of that seq. */
-void cmx_migrate_in_restored(uint64_t seq, int err);
+void cmx_migrate_in_restored(struct cmx_server *srv, uint64_t seq, int err);
 /* Worker: done(arg, err) once session id, being restored here, waits for
  * its guest (0), or its restore failed (-errno). */
 void cmx_migrate_session_restored(struct cmx_server *srv, uint64_t id,

@@ -23,12 +23,9 @@
  * all at once, when there are this many more of them than of live ones. */
 #define COMPACT_SLACK 256
 
-/* A state directory was given (cmx_record_keep()). */
-static int keeping;
-
-void cmx_record_keep(void)
+void cmx_record_keep(struct cmx_server *srv)
 {
-	keeping = 1;
+	srv->keep_records = 1;
 }
 
 static int kept_kind(unsigned kind)
@@ -205,7 +202,7 @@ int cmx_record_prepare(struct cmx_call *c)
 	int made, slot;
 
 	/* Kept for a checkpoint, which needs a state directory. */
-	if (!keeping)
+	if (!s->srv->keep_records)
 		return 0;
 	owner = owner_of(c, &kind, &index, &bulk, &made, &slot);
 	/* A creation sent again (cmx_record_made_again()) makes nothing. */

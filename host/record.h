@@ -10,6 +10,7 @@
 
 struct cmx_call;
 struct cmx_obj;
+struct cmx_server;
 struct cmx_session;
 struct cmx_state_writer;
 
@@ -43,9 +44,10 @@ struct cmx_reclog {
 	uint64_t pending; /* prepared records of calls not done yet */
 };
 
-/* With --state-dir: requests are kept from now on (cmx_checkpoint_open()
- * says so, so that this file asks nothing of the checkpoint's). */
-void cmx_record_keep(void);
+/* With --state-dir: srv's requests are kept from now on
+ * (cmx_checkpoint_open() says so, so that this file asks nothing of the
+ * checkpoint's). */
+void cmx_record_keep(struct cmx_server *srv);
 /* Before a call's handler runs, with --state-dir only: when it makes or
  * changes a lasting object (context, queue, buffer, program, kernel,
  * sampler, image; the schema's `changes` calls: builds, include files,

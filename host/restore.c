@@ -63,7 +63,7 @@ struct cmx_restore {
 	int status;	     /* its status */
 	struct fresh *fresh; /* by id */
 	size_t nfresh;
-	int counted; /* one of cmx_restore_all()'s files (struct all) */
+	int counted;	  /* one of cmx_restore_all()'s files (struct cmx_restores) */
 	uint64_t call_t0; /* the request being replayed: when it went in */
 	uint16_t call_op;
 	/* Its payload, staged by the daemon and charged to the tenant until
@@ -71,31 +71,15 @@ struct cmx_restore {
 	uint64_t staged;
 };
 
-/* cmx_restore_all()'s files together: once the last is replayed, one line
- * says how long the whole directory took, from its listing on (sessions
- * are replayed side by side, each going on as its deferred calls end). */
-static struct {
-	unsigned left, restored, failed;
-	uint64_t bytes, images, t0;
-	int listing; /* still reading the directory */
-	/* Where the time went: the requests of the costliest kinds, from
-	 * dispatch to their end (a deferred one's too), summed over the
-	 * sessions; contents and images under op 0. */
-	struct op_time {
-		uint16_t op;
-		unsigned n;
-		uint64_t ns;
-	} spent[8];
-} all;
-
 /* Counts ns to op's kind. A kind that finds no room takes the place of
  * the cheapest, if it cost more: the costliest stay. */
-static void spent_add(uint16_t op, uint64_t ns)
+static void spent_add(struct cmx_server *srv, uint16_t op, uint64_t ns)
 {
-	struct op_time *least = &all.spent[0];
+	struct cmx_restore_op_time *spent = srv->restores.spent;
+	struct cmx_restore_op_time *least = &spent[0];
 
-	for (unsigned i = 0; i < 8; i++) {
-		struct op_time *t = &all.spent[i];
+	for (unsigned i = 0; i < CMX_RESTORE_SPENT; i++) {
+		struct cmx_restore_op_time *t = &spent[i];
 		if (t->n && t->op == op) {
 			t->n++;
 			t->ns += ns;
@@ -105,12 +89,12 @@ static void spent_add(uint16_t op, uint64_t ns)
 			least = t;
 	}
 	if (!least->n || least->ns < ns)
-		*least = (struct op_time){ .op = op, .n = 1, .ns = ns };
+		*least = (struct cmx_restore_op_time){.op = op, .n = 1, .ns = ns};
 }
 
 static int costlier(const void *a, const void *b)
 {
-	const struct op_time *x = a, *y = b;
+	const struct cmx_restore_op_time *x = a, *y = b;
 
 	return (x->ns < y->ns) - (x->ns > y->ns);
 }
@@ -126,11 +110,6 @@ static const char *op_name(uint16_t op)
  * what it holds is charged to its tenant. */
 #define RESUME_WAIT_S 600
 
-static int (*serves)(const struct cmx_tenant *t);
-/* cmx_restore_all() has read the state directory: a session not found
- * after it is not there to resume. */
-static int restore_ran;
-
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -140,27 +119,28 @@ static uint64_t now_ns(void)
 }
 
 /* The line for cmx_restore_all()'s files, once the last is done. */
-static void all_done(void)
+static void all_done(struct cmx_server *srv)
 {
+	struct cmx_restores *all = &srv->restores;
 	char line[512];
 	size_t used = 0;
 
-	if (all.listing || all.left || !(all.restored + all.failed))
+	if (all->listing || all->left || !(all->restored + all->failed))
 		return;
 	/* The costliest kinds first. */
-	qsort(all.spent, 8, sizeof(all.spent[0]), costlier);
-	for (unsigned k = 0; k < 4 && all.spent[k].n && used < sizeof(line); k++)
+	qsort(all->spent, CMX_RESTORE_SPENT, sizeof(all->spent[0]), costlier);
+	for (unsigned k = 0; k < 4 && all->spent[k].n && used < sizeof(line); k++)
 		used += (size_t)snprintf(line + used, sizeof(line) - used, "%s%s %.1f ms (%u)",
-					 k ? ", " : "", op_name(all.spent[k].op),
-					 (double)all.spent[k].ns / 1e6, all.spent[k].n);
-	memset(all.spent, 0, sizeof(all.spent));
+					 k ? ", " : "", op_name(all->spent[k].op),
+					 (double)all->spent[k].ns / 1e6, all->spent[k].n);
+	memset(all->spent, 0, sizeof(all->spent));
 	if (used)
 		cmx_info("restore: the longest requests, summed over the sessions: %s", line);
 	cmx_info("restore: %u session%s restored (%" PRIu64 " image bytes, %" PRIu64
 		 " buffer bytes) in %.1f ms, %u failed",
-		 all.restored, all.restored == 1 ? "" : "s", all.images, all.bytes,
-		 (double)(now_ns() - all.t0) / 1e6, all.failed);
-	all.restored = all.failed = 0;
+		 all->restored, all->restored == 1 ? "" : "s", all->images, all->bytes,
+		 (double)(now_ns() - all->t0) / 1e6, all->failed);
+	all->restored = all->failed = 0;
 }
 
 /*
@@ -186,7 +166,7 @@ static void finish(struct cmx_session *s, int e, const char *why)
 {
 	struct cmx_restore *rs = s->restore;
 	struct cmx_server *srv = s->srv; /* s may be gone once closed */
-	int dfd = cmx_checkpoint_dirfd();
+	int dfd = cmx_checkpoint_dirfd(srv);
 
 	staged_charge(s, -(int64_t)rs->staged);
 	s->restore = NULL;
@@ -219,15 +199,16 @@ static void finish(struct cmx_session *s, int e, const char *why)
 		cmx_release_session(s);
 	}
 	if (rs->counted) {
-		all.left--;
-		all.failed += e != 0;
-		all.restored += e == 0;
-		all.bytes += e ? 0 : rs->bytes;
-		all.images += e ? 0 : rs->images;
+		struct cmx_restores *all = &srv->restores;
+		all->left--;
+		all->failed += e != 0;
+		all->restored += e == 0;
+		all->bytes += e ? 0 : rs->bytes;
+		all->images += e ? 0 : rs->images;
 	}
 	free(rs->fresh);
 	free(rs);
-	all_done();
+	all_done(srv);
 	/* The binaries its builds kept serve only restores running now. */
 	for (struct cmx_session *o = srv->sessions; o; o = o->next)
 		if (o->restore)
@@ -379,7 +360,7 @@ static int replay(struct cmx_session *s, const struct cmx_hdr *h, const uint8_t 
 	e = cmx_dispatch_call(s, h, args, bulk);
 	rs->in_dispatch = 0;
 	if (!e && rs->sync_done)
-		spent_add(rs->call_op, now_ns() - rs->call_t0);
+		spent_add(s->srv, rs->call_op, now_ns() - rs->call_t0);
 	if (e) {
 		finish(s, e, "a request the decoder refused");
 		return -1;
@@ -420,7 +401,7 @@ static int contents(struct cmx_session *s, const struct cmx_state_rec *rec)
 	if ((f && f->h == o->h) || !qid) {
 		uint64_t t0 = now_ns();
 		e = contents_direct(s, o, rec);
-		spent_add(0, now_ns() - t0);
+		spent_add(s->srv, 0, now_ns() - t0);
 		if (e)
 			finish(s, e, "a write failed");
 		else if (f && f->h == o->h)
@@ -579,7 +560,7 @@ static void replayed(struct cmx_session *s, int status)
 		rs->sync_done = 1;
 		return;
 	}
-	spent_add(rs->call_op, now_ns() - rs->call_t0);
+	spent_add(s->srv, rs->call_op, now_ns() - rs->call_t0);
 	if (status != CL_SUCCESS) {
 		finish(s, -EIO, "a deferred request failed");
 		return;
@@ -590,6 +571,7 @@ static void replayed(struct cmx_session *s, int status)
 /* One file: checked whole, its tenant this process's, then replayed. */
 static void restore_file(struct cmx_server *srv, int dfd, const char *name, int counted)
 {
+	struct cmx_restores *all = &srv->restores;
 	struct cmx_restore *rs = calloc(1, sizeof(*rs));
 	struct cmx_tenant *t;
 	struct cmx_session *s;
@@ -613,14 +595,14 @@ static void restore_file(struct cmx_server *srv, int dfd, const char *name, int 
 		(void)renameat(dfd, name, dfd, bad);
 		cmx_state_unmap(rs->map, rs->len);
 		free(rs);
-		all.failed += counted;
+		all->failed += counted;
 		return;
 	}
 	t = cmx_tenant_find(&srv->tenants, rs->r.head.tenant);
 	/* The default tenant exists once a peer has been given it. */
 	if (!t && srv->tenants.fallback[0] && !strcmp(rs->r.head.tenant, srv->tenants.fallback))
 		t = cmx_tenant_get(&srv->tenants, rs->r.head.tenant);
-	if (!t || (serves && !serves(t))) {
+	if (!t || (all->serves && !all->serves(t))) {
 		/* Another worker's, or a tenant the configuration lost: left
 		 * for whoever serves it. */
 		cmx_state_unmap(rs->map, rs->len);
@@ -635,7 +617,7 @@ static void restore_file(struct cmx_server *srv, int dfd, const char *name, int 
 			rs->r.head.session);
 		cmx_state_unmap(rs->map, rs->len);
 		free(rs);
-		all.failed += counted;
+		all->failed += counted;
 		return;
 	}
 	s->id = rs->r.head.session;
@@ -647,7 +629,7 @@ static void restore_file(struct cmx_server *srv, int dfd, const char *name, int 
 		srv->next_session = s->id;
 	s->restore = rs;
 	rs->counted = counted;
-	all.left += counted;
+	all->left += counted;
 	if (scan(rs)) {
 		finish(s, -ENOMEM, "out of memory");
 		return;
@@ -663,7 +645,7 @@ static struct cmx_session *find(struct cmx_server *srv, const struct cmx_tenant 
 {
 	/* Before the files are read (posted to the loop, behind the
 	 * connections a worker may be handed first), it may be there soon. */
-	*busy = !restore_ran && cmx_checkpoint_dirfd() >= 0;
+	*busy = !srv->restores.ran && cmx_checkpoint_dirfd(srv) >= 0;
 	for (struct cmx_session *s = srv->sessions; s; s = s->next)
 		if (s->id == id && s->restored && !s->closed && s->tenant == t) {
 			/* Compared in constant time, as cmx_session_find(). */
@@ -715,33 +697,34 @@ static void wait_arm(struct cmx_server *srv)
 
 void cmx_restore_all(struct cmx_server *srv, int (*serves_fn)(const struct cmx_tenant *t))
 {
-	int dfd = cmx_checkpoint_dirfd();
+	struct cmx_restores *all = &srv->restores;
+	int dfd = cmx_checkpoint_dirfd(srv);
 	DIR *d;
 	struct dirent *e;
 
-	serves = serves_fn;
-	restore_ran = 1;
-	if (!(d = cmx_checkpoint_dir_list()))
+	all->serves = serves_fn;
+	all->ran = 1;
+	if (!(d = cmx_checkpoint_dir_list(srv)))
 		return;
-	all.t0 = now_ns();
-	all.listing = 1;
+	all->t0 = now_ns();
+	all->listing = 1;
 	/* Each file once, by the worker whose key its name begins with:
 	 * the one its guest comes back to (cmx_checkpoint_file_ours()). */
 	while ((e = readdir(d))) {
 		size_t n = strlen(e->d_name);
 		if (n > 6 && !strcmp(e->d_name + n - 6, ".state") &&
-		    cmx_checkpoint_file_ours(e->d_name))
+		    cmx_checkpoint_file_ours(srv, e->d_name))
 			restore_file(srv, dfd, e->d_name, 1);
 	}
 	closedir(d);
-	all.listing = 0;
-	all_done();
+	all->listing = 0;
+	all_done(srv);
 	wait_arm(srv);
 }
 
 void cmx_restore_file(struct cmx_server *srv, const char *name)
 {
-	int dfd = cmx_checkpoint_dirfd();
+	int dfd = cmx_checkpoint_dirfd(srv);
 
 	if (dfd < 0)
 		return;

@@ -7,8 +7,11 @@
 #include <pthread.h>
 #include <stdint.h>
 
+#include "checkpoint.h"
 #include "loop.h"
+#include "migrate.h"
 #include "pending.h"
+#include "restore.h"
 #include "staging.h"
 #include "tenant.h"
 #include "tuning.h"
@@ -136,6 +139,13 @@ struct cmx_server {
 	 * NULL where nothing restores: no session to resume). */
 	struct cmx_session *(*restore_find)(struct cmx_server *srv, const struct cmx_tenant *t,
 					    uint64_t id, uint64_t token, int *busy);
+	/* Creation requests are kept for a checkpoint (host/record.c): set
+	 * by cmx_record_keep() once there is a state directory. */
+	int keep_records;
+	/* The state directory, --state-dir (host/checkpoint.c). */
+	struct cmx_state_dir state;
+	/* Migrations being taken in (host/migrate.c). */
+	struct cmx_migrate_in migrate_in;
 	struct cmx_session *sessions;
 	uint64_t next_session;
 	uint64_t nsessions;
@@ -232,8 +242,9 @@ struct cmx_server {
 	struct cmx_fences fences;
 	/* Programs being built or linked (host/exec_program.c). */
 	struct cmx_busy_programs busy_programs;
-	/* The end of the wait for guests to resume restored sessions
-	 * (host/restore.c). */
+	/* The restores from the state directory, and the end of the wait
+	 * for guests to resume their sessions (host/restore.c). */
+	struct cmx_restores restores;
 	struct cmx_io resume_wait;
 	struct __kernel_timespec resume_wait_ts;
 	int resume_wait_armed;

@@ -34,7 +34,7 @@ static struct {
 	int reading;	   /* reader started */
 	atomic_int stopping; /* the loop is going away: post nothing more */
 	atomic_int poisoned;
-	void (*retire)(void);
+	void (*retire)(struct cmx_server *srv);
 } wk = { .ctl = -1 };
 
 struct packet {
@@ -248,7 +248,8 @@ static void *reader_main(void *arg)
 
 static const struct cmx_report_ops reports;
 
-int cmx_worker_start(struct cmx_server *srv, int ctl, const char *key, void (*retire)(void))
+int cmx_worker_start(struct cmx_server *srv, int ctl, const char *key,
+		     void (*retire)(struct cmx_server *srv))
 {
 	struct cmx_ctl_ready ready = { .h = { .op = CMX_CTL_READY, .len = sizeof(ready) } };
 	int turns = srv->tune.equal_turns == CMX_TUNE_AUTO ? srv->slices_contexts
@@ -283,8 +284,7 @@ void cmx_worker_stop(void)
 
 static void retire(void *arg)
 {
-	(void)arg;
-	wk.retire();
+	wk.retire(arg);
 }
 
 static int overtime(const char *tenant, const char *why)
@@ -325,7 +325,7 @@ static void poisoned(const char *why)
 	cmx_err("worker %s: the driver's state is lost: %s", wk.key, why);
 	snprintf(p.why, sizeof(p.why), "%s", why);
 	cmx_ctl_send(wk.ctl, &p, sizeof(p), -1, 1);
-	cmx_loop_post(wk.srv->loop, retire, NULL);
+	cmx_loop_post(wk.srv->loop, retire, wk.srv);
 }
 
 static const struct cmx_report_ops reports = {

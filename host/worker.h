@@ -13,9 +13,10 @@ struct cmx_tenant;
  * them to the loop), registers the reports to it (srv->report) and says
  * ready. key: the worker's name (host/front.c), for log lines and the
  * tenants it reports. retire: on the loop, once the driver's state is lost,
- * stops accepting and ends the process once its last session has
- * (host/main.c). 0 or -errno. */
-int cmx_worker_start(struct cmx_server *srv, int ctl, const char *key, void (*retire)(void));
+ * given srv, stops accepting and ends the process once its last session
+ * has (host/main.c). 0 or -errno. */
+int cmx_worker_start(struct cmx_server *srv, int ctl, const char *key,
+		     void (*retire)(struct cmx_server *srv));
 /* Before the loop is destroyed: the reader ends (the control socket is shut
  * down). */
 void cmx_worker_stop(void);
