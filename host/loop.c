@@ -406,14 +406,14 @@ static int cmp_u32(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-double cmx_lat_quantile_us(struct cmx_lat *t, unsigned pct)
+double cmx_lat_median_us(struct cmx_lat *t)
 {
 	unsigned n = t->n < CMX_LAT_N ? t->n : CMX_LAT_N;
 
 	if (!n)
 		return 0;
 	qsort(t->ns, n, sizeof(t->ns[0]), cmp_u32);
-	return t->ns[(uint64_t)(n - 1) * pct / 100] / 1e3;
+	return t->ns[n / 2] / 1e3;
 }
 
 void cmx_hist_add(struct cmx_hist *h, uint64_t ns)
@@ -435,11 +435,6 @@ unsigned cmx_hist_quantile_us(const struct cmx_hist *h, unsigned pm)
 			return 1u << i;
 	}
 	return 1u << (CMX_HIST_N - 1);
-}
-
-double cmx_lat_median_us(struct cmx_lat *t)
-{
-	return cmx_lat_quantile_us(t, 50);
 }
 
 void cmx_loop_report(struct cmx_loop *l)

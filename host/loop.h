@@ -63,8 +63,6 @@ struct cmx_lat {
 void cmx_lat_add(struct cmx_lat *t, uint64_t ns);
 /* Sorts the samples: at exit only. */
 double cmx_lat_median_us(struct cmx_lat *t);
-/* The pct-th percentile (0 to 100), likewise. */
-double cmx_lat_quantile_us(struct cmx_lat *t, unsigned pct);
 /* Every sample of one duration, in powers of two of a microsecond: for
  * a percentile over a whole run, within a factor of two. */
 #define CMX_HIST_N 24
